@@ -1,0 +1,68 @@
+"""Your implementations of the multi-head attention exercises.
+
+Replace each `raise NotImplementedError(...)` with your code, then run `mha check`
+(or `mha check PROBLEM`) for instant feedback. `mha show PROBLEM` prints the full task.
+Use numpy; do not rename the functions or change their parameters.
+"""
+import math
+
+import numpy as np
+
+
+def softmax(scores):
+    """Softmax over the last axis of `scores` (any leading shape); stable for |scores| up to 1e4."""
+    raise NotImplementedError("softmax: not implemented yet (see `mha show softmax`)")
+
+
+def attention_reading(weights, values):
+    """Weighted sum of value vectors: weights (T,) or (n, T), values (T, d_v) -> (d_v,) or (n, d_v)."""
+    raise NotImplementedError("attention_reading: not implemented yet (see `mha show attention_reading`)")
+
+
+def count_routing_distributions(num_heads, d_v, num_queries=1):
+    """How many separately normalized distributions over key positions one layer forms."""
+    raise NotImplementedError("count_routing_distributions: not implemented yet (see `mha show count_routing_distributions`)")
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    """Q (n, d_k), K (m, d_k), V (m, d_v), mask bool (n, m) with True = may attend.
+    Return (output (n, d_v), weights (n, m))."""
+    raise NotImplementedError("scaled_dot_product_attention: not implemented yet (see `mha show scaled_dot_product_attention`)")
+
+
+def split_heads(X, num_heads):
+    """(n, d_model) -> (num_heads, n, d_model // num_heads); ValueError if not divisible."""
+    raise NotImplementedError("split_heads: not implemented yet (see `mha show split_heads`)")
+
+
+def merge_heads(H):
+    """(num_heads, n, d_head) -> (n, num_heads * d_head); the inverse of split_heads."""
+    raise NotImplementedError("merge_heads: not implemented yet (see `mha show merge_heads`)")
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Self-attention with num_heads heads. X (n, d_model), each W (d_model, d_model).
+    Head i uses columns i*d_k:(i+1)*d_k of X @ W_Q, X @ W_K, X @ W_V; concatenate, then @ W_O.
+    Return (output (n, d_model), weights (num_heads, n, n))."""
+    raise NotImplementedError("multi_head_attention: not implemented yet (see `mha show multi_head_attention`)")
+
+
+def predict_shapes(seq_len, d_model, num_heads):
+    """Shapes of the intermediates, keys "q_head", "scores", "weights", "head_output",
+    "concat", "output" (see `mha show predict_shapes`); ValueError if d_model % num_heads."""
+    raise NotImplementedError("predict_shapes: not implemented yet (see `mha show predict_shapes`)")
+
+
+def parameter_count(d_model, num_heads, bias=True):
+    """Learned parameters of W_Q, W_K, W_V, W_O (plus their biases when bias=True)."""
+    raise NotImplementedError("parameter_count: not implemented yet (see `mha show parameter_count`)")
+
+
+def previous_token_head(seq_len):
+    """Design W_Q, W_K (seq_len x seq_len) so query i attends to position i - 1 (X = identity)."""
+    raise NotImplementedError("previous_token_head: not implemented yet (see `mha show previous_token_head`)")
+
+
+def sink_head(seq_len):
+    """Design W_Q, W_K (seq_len x seq_len) so every query attends to position 0 (X = identity)."""
+    raise NotImplementedError("sink_head: not implemented yet (see `mha show sink_head`)")

@@ -1,0 +1,91 @@
+"""The student API: every function a submission may implement, with its parameters.
+
+This table is the single source of truth for argument order, which parameters are arrays,
+and what a function returns. The loader validates problem files against it, the runner
+uses it to order arguments, and the checks use the return kind to pick a comparison.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ParamKind(Enum):
+    """How a parameter's YAML value is turned into a Python value."""
+
+    ARRAY = "array"  # float64 ndarray
+    MASK = "mask"    # bool ndarray, True = may attend
+    INT = "int"
+    BOOL = "bool"
+
+
+class ReturnKind(Enum):
+    """What a function returns, which picks the default comparison."""
+
+    ARRAY = "array"            # one float array
+    ARRAY_PAIR = "array_pair"  # (output, weights)
+    INT = "int"
+    SHAPES = "shapes"          # dict of shape tuples
+    HEAD = "head"              # (W_Q, W_K) graded by the attention pattern they make
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: ParamKind
+    default: object = None
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    params: tuple[Param, ...]
+    returns: ReturnKind
+    signature: str
+    outputs: tuple[str, ...] = ()  # names of the parts of a tuple result
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+def _opt(name: str, kind: ParamKind, default: object) -> Param:
+    return Param(name, kind, default=default, required=False)
+
+
+A, M, I, B = ParamKind.ARRAY, ParamKind.MASK, ParamKind.INT, ParamKind.BOOL
+
+FUNCTIONS: dict[str, FunctionSpec] = {f.name: f for f in (
+    FunctionSpec("softmax", (Param("scores", A),), ReturnKind.ARRAY,
+                 "softmax(scores) -> ndarray"),
+    FunctionSpec("attention_reading", (Param("weights", A), Param("values", A)), ReturnKind.ARRAY,
+                 "attention_reading(weights, values) -> ndarray"),
+    FunctionSpec("count_routing_distributions",
+                 (Param("num_heads", I), Param("d_v", I), _opt("num_queries", I, 1)), ReturnKind.INT,
+                 "count_routing_distributions(num_heads, d_v, num_queries=1) -> int"),
+    FunctionSpec("scaled_dot_product_attention",
+                 (Param("Q", A), Param("K", A), Param("V", A), _opt("mask", M, None)),
+                 ReturnKind.ARRAY_PAIR,
+                 "scaled_dot_product_attention(Q, K, V, mask=None) -> (output, weights)",
+                 outputs=("output", "weights")),
+    FunctionSpec("split_heads", (Param("X", A), Param("num_heads", I)), ReturnKind.ARRAY,
+                 "split_heads(X, num_heads) -> ndarray"),
+    FunctionSpec("merge_heads", (Param("H", A),), ReturnKind.ARRAY,
+                 "merge_heads(H) -> ndarray"),
+    FunctionSpec("multi_head_attention",
+                 (Param("X", A), Param("W_Q", A), Param("W_K", A), Param("W_V", A), Param("W_O", A),
+                  Param("num_heads", I), _opt("mask", M, None)),
+                 ReturnKind.ARRAY_PAIR,
+                 "multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None) -> (output, weights)",
+                 outputs=("output", "weights")),
+    FunctionSpec("predict_shapes", (Param("seq_len", I), Param("d_model", I), Param("num_heads", I)),
+                 ReturnKind.SHAPES, "predict_shapes(seq_len, d_model, num_heads) -> dict"),
+    FunctionSpec("parameter_count", (Param("d_model", I), Param("num_heads", I), _opt("bias", B, True)),
+                 ReturnKind.INT, "parameter_count(d_model, num_heads, bias=True) -> int"),
+    FunctionSpec("previous_token_head", (Param("seq_len", I),), ReturnKind.HEAD,
+                 "previous_token_head(seq_len) -> (W_Q, W_K)", outputs=("W_Q", "W_K")),
+    FunctionSpec("sink_head", (Param("seq_len", I),), ReturnKind.HEAD,
+                 "sink_head(seq_len) -> (W_Q, W_K)", outputs=("W_Q", "W_K")),
+)}
+
+SHAPE_KEYS = ("q_head", "scores", "weights", "head_output", "concat", "output")

@@ -1,0 +1,248 @@
+"""The `mha` command line: thin wrappers that load, grade, render and map errors to exit codes."""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import click
+
+from .errors import ExitCode, GraderError, InternalError
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class Ctx:
+    def __init__(self, exercises: Path | None):
+        self._exercises = exercises
+
+    @property
+    def root(self) -> Path:
+        from .paths import find_assignment_root
+        return self._exercises or find_assignment_root()
+
+    def assignment(self):
+        from .loader import load_assignment
+        return load_assignment(self.root)
+
+
+def _fail(exc: GraderError) -> None:
+    click.echo(str(exc), err=True)
+    sys.exit(int(exc.exit_code))
+
+
+def _limits(timeout: float | None):
+    from .sandbox import Limits
+    return Limits(problem_seconds=timeout) if timeout else Limits()
+
+
+class _Group(click.Group):
+    """Maps any error that escapes a command to its exit code: never a bare traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GraderError as exc:
+            _fail(exc)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # the grader's own bug
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            click.echo(f"internal error: {detail}", err=True)
+            sys.exit(int(ExitCode.INTERNAL))
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
+@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), envvar="MHA_EXERCISES",
+              help="Folder holding assignment.yaml and problems/ (default: found from the current folder).")
+@click.version_option(package_name="mha-exercises")
+@click.pass_context
+def main(ctx: click.Context, exercises: Path | None) -> None:
+    """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
+
+    \b
+    Example:
+      mha check                 # check exercises/attention.py on the public cases
+      mha grade solutions       # grade a submission on every case
+    """
+    ctx.obj = Ctx(exercises)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("problems", nargs=-1)
+@click.option("--path", "path", type=click.Path(path_type=Path), default=None,
+              help="Your attention.py (default: attention.py beside assignment.yaml).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds allowed per problem.")
+@click.pass_obj
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, timeout: float | None) -> None:
+    """Check your work on the public cases, with hints; exit 1 if any case fails.
+
+    \b
+    Example:
+      mha check                        # every problem
+      mha check softmax merge_heads    # just these
+    """
+    from .grading import grade
+    from .paths import resolve_submission
+    from .reports import text
+    try:
+        assignment = obj.assignment()
+        _known(assignment, problems)
+        submission = resolve_submission(path or assignment.root / "attention.py")
+        result = grade(assignment, submission, include_hidden=False, problem_ids=problems or None,
+                       limits=_limits(timeout))
+    except GraderError as exc:
+        _fail(exc)
+    click.echo(text.render(result), nl=False)
+    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+
+
+def _known(assignment, problems) -> None:
+    from .errors import SubmissionError
+    unknown = [p for p in problems if assignment.problem(p) is None]
+    if unknown:
+        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(p.id for p in assignment.problems)})")
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("submission", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default="text",
+              show_default=True, help="Report format.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to this file (atomically) instead of stdout.")
+@click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
+              help="Exit 1 when the score is below this percentage (the report is still written).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds allowed per problem.")
+@click.pass_obj
+def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under: float | None,
+          timeout: float | None) -> None:
+    """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
+
+    Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
+    3 invalid problem files; 4 grader failure (a Gradescope report still says so).
+
+    \b
+    Example:
+      mha grade solutions --format gradescope --output results.json
+    """
+    from .paths import resolve_submission, write_atomically
+    from .reports import render
+    from .reports.gradescope import failure
+    start = time.monotonic()
+    try:
+        try:
+            path = resolve_submission(submission)
+            assignment = obj.assignment()
+            from .grading import grade as run_grade
+            result = run_grade(assignment, path, limits=_limits(timeout))
+            report = render(fmt, result)
+        except GraderError:
+            raise
+        except Exception as exc:  # the grader's own failure: say so, never a bare traceback
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            raise InternalError(f"internal error: {detail}") from exc
+        _emit(report, output)
+    except GraderError as exc:
+        if fmt == "gradescope" and exc.exit_code in (ExitCode.INTERNAL, ExitCode.INVALID_SPEC):
+            try:
+                _emit(failure(str(exc), round(time.monotonic() - start, 3)), output)
+            except OSError:
+                pass
+        _fail(exc)
+    if fail_under is not None and result.percent < fail_under:
+        click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)
+        sys.exit(int(ExitCode.FAILED))
+
+
+def _emit(report: str, output: Path | None) -> None:
+    from .paths import write_atomically
+    if output is None:
+        click.echo(report, nl=False)
+        return
+    try:
+        write_atomically(output, report)
+    except OSError as exc:
+        raise InternalError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("path", type=click.Path(exists=True, path_type=Path), required=False)
+@click.pass_obj
+def validate(obj: Ctx, path: Path | None) -> None:
+    """Validate problem files: every error as `file:line: message`; exit 3 if any.
+
+    PATH is an assignment folder (default: the current one) or a single problem file.
+    Explicit `expect` values are also checked against the reference.
+
+    \b
+    Example:
+      mha validate exercises/problems/softmax.yaml
+    """
+    from .loader import load_assignment, load_problem
+    from .validation import check_against_reference
+    try:
+        if path is not None and path.is_file():
+            problems = [load_problem(path)]
+        else:
+            root = path if path is not None else obj.root
+            if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
+                root = path.parent
+            problems = list(load_assignment(root).problems)
+        check_against_reference(problems)
+    except GraderError as exc:
+        _fail(exc)
+    cases = [c for p in problems for c in p.cases]
+    hidden = sum(c.hidden for c in cases)
+    click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden)")
+
+
+@main.command("list", context_settings=CONTEXT)
+@click.pass_obj
+def list_(obj: Ctx) -> None:
+    """List the problems with their points and case counts.
+
+    \b
+    Example:
+      mha list
+    """
+    try:
+        assignment = obj.assignment()
+    except GraderError as exc:
+        _fail(exc)
+    click.echo(assignment.title)
+    width = max(len(p.id) for p in assignment.problems)
+    for p in assignment.problems:
+        hidden = sum(c.hidden for c in p.cases)
+        click.echo(f"  {p.id:<{width}}  {p.points:>4g} pts  {len(p.cases) - hidden} public / {hidden} hidden  {p.title}")
+    click.echo(f"  total {assignment.max_score:g} points")
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("problem")
+@click.pass_obj
+def show(obj: Ctx, problem: str) -> None:
+    """Print a problem's prompt, signature and public cases.
+
+    \b
+    Example:
+      mha show attention_reading
+    """
+    try:
+        assignment = obj.assignment()
+        _known(assignment, (problem,))
+    except GraderError as exc:
+        _fail(exc)
+    p = assignment.problem(problem)
+    title = f"{p.title} ({p.points:g} points)"
+    click.echo(f"{title}\n{'=' * len(title)}\n")
+    click.echo(f"    {p.function.signature}\n")
+    click.echo(p.prompt)
+    public = [c.name for c in p.cases if not c.hidden]
+    click.echo(f"Public cases ({len(public)}): {'; '.join(public)}")
+    click.echo(f"Hidden cases: {len(p.cases) - len(public)} (graded by `mha grade`, details never shown)")
+    click.echo(f"\nRun `mha check {p.id}` to test your code.")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,55 @@
+"""Errors the grader raises, each carrying the exit code the CLI turns it into."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every ``mha`` command (documented in README)."""
+
+    OK = 0          # a report was written (whatever the score) / all checks passed
+    FAILED = 1      # `check`: some case failed; `grade`: score below --fail-under
+    USAGE = 2       # bad command line or unreadable submission path
+    INVALID_SPEC = 3  # problem or assignment YAML is invalid
+    INTERNAL = 4    # the grader itself failed
+
+
+class GraderError(Exception):
+    """Base class of every error the grader reports to a user."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class SpecError(GraderError, ValueError):
+    """A problem, assignment or answers file is invalid; knows its file and line."""
+
+    exit_code = ExitCode.INVALID_SPEC
+
+    def __init__(self, path: str, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class SpecErrors(GraderError, ValueError):
+    """Several SpecErrors found in one pass; printed one per line."""
+
+    exit_code = ExitCode.INVALID_SPEC
+
+    def __init__(self, errors: list[SpecError]):
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class SubmissionError(GraderError, ValueError):
+    """The submission path cannot be used (missing, not Python, no attention.py)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class InternalError(GraderError, RuntimeError):
+    """The grader failed for a reason that is not the submission's fault."""
+
+    exit_code = ExitCode.INTERNAL

@@ -1,0 +1,169 @@
+"""Grade one submission: build each case's inputs, run the student's code in the sandbox,
+compute expected values with the reference, compare, name known mistakes, and score.
+
+Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResult.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from . import generators as gen
+from . import reference
+from .api import FunctionSpec, ReturnKind
+from .checks import Verdict, check, describe
+from .errors import InternalError
+from .mistakes import VARIANTS
+from .model import Assignment, Case, Problem
+from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
+from .sandbox import CaseRun, Limits, RunStatus, Session
+
+
+@dataclass(frozen=True)
+class PreparedCase:
+    case: Case
+    args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
+    expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
+
+
+def build_args(problem: Problem, case: Case) -> tuple[Any, ...]:
+    """Positional arguments up to the last one the case gives; gaps take the API default."""
+    seed = gen.case_seed(problem.id, case.name, case.seed)
+    env = gen.realize_let(case.let, seed)
+    fn = problem.function
+    last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
+    return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
+                 for p in fn.params[: last + 1])
+
+
+def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
+    """An explicit `expect` from YAML, in the form the reference returns."""
+    if fn.returns is ReturnKind.ARRAY:
+        return np.asarray(expect, dtype=np.float64)
+    if fn.returns is ReturnKind.ARRAY_PAIR:
+        return tuple(np.asarray(e, dtype=np.float64) for e in expect)
+    if fn.returns is ReturnKind.SHAPES:
+        return {k: tuple(v) for k, v in expect.items()}
+    return expect
+
+
+def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
+    if fn.returns is ReturnKind.HEAD:
+        return args[0]  # the check runs the reference on the student's matrices for this seq_len
+    return getattr(reference, fn.name)(*copy.deepcopy(args))
+
+
+def prepare(problem: Problem, case: Case) -> PreparedCase:
+    args = build_args(problem, case)
+    if case.raises:
+        return PreparedCase(case, args, None)
+    try:
+        expected = literal_expected(problem.function, case.expect) if case.has_expect \
+            else reference_answer(problem.function, args)
+    except Exception as exc:  # a case the reference cannot answer is the problem file's fault
+        raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    return PreparedCase(case, args, expected)
+
+
+def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
+    parts = []
+    for param, value in zip(fn.params, args):
+        if isinstance(value, np.ndarray):
+            shown = (np.array2string(value, precision=4, separator=", ", suppress_small=True).replace("\n", "")
+                     if value.size <= 8 else f"{value.dtype.name} array of shape {value.shape}")
+        else:
+            shown = repr(value)
+        parts.append(f"{param.name}={shown}")
+    return ", ".join(parts)
+
+
+def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
+    """The first named misconception whose wrong variant reproduces the student's answer."""
+    parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
+    for mistake in problem.mistakes:
+        try:
+            with np.errstate(all="ignore"):
+                wrong = VARIANTS[mistake.variant](*copy.deepcopy(prepared.args))
+        except Exception:  # the variant does not apply to these inputs
+            continue
+        if check(problem.compare, wrong, got, parts).passed:
+            return mistake.id, mistake.message
+    return None
+
+
+def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
+    """Turn one sandbox run into a CaseResult, hiding details of hidden cases."""
+    case, fn = prepared.case, problem.function
+    base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
+                inputs="" if case.hidden else summarize_inputs(fn, prepared.args))
+    error = run.error
+    if run.status is RunStatus.RAISED and error is not None:
+        if "NotImplementedError" in error.bases:
+            return CaseResult(status=CaseStatus.NOT_IMPLEMENTED, summary="not implemented yet", **base)
+        where = f" at {error.where}" if error.where else ""
+        if case.raises and case.raises in error.bases:
+            return CaseResult(status=CaseStatus.PASSED, **base)
+        expected = f", expected {case.raises}" if case.raises else ""
+        return CaseResult(status=CaseStatus.ERROR, summary=f"raised {error.type}{where}: {error.message}{expected}", **base)
+    if run.status is not RunStatus.RETURNED:
+        status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
+        summary = {RunStatus.TIMEOUT: f"timed out ({run.detail})", RunStatus.CRASHED: f"crashed: {run.detail}",
+                   RunStatus.NO_FUNCTION: f"attention.py defines no function {fn.name}",
+                   RunStatus.LOAD_FAILED: "attention.py could not be imported"}.get(run.status, run.detail)
+        return CaseResult(status=status, summary=summary, **base)
+    if case.raises:
+        return CaseResult(status=CaseStatus.FAILED, summary=f"should raise {case.raises}",
+                          detail="" if case.hidden else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
+                          **base)
+    parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
+    verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
+    if verdict.passed:
+        return CaseResult(status=CaseStatus.PASSED, **base)
+    named = _named_mistake(problem, prepared, run.value)
+    return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
+                      detail="" if case.hidden else verdict.detail,
+                      mistake=named[0] if named else None, mistake_message=named[1] if named else "", **base)
+
+
+def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
+    results = list(results)
+    if session.load_failure is not None:
+        return session.load_failure.describe()
+    if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
+        return results[0].summary
+    if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
+        return "not implemented yet"
+    if any(r.status is CaseStatus.TIMEOUT for r in results):
+        return next(r.summary for r in results if r.status is CaseStatus.TIMEOUT)
+    return ""
+
+
+def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool) -> ProblemResult:
+    prepared = [prepare(problem, case) for case in problem.visible_cases(include_hidden)]
+    problem_run = session.run(problem.function.name, [p.args for p in prepared],
+                              problem.timeout or limits.problem_seconds)
+    results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
+                         hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
+                         stdout=(problem_run.stdout + problem_run.stderr)[:4000])
+
+
+def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = True,
+          problem_ids: Iterable[str] | None = None, limits: Limits | None = None) -> GradeResult:
+    """Grade `submission` (a path to attention.py) on the assignment's problems."""
+    limits = limits or Limits()
+    start = time.monotonic()
+    wanted = list(problem_ids) if problem_ids else None
+    problems = [p for p in assignment.problems if wanted is None or p.id in wanted]
+    with Session(Path(submission), limits) as session:
+        results = tuple(grade_problem(p, session, limits, include_hidden) for p in problems)
+        messages = (session.load_failure.describe(),) if session.load_failure else ()
+    return GradeResult(title=assignment.title, submission=str(submission), problems=results,
+                       execution_time=round(time.monotonic() - start, 3), messages=messages,
+                       include_hidden=include_hidden)

@@ -1,0 +1,52 @@
+"""Finding the assignment folder and the submission file, and writing result files safely."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import SubmissionError
+
+SUBMISSION_NAME = "attention.py"
+
+
+def find_assignment_root(start: Path | None = None) -> Path:
+    """The nearest folder with assignment.yaml: ./, ./exercises, then the same upward; then the package's."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for candidate in (folder, folder / "exercises"):
+            if (candidate / "assignment.yaml").is_file():
+                return candidate
+    return Path(__file__).resolve().parent.parent / "exercises"
+
+
+def resolve_submission(path: Path) -> Path:
+    """SUBMISSION is a .py file, or a folder holding attention.py."""
+    path = Path(path)
+    if path.is_dir():
+        candidate = path / SUBMISSION_NAME
+        if not candidate.is_file():
+            raise SubmissionError(f"{path}: no {SUBMISSION_NAME} in this folder")
+        return candidate
+    if not path.exists():
+        raise SubmissionError(f"{path}: no such file or folder")
+    if path.suffix != ".py":
+        raise SubmissionError(f"{path}: expected a .py file or a folder holding {SUBMISSION_NAME} (got {path.suffix or 'no'} extension)")
+    return path
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: never a half-written result."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

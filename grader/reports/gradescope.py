@@ -1,0 +1,58 @@
+"""Gradescope `results.json`: one test per problem, named after the problem id."""
+from __future__ import annotations
+
+import json
+
+from ..results import GradeResult
+from .text import problem_lines
+
+
+def _output(problem) -> str:
+    return "\n".join(line for line in problem_lines(problem)[1:]).strip() or "All cases passed."
+
+
+def as_dict(result: GradeResult) -> dict:
+    tests = [
+        {
+            "name": f"{p.id}: {p.title}",
+            "number": str(i),
+            "score": p.score,
+            "max_score": p.max_score,
+            "status": "passed" if p.passed else "failed",
+            "visibility": "visible",
+            "output": "```\n" + _output(p) + "\n```",
+            "output_format": "md",
+            "tags": [p.id, *p.mistakes],
+        }
+        for i, p in enumerate(result.problems, start=1)
+    ]
+    summary = f"Score: {result.score:g}/{result.max_score:g} ({result.percent:.0f}%)."
+    if result.messages:
+        summary += "\n\n" + "\n".join(result.messages)
+    return {
+        "score": result.score,
+        "execution_time": result.execution_time,
+        "output": summary,
+        "output_format": "md",
+        "test_output_format": "md",
+        "stdout_visibility": "hidden",
+        "visibility": "visible",
+        "tests": tests,
+    }
+
+
+def failure(message: str, execution_time: float = 0.0) -> str:
+    """results.json for when the autograder itself failed: score 0 and a visible explanation."""
+    return json.dumps({
+        "score": 0.0,
+        "execution_time": execution_time,
+        "output": "The autograder failed; this is not a grade. Please tell your instructor.",
+        "output_format": "md",
+        "stdout_visibility": "hidden",
+        "tests": [{"name": "autograder failed", "score": 0.0, "max_score": 0.0, "status": "failed",
+                   "visibility": "visible", "output": message, "output_format": "text"}],
+    }, indent=2) + "\n"
+
+
+def render(result: GradeResult) -> str:
+    return json.dumps(as_dict(result), indent=2) + "\n"

@@ -1,0 +1,34 @@
+"""The package's own machine-readable report: every problem and case, hidden details omitted."""
+from __future__ import annotations
+
+import json
+
+from ..results import GradeResult
+
+
+def as_dict(result: GradeResult) -> dict:
+    return {
+        "title": result.title,
+        "submission": result.submission,
+        "score": result.score,
+        "max_score": result.max_score,
+        "execution_time": result.execution_time,
+        "messages": list(result.messages),
+        "problems": [
+            {
+                "id": p.id, "title": p.title, "score": p.score, "max_score": p.max_score,
+                "passed": p.passed, "message": p.message, "mistakes": list(p.mistakes),
+                "cases": [
+                    {"name": c.name, "visibility": "hidden" if c.hidden else "public", "weight": c.weight,
+                     "status": c.status.value, "summary": c.summary, "detail": c.detail,
+                     "inputs": c.inputs, "mistake": c.mistake}
+                    for c in p.cases
+                ],
+            }
+            for p in result.problems
+        ],
+    }
+
+
+def render(result: GradeResult) -> str:
+    return json.dumps(as_dict(result), indent=2, sort_keys=False) + "\n"

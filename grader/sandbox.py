@@ -1,0 +1,358 @@
+"""Run student code in a separate, limited process and collect plain-data answers.
+
+One worker process per submission imports the student's file and runs one problem at a time.
+If a problem exceeds its time limit, or the process dies, the worker is killed (with its whole
+process group) and a fresh one serves the remaining problems, so one infinite loop costs one
+problem. Answers travel on a dedicated pipe; the student's stdout and stderr are drained into
+bounded buffers and never parsed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Sequence
+
+from .codec import DecodeError, decode_value, encode_arg
+
+WORKER = Path(__file__).with_name("_worker.py")
+MAX_MESSAGE = 64 << 20  # bytes in one answer line
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for student code (defaults documented in README)."""
+
+    problem_seconds: float = 10.0       # all cases of one problem
+    submission_seconds: float = 120.0   # the whole submission, imports included
+    load_seconds: float = 10.0          # importing the submission
+    memory_bytes: int = 1536 << 20      # address space of the student process
+    output_bytes: int = 64 << 10        # stdout/stderr kept for feedback, per stream
+
+
+class RunStatus(Enum):
+    RETURNED = "returned"
+    RAISED = "raised"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    NO_FUNCTION = "no_function"
+    LOAD_FAILED = "load_failed"
+    BAD_RESULT = "bad_result"
+
+
+@dataclass(frozen=True)
+class StudentError:
+    type: str
+    bases: tuple[str, ...]  # the exception class and its bases, by name
+    message: str
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """What happened when the student's function ran on one case."""
+
+    status: RunStatus
+    value: Any = None
+    error: StudentError | None = None
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    kind: str
+    message: str
+    line: int | None = None
+
+    def describe(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        if self.kind == "syntax":
+            return f"attention.py has a syntax error{where}: {self.message}"
+        if self.kind == "timeout":
+            return "importing attention.py did not finish within the time limit"
+        if self.kind == "crashed":
+            return f"the process stopped while importing attention.py: {self.message}"
+        return f"importing attention.py raised {self.kind}{where}: {self.message}"
+
+
+@dataclass
+class _Stream:
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", "replace")
+        if self.total > len(self.data):
+            text += f"\n[... {self.total - len(self.data)} more bytes not shown]"
+        return text
+
+
+def _child_env(home: str) -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
+           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed on some CPUs (see env notes)
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class Worker:
+    """One student process: import once, then run problems until killed or closed."""
+
+    def __init__(self, submission: Path, limits: Limits, workdir: Path):
+        self.limits = limits
+        self.stdout = _Stream(limits.output_bytes)
+        self.stderr = _Stream(limits.output_bytes)
+        read_fd, write_fd = os.pipe()
+        self._results = os.fdopen(read_fd, "rb", buffering=0)
+        memory = limits.memory_bytes
+
+        def preexec() -> None:  # runs in the child before exec
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(WORKER), str(submission), str(write_fd)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(write_fd,), cwd=workdir, env=_child_env(str(workdir)),
+            start_new_session=True, preexec_fn=preexec, close_fds=True)
+        os.close(write_fd)
+        self._buffer = b""
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._results, selectors.EVENT_READ, "results")
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ, self.stdout)
+        self._sel.register(self.proc.stderr, selectors.EVENT_READ, self.stderr)
+
+    def next_event(self, deadline: float) -> dict | None:
+        """The next answer, or None on timeout; {'event': 'exited'} if the process is gone."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line, self._buffer = self._buffer[:newline], self._buffer[newline + 1:]
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    return {"event": "garbled"}
+                return event if isinstance(event, dict) else {"event": "garbled"}
+            if len(self._buffer) > MAX_MESSAGE:
+                return {"event": "garbled"}
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if not self._sel.get_map():
+                return {"event": "exited"}
+            for key, _ in self._sel.select(timeout=remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if key.data == "results":
+                    if not chunk:
+                        self._sel.unregister(key.fileobj)
+                        return {"event": "exited"}
+                    self._buffer += chunk
+                elif chunk:
+                    key.data.feed(chunk)
+                else:
+                    self._sel.unregister(key.fileobj)
+
+    def drain(self) -> None:
+        """Collect output already written to stdout/stderr (it may trail the last answer)."""
+        while True:
+            ready = [key for key, _ in self._sel.select(timeout=0) if key.data != "results"]
+            if not ready:
+                return
+            for key in ready:
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data.feed(chunk)
+                else:
+                    self._sel.unregister(key.fileobj)
+
+    def send(self, request: dict) -> bool:
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def exit_description(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "the process stopped answering"
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            hint = " (likely the memory limit)" if -code in (signal.SIGKILL, signal.SIGSEGV) else ""
+            return f"the process was killed by {name}{hint}"
+        return f"the process exited with code {code}"
+
+    def kill(self) -> None:
+        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), self.proc.kill):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+        self.proc.wait()
+        self._sel.close()
+        for stream in (self._results, self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class ProblemRun:
+    """The student's answers for one problem's cases (in request order)."""
+
+    cases: tuple[CaseRun, ...]
+    stdout: str = ""
+    stderr: str = ""
+
+
+class Session:
+    """Runs one submission's problems, one worker at a time, within the submission budget."""
+
+    def __init__(self, submission: Path, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.start = time.monotonic()
+        self.deadline = self.start + self.limits.submission_seconds
+        self._tmp = Path(tempfile.mkdtemp(prefix="mha-run-"))
+        self.source = self._tmp / "attention.py"
+        shutil.copyfile(submission, self.source)
+        self._worker: Worker | None = None
+        self.load_failure: LoadFailure | None = None
+        self._spawn()  # start early: python + numpy import overlaps the grader's own work
+
+    def _spawn(self) -> None:
+        self._worker = Worker(self.source, self.limits, self._tmp)
+        self._loaded = False
+
+    def _ensure_loaded(self) -> bool:
+        if self.load_failure is not None:
+            return False
+        if self._worker is None:
+            self._spawn()
+        if self._loaded:
+            return True
+        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        event = self._worker.next_event(deadline)
+        if event is not None and event.get("event") == "loaded":
+            self._loaded = True
+            return True
+        if event is None:
+            self.load_failure = LoadFailure("timeout", "time limit")
+        elif event.get("event") == "load_error":
+            line = event.get("line")
+            self.load_failure = LoadFailure(str(event.get("kind", "Error"))[:60], str(event.get("message", ""))[:500],
+                                            int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
+        else:
+            self.load_failure = LoadFailure("crashed", self._worker.exit_description())
+        self._retire()
+        return False
+
+    def _retire(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+
+    def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float) -> ProblemRun:
+        """Run `function` on each argument list; never raises for anything the student does."""
+        if time.monotonic() >= self.deadline:
+            self._retire()
+            spent = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
+            return ProblemRun(tuple(spent for _ in args))
+        if not self._ensure_loaded():
+            return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args))
+        worker = self._worker
+        out_mark, err_mark = len(worker.stdout.data), len(worker.stderr.data)
+        request = {"function": function, "cases": [{"id": i, "args": [encode_arg(a) for a in case]}
+                                                   for i, case in enumerate(args)]}
+        results: dict[int, CaseRun] = {}
+        deadline = min(self.deadline, time.monotonic() + seconds)
+        stop: CaseRun | None = None
+        if not worker.send(request):
+            stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
+        while stop is None:
+            event = worker.next_event(deadline)
+            if event is None:
+                stop = CaseRun(RunStatus.TIMEOUT, detail=f"time limit of {seconds:g} s for this problem")
+                if deadline >= self.deadline:
+                    stop = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
+                break
+            kind = event.get("event")
+            if kind == "done":
+                break
+            if kind == "no_function":
+                stop = CaseRun(RunStatus.NO_FUNCTION)
+                break
+            if kind == "case" and isinstance(event.get("id"), int) and 0 <= event["id"] < len(args):
+                results[event["id"]] = _case_run(event)
+                continue
+            if kind == "exited":
+                stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
+            else:
+                stop = CaseRun(RunStatus.CRASHED, detail="the process sent an unreadable answer")
+        worker.drain()
+        stdout = worker.stdout.data[out_mark:].decode("utf-8", "replace")
+        stderr = worker.stderr.data[err_mark:].decode("utf-8", "replace")
+        if stop is not None and stop.status is not RunStatus.NO_FUNCTION:
+            self._retire()  # a fresh process serves the next problem
+        runs = []
+        for i in range(len(args)):
+            if i in results:
+                runs.append(results[i])
+            elif stop is None:
+                runs.append(CaseRun(RunStatus.CRASHED, detail="no answer for this case"))
+            else:  # the case that was running when it stopped, then the ones never reached
+                runs.append(stop)
+                if stop.status is not RunStatus.NO_FUNCTION:
+                    stop = CaseRun(stop.status, detail="not run: an earlier case of this problem did not finish")
+        return ProblemRun(runs, stdout=stdout, stderr=stderr)
+
+    def close(self) -> None:
+        self._retire()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _case_run(event: dict) -> CaseRun:
+    seconds = event.get("seconds") if isinstance(event.get("seconds"), (int, float)) else 0.0
+    if event.get("ok") is True:
+        try:
+            return CaseRun(RunStatus.RETURNED, value=decode_value(event.get("value")), seconds=float(seconds))
+        except (DecodeError, RecursionError) as exc:
+            return CaseRun(RunStatus.BAD_RESULT, detail=f"the returned value could not be read ({exc})")
+    error = event.get("error")
+    if not isinstance(error, dict):
+        return CaseRun(RunStatus.BAD_RESULT, detail="the process sent an unreadable answer")
+    mro = error.get("mro") if isinstance(error.get("mro"), list) else []
+    where = error.get("where")
+    err = StudentError(type=str(error.get("type"))[:80], bases=tuple(str(m)[:80] for m in mro[:20]),
+                       message=str(error.get("message", ""))[:500], where=str(where)[:40] if where else None)
+    if err.type == "BadResult":
+        return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=float(seconds))
+    return CaseRun(RunStatus.RAISED, error=err, seconds=float(seconds))

@@ -1,0 +1,181 @@
+"""The `mha` commands: exit codes, outputs and result files."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from grader.cli import main
+from grader.errors import ExitCode
+
+from .conftest import EXERCISES, ROOT, SOLUTIONS
+
+
+def gradescope(path):
+    data = json.loads(path.read_text())
+    assert isinstance(data["execution_time"], (int, float))
+    for key in ("score", "output", "output_format", "stdout_visibility", "tests"):
+        assert key in data
+    for test in data["tests"]:
+        for key in ("name", "score", "max_score", "status", "visibility", "output", "output_format"):
+            assert key in test
+    return data
+
+
+class TestGrade:
+    def test_solutions_get_full_marks_in_gradescope_format(self, cli, tmp_path):
+        """The model answers score every point; each test is named after its problem id."""
+        out = tmp_path / "r.json"
+        result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
+        assert result.exit_code == 0, result.output
+        data = gradescope(out)
+        assert data["score"] == sum(t["max_score"] for t in data["tests"]) > 0
+        assert all(t["status"] == "passed" for t in data["tests"])
+        problem_ids = [p.name.removesuffix(".yaml") for p in (EXERCISES / "problems").glob("*.yaml")]
+        assert sorted(t["name"].split(":")[0] for t in data["tests"]) == sorted(problem_ids)
+
+    def test_stubs_score_zero_with_not_implemented(self, cli):
+        """The untouched stubs get 0, 'not implemented yet' per problem, no traceback, exit 0."""
+        result = cli("grade", str(EXERCISES))
+        assert result.exit_code == 0
+        assert "Score: 0/" in result.stdout
+        assert result.stdout.count("not implemented yet") == len(list((EXERCISES / "problems").glob("*.yaml")))
+        assert "Traceback" not in result.output
+
+    def test_json_format(self, cli):
+        """--format json gives every problem with its score and case statuses."""
+        result = cli("grade", str(SOLUTIONS / "attention.py"), "--format", "json")
+        data = json.loads(result.stdout)
+        assert result.exit_code == 0
+        assert data["score"] == data["max_score"]
+        assert all(c["status"] == "passed" for p in data["problems"] for c in p["cases"])
+
+    def test_fail_under_exits_1_but_writes_report(self, cli, tmp_path):
+        """Below --fail-under the report is still written and the exit code is 1."""
+        out = tmp_path / "r.json"
+        result = cli("grade", str(EXERCISES), "--format", "gradescope", "--output", str(out), "--fail-under", "50")
+        assert result.exit_code == ExitCode.FAILED
+        assert gradescope(out)["score"] == 0
+        assert "below --fail-under 50%" in result.stderr
+
+    def test_missing_submission_is_usage_error(self, cli, tmp_path):
+        """A path that does not exist is exit 2 with a one-line message."""
+        result = cli("grade", str(tmp_path / "nope"))
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr.strip() == f"{tmp_path / 'nope'}: no such file or folder"
+
+    def test_folder_without_attention_py_is_usage_error(self, cli, tmp_path):
+        """A folder with no attention.py is exit 2."""
+        result = cli("grade", str(tmp_path))
+        assert result.exit_code == ExitCode.USAGE
+        assert "no attention.py in this folder" in result.stderr
+
+    def test_bad_option_is_usage_error(self, cli):
+        """click's own usage errors are exit 2 too."""
+        assert cli("grade", str(SOLUTIONS), "--format", "pdf").exit_code == ExitCode.USAGE
+
+    def test_invalid_problem_files_exit_3(self, tmp_path):
+        """Invalid problem files give exit 3 and the file:line message on stderr."""
+        from click.testing import CliRunner
+        broken = tmp_path / "exercises"
+        shutil.copytree(EXERCISES, broken)
+        target = broken / "problems" / "predict_shapes.yaml"
+        target.write_text(target.read_text().replace("points: 10", "points: lots"))
+        result = CliRunner().invoke(main, ["--exercises", str(broken), "grade", str(SOLUTIONS)])
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert f"{target}:4: 'points' must be a number (got 'lots')" in result.stderr
+
+    def test_grader_failure_exit_4_still_writes_gradescope_results(self, cli, tmp_path, monkeypatch):
+        """If the grader itself breaks, exit 4 and results.json says 'autograder failed'."""
+        import grader.grading
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("disk on fire")
+
+        monkeypatch.setattr(grader.grading, "grade", broken)
+        out = tmp_path / "results.json"
+        result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
+        assert result.exit_code == ExitCode.INTERNAL
+        data = gradescope(out)
+        assert data["score"] == 0
+        assert data["tests"][0]["name"] == "autograder failed"
+        assert "disk on fire" in data["tests"][0]["output"]
+        assert "Traceback" not in result.output
+
+
+class TestCheck:
+    def test_solutions_pass(self, cli):
+        """`mha check --path` on the model answers passes every public case and exits 0."""
+        result = cli("check", "--path", str(SOLUTIONS / "attention.py"))
+        assert result.exit_code == 0, result.stdout
+        assert "[hidden]" not in result.stdout
+        assert "FAIL" not in result.stdout
+
+    def test_stubs_fail_with_exit_1(self, cli):
+        """The stubs fail every problem; exit 1."""
+        result = cli("check", "attention_reading")
+        assert result.exit_code == ExitCode.FAILED
+        assert "FAIL  attention_reading" in result.stdout and "not implemented yet" in result.stdout
+
+    def test_wrong_answer_shows_expected_got_and_hint(self, cli, write_submission):
+        """A public failure shows the inputs, expected vs got, and the first hint."""
+        path = write_submission("""
+            def count_routing_distributions(num_heads, d_v, num_queries=1):
+                return num_heads * d_v
+        """)
+        result = cli("check", "count_routing_distributions", "--path", str(path))
+        assert result.exit_code == ExitCode.FAILED
+        assert "inputs: num_heads=1, d_v=128" in result.stdout
+        assert "got 128, expected 1" in result.stdout
+        assert "hint: Softmax is applied once per query row" in result.stdout
+
+    def test_unknown_problem_is_usage_error(self, cli):
+        """Naming a problem that does not exist is exit 2 and lists the known ones."""
+        result = cli("check", "nonsense")
+        assert result.exit_code == ExitCode.USAGE
+        assert "unknown problem 'nonsense'" in result.stderr
+
+
+class TestOtherCommands:
+    def test_validate_ok(self, cli):
+        """validate on the shipped exercises reports the counts and exits 0."""
+        result = cli("validate", str(EXERCISES))
+        assert result.exit_code == 0
+        assert result.stdout.startswith("OK: ")
+
+    def test_validate_catches_expect_that_disagrees_with_reference(self, cli, tmp_path):
+        """An explicit `expect` that the reference does not produce is an invalid spec."""
+        problem = tmp_path / "attention_reading.yaml"
+        problem.write_text((EXERCISES / "problems" / "attention_reading.yaml").read_text()
+                           .replace("expect: [0.8, 0.2, 8, 4]", "expect: [0.8, 0.2, 8, 5]"))
+        result = cli("validate", str(problem))
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert "case 'worked example': 'expect' disagrees with the reference" in result.stderr
+
+    def test_list_and_show(self, cli):
+        """list names every problem; show renders a prompt with the signature."""
+        listing = cli("list")
+        assert listing.exit_code == 0 and "attention_reading" in listing.stdout
+        shown = cli("show", "attention_reading")
+        assert shown.exit_code == 0
+        assert "attention_reading(weights, values) -> ndarray" in shown.stdout
+        assert "[0.8, 0.2, 8, 4]" in shown.stdout
+
+    @pytest.mark.parametrize("command", sorted(main.commands))
+    def test_every_command_has_help_with_an_example(self, cli, command):
+        """Every command answers -h with a summary and an example."""
+        result = cli(command, "-h")
+        assert result.exit_code == 0
+        assert "Example:" in result.stdout
+        for param in main.commands[command].params:
+            if param.param_type_name == "option" and param.name != "help":
+                assert param.help, f"{command} --{param.name} has no help"
+
+
+def test_readme_starts_with_the_two_setup_commands():
+    """README's first commands install + grade the solutions, then run the tests."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```")[1]
+    commands = [line for line in block.splitlines() if line.strip() and not line.startswith("```")][1:]
+    assert commands == ['pip install -e ".[test]" && mha grade solutions', "pytest"]

@@ -1,0 +1,166 @@
+"""The reference agrees with an independent loop implementation and with the maths' properties."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grader import reference as ref
+
+
+def loop_softmax(row):
+    top = max(row)
+    exps = [math.exp(x - top) if x != -math.inf else 0.0 for x in row]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def loop_attention(Q, K, V, mask=None):
+    """Plain Python loops over queries and keys: shares no code with the reference."""
+    n, m, d_k = len(Q), len(K), len(Q[0])
+    weights, out = [], []
+    for i in range(n):
+        scores = []
+        for j in range(m):
+            s = sum(Q[i][t] * K[j][t] for t in range(d_k)) / math.sqrt(d_k)
+            scores.append(s if mask is None or mask[i][j] else -math.inf)
+        w = loop_softmax(scores)
+        weights.append(w)
+        out.append([sum(w[j] * V[j][c] for j in range(m)) for c in range(len(V[0]))])
+    return np.array(out), np.array(weights)
+
+
+def loop_mha(X, W_Q, W_K, W_V, W_O, h, mask=None):
+    """Per-head loop: slice each head's columns, attend, concatenate, project."""
+    d_model = X.shape[1]
+    d_k = d_model // h
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    outs, ws = [], []
+    for i in range(h):
+        cols = slice(i * d_k, (i + 1) * d_k)
+        o, w = loop_attention(Q[:, cols].tolist(), K[:, cols].tolist(), V[:, cols].tolist(),
+                              None if mask is None else mask.tolist())
+        outs.append(o)
+        ws.append(w)
+    return np.concatenate(outs, axis=1) @ W_O, np.stack(ws)
+
+
+def random_layer(rng, n, d_model):
+    return rng.standard_normal((n, d_model)), [rng.standard_normal((d_model, d_model)) / math.sqrt(d_model) for _ in range(4)]
+
+
+class TestMultiHeadAttention:
+    @pytest.mark.parametrize("h,n,d_model", [(1, 3, 4), (2, 5, 8), (4, 6, 8), (8, 4, 16), (3, 7, 9)])
+    @pytest.mark.parametrize("causal", [False, True])
+    def test_matches_per_head_loop(self, h, n, d_model, causal):
+        """Output and per-head weights equal an independent per-head loop implementation."""
+        rng = np.random.default_rng(h * 100 + n)
+        X, W = random_layer(rng, n, d_model)
+        mask = ref.causal_mask(n) if causal else None
+        out, weights = ref.multi_head_attention(X, *W, h, mask=mask)
+        exp_out, exp_w = loop_mha(X, *W, h, mask=mask)
+        np.testing.assert_allclose(out, exp_out, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(weights, exp_w, rtol=1e-10, atol=1e-12)
+
+    def test_one_head_is_plain_attention(self):
+        """With one head, MHA is scaled dot-product attention on the projections, then W_O."""
+        rng = np.random.default_rng(1)
+        X, (wq, wk, wv, wo) = random_layer(rng, 5, 6)
+        out, weights = ref.multi_head_attention(X, wq, wk, wv, wo, 1)
+        sdpa_out, sdpa_w = ref.scaled_dot_product_attention(X @ wq, X @ wk, X @ wv)
+        np.testing.assert_allclose(out, sdpa_out @ wo, rtol=1e-12)
+        np.testing.assert_allclose(weights[0], sdpa_w, rtol=1e-12)
+
+    def test_rows_sum_to_one_and_causal_zeroes_future(self):
+        """Every head's rows are distributions; a causal mask puts exactly zero on later keys."""
+        rng = np.random.default_rng(2)
+        X, W = random_layer(rng, 6, 8)
+        _, weights = ref.multi_head_attention(X, *W, 4, mask=ref.causal_mask(6))
+        np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
+        assert np.all(weights[:, np.triu_indices(6, k=1)[0], np.triu_indices(6, k=1)[1]] == 0.0)
+
+    def test_torch_agrees_when_installed(self):
+        """torch's own multi-head attention (an independent implementation) gives the same output."""
+        torch = pytest.importorskip("torch")
+        rng = np.random.default_rng(3)
+        n, d_model, h = 5, 8, 2
+        X, (wq, wk, wv, wo) = random_layer(rng, n, d_model)
+        mha = torch.nn.MultiheadAttention(d_model, h, bias=False, batch_first=True, dtype=torch.float64)
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([wq.T, wk.T, wv.T])))
+            mha.out_proj.weight.copy_(torch.from_numpy(wo.T))
+            x = torch.from_numpy(X)[None]
+            out, w = mha(x, x, x, average_attn_weights=False)
+        ref_out, ref_w = ref.multi_head_attention(X, wq, wk, wv, wo, h)
+        np.testing.assert_allclose(out[0].numpy(), ref_out, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(w[0].numpy(), ref_w, rtol=1e-10, atol=1e-12)
+
+
+class TestSoftmax:
+    def test_stable_for_huge_scores(self):
+        """Scores of +-1e4 give finite weights that sum to 1."""
+        w = ref.softmax(np.array([[1e4, -1e4, 1e4 - 1], [-1e4, -1e4, -1e4]]))
+        assert np.isfinite(w).all()
+        np.testing.assert_allclose(w.sum(-1), 1.0)
+        np.testing.assert_allclose(w[1], [1 / 3] * 3)
+
+    def test_counts_one_normalization_per_row(self):
+        """Tracing records one normalization per row of the last axis."""
+        with ref.tracing() as trace:
+            ref.softmax(np.zeros((3, 4, 5)))
+        assert trace.normalizations == 12
+
+
+class TestHeads:
+    @pytest.mark.parametrize("h", [1, 2, 3, 6])
+    def test_split_then_merge_is_identity(self, h):
+        """merge_heads(split_heads(X)) == X, and head i holds columns i*d_k:(i+1)*d_k."""
+        X = np.arange(24.0).reshape(4, 6)
+        H = ref.split_heads(X, h)
+        assert H.shape == (h, 4, 6 // h)
+        np.testing.assert_array_equal(H[h - 1], X[:, (h - 1) * (6 // h):])
+        np.testing.assert_array_equal(ref.merge_heads(H), X)
+
+    def test_split_rejects_indivisible_width(self):
+        """A width that heads do not divide is a ValueError naming both numbers."""
+        with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
+            ref.split_heads(np.zeros((2, 10)), 3)
+
+
+class TestObservedAnswers:
+    def test_width_128_head_forms_one_distribution(self):
+        """The lesson's question: one head, value width 128, one query -> 1 distribution."""
+        assert ref.count_routing_distributions(1, 128) == 1
+
+    @pytest.mark.parametrize("h,d_v,n", [(2, 4, 1), (8, 64, 10), (12, 8, 3)])
+    def test_count_is_heads_times_queries_not_width(self, h, d_v, n):
+        """The traced count depends on heads and queries, never on d_v."""
+        assert ref.count_routing_distributions(h, d_v, n) == h * n
+        assert ref.count_routing_distributions(h, 2 * d_v, n) == ref.count_routing_distributions(h, d_v, n)
+
+    def test_predicted_shapes_are_observed(self):
+        """predict_shapes reports what a run of the layer produced."""
+        assert ref.predict_shapes(4, 768, 12) == {
+            "q_head": (12, 4, 64), "scores": (12, 4, 4), "weights": (12, 4, 4),
+            "head_output": (12, 4, 64), "concat": (4, 768), "output": (4, 768)}
+
+    @pytest.mark.parametrize("h", [1, 2, 8, 16])
+    def test_parameter_count_does_not_grow_with_heads(self, h):
+        """Splitting 512 into h heads re-partitions the same 4*d^2 + 4*d parameters."""
+        assert ref.parameter_count(512, h) == 4 * 512 * 512 + 4 * 512
+        assert ref.parameter_count(512, h, bias=False) == 4 * 512 * 512
+
+    def test_worked_example_reading(self):
+        """[0.8, 0.2] over v1 = [1,0,10,0], v2 = [0,1,0,20] reads [0.8, 0.2, 8, 4]."""
+        np.testing.assert_allclose(ref.attention_reading([0.8, 0.2], [[1, 0, 10, 0], [0, 1, 0, 20]]),
+                                   [0.8, 0.2, 8, 4], rtol=0, atol=1e-15)
+
+    @pytest.mark.parametrize("designer,target", [(ref.previous_token_head, "previous"), (ref.sink_head, "sink")])
+    @pytest.mark.parametrize("T", [2, 5, 16, 64])
+    def test_designed_heads_meet_the_threshold(self, designer, target, T):
+        """The reference's designed heads put >= 0.9 on their target position for every query."""
+        w = ref.head_pattern_weights(T, *designer(T))
+        rows = np.arange(1, T) if target == "previous" else np.arange(T)
+        cols = rows - 1 if target == "previous" else np.zeros_like(rows)
+        assert (w[rows, cols] >= 0.9).all()

@@ -1,0 +1,104 @@
+"""Student code runs in its own process: loops, exits and crashes cost only their own problem."""
+from __future__ import annotations
+
+import time
+
+from grader.grading import grade
+from grader.results import CaseStatus
+from grader.sandbox import Limits
+
+from .conftest import solution_source
+
+
+def by_id(result):
+    return {p.id: p for p in result.problems}
+
+
+def test_infinite_loop_costs_one_problem(assignment, write_submission):
+    """A loop in one function times out that problem; the other problems are still graded."""
+    source = solution_source().replace(
+        "def attention_reading(weights, values):",
+        "def attention_reading(weights, values):\n    while True:\n        pass\n\n\ndef _unused(weights, values):")
+    path = write_submission(source)
+    start = time.monotonic()
+    result = grade(assignment, path, limits=Limits(problem_seconds=1.0))
+    problems = by_id(result)
+    assert time.monotonic() - start < 10
+    assert problems["attention_reading"].score == 0
+    assert problems["attention_reading"].cases[0].status is CaseStatus.TIMEOUT
+    assert "timed out" in problems["attention_reading"].message
+    others = [p for p in result.problems if p.id != "attention_reading"]
+    assert others and all(p.score == p.max_score for p in others)
+
+
+def test_exception_is_a_failed_case_with_line(assignment, write_submission):
+    """An exception in student code is reported with its type, message and line."""
+    path = write_submission("""
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return 1 / 0
+    """)
+    result = grade(assignment, path, problem_ids=["count_routing_distributions"])
+    case = result.problems[0].cases[0]
+    assert case.status is CaseStatus.ERROR
+    assert case.summary == "raised ZeroDivisionError at line 3: division by zero"
+    assert result.problems[0].score == 0
+
+
+def test_syntax_error_reports_the_line(assignment, write_submission):
+    """A syntax error scores 0 everywhere and names the line."""
+    path = write_submission("import numpy as np\n\ndef softmax(x)\n    return x\n")
+    result = grade(assignment, path)
+    assert result.score == 0
+    assert result.messages == ("attention.py has a syntax error (line 3): expected ':'",)
+
+
+def test_missing_function_is_named(assignment, write_submission):
+    """A submission without the function says which function is missing."""
+    path = write_submission("x = 1\n")
+    result = grade(assignment, path, problem_ids=["predict_shapes"])
+    assert result.problems[0].message == "attention.py defines no function predict_shapes"
+    assert result.problems[0].score == 0
+
+
+def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submission):
+    """Wrong type, wrong shape and NaN each fail their case with a specific message."""
+    path = write_submission("""
+        import numpy as np
+        def attention_reading(weights, values):
+            w = np.asarray(weights)
+            if w.ndim == 2:
+                return "a string"
+            if len(values[0]) == 2:
+                return np.full(2, np.nan)
+            return np.zeros(3)
+    """)
+    problem = grade(assignment, path, problem_ids=["attention_reading"]).problems[0]
+    summaries = {c.name: (c.summary, c.detail) for c in problem.cases}
+    assert summaries["worked example"] == ("wrong shape", "expected shape (4,), got shape (3,)")
+    assert summaries["two heads over the same values"][0] == "wrong type"
+    assert summaries["one-hot weights copy a value"][0] == "not finite"
+    assert problem.score == 0
+
+
+def test_hidden_case_never_shows_expected_values(assignment, write_submission):
+    """A hidden failure has a kind but no detail and no inputs."""
+    path = write_submission("""
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return num_heads * d_v * num_queries
+    """)
+    problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
+    hidden = [c for c in problem.cases if c.hidden]
+    assert hidden and all(c.summary == "wrong value" and c.detail == "" and c.inputs == "" for c in hidden)
+
+
+def test_partial_credit_is_weighted_fraction(assignment, write_submission):
+    """Passing some cases earns points times the weighted fraction passed."""
+    path = write_submission("""
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return num_heads
+    """)
+    problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
+    passed = sum(c.weight for c in problem.cases if c.passed)
+    total = sum(c.weight for c in problem.cases)
+    assert 0 < passed < total
+    assert problem.score == round(problem.max_score * passed / total, 4)
