@@ -1,14 +1,30 @@
-"""Known-wrong variants of the reference: each one is a misconception a student may hold.
+"""Known-wrong answers: each one is a misconception a student may hold.
 
-A problem file names a variant under `mistakes:`; when a case fails, the grader runs the
-variants on the same inputs and, if one matches the student's answer, names the mistake.
-Each variant has the signature of the function it imitates.
+A problem file names one under `mistakes:` (key `variant`). When a case fails, the grader asks
+each named mistake whether it explains the student's answer:
+
+- a **variant** (`@variant`) has the signature of the function it imitates and computes the
+  wrong answer; it explains an answer that matches it, on a case where it differs from the
+  right one;
+- a **detector** (`@detector`) is a predicate `(args, got) -> bool` for mistakes that are
+  easier to recognize in the answer than to reproduce, such as a designed head that looks at
+  the wrong position.
+
+Inputs are float64 ndarrays (masks are bool), exactly as the student receives them.
 """
 from __future__ import annotations
 
-from typing import Callable
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from . import reference as ref
+
+__all__ = ["VARIANTS", "DETECTORS", "variant", "detector", "has_variant"]
 
 VARIANTS: dict[str, Callable] = {}
+DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
 
 
 def variant(fn: Callable) -> Callable:
@@ -17,5 +33,227 @@ def variant(fn: Callable) -> Callable:
     return fn
 
 
+def detector(fn: Callable[[tuple, Any], bool]) -> Callable[[tuple, Any], bool]:
+    """Register a predicate (args, got) -> bool under its function name."""
+    DETECTORS[fn.__name__] = fn
+    return fn
+
+
 def has_variant(name: object) -> bool:
-    return isinstance(name, str) and name in VARIANTS
+    """Whether a problem file may name `name` as a mistake's variant (or detector)."""
+    return isinstance(name, str) and (name in VARIANTS or name in DETECTORS)
+
+
+# --- softmax ---------------------------------------------------------------------------------
+
+@variant
+def softmax_over_first_axis(scores):
+    """Normalizes down each column (axis 0) instead of along each row."""
+    x = np.asarray(scores, dtype=np.float64)
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+@variant
+def softmax_without_max(scores):
+    """exp() of the raw scores: overflows to inf, and inf / inf is nan, once a score passes ~709."""
+    e = np.exp(np.asarray(scores, dtype=np.float64))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@variant
+def softmax_whole_array_sum(scores):
+    """Divides by the sum over the whole array, so the rows together (not each row) sum to 1."""
+    x = np.asarray(scores, dtype=np.float64)
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+# --- scaled dot-product attention ------------------------------------------------------------
+
+def _read(scores, V, mask=None):
+    """The correct rest of attention: mask (True = may attend), softmax each row, read values."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = ref.softmax(scores)
+    return weights @ V, weights
+
+
+def _scaled(Q, K):
+    return Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
+
+
+@variant
+def attention_unscaled(Q, K, V, mask=None):
+    """Raw dot products: no 1/sqrt(d_k)."""
+    return _read(Q @ K.T, V, mask)
+
+
+@variant
+def attention_divided_by_d_k(Q, K, V, mask=None):
+    """Divides the scores by d_k instead of sqrt(d_k)."""
+    return _read(Q @ K.T / Q.shape[-1], V, mask)
+
+
+@variant
+def attention_divided_by_sqrt_d_v(Q, K, V, mask=None):
+    """Takes the width to scale by from the values instead of the queries and keys."""
+    return _read(Q @ K.T / math.sqrt(V.shape[-1]), V, mask)
+
+
+@variant
+def attention_softmax_over_queries(Q, K, V, mask=None):
+    """Normalizes each key's column of scores instead of each query's row."""
+    scores = _scaled(Q, K) if mask is None else np.where(mask, _scaled(Q, K), -np.inf)
+    weights = ref.softmax(scores.T).T  # (n, m), columns sum to 1
+    return weights @ V, weights
+
+
+@variant
+def attention_mask_after_softmax(Q, K, V, mask=None):
+    """Zeroes the masked weights after the softmax, so the rows no longer sum to 1."""
+    weights = ref.softmax(_scaled(Q, K))
+    if mask is not None:
+        weights = np.where(mask, weights, 0.0)
+    return weights @ V, weights
+
+
+@variant
+def attention_mask_inverted(Q, K, V, mask=None):
+    """Reads True as 'hidden' instead of 'may attend'."""
+    return _read(_scaled(Q, K), V, None if mask is None else ~mask)
+
+
+@variant
+def attention_mask_ignored(Q, K, V, mask=None):
+    """Accepts the mask and never uses it."""
+    return _read(_scaled(Q, K), V)
+
+
+# --- heads -----------------------------------------------------------------------------------
+
+@variant
+def split_heads_reshape_only(X, num_heads):
+    """Reshapes (n, d_model) straight to (h, n, d_k): 'heads' cut across positions."""
+    n, d_model = X.shape
+    return X.reshape(num_heads, n, d_model // num_heads)
+
+
+@variant
+def merge_heads_reshape_only(H):
+    """Reshapes (h, n, d) straight to (n, h * d): rows mix values of different positions."""
+    h, n, d_head = H.shape
+    return H.reshape(n, h * d_head)
+
+
+@variant
+def mha_scaled_by_sqrt_d_model(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Scales every head's scores by sqrt(d_model) instead of its own width sqrt(d_k)."""
+    q, k, v = (ref.split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))  # (h, n, d_k)
+    heads, weights = _read(q @ k.transpose(0, 2, 1) / math.sqrt(X.shape[1]), v, mask)
+    return ref.merge_heads(heads) @ W_O, weights
+
+
+@variant
+def mha_without_output_projection(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Returns the concatenated heads: W_O never applied (the identity in its place)."""
+    return ref.multi_head_attention(X, W_Q, W_K, W_V, np.eye(X.shape[1]), num_heads, mask)
+
+
+@variant
+def mha_one_wide_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Runs one head over the full width and returns its single (n, n) pattern."""
+    output, weights = ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, 1, mask)
+    return output, weights[0]
+
+
+@variant
+def mha_weights_averaged(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Returns the mean of the heads' patterns, shape (n, n), instead of each head's own."""
+    output, weights = ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask)
+    return output, weights.mean(axis=0)
+
+
+# --- counting --------------------------------------------------------------------------------
+
+@variant
+def count_value_width(num_heads, d_v, num_queries=1):
+    """One distribution per value coordinate."""
+    return d_v
+
+
+@variant
+def count_heads_times_width(num_heads, d_v, num_queries=1):
+    """One distribution per value coordinate of every head."""
+    return num_heads * d_v
+
+
+@variant
+def count_ignoring_queries(num_heads, d_v, num_queries=1):
+    """One distribution per head, whatever the number of queries."""
+    return num_heads
+
+
+def _matrix(d_model: int, bias: bool) -> int:
+    """Parameters of one d_model x d_model projection and its bias."""
+    return d_model * d_model + (d_model if bias else 0)
+
+
+@variant
+def parameter_count_full_width_heads(d_model, num_heads, bias=True):
+    """Gives every head its own full d_model x d_model W_Q, W_K, W_V, so the count grows with h."""
+    return 3 * num_heads * _matrix(d_model, bias) + _matrix(d_model, bias)
+
+
+@variant
+def parameter_count_without_output_projection(d_model, num_heads, bias=True):
+    """Counts W_Q, W_K, W_V (and their biases) but not W_O."""
+    return 3 * _matrix(d_model, bias)
+
+
+@variant
+def parameter_count_without_biases(d_model, num_heads, bias=True):
+    """Counts the four weight matrices and never the biases."""
+    return 4 * _matrix(d_model, bias=False)
+
+
+# --- designed heads --------------------------------------------------------------------------
+
+def _head_weights(args: tuple, got: Any) -> np.ndarray:
+    """The (seq_len, seq_len) pattern the student's (W_Q, W_K) make in the graded setting."""
+    W_Q, W_K = (np.asarray(m, dtype=np.float64) for m in got)
+    return ref.head_pattern_weights(args[0], W_Q, W_K)
+
+
+def _favours(weights: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> bool:
+    """Each row gives its target clearly more weight than any other position."""
+    if rows.size == 0:
+        return False
+    picked = weights[rows, targets]
+    others = weights[rows].copy()
+    others[np.arange(rows.size), targets] = -np.inf
+    return bool((picked > others.max(axis=1) + 1e-6).all())
+
+
+@detector
+def head_attends_to_itself(args, got) -> bool:
+    """Every query from position 1 on puts most of its weight on its own position."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, rows)
+
+
+@detector
+def previous_head_too_soft(args, got) -> bool:
+    """Every query favours the previous position, yet some query gives it too little weight."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, rows - 1)
+
+
+@detector
+def sink_head_too_soft(args, got) -> bool:
+    """Every query favours position 0, yet some query gives it too little weight."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, np.zeros_like(rows))

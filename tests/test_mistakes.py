@@ -1,0 +1,227 @@
+"""Named mistakes: one buggy submission per misconception, each told which mistake it made."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, replace
+
+import pytest
+
+from grader import mistakes, reference
+from grader.checks import check
+from grader.grading import grade, judge, prepare
+from grader.model import Mistake
+from grader.results import CaseStatus
+from grader.sandbox import CaseRun, RunStatus
+
+from .conftest import solution_source
+
+
+@dataclass(frozen=True)
+class Bug:
+    problem: str
+    mistake: str
+    source: str  # a buggy definition that replaces the model answer's function of the same name
+
+
+_SDPA = "def scaled_dot_product_attention(Q, K, V, mask=None):"
+_MHA = "def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):"
+_HEADS = f"""
+        {_MHA}
+            Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+            out, weights = zip(*(scaled_dot_product_attention(q, k, v, mask) for q, k, v in zip(Q, K, V)))
+            concat = merge_heads(np.stack(out))"""
+
+BUGS = [
+    Bug("softmax", "softmax-wrong-axis", """
+        def softmax(scores):
+            e = np.exp(scores - scores.max(axis=0, keepdims=True))
+            return e / e.sum(axis=0, keepdims=True)
+    """),
+    Bug("softmax", "softmax-overflow", """
+        def softmax(scores):
+            e = np.exp(scores)
+            return e / e.sum(axis=-1, keepdims=True)
+    """),
+    Bug("softmax", "softmax-whole-array-sum", """
+        def softmax(scores):
+            e = np.exp(scores - np.max(scores))
+            return e / np.sum(e)
+    """),
+    Bug("count_routing_distributions", "counts-value-width", """
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return d_v
+    """),
+    Bug("count_routing_distributions", "counts-heads-times-width", """
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return num_heads * d_v
+    """),
+    Bug("count_routing_distributions", "ignores-queries", """
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            return num_heads
+    """),
+    Bug("scaled_dot_product_attention", "attention-no-scale", f"""
+        {_SDPA}
+            scores = Q @ K.T
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-scaled-by-d-k", f"""
+        {_SDPA}
+            scores = Q @ K.T / Q.shape[1]
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-scaled-by-d-v", f"""
+        {_SDPA}
+            scores = Q @ K.T / math.sqrt(V.shape[1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-softmax-over-queries", f"""
+        {_SDPA}
+            scores = Q @ K.T / math.sqrt(Q.shape[1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores.T).T
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-mask-after-softmax", f"""
+        {_SDPA}
+            weights = softmax(Q @ K.T / math.sqrt(Q.shape[1]))
+            if mask is not None:
+                weights = weights * mask
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-mask-inverted", f"""
+        {_SDPA}
+            scores = Q @ K.T / math.sqrt(Q.shape[1])
+            if mask is not None:
+                scores[mask] = -1e9
+            weights = softmax(scores)
+            return weights @ V, weights
+    """),
+    Bug("scaled_dot_product_attention", "attention-mask-ignored", f"""
+        {_SDPA}
+            weights = softmax(Q @ K.T / math.sqrt(Q.shape[1]))
+            return weights @ V, weights
+    """),
+    Bug("split_heads", "split-without-transpose", """
+        def split_heads(X, num_heads):
+            n, d_model = X.shape
+            if d_model % num_heads:
+                raise ValueError("not divisible")
+            return X.reshape(num_heads, n, d_model // num_heads)
+    """),
+    Bug("merge_heads", "merge-without-transpose", """
+        def merge_heads(H):
+            h, n, d_head = H.shape
+            return H.reshape(n, h * d_head)
+    """),
+    Bug("multi_head_attention", "mha-scaled-by-d-model", f"""
+        {_MHA}
+            Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+            scores = Q @ K.transpose(0, 2, 1) / math.sqrt(X.shape[1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return merge_heads(weights @ V) @ W_O, weights
+    """),
+    Bug("multi_head_attention", "mha-no-output-projection", _HEADS + """
+            return concat, np.stack(weights)
+    """),
+    Bug("multi_head_attention", "mha-weights-averaged", _HEADS + """
+            return concat @ W_O, np.mean(weights, axis=0)
+    """),
+    Bug("multi_head_attention", "mha-one-wide-head", f"""
+        {_MHA}
+            out, weights = scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, mask)
+            return out @ W_O, weights
+    """),
+    Bug("parameter_count", "params-grow-with-heads", """
+        def parameter_count(d_model, num_heads, bias=True):
+            per_matrix = d_model * d_model + (d_model if bias else 0)
+            return num_heads * 3 * per_matrix + per_matrix
+    """),
+    Bug("parameter_count", "params-no-output-projection", """
+        def parameter_count(d_model, num_heads, bias=True):
+            return 3 * (d_model * d_model + (d_model if bias else 0))
+    """),
+    Bug("parameter_count", "params-no-biases", """
+        def parameter_count(d_model, num_heads, bias=True):
+            return 4 * d_model * d_model
+    """),
+    Bug("previous_token_head", "previous-head-attends-to-itself", """
+        def previous_token_head(seq_len):
+            return 50.0 * np.eye(seq_len), np.eye(seq_len)
+    """),
+    Bug("previous_token_head", "previous-head-too-soft", """
+        def previous_token_head(seq_len):
+            return np.eye(seq_len), np.eye(seq_len, k=1)
+    """),
+    Bug("sink_head", "sink-head-attends-to-itself", """
+        def sink_head(seq_len):
+            return 50.0 * np.eye(seq_len), np.eye(seq_len)
+    """),
+    Bug("sink_head", "sink-head-too-soft", """
+        def sink_head(seq_len):
+            W_Q, W_K = np.zeros((seq_len, seq_len)), np.zeros((seq_len, seq_len))
+            W_Q[:, 0], W_K[0, 0] = 2.0, 1.0
+            return W_Q, W_K
+    """),
+]
+
+
+def buggy_submission(bug: Bug) -> str:
+    """The model answer with one function redefined (the later definition wins)."""
+    return solution_source() + "\n\n" + textwrap.dedent(bug.source)
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=lambda bug: bug.mistake)
+def test_buggy_submission_is_told_its_mistake(assignment, write_submission, bug):
+    """The bug costs points on its problem and is named, with its message, on hidden cases too."""
+    result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
+    message = next(m.message for m in assignment.problem(bug.problem).mistakes if m.id == bug.mistake)
+    named = [case for case in result.cases if case.mistake == bug.mistake]
+    assert result.score < result.max_score
+    assert named, f"{bug.mistake} was never named; cases named {[c.mistake for c in result.cases]}"
+    assert all(case.mistake_message == message for case in named)
+    hidden = [case for case in named if case.hidden]
+    assert hidden, f"{bug.mistake} is named on public cases only"
+    assert all(case.detail == "" and case.inputs == "" for case in hidden)
+
+
+def test_every_declared_mistake_has_a_buggy_submission(assignment):
+    """Each mistake of every problem file is exercised by exactly one bug above."""
+    declared = sorted((p.id, m.id) for p in assignment.problems for m in p.mistakes)
+    assert sorted((bug.problem, bug.mistake) for bug in BUGS) == declared
+
+
+class TestJudge:
+    @pytest.fixture
+    def softmax_with_variant(self, assignment, monkeypatch):
+        """softmax's worked example, with one mistake whose variant is the right answer times `factor`."""
+        def make(factor: float):
+            monkeypatch.setitem(mistakes.VARIANTS, "scaled", lambda scores: reference.softmax(scores) * factor)
+            problem = replace(assignment.problem("softmax"), mistakes=(Mistake("scaled", "a message", "scaled"),))
+            return problem, prepare(problem, problem.cases[0])
+        return make
+
+    def test_names_a_variant_that_differs_from_the_right_answer(self, softmax_with_variant):
+        """A wrong answer equal to a variant that differs from the right one is told that mistake."""
+        problem, prepared = softmax_with_variant(1 + 2e-5)
+        result = judge(problem, prepared, CaseRun(RunStatus.RETURNED, prepared.expected * (1 + 2e-5)))
+        assert (result.status, result.mistake, result.mistake_message) == (CaseStatus.FAILED, "scaled", "a message")
+
+    def test_ignores_a_variant_that_agrees_with_the_right_answer(self, softmax_with_variant):
+        """A variant within tolerance of the right answer explains no failure, even when it matches."""
+        problem, prepared = softmax_with_variant(1 + 0.9e-5)
+        got = prepared.expected * (1 + 1.8e-5)
+        assert check(problem.compare, prepared.expected * (1 + 0.9e-5), got).passed
+        result = judge(problem, prepared, CaseRun(RunStatus.RETURNED, got))
+        assert (result.status, result.mistake) == (CaseStatus.FAILED, None)

@@ -1,0 +1,32 @@
+"""Every prompt renders with `mha show` and teaches the idea before it states the task."""
+from __future__ import annotations
+
+import pytest
+
+from .conftest import EXERCISES
+
+PROBLEM_IDS = sorted(path.stem for path in (EXERCISES / "problems").glob("*.yaml"))
+TASK = "**Task.**"
+
+
+@pytest.mark.parametrize("problem_id", PROBLEM_IDS)
+def test_show_renders_signature_and_prompt(cli, assignment, problem_id):
+    """`mha show` exits 0 and prints the title, the signature and the whole prompt."""
+    problem = assignment.problem(problem_id)
+    result = cli("show", problem_id)
+    assert result.exit_code == 0, result.output
+    assert problem.title in result.stdout
+    assert problem.function.signature in result.stdout
+    assert problem.prompt.strip() in result.stdout
+
+
+@pytest.mark.parametrize("problem_id", PROBLEM_IDS)
+def test_prompt_teaches_before_the_task(assignment, problem_id):
+    """A prompt explains the idea in a few paragraphs, then states the task once, last."""
+    prompt = assignment.problem(problem_id).prompt
+    teaching, _, task = prompt.partition(TASK)
+    assert prompt.count(TASK) == 1, f"{problem_id}: expected one {TASK!r} paragraph"
+    assert teaching.count("\n\n") >= 2, f"{problem_id}: expected at least 3 paragraphs before the task"
+    assert 500 <= len(teaching) <= 3000, f"{problem_id}: teaching text is {len(teaching)} characters"
+    assert 80 <= len(task) <= 900, f"{problem_id}: task text is {len(task)} characters"
+    assert f"`{problem_id}(" in task, f"{problem_id}: the task names no `{problem_id}(...)`"

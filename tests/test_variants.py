@@ -1,0 +1,34 @@
+"""Fair tolerances: correct answers written in other styles earn full marks."""
+from __future__ import annotations
+
+import pytest
+
+from grader.grading import grade
+
+from .conftest import ROOT
+
+SUBMISSIONS = ROOT / "tests" / "submissions"
+
+ARRAYS = ["softmax", "attention_reading", "scaled_dot_product_attention", "split_heads", "merge_heads",
+          "multi_head_attention"]
+HEADS = ["previous_token_head", "sink_head"]
+COUNTS = ["count_routing_distributions", "parameter_count"]
+
+# each correct variant and the problems it answers
+CORRECT = {
+    "correct_float32.py": ARRAYS + HEADS,
+    "correct_einsum.py": ARRAYS,
+    "correct_loops.py": ARRAYS + HEADS + COUNTS,
+    "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_variant_gets_full_marks(assignment, name):
+    """Every case of every problem the variant answers passes."""
+    result = grade(assignment, SUBMISSIONS / name, problem_ids=CORRECT[name])
+    graded = {p.id: p for p in result.problems if p.id in CORRECT[name]}
+    failures = [f"{p.id} / {c.name}: {c.summary} {c.detail}" for p in graded.values() for c in p.cases if not c.passed]
+    assert sorted(graded) == sorted(CORRECT[name])
+    assert failures == []
+    assert all(p.score == p.max_score for p in graded.values())
