@@ -13,7 +13,7 @@ from typing import Any, Callable
 from . import generators as gen
 from .api import FUNCTIONS, FunctionSpec, ReturnKind
 from .errors import SpecError, SpecErrors
-from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Visibility
+from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
 from .yamlio import YMap, line_of, load_yaml
 
 PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases", "hints",
@@ -309,7 +309,30 @@ def load_assignment(root: Path) -> Assignment:
     for file in sorted((root / "problems").glob("*.yaml")):
         if file.stem not in listed:
             errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
+    quiz = _quiz(node, root, errors, problem_errors, seen) if "quiz" in node else None
     if errors.items or problem_errors:
         raise SpecErrors(errors.items + problem_errors)
-    return Assignment(title=title, root=root, problems=tuple(problems))
+    return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz)
+
+
+def _quiz(node: YMap, root: Path, errors: _Errors, quiz_errors: list[SpecError],
+          problem_ids: dict) -> Quiz | None:
+    """The quiz named by `quiz:` (a path relative to the assignment folder), or None if invalid."""
+    from .quiz import load_quiz  # the quiz module builds on this one's helpers
+    name = _text(node, "quiz", errors)
+    if name is None:
+        return None
+    file = root / name
+    if not file.is_file():
+        errors.at(line_of(node, "quiz"), f"quiz file {name!r} not found beside assignment.yaml")
+        return None
+    try:
+        quiz = load_quiz(file)
+    except SpecErrors as exc:
+        quiz_errors.extend(exc.errors)
+        return None
+    for item in quiz.items:
+        if item.id in problem_ids:
+            quiz_errors.append(SpecError(str(file), item.line, f"quiz item id {item.id!r} is also a problem id"))
+    return quiz
 

@@ -85,15 +85,90 @@ class Problem:
         return self.cases if include_hidden else tuple(c for c in self.cases if not c.hidden)
 
 
+class QuizKind(Enum):
+    """The kinds of quiz item, each of which maps onto a Canvas QTI and a Moodle question type."""
+
+    MULTIPLE_CHOICE = "multiple_choice"    # exactly one correct choice; answered with a letter
+    MULTIPLE_ANSWERS = "multiple_answers"  # one or more correct choices; answered with a list of letters
+    NUMERIC = "numeric"                    # a number within an absolute tolerance
+
+
+# Absolute tolerance of a numeric item that does not set one.
+DEFAULT_TOLERANCE = 1e-6
+
+# A number in a quiz file: a literal, the name of one of the item's params, or the name of an
+# answer function of grader.quiz (called with the params it names). Never text to evaluate.
+NumberSource = float | str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One choice of a choice item; `letter` is its position (a, b, c...) in the file."""
+
+    letter: str
+    text: str
+    correct: bool
+    feedback: str                  # why this choice is right or wrong
+    mistake: str | None = None     # misconception shown by choosing it (wrong) or leaving it out (correct)
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class WrongValue:
+    """A known-wrong numeric answer and the misconception that produces it."""
+
+    value: NumberSource
+    feedback: str
+    mistake: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class QuizItem:
+    id: str
+    title: str
+    kind: QuizKind
+    points: float
+    visibility: Visibility
+    prompt: str                    # Markdown with {param} placeholders
+    choices: tuple[Choice, ...] = ()
+    answer: NumberSource | None = None   # numeric items
+    tolerance: float = DEFAULT_TOLERANCE
+    feedback: str = ""             # numeric items: why the right answer is right
+    wrong: tuple[WrongValue, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)  # integer variables, `let` grammar
+    hint: str | None = None
+    line: int | None = None
+
+    @property
+    def hidden(self) -> bool:
+        return self.visibility is Visibility.HIDDEN
+
+
+@dataclass(frozen=True)
+class Quiz:
+    title: str
+    items: tuple[QuizItem, ...]
+    path: Path | None = None
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(i.points for i in self.items))
+
+    def item(self, item_id: str) -> QuizItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+
 @dataclass(frozen=True)
 class Assignment:
     title: str
     root: Path
     problems: tuple[Problem, ...] = field(default_factory=tuple)
+    quiz: Quiz | None = None
 
     @property
     def max_score(self) -> float:
-        return float(sum(p.points for p in self.problems))
+        return float(sum(p.points for p in self.problems)) + (self.quiz.max_score if self.quiz else 0.0)
 
     def problem(self, problem_id: str) -> Problem | None:
         return next((p for p in self.problems if p.id == problem_id), None)

@@ -12,6 +12,7 @@ class CaseStatus(Enum):
     TIMEOUT = "timeout"
     CRASHED = "crashed"
     NOT_IMPLEMENTED = "not implemented"
+    NOT_ANSWERED = "not answered"  # a quiz item left blank
 
 
 @dataclass(frozen=True)
