@@ -1,26 +1,49 @@
 """The student-side process: imports a submission and runs its functions on case inputs.
 
-Run as a script (`python -I _worker.py SUBMISSION RESULT_FD`), never imported by the grader,
-so it imports nothing of the `grader` package: the reference, the problems and the expected
-values never enter this process. Requests arrive as JSON lines on stdin; each answer is one
-JSON line on RESULT_FD. Return values are turned into plain tagged data here (numbers,
-nested lists, type names), so the grader never touches an object the student made.
+Run as a script (`python -I _worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`), never
+imported by the grader, so it imports nothing of the `grader` package: the reference, the
+problems and the expected values never enter this process. Start-up, before any student code:
+set the resource limits, import numpy (and, as root, the modules students may use), switch to
+the student's uid/gid for good when given, then say "ready". Requests arrive as JSON lines on
+stdin; each answer is one JSON line on RESULT_FD. Return values are turned into plain tagged
+data here (numbers, nested lists, type names), so the grader never touches an object the
+student made.
 """
+import builtins
+import ctypes
+import importlib
 import importlib.util
 import json
 import math
 import os
+import resource
+import signal
 import sys
 import time
 import traceback
 
 import numpy as np
 
-# Bound at start-up, before student code can monkeypatch the modules they come from.
+# Bound at start-up, before student code can monkeypatch the modules they come from. Student
+# code runs in this process and can still undo anything here: that only spoils its own answers,
+# which are compared in the grader's process.
 _dumps, _loads, _write, _monotonic = json.dumps, json.loads, os.write, time.perf_counter
-_ndarray, _asarray, _isfinite = np.ndarray, np.asarray, np.isfinite
+_ndarray, _array, _asarray, _isfinite = np.ndarray, np.array, np.asarray, np.isfinite
+_np_bool, _np_integer, _np_floating, _finite = np.bool_, np.integer, np.floating, math.isfinite
 _readline = sys.stdin.buffer.readline
 _exit = os._exit
+globals().update({name: getattr(builtins, name) for name in (
+    "isinstance", "type", "float", "int", "str", "list", "tuple", "dict", "bool", "hasattr", "enumerate",
+    "len", "round", "callable", "getattr")})
+
+# Imported before the switch to the student's uid, for a Python installation that uid cannot read
+# (e.g. under /root): anything else is importable only if "others" may read it.
+PRELOAD = ("numpy.random", "numpy.fft", "bisect", "cmath", "collections", "collections.abc", "copy",
+           "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
+           "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
+LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "cpu": resource.RLIMIT_CPU,
+          "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE}
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 
 MAX_ITEMS = 1 << 20       # elements in one returned container or array
 MAX_DEPTH = 12
@@ -29,7 +52,7 @@ MAX_TEXT = 200
 
 def _float(x):
     f = float.__float__(float(x))
-    return f if math.isfinite(f) else ("nan" if f != f else ("inf" if f > 0 else "-inf"))
+    return f if _finite(f) else ("nan" if f != f else ("inf" if f > 0 else "-inf"))
 
 
 def encode(x, depth=0):
@@ -39,12 +62,12 @@ def encode(x, depth=0):
     kind = type(x)
     if x is None:
         return {"t": "none"}
-    if kind is bool or kind is np.bool_:
+    if kind is bool or kind is _np_bool:
         return {"t": "bool", "v": bool(x)}
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+    if isinstance(x, (int, _np_integer)) and not isinstance(x, bool):
         return {"t": "int", "v": str(int.__int__(x) if isinstance(x, int) else int(x)),
                 "type": kind.__name__}
-    if isinstance(x, (float, np.floating)):
+    if isinstance(x, (float, _np_floating)):
         return {"t": "float", "v": _float(x), "type": kind.__name__}
     if isinstance(x, str):
         return {"t": "str", "v": str.__str__(x)[:MAX_TEXT]}
@@ -80,7 +103,7 @@ def encode(x, depth=0):
 def decode_arg(a):
     """Case inputs arrive as plain JSON; arrays as {"nd": flat, "shape": [...], "dtype": ...}."""
     if isinstance(a, dict):
-        return np.array(a["nd"], dtype=a["dtype"]).reshape(a["shape"])
+        return _array(a["nd"], dtype=a["dtype"]).reshape(a["shape"])
     return a
 
 
@@ -120,9 +143,10 @@ def load(path):
 
 
 def run(module, request):
+    seq = request.get("seq")
     fn = getattr(module, request["function"], None)
     if not callable(fn):
-        send({"event": "no_function"})
+        send({"event": "no_function", "seq": seq})
         return
     for case in request["cases"]:
         args = [decode_arg(a) for a in case["args"]]
@@ -142,18 +166,107 @@ def run(module, request):
                 message = {"event": "case", "id": case["id"], "ok": False, "error": error}
             start = _monotonic() - seconds
         message["seconds"] = round(_monotonic() - start, 6)
+        message["seq"] = seq
         try:
             send(message)
         except (TypeError, ValueError) as exc:  # e.g. an unencodable result
-            send({"event": "case", "id": case["id"], "ok": False,
+            send({"event": "case", "id": case["id"], "ok": False, "seq": seq,
                   "error": {"type": "BadResult", "mro": ["BadResult"], "message": str(exc)[:200], "where": None}})
-    send({"event": "done"})
+    send({"event": "done", "seq": seq})
+
+
+class NoGrader:
+    """Refuses `import grader` in student code. A speed bump, not a wall: student code can remove
+    it. The wall, as root, is that the student's uid cannot read the grader's files at all."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] == "grader":
+            raise ImportError("student code cannot import the grader package", name=name)
+        return None
+
+
+class Unreadable:
+    """Last on sys.meta_path when running as the student's uid: a standard module that was not
+    preloaded and that this uid cannot read gets a message saying so, not just "No module"."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] in sys.stdlib_module_names:
+            raise ModuleNotFoundError(f"module {name!r} is not available to student code here (the grader's "
+                                      "Python installation cannot be read by the student's user)", name=name)
+        return None
+
+
+def set_limits(spec, strict):
+    """Lower the resource limits (soft = hard, so student code cannot raise them again). A limit
+    the system refuses (RLIMIT_AS on macOS...) is skipped unless `strict` (as root, on Linux)."""
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        limit = int(value)
+        try:
+            hard = resource.getrlimit(LIMITS[name])[1]
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(LIMITS[name], (limit, limit))
+        except (ValueError, OSError):
+            if strict:
+                raise
+
+
+def become(uid, gid):
+    """Switch to the student's uid and gid for good, with no supplementary groups."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise OSError(f"credentials are {os.getresuid()}/{os.getresgid()}/{os.getgroups()}")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise OSError("root could be regained")
+
+
+def prctl(option, value):
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def start(argv):
+    """Everything before the submission is imported; any failure here is the grader's, not the student's."""
+    separate_user = argv[4:5] == ["--user"]
+    set_limits(argv[3], strict=separate_user)
+    parent = os.getppid()
+    if separate_user:
+        for name in PRELOAD:
+            importlib.import_module(name)
+        become(int(argv[5]), int(argv[6]))
+        sys.meta_path.append(Unreadable())
+    else:
+        prctl(_PR_SET_CHILD_SUBREAPER, 1)  # without root, orphans of student code stay in our tree
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
+    if os.getppid() != parent:  # the grader is already gone
+        _exit(1)
+    os.umask(0o077)
+    sys.meta_path.insert(0, NoGrader())
+    with open(argv[1], "rb"):  # readable now, or the grader's set-up is at fault
+        pass
 
 
 if __name__ == "__main__":
     SUBMISSION = os.path.abspath(sys.argv[1])
     RESULT_FD = int(sys.argv[2])
     os.set_inheritable(RESULT_FD, False)
+    try:
+        start(sys.argv)
+    except Exception as exc:  # reported by the grader as its own failure
+        sys.stderr.write(f"mha worker: could not start: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        _exit(70)
+    send({"event": "ready"})
     sys.path.insert(0, os.path.dirname(SUBMISSION))
     module = load(SUBMISSION)
     if module is None:

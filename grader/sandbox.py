@@ -1,16 +1,15 @@
 """Run student code in a separate, limited process and collect plain-data answers.
 
 One worker process per submission imports the student's file and runs one problem at a time.
-If a problem exceeds its time limit, or the process dies, the worker is killed (with its whole
-process group) and a fresh one serves the remaining problems, so one infinite loop costs one
-problem. Answers travel on a dedicated pipe; the student's stdout and stderr are drained into
-bounded buffers and never parsed.
+If a problem exceeds its time limit, the process dies, or it leaves other processes running,
+every process of the session is killed (see `isolation`) and a fresh worker serves the
+remaining problems, so one infinite loop costs one problem. Answers travel on a dedicated pipe;
+the student's stdout and stderr are drained into bounded buffers and never parsed.
 """
 from __future__ import annotations
 
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -24,20 +23,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .codec import DecodeError, decode_value, encode_arg
+from .errors import InternalError
+from .isolation import Isolation
+from .limits import Limits
 
 WORKER = Path(__file__).with_name("_worker.py")
 MAX_MESSAGE = 64 << 20  # bytes in one answer line
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits for student code (defaults documented in README)."""
-
-    problem_seconds: float = 10.0       # all cases of one problem
-    submission_seconds: float = 120.0   # the whole submission, imports included
-    load_seconds: float = 10.0          # importing the submission
-    memory_bytes: int = 1536 << 20      # address space of the student process
-    output_bytes: int = 64 << 10        # stdout/stderr kept for feedback, per stream
 
 
 class RunStatus(Enum):
@@ -98,15 +89,19 @@ class _Stream:
         if room > 0:
             self.data += chunk[:room]
 
-    def text(self) -> str:
-        text = self.data.decode("utf-8", "replace")
-        if self.total > len(self.data):
-            text += f"\n[... {self.total - len(self.data)} more bytes not shown]"
-        return text
+    def mark(self) -> tuple[int, int]:
+        return len(self.data), self.total
+
+    def since(self, mark: tuple[int, int]) -> str:
+        """What was written after `mark`, as far as it was kept, with a note of what was not."""
+        kept = self.data[mark[0]:]
+        text = kept.decode("utf-8", "replace")
+        dropped = self.total - mark[1] - len(kept)
+        return text + (f"\n[... {dropped} more bytes not shown]" if dropped else "")
 
 
-def _child_env(home: str) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
+def _child_env(home: str, extra: dict[str, str]) -> dict[str, str]:
+    env = {**extra, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
            "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed on some CPUs (see env notes)
@@ -118,23 +113,26 @@ def _child_env(home: str) -> dict[str, str]:
 class Worker:
     """One student process: import once, then run problems until killed or closed."""
 
-    def __init__(self, submission: Path, limits: Limits, workdir: Path):
+    def __init__(self, script: Path, submission: Path, limits: Limits, home: Path, isolation: Isolation):
         self.limits = limits
+        self.isolation = isolation
         self.stdout = _Stream(limits.output_bytes)
         self.stderr = _Stream(limits.output_bytes)
+        self.ready = False  # set once the worker has started and dropped privileges
         read_fd, write_fd = os.pipe()
         self._results = os.fdopen(read_fd, "rb", buffering=0)
-        memory = limits.memory_bytes
-
-        def preexec() -> None:  # runs in the child before exec
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(WORKER), str(submission), str(write_fd)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(write_fd,), cwd=workdir, env=_child_env(str(workdir)),
-            start_new_session=True, preexec_fn=preexec, close_fds=True)
+        rlimits = limits.rlimits(isolation.process_limit(limits.processes))
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-B", str(script), str(submission), str(write_fd), rlimits,
+                 *isolation.worker_args()],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), cwd=home, env=_child_env(str(home), isolation.env()),
+                start_new_session=True, umask=0o077, close_fds=True)
+        except OSError as exc:
+            os.close(write_fd)
+            self._results.close()
+            raise InternalError(f"cannot start the student process: {exc}") from exc
         os.close(write_fd)
         self._buffer = b""
         self._sel = selectors.DefaultSelector()
@@ -172,9 +170,13 @@ class Worker:
                 else:
                     self._sel.unregister(key.fileobj)
 
-    def drain(self) -> None:
-        """Collect output already written to stdout/stderr (it may trail the last answer)."""
-        while True:
+    def drain(self, seconds: float = 0.2) -> None:
+        """Collect output already written to stdout/stderr (it may trail the last answer).
+
+        Bounded in time: a child process of the student's may still be writing.
+        """
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
             ready = [key for key, _ in self._sel.select(timeout=0) if key.data != "results"]
             if not ready:
                 return
@@ -205,12 +207,19 @@ class Worker:
         return f"the process exited with code {code}"
 
     def kill(self) -> None:
-        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), self.proc.kill):
+        """Kill the worker and every other process of the session; output already sent stays readable."""
+        live = self.proc.returncode is None  # not reaped yet, so its pid is still its own (and its group's)
+        self.isolation.kill_all(self.proc.pid if live else None)
+        if live:
             try:
-                target()
-            except (ProcessLookupError, PermissionError, OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a backstop: kill_all found the group already
+            except OSError:
                 pass
+        self.proc.kill()
         self.proc.wait()
+
+    def close(self) -> None:
+        self.kill()
         self._sel.close()
         for stream in (self._results, self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
@@ -229,21 +238,36 @@ class ProblemRun:
 
 
 class Session:
-    """Runs one submission's problems, one worker at a time, within the submission budget."""
+    """Runs one submission's problems, one worker at a time, within the submission budget.
 
-    def __init__(self, submission: Path, limits: Limits | None = None):
+    `private`: folders student code must not read (made private when running as root).
+    `separate_user`: run student code as a fresh uid (default: exactly when the grader is root).
+    Create, use and close a session in one thread: its worker dies with the thread that started it.
+    """
+
+    def __init__(self, submission: Path, limits: Limits | None = None, *, private: Sequence[Path] = (),
+                 separate_user: bool | None = None):
         self.limits = limits or Limits()
         self.start = time.monotonic()
         self.deadline = self.start + self.limits.submission_seconds
+        self.isolation = Isolation(separate_user, private)
         self._tmp = Path(tempfile.mkdtemp(prefix="mha-run-"))
-        self.source = self._tmp / "attention.py"
-        shutil.copyfile(submission, self.source)
         self._worker: Worker | None = None
+        self._seq = 0
         self.load_failure: LoadFailure | None = None
-        self._spawn()  # start early: python + numpy import overlaps the grader's own work
+        try:
+            self.source = self._tmp / "attention.py"
+            self._script = self._tmp / WORKER.name  # beside the submission: the grader package stays private
+            shutil.copyfile(submission, self.source)
+            shutil.copyfile(WORKER, self._script)
+            self._home = self.isolation.prepare(self._tmp)
+            self._spawn()  # start early: python + numpy import overlaps the grader's own work
+        except BaseException:
+            self.close()
+            raise
 
     def _spawn(self) -> None:
-        self._worker = Worker(self.source, self.limits, self._tmp)
+        self._worker = Worker(self._script, self.source, self.limits, self._home, self.isolation)
         self._loaded = False
 
     def _ensure_loaded(self) -> bool:
@@ -253,8 +277,19 @@ class Session:
             self._spawn()
         if self._loaded:
             return True
+        worker = self._worker
         deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
-        event = self._worker.next_event(deadline)
+        event = worker.next_event(deadline)
+        if event is not None and event.get("event") == "ready" and not worker.ready:
+            worker.ready = True
+            event = worker.next_event(deadline)
+        if not worker.ready:  # no student code has run yet: the grader's environment is at fault
+            problem = "did not start in time" if event is None else worker.exit_description()
+            worker.drain()
+            said = worker.stderr.data.decode("utf-8", "replace").strip().splitlines()[-1:]
+            self._retire()
+            raise InternalError(f"the student process could not start ({problem})"
+                                + (f": {said[0][:300]}" if said else ""))
         if event is not None and event.get("event") == "loaded":
             self._loaded = True
             return True
@@ -265,13 +300,13 @@ class Session:
             self.load_failure = LoadFailure(str(event.get("kind", "Error"))[:60], str(event.get("message", ""))[:500],
                                             int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
         else:
-            self.load_failure = LoadFailure("crashed", self._worker.exit_description())
+            self.load_failure = LoadFailure("crashed", worker.exit_description())
         self._retire()
         return False
 
     def _retire(self) -> None:
         if self._worker is not None:
-            self._worker.kill()
+            self._worker.close()
             self._worker = None
 
     def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float) -> ProblemRun:
@@ -283,9 +318,10 @@ class Session:
         if not self._ensure_loaded():
             return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args))
         worker = self._worker
-        out_mark, err_mark = len(worker.stdout.data), len(worker.stderr.data)
-        request = {"function": function, "cases": [{"id": i, "args": [encode_arg(a) for a in case]}
-                                                   for i, case in enumerate(args)]}
+        marks = worker.stdout.mark(), worker.stderr.mark()
+        self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
+        request = {"seq": self._seq, "function": function,
+                   "cases": [{"id": i, "args": [encode_arg(a) for a in case]} for i, case in enumerate(args)]}
         results: dict[int, CaseRun] = {}
         deadline = min(self.deadline, time.monotonic() + seconds)
         stop: CaseRun | None = None
@@ -299,6 +335,8 @@ class Session:
                     stop = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
                 break
             kind = event.get("event")
+            if kind in ("done", "no_function", "case") and event.get("seq") != self._seq:
+                continue
             if kind == "done":
                 break
             if kind == "no_function":
@@ -311,11 +349,13 @@ class Session:
                 stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
             else:
                 stop = CaseRun(RunStatus.CRASHED, detail="the process sent an unreadable answer")
+        failed = stop is not None and stop.status is not RunStatus.NO_FUNCTION
+        if failed:
+            worker.kill()  # every process of the session stops writing before its output is read
         worker.drain()
-        stdout = worker.stdout.data[out_mark:].decode("utf-8", "replace")
-        stderr = worker.stderr.data[err_mark:].decode("utf-8", "replace")
-        if stop is not None and stop.status is not RunStatus.NO_FUNCTION:
-            self._retire()  # a fresh process serves the next problem
+        stdout, stderr = worker.stdout.since(marks[0]), worker.stderr.since(marks[1])
+        if failed or worker.proc.returncode is not None or self.isolation.others_running(worker.proc.pid):
+            self._retire()  # a fresh process, with no leftovers, serves the next problem
         runs = []
         for i in range(len(args)):
             if i in results:
@@ -326,10 +366,12 @@ class Session:
                 runs.append(stop)
                 if stop.status is not RunStatus.NO_FUNCTION:
                     stop = CaseRun(stop.status, detail="not run: an earlier case of this problem did not finish")
-        return ProblemRun(runs, stdout=stdout, stderr=stderr)
+        return ProblemRun(tuple(runs), stdout=stdout, stderr=stderr)
 
     def close(self) -> None:
+        """Kill every process of the session, delete its files, release its uid."""
         self._retire()
+        self.isolation.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> "Session":

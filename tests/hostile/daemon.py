@@ -1,0 +1,15 @@
+# A double fork + setsid daemon (reparented away from the worker), then a correct answer.
+import os
+import time
+
+_solved = count_routing_distributions
+
+
+def count_routing_distributions(num_heads, d_v, num_queries=1):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(600)
+        os._exit(0)
+    time.sleep(0.05)  # the middle process has exited: the daemon is an orphan
+    return _solved(num_heads, d_v, num_queries)

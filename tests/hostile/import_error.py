@@ -1,0 +1,2 @@
+# An import that fails at import time.
+import numpy_but_faster  # noqa: F401

@@ -1,0 +1,2 @@
+# KeyboardInterrupt raised at import time.
+raise KeyboardInterrupt

@@ -1,0 +1,7 @@
+# NaN and infinity where numbers are expected.
+def attention_reading(weights, values):
+    return np.full(np.shape(values)[-1], np.nan)
+
+
+def count_routing_distributions(num_heads, d_v, num_queries=1):
+    return float("inf")

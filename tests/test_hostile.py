@@ -1,0 +1,377 @@
+"""Hostile and broken submissions cannot crash, stall or fool the grader, nor leave anything behind.
+
+Each submission is the model solution followed by `hostile/_prelude.py` and one snippet from
+`hostile/NAME.py`; a later `def` replaces the solution's function, so a submission deserves full
+marks on every problem except the ones its snippet breaks (`loses`). Each is graded through the
+CLI (`python -m grader grade SUB --format gradescope --output OUT`, three at a time) on a copy of
+three problems in a course folder under /tmp laid out like a real one (exercises/, solutions/,
+.git/, readable by "others" until the grader protects them), and the test asserts: exit code 0,
+a valid results file written by the grader, the exact score, no process left (every process a
+submission starts is named hxTOKEN or has TOKEN in its command line), and no file left outside
+its temporary folder (every file it writes has TOKEN in its name or text; as root, anything
+owned by a sandbox uid counts too), comparing snapshots of /tmp, /var/tmp, /dev/shm, /run/lock,
+the repository and the course folder (with the output folder) taken before and after.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.isolation import PACKAGE, SANDBOX_IDS, SHARED_DIRS
+from grader.loader import load_assignment
+from grader.sandbox import Limits, RunStatus, Session
+
+from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+
+HOSTILE = Path(__file__).with_name("hostile")
+PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
+ROOT_MODE = os.geteuid() == 0
+RUN_BOUND = 45.0         # seconds a whole hostile run may take, on a loaded 2-core machine
+OTHER_RUN = re.compile(rb"mha-hostile-\d{8}")  # files of a concurrent run of these tests
+SKIP_DIRS = {".git", ".venv", ".venv-ci", "node_modules"}
+
+
+@dataclass(frozen=True)
+class Hostile:
+    name: str                       # hostile/<name>.py
+    loses: tuple[str, ...] = ()     # problems it must score 0 on ("*": every problem)
+    says: tuple[str, ...] = ()      # text the results file must contain
+    root_only: bool = False         # the guarantee it tests holds only when the grader is root
+    syntax_line: int | None = None  # line of the snippet with a syntax error
+    timeout: float = 1.0            # seconds per problem: a hostile loop costs 1 s, not 10
+    grader_mb: float | None = None  # peak memory allowed to the grader (and its workers)
+    alone: bool = False             # graded while no other hostile runs (it takes every CPU)
+
+
+AR, CR, PS = PROBLEMS
+HOSTILES = (
+    Hostile("infinite_loop", loses=(AR,), says=("timed out (time limit of 1 s for this problem)",)),
+    Hostile("long_sleep", loses=(CR,), says=("timed out (time limit of 1 s for this problem)",)),
+    Hostile("exit_at_import", loses=("*",),
+            says=("the process stopped while importing attention.py: the process exited with code 3",)),
+    Hostile("sys_exit_at_import", loses=("*",), says=("importing attention.py raised SystemExit",)),
+    Hostile("keyboard_interrupt_at_import", loses=("*",), says=("importing attention.py raised KeyboardInterrupt",)),
+    Hostile("os_exit_in_function", loses=(AR,), says=("crashed: the process exited with code 0",)),
+    Hostile("sys_exit_in_function", loses=(CR,), says=("raised SystemExit",)),
+    Hostile("keyboard_interrupt_in_function", loses=(PS,), says=("raised KeyboardInterrupt",)),
+    Hostile("syntax_error", loses=("*",), syntax_line=4),
+    Hostile("import_error", loses=("*",),
+            says=("importing attention.py raised ModuleNotFoundError", "No module named 'numpy_but_faster'")),
+    Hostile("memory_hog", loses=(AR,), says=("raised MemoryError",), timeout=10),  # touching 1.5 GB takes a while
+    Hostile("fork_children"),
+    Hostile("daemon"),
+    Hostile("fork_bomb", loses=(PS,), says=("timed out",), alone=True),
+    Hostile("output_flood", loses=(AR,), says=("timed out", "your code printed:", "| flood flood"), grader_mb=300),
+    Hostile("fake_results", loses=(AR,), root_only=True),
+    Hostile("eq_always_true", loses=(AR,), says=("wrong type",)),
+    Hostile("array_raises", loses=(AR,), says=("RuntimeError: no array for you",)),
+    Hostile("ndarray_subclass", loses=(AR,), says=("wrong value",)),
+    Hostile("nan_inf", loses=(AR, CR)),
+    Hostile("strings_and_dicts", loses=(AR, CR, PS), says=("wrong type",)),
+    Hostile("malicious_reduce", loses=(AR, CR)),
+    Hostile("monkeypatch", loses=(AR,), says=("wrong value",)),
+    Hostile("mutate_inputs", loses=(AR,), says=("wrong value",)),
+    Hostile("import_grader", loses=(CR,), says=("raised ImportError", "student code cannot import the grader package")),
+    Hostile("signal_grader", root_only=True),
+    Hostile("read_secrets", loses=(AR, CR), root_only=True,
+            says=("student code cannot import the grader package",
+                  "probes: reference=PermissionError package_list=PermissionError problems=PermissionError "
+                  "problems_list=PermissionError solutions=PermissionError git=PermissionError "
+                  "write_course=PermissionError write_exercises=PermissionError "
+                  "reference_by_path=PermissionError import_grader=")),
+)
+
+
+@dataclass(frozen=True)
+class Course:
+    """A course folder under /tmp that any user could read, until the grader protects it."""
+
+    base: Path
+    exercises: Path
+    points: dict[str, float]
+
+
+@pytest.fixture(scope="module")
+def course():
+    base = Path(tempfile.mkdtemp(prefix="mha-course-"))
+    exercises = base / "exercises"
+    (exercises / "problems").mkdir(parents=True)
+    (exercises / "assignment.yaml").write_text(
+        "title: Hostile submissions\nproblems:\n" + "".join(f"  - {p}\n" for p in PROBLEMS))
+    for problem in PROBLEMS:
+        shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
+    (base / "solutions").mkdir()
+    shutil.copy(SOLUTIONS / "attention.py", base / "solutions")
+    (base / ".git").mkdir()
+    (base / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for folder, dirs, files in os.walk(base):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    points = {p.id: p.points for p in load_assignment(exercises).problems}
+    yield Course(base, exercises, points)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def submission_source(hostile: Hostile, token: str, course: Course) -> tuple[str, int]:
+    """The hostile submission's text, and how many lines precede the snippet."""
+    head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
+    snippet = (HOSTILE / f"{hostile.name}.py").read_text()
+    text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(course.base))
+    return text.replace("@PACKAGE@", str(PACKAGE)), head.count("\n")
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    max_rss_mb: float  # of the grader and the processes it waited for
+
+
+def run_mha(*args: str, cwd: Path, limit: float = 120.0) -> Run:
+    """`python -m grader ARGS` (the `mha` command), with its exit code, output, time and peak memory."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "grader", *args], stdout=out, stderr=err, cwd=cwd)
+        watchdog = threading.Timer(limit, proc.kill)  # a hung grader fails the test instead of hanging it
+        watchdog.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            watchdog.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return Run(proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                   seconds, usage.ru_maxrss / 1024)
+
+
+def leftovers(token: str) -> list[str]:
+    """Processes named hxTOKEN or with TOKEN in their command line (zombies included)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if comm == f"hx{token}" or token in cmdline:
+            found.append(f"{pid} {comm} {cmdline[:80]}")
+    return found
+
+
+def snapshot(roots) -> dict[str, int]:
+    """Every path under `roots` (symlinks not followed) and its owner's uid."""
+    seen: dict[str, int] = {}
+    todo = [str(r) for r in roots]
+    while todo:
+        path = todo.pop()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        seen[path] = info.st_uid
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                names = os.listdir(path)
+            except OSError:
+                continue
+            todo.extend(os.path.join(path, n) for n in names
+                        if n not in SKIP_DIRS and not n.startswith("pytest-of-"))
+    return seen
+
+
+def _text(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return b""
+
+
+def strays(before: dict[str, int], after: dict[str, int], token: str, ignore: Path) -> dict[str, int]:
+    """New paths the submission made: TOKEN in the name or text, or (as root) a sandbox uid's,
+    leaving out concurrent sessions' folders and concurrent runs of these tests."""
+    found = {}
+    for path, uid in after.items():
+        if path in before or path == str(ignore):
+            continue
+        text = _text(path) if os.path.isfile(path) else b""
+        ours = token in path or token.encode() in text
+        theirs = "mha-run-" in path or OTHER_RUN.search(path.encode() + text)
+        if ours or (uid in SANDBOX_IDS and not theirs):
+            found[path] = uid
+    return found
+
+
+def still_there(paths: dict[str, int]) -> list[str]:
+    """The paths that still exist with the same owner: a file another session was writing (and
+    has deleted since) when it was seen is not a leftover."""
+    there = []
+    for path, uid in paths.items():
+        try:
+            if os.lstat(path).st_uid == uid:
+                there.append(f"{path} (uid {uid})")
+        except FileNotFoundError:
+            pass
+    return there
+
+
+def read_results(path: Path) -> dict:
+    """A Gradescope results.json with the fields this grader always writes."""
+    data = json.loads(path.read_text())
+    assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], (int, float))
+    assert isinstance(data["output"], str) and isinstance(data["tests"], list)
+    for test in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "tags"} <= test.keys()
+    return data
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One hostile submission graded through the CLI, and what it left behind."""
+
+    run: Run
+    output: Path
+    offset: int              # lines before the snippet in the submission
+    out_dir_files: list[str]
+    leftovers: list[str]
+    strays: dict[str, int]
+
+
+def grade_hostile(hostile: Hostile, course: Course, folder: Path) -> Outcome:
+    token = f"{secrets.randbelow(10 ** 8):08d}"
+    source, offset = submission_source(hostile, token, course)
+    submission = folder / "attention.py"
+    submission.write_text(source)
+    out_dir = course.base / f"out-{hostile.name}"
+    out_dir.mkdir()
+    os.chmod(out_dir, 0o777)  # world-writable on purpose: student code may try to write here
+    output = out_dir / "results.json"
+    roots = (*SHARED_DIRS, ROOT, course.base, folder)
+    before = snapshot(roots)
+    run = run_mha("--exercises", str(course.exercises), "grade", str(submission), "--format", "gradescope",
+                  "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder)
+    return Outcome(run, output, offset, sorted(os.listdir(out_dir)), leftovers(token),
+                   strays(before, snapshot(roots), token, output))
+
+
+@pytest.fixture(scope="module")
+def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+    """Every hostile submission graded, three at a time; the fork bomb alone (it takes every CPU)."""
+    todo = [h for h in HOSTILES if ROOT_MODE or not h.root_only]
+
+    def attempt(hostile: Hostile) -> Outcome | BaseException:
+        try:
+            return grade_hostile(hostile, course, tmp_path_factory.mktemp(hostile.name))
+        except Exception as exc:  # reported by that hostile's test
+            return exc
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = dict(zip((h.name for h in todo if not h.alone),
+                        pool.map(attempt, [h for h in todo if not h.alone])))
+    done.update((h.name, attempt(h)) for h in todo if h.alone)
+    return done
+
+
+@pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)
+def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
+    """Exit 0, a valid results file, the exact score deserved, no process and no file left."""
+    if hostile.root_only and not ROOT_MODE:
+        pytest.skip("this guarantee needs the grader to run as root")
+    outcome = outcomes[hostile.name]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    run = outcome.run
+    assert run.code == 0, run.stderr
+    assert run.seconds < RUN_BOUND
+    data = read_results(outcome.output)
+    lost = set(course.points) if "*" in hostile.loses else set(hostile.loses)
+    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()}
+    assert {t["tags"][0]: t["score"] for t in data["tests"]} == deserved
+    assert data["score"] == sum(deserved.values())
+    report = data["output"] + "\n".join(t["output"] for t in data["tests"])
+    for text in hostile.says:
+        assert text in report
+    assert all(len(t["output"]) < 3000 for t in data["tests"])  # feedback stays short whatever was printed
+    if hostile.grader_mb:
+        assert run.max_rss_mb < hostile.grader_mb
+    if hostile.syntax_line:
+        assert f"attention.py has a syntax error (line {outcome.offset + hostile.syntax_line}): expected ':'" in report
+    assert outcome.output.stat().st_uid == os.geteuid() and outcome.out_dir_files == ["results.json"]
+    assert outcome.leftovers == []
+    assert still_there(outcome.strays) == []
+
+
+class TestWithoutSeparateUser:
+    """The clean-up that also works without root: process tree, subreaper and marker."""
+
+    @pytest.mark.parametrize("name, function, args", [
+        ("fork_children", AR, ([0.5, 0.5], [[1.0, 2.0], [3.0, 4.0]])),
+        ("daemon", CR, (2, 4, 3)),
+    ])
+    def test_children_are_killed(self, course, name, function, args, tmp_path):
+        """Children, subprocesses and a setsid daemon are all gone after the session closes."""
+        token = f"{secrets.randbelow(10 ** 8):08d}"
+        source, _ = submission_source(Hostile(name), token, course)
+        path = tmp_path / "attention.py"
+        path.write_text(source)
+        import numpy as np
+        call = [np.asarray(a, dtype=float) if isinstance(a, list) else a for a in args]
+        with Session(path, Limits(problem_seconds=5), separate_user=False) as session:
+            run = session.run(function, [call], 5.0)
+            assert run.cases[0].status is RunStatus.RETURNED
+            assert leftovers(token) == []  # already killed: they outlived the problem
+        assert leftovers(token) == []
+
+
+class TestLimitOptions:
+    """`mha grade` passes --total-timeout and --memory-mb on to the sandbox."""
+
+    def test_total_timeout_bounds_the_whole_submission(self, course, tmp_path):
+        """With --total-timeout 2, a submission sleeping in every function costs about 2 s in all."""
+        (tmp_path / "attention.py").write_text(
+            "import time\n" + "".join(f"def {p}(*args):\n    time.sleep(60)\n" for p in PROBLEMS))
+        run = run_mha("--exercises", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+                      "--timeout", "30", "--total-timeout", "2", cwd=tmp_path)
+        data = json.loads(run.stdout)
+        assert run.code == 0 and run.seconds < 15
+        assert data["score"] == 0
+        summaries = [c["summary"] for p in data["problems"] for c in p["cases"]]
+        assert "timed out (the submission's total time limit ran out)" in summaries
+
+    def test_memory_mb_sets_the_limit(self, course, tmp_path):
+        """300 MiB of touched memory passes with the default limit and fails with --memory-mb 256."""
+        (tmp_path / "attention.py").write_text(solution_source() + (
+            "\n\n_solved = count_routing_distributions\n\n\n"
+            "def count_routing_distributions(num_heads, d_v, num_queries=1):\n"
+            "    block = np.ones(300 << 17)  # 300 MiB of float64, written\n"
+            "    return _solved(num_heads, d_v, num_queries) + int(block[0]) - 1\n"))
+
+        def score(*options):
+            run = run_mha("--exercises", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+                          *options, cwd=tmp_path)
+            assert run.code == 0, run.stderr
+            return next(p for p in json.loads(run.stdout)["problems"] if p["id"] == CR)
+
+        assert score()["score"] == course.points[CR]
+        limited = score("--memory-mb", "256")
+        assert limited["score"] == 0
+        assert limited["cases"][0]["summary"].startswith("raised MemoryError")

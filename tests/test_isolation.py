@@ -1,0 +1,138 @@
+"""Who student code runs as, and the clean-up after it (grader/isolation.py)."""
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import isolation
+from grader.errors import InternalError
+from grader.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
+from grader.sandbox import Limits, RunStatus, Session
+
+ROOT_MODE = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user needs root")
+
+
+class TestPrivatePaths:
+    def test_lists_package_assignment_solutions_and_git(self, tmp_path):
+        """The grader package, the assignment folder, and solutions/ and .git/ beside it."""
+        root = tmp_path / "exercises"
+        assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git")
+
+
+class TestProtect:
+    def test_removes_access_by_others_only(self, tmp_path):
+        """o-rwx; the owner's and the group's bits stay; missing folders are skipped."""
+        folder = tmp_path / "exercises"
+        folder.mkdir()
+        os.chmod(folder, 0o775)
+        protect([folder, tmp_path / "missing"])
+        assert folder.stat().st_mode & 0o777 == 0o770
+
+    def test_refuses_the_file_system_root(self, monkeypatch):
+        """Never chmod '/': that would lock every other user out of the machine."""
+        calls = []
+        monkeypatch.setattr(isolation.os, "chmod", lambda *args: calls.append(args))
+        with pytest.raises(InternalError, match="refusing"):
+            protect([Path("/")])
+        assert calls == []
+
+
+def _session_pids(uid: int) -> list[int]:
+    return [p.pid for p in processes().values() if uid in p.uids and p.alive]
+
+
+@needs_root
+class TestSeparateUser:
+    def test_claims_distinct_unused_ids_and_releases_them(self):
+        """Two sessions get different uids that no account uses; closing frees the claim."""
+        first, second = Isolation(), Isolation()
+        try:
+            assert first.uid != second.uid and {first.uid, second.uid} <= set(SANDBOX_IDS)
+            for uid in (first.uid, second.uid):
+                with pytest.raises(KeyError):
+                    pwd.getpwuid(uid)
+        finally:
+            first.close()
+            second.close()
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        probe.bind(f"\0mha-sandbox-{first.uid}")  # free again
+        probe.close()
+
+    def test_close_kills_every_process_of_the_uid(self):
+        """A child and an orphaned grandchild running as the student uid are both killed."""
+        jail = Isolation()
+        try:
+            subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600"], user=jail.uid, group=jail.gid, extra_groups=[],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + 5
+            while len(_session_pids(jail.uid)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(_session_pids(jail.uid)) == 3
+        finally:
+            jail.close()
+        assert _session_pids(jail.uid) == []
+
+    def test_close_deletes_the_uids_files_in_shared_folders(self, tmp_path):
+        """Files and folders the uid made in /tmp go; anyone else's stay."""
+        jail = Isolation()
+        tag = f"mha-isolation-test-{secrets.token_hex(4)}"
+        theirs, folder, ours = Path(f"/tmp/{tag}-file"), Path(f"/tmp/{tag}-dir"), Path(f"/tmp/{tag}-root")
+        try:
+            theirs.write_text("x")
+            folder.mkdir()
+            (folder / "inner").write_text("x")
+            ours.write_text("x")
+            for path in (theirs, folder, folder / "inner"):
+                os.chown(path, jail.uid, jail.gid)
+        finally:
+            jail.close()
+        try:
+            assert not theirs.exists() and not folder.exists()
+            assert ours.exists()
+        finally:
+            ours.unlink()
+
+    def test_student_process_runs_as_the_session_user(self, write_submission):
+        """uid/gid are the session's, no supplementary groups, umask 077."""
+        path = write_submission("""
+            import os
+            def whoami():
+                mask = os.umask(0)
+                return [os.getuid(), os.getgid(), len(os.getgroups()), mask]
+        """)
+        with Session(path) as session:
+            run = session.run("whoami", [[]], 10.0)
+            expected = [session.isolation.uid, session.isolation.gid, 0, 0o077]
+        assert run.cases[0].status is RunStatus.RETURNED
+        assert run.cases[0].value == expected
+
+
+class TestResourceLimits:
+    def test_files_are_capped_in_size(self, write_submission):
+        """Writing past Limits.file_bytes fails with 'File too large' (EFBIG), in any mode."""
+        path = write_submission("""
+            def fill():
+                with open("big.bin", "wb") as handle:
+                    handle.write(b"x" * (2 << 20))
+        """)
+        with Session(path, Limits(file_bytes=1 << 20)) as session:
+            run = session.run("fill", [[]], 10.0)
+        assert run.cases[0].status is RunStatus.RAISED
+        assert run.cases[0].error.message == "[Errno 27] File too large"
+
+
+class TestStartup:
+    def test_a_student_process_that_cannot_start_is_the_graders_failure(self, write_submission):
+        """If the worker dies before any student code runs, grading fails loudly (exit 4), never a 0."""
+        path = write_submission("def f():\n    return 1\n")
+        with pytest.raises(InternalError, match="the student process could not start"):
+            with Session(path, Limits(memory_bytes=16 << 20)) as session:  # too little to start Python
+                session.run("f", [[]], 10.0)
