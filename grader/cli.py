@@ -1,6 +1,7 @@
 """The `mha` command line: thin wrappers that load, grade, render and map errors to exit codes."""
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import traceback
@@ -32,9 +33,32 @@ def _fail(exc: GraderError) -> None:
     sys.exit(int(exc.exit_code))
 
 
-def _limits(timeout: float | None):
-    from .sandbox import Limits
-    return Limits(problem_seconds=timeout) if timeout else Limits()
+def _limit_options(command):
+    """The sandbox limits as options (the same on `check` and `grade`), passed on as `limits=Limits(...)`."""
+    from .limits import Limits
+    default = Limits()
+
+    @functools.wraps(command)
+    def with_limits(*args, timeout: float | None, total_timeout: float, import_timeout: float, memory_mb: int,
+                    **kwargs):
+        limits = Limits(problem_seconds=timeout or default.problem_seconds, submission_seconds=total_timeout,
+                        load_seconds=import_timeout, memory_bytes=memory_mb << 20)
+        return command(*args, limits=limits, **kwargs)
+
+    options = (
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help=f"Seconds allowed per problem, all its cases together [default: {default.problem_seconds:g}; "
+                          "a problem file's own `timeout` wins]."),
+        click.option("--total-timeout", type=click.FloatRange(min=1), default=default.submission_seconds,
+                     show_default=True, help="Seconds allowed for the whole submission, imports included."),
+        click.option("--import-timeout", type=click.FloatRange(min=0.5), default=default.load_seconds,
+                     show_default=True, help="Seconds allowed to import attention.py."),
+        click.option("--memory-mb", type=click.IntRange(min=256), default=default.memory_bytes >> 20,
+                     show_default=True, help="Memory (address space) allowed to each student process, in MiB."),
+    )
+    for option in reversed(options):
+        with_limits = option(with_limits)
+    return with_limits
 
 
 class _Group(click.Group):
@@ -73,14 +97,17 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @click.argument("problems", nargs=-1)
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py beside assignment.yaml).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds allowed per problem.")
+@_limit_options
 @click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, timeout: float | None) -> None:
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits) -> None:
     """Check your work on the public cases, with hints; exit 1 if any case fails.
+
+    Quiz answers are read from answers.yaml beside your attention.py: public items are
+    graded with feedback, hidden items only have the form of their answer checked.
 
     \b
     Example:
-      mha check                        # every problem
+      mha check                        # every problem and quiz item
       mha check softmax merge_heads    # just these
     """
     from .grading import grade
@@ -91,7 +118,7 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, timeout: float
         _known(assignment, problems)
         submission = resolve_submission(path or assignment.root / "attention.py")
         result = grade(assignment, submission, include_hidden=False, problem_ids=problems or None,
-                       limits=_limits(timeout))
+                       limits=limits)
     except GraderError as exc:
         _fail(exc)
     click.echo(text.render(result), nl=False)
@@ -100,9 +127,11 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, timeout: float
 
 def _known(assignment, problems) -> None:
     from .errors import SubmissionError
-    unknown = [p for p in problems if assignment.problem(p) is None]
+    items = assignment.quiz.items if assignment.quiz else ()
+    known = [p.id for p in assignment.problems] + [i.id for i in items]
+    unknown = [p for p in problems if p not in known]
     if unknown:
-        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(p.id for p in assignment.problems)})")
+        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")
 
 
 @main.command(context_settings=CONTEXT)
@@ -113,10 +142,9 @@ def _known(assignment, problems) -> None:
               help="Write the report to this file (atomically) instead of stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds allowed per problem.")
+@_limit_options
 @click.pass_obj
-def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under: float | None,
-          timeout: float | None) -> None:
+def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under: float | None, limits) -> None:
     """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
 
     Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
@@ -135,7 +163,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under:
             path = resolve_submission(submission)
             assignment = obj.assignment()
             from .grading import grade as run_grade
-            result = run_grade(assignment, path, limits=_limits(timeout))
+            result = run_grade(assignment, path, limits=limits)
             report = render(fmt, result)
         except GraderError:
             raise
@@ -180,7 +208,9 @@ def validate(obj: Ctx, path: Path | None) -> None:
       mha validate exercises/problems/softmax.yaml
     """
     from .loader import load_assignment, load_problem
+    from .quiz import check_quiz
     from .validation import check_against_reference
+    quiz = None
     try:
         if path is not None and path.is_file():
             problems = [load_problem(path)]
@@ -188,13 +218,19 @@ def validate(obj: Ctx, path: Path | None) -> None:
             root = path if path is not None else obj.root
             if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
                 root = path.parent
-            problems = list(load_assignment(root).problems)
+            assignment = load_assignment(root)
+            problems, quiz = list(assignment.problems), assignment.quiz
         check_against_reference(problems)
+        if quiz is not None:
+            check_quiz(quiz)
     except GraderError as exc:
         _fail(exc)
     cases = [c for p in problems for c in p.cases]
     hidden = sum(c.hidden for c in cases)
-    click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden)")
+    items = quiz.items if quiz else ()
+    note = f"; quiz: {len(items)} items ({sum(not i.hidden for i in items)} public, {sum(i.hidden for i in items)} hidden)" \
+        if quiz else ""
+    click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
 
 
 @main.command("list", context_settings=CONTEXT)
@@ -211,10 +247,15 @@ def list_(obj: Ctx) -> None:
     except GraderError as exc:
         _fail(exc)
     click.echo(assignment.title)
-    width = max(len(p.id) for p in assignment.problems)
+    items = assignment.quiz.items if assignment.quiz else ()
+    width = max(len(x.id) for x in (*assignment.problems, *items))
     for p in assignment.problems:
         hidden = sum(c.hidden for c in p.cases)
         click.echo(f"  {p.id:<{width}}  {p.points:>4g} pts  {len(p.cases) - hidden} public / {hidden} hidden  {p.title}")
+    if items:
+        click.echo(f"{assignment.quiz.title} (answers in answers.yaml)")
+    for i in items:
+        click.echo(f"  {i.id:<{width}}  {i.points:>4g} pts  {i.visibility.value:<6} {i.kind.value:<16}  {i.title}")
     click.echo(f"  total {assignment.max_score:g} points")
 
 
@@ -222,7 +263,7 @@ def list_(obj: Ctx) -> None:
 @click.argument("problem")
 @click.pass_obj
 def show(obj: Ctx, problem: str) -> None:
-    """Print a problem's prompt, signature and public cases.
+    """Print a problem's prompt, signature and public cases, or a quiz item with its choices.
 
     \b
     Example:
@@ -234,6 +275,10 @@ def show(obj: Ctx, problem: str) -> None:
     except GraderError as exc:
         _fail(exc)
     p = assignment.problem(problem)
+    if p is None:  # a quiz item
+        from .quiz import DEFAULT_SEED, render_item
+        click.echo(render_item(assignment.quiz.item(problem), DEFAULT_SEED), nl=False)
+        return
     title = f"{p.title} ({p.points:g} points)"
     click.echo(f"{title}\n{'=' * len(title)}\n")
     click.echo(f"    {p.function.signature}\n")

@@ -15,11 +15,14 @@ import numpy as np
 
 from . import generators as gen
 from . import reference
+from .answers import ANSWERS_NAME, QuizResults, grade_quiz
 from .api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
 from .errors import InternalError
-from .mistakes import VARIANTS
-from .model import Assignment, Case, Problem
+from .isolation import private_paths
+from .mistakes import DETECTORS, VARIANTS
+from .model import Assignment, Case, Mistake, Problem
+from .quiz import DEFAULT_SEED
 from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
 from .sandbox import CaseRun, Limits, RunStatus, Session
 
@@ -83,17 +86,30 @@ def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
     return ", ".join(parts)
 
 
-def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
-    """The first named misconception whose wrong variant reproduces the student's answer."""
+def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: Any) -> bool:
+    """Whether a named mistake accounts for the student's (wrong) answer on this case.
+
+    A variant does when its answer matches the student's and differs from the right one (on
+    inputs where the mistake makes no difference, it names nothing); a detector says so itself.
+    """
+    args = copy.deepcopy(prepared.args)
+    if mistake.variant in DETECTORS:
+        return DETECTORS[mistake.variant](args, got)
     parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
+    wrong = VARIANTS[mistake.variant](*args)
+    return (not check(problem.compare, wrong, prepared.expected, parts).passed
+            and check(problem.compare, wrong, got, parts).passed)
+
+
+def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
+    """The first named misconception that explains the student's answer."""
     for mistake in problem.mistakes:
         try:
             with np.errstate(all="ignore"):
-                wrong = VARIANTS[mistake.variant](*copy.deepcopy(prepared.args))
-        except Exception:  # the variant does not apply to these inputs
+                if _explains(mistake, problem, prepared, got):
+                    return mistake.id, mistake.message
+        except Exception:  # the mistake does not apply to these inputs or this answer
             continue
-        if check(problem.compare, wrong, got, parts).passed:
-            return mistake.id, mistake.message
     return None
 
 
@@ -155,15 +171,24 @@ def grade_problem(problem: Problem, session: Session, limits: Limits, include_hi
 
 
 def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = True,
-          problem_ids: Iterable[str] | None = None, limits: Limits | None = None) -> GradeResult:
-    """Grade `submission` (a path to attention.py) on the assignment's problems."""
+          problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
+          seed: int = DEFAULT_SEED) -> GradeResult:
+    """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
+    assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers."""
     limits = limits or Limits()
     start = time.monotonic()
     wanted = list(problem_ids) if problem_ids else None
     problems = [p for p in assignment.problems if wanted is None or p.id in wanted]
-    with Session(Path(submission), limits) as session:
-        results = tuple(grade_problem(p, session, limits, include_hidden) for p in problems)
-        messages = (session.load_failure.describe(),) if session.load_failure else ()
-    return GradeResult(title=assignment.title, submission=str(submission), problems=results,
-                       execution_time=round(time.monotonic() - start, 3), messages=messages,
+    # the answers are read before any student code runs; grading them runs no student code
+    quiz = QuizResults(()) if assignment.quiz is None else grade_quiz(
+        assignment.quiz, Path(submission).parent / ANSWERS_NAME, seed=seed, include_hidden=include_hidden,
+        item_ids=wanted)
+    results: tuple[ProblemResult, ...] = ()
+    messages: tuple[str, ...] = ()
+    if problems:
+        with Session(Path(submission), limits, private=private_paths(assignment.root)) as session:
+            results = tuple(grade_problem(p, session, limits, include_hidden) for p in problems)
+            messages = (session.load_failure.describe(),) if session.load_failure else ()
+    return GradeResult(title=assignment.title, submission=str(submission), problems=results + quiz.items,
+                       execution_time=round(time.monotonic() - start, 3), messages=messages + quiz.messages,
                        include_hidden=include_hidden)

@@ -8,6 +8,7 @@ import pytest
 
 from grader.cli import main
 from grader.errors import ExitCode
+from grader.loader import load_assignment
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -33,7 +34,8 @@ class TestGrade:
         assert data["score"] == sum(t["max_score"] for t in data["tests"]) > 0
         assert all(t["status"] == "passed" for t in data["tests"])
         problem_ids = [p.name.removesuffix(".yaml") for p in (EXERCISES / "problems").glob("*.yaml")]
-        assert sorted(t["name"].split(":")[0] for t in data["tests"]) == sorted(problem_ids)
+        quiz_ids = [item.id for item in load_assignment(EXERCISES).quiz.items]
+        assert sorted(t["name"].split(":")[0] for t in data["tests"]) == sorted(problem_ids + quiz_ids)
 
     def test_stubs_score_zero_with_not_implemented(self, cli):
         """The untouched stubs get 0, 'not implemented yet' per problem, no traceback, exit 0."""
