@@ -27,6 +27,14 @@ class Ctx:
         from .loader import load_assignment
         return load_assignment(self.root)
 
+    def seed(self, student: str | None) -> int:
+        """The variant seed of `student`: a keyed hash with the course secret (0 without a student)."""
+        import os
+        from .variants import course_secret, student_seed
+        if student is None:
+            return student_seed(None, None)
+        return student_seed(course_secret(self.root, os.environ), student)
+
 
 def _fail(exc: GraderError) -> None:
     click.echo(str(exc), err=True)
@@ -59,6 +67,23 @@ def _limit_options(command):
     for option in reversed(options):
         with_limits = option(with_limits)
     return with_limits
+
+
+def _student_options(command):
+    """--student ID / --gradescope-metadata FILE: whose variant to use (default: the default variant)."""
+    @functools.wraps(command)
+    def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
+        if student is None and gradescope_metadata is not None:
+            from .variants import gradescope_student
+            student = gradescope_student(gradescope_metadata)
+        return command(*args, student=student, **kwargs)
+
+    with_student = click.option(
+        "--gradescope-metadata", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        help="Take the student id from Gradescope's submission_metadata.json (first user's sid).")(with_student)
+    return click.option("--student", default=None, metavar="ID",
+                        help="Use this student's variant (needs the course secret: course.yaml or "
+                             "MHA_COURSE_SECRET).")(with_student)
 
 
 class _Group(click.Group):
@@ -98,8 +123,9 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py beside assignment.yaml).")
 @_limit_options
+@_student_options
 @click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits) -> None:
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, student: str | None) -> None:
     """Check your work on the public cases, with hints; exit 1 if any case fails.
 
     Quiz answers are read from answers.yaml beside your attention.py: public items are
@@ -118,7 +144,7 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits) -> Non
         _known(assignment, problems)
         submission = resolve_submission(path or assignment.root / "attention.py")
         result = grade(assignment, submission, include_hidden=False, problem_ids=problems or None,
-                       limits=limits)
+                       limits=limits, seed=obj.seed(student))
     except GraderError as exc:
         _fail(exc)
     click.echo(text.render(result), nl=False)
@@ -136,15 +162,20 @@ def _known(assignment, problems) -> None:
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default="text",
-              show_default=True, help="Report format.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github"]),
+              default="text", show_default=True,
+              help="Report format: text, json, Gradescope results.json, JUnit XML, or GitHub Classroom result JSON.")
+@click.option("--problem", "problem_ids", multiple=True, metavar="ID",
+              help="Grade only this problem or quiz item (repeatable); default: all.")
+@_student_options
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report to this file (atomically) instead of stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
 @_limit_options
 @click.pass_obj
-def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under: float | None, limits) -> None:
+def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], output: Path | None,
+          fail_under: float | None, limits, student: str | None) -> None:
     """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
 
     Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
@@ -162,8 +193,10 @@ def grade(obj: Ctx, submission: Path, fmt: str, output: Path | None, fail_under:
         try:
             path = resolve_submission(submission)
             assignment = obj.assignment()
+            _known(assignment, problem_ids)
+            seed = obj.seed(student)
             from .grading import grade as run_grade
-            result = run_grade(assignment, path, limits=limits)
+            result = run_grade(assignment, path, limits=limits, problem_ids=problem_ids or None, seed=seed)
             report = render(fmt, result)
         except GraderError:
             raise

@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Callable
 
 from ..results import GradeResult
-from . import gradescope, json_report, text
+from . import github, gradescope, json_report, junit, text
 
 RENDERERS: dict[str, Callable[[GradeResult], str]] = {
     "text": text.render,
     "json": json_report.render,
     "gradescope": gradescope.render,
+    "junit": junit.render,
+    "github": github.render,
 }
 FORMATS = tuple(RENDERERS)
 

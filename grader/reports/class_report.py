@@ -1,0 +1,118 @@
+"""The class report: item analysis tables (JSON, CSV), two PNG plots and one HTML page.
+
+matplotlib is imported here only, inside the functions that draw, so it never loads on the
+grading path. Without it, everything but the plots is still written.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Mapping
+
+from ..analysis import Analysis
+from ..paths import write_atomically
+
+PLOTS = ("score_histogram.png", "misconceptions.png")
+
+
+def _csv(rows: list[list[object]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
+def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]:
+    """Draw the score histogram and the misconception counts; returns the files written."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    bins = min(20, max(5, analysis.students // 2)) if analysis.students else 5
+    ax.hist(analysis.totals, bins=bins, range=(0, analysis.max_total or 1), color="#3b6ea8", edgecolor="white")
+    ax.set_xlabel(f"total score (of {analysis.max_total:g})")
+    ax.set_ylabel("students")
+    ax.set_title(f"Score distribution ({analysis.students} students, mean {analysis.mean_total:.1f})")
+    fig.tight_layout()
+    fig.savefig(out / PLOTS[0], metadata={"Software": None})
+    plt.close(fig)
+    written.append(out / PLOTS[0])
+
+    fig, ax = plt.subplots(figsize=(7, max(2.4, 0.32 * len(analysis.mistakes) + 1.2)), dpi=110)
+    if analysis.mistakes:
+        labels = [f"{item}: {mistake}" for item, mistake, _ in analysis.mistakes][::-1]
+        counts = [n for _, _, n in analysis.mistakes][::-1]
+        ax.barh(labels, counts, color="#c0504d")
+        ax.set_xlabel("students who made the mistake")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    else:
+        ax.text(0.5, 0.5, "no named mistakes", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_title("Named misconceptions, by problem")
+    fig.tight_layout()
+    fig.savefig(out / PLOTS[1], metadata={"Software": None})
+    plt.close(fig)
+    written.append(out / PLOTS[1])
+    return written
+
+
+def write(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]:
+    """Write item_analysis.json/.csv, misconceptions.csv, plots/*.png and report.html into `out`."""
+    out = Path(out)
+    files = {
+        "item_analysis.json": json.dumps(asdict(analysis), indent=2) + "\n",
+        "item_analysis.csv": _csv([["item", "title", "max_score", "mean_fraction", "discrimination",
+                                    "item_rest_correlation", "full_marks", "zero", "distribution"]]
+                                  + [[i.id, titles.get(i.id, ""), f"{i.max_score:g}", f"{i.mean:.3f}",
+                                      _fmt(i.discrimination), _fmt(i.item_rest), i.full_marks, i.zero,
+                                      " ".join(f"{p:g}:{n}" for p, n in i.distribution)] for i in analysis.items]),
+        "misconceptions.csv": _csv([["item", "mistake", "students"]] + [list(m) for m in analysis.mistakes]),
+    }
+    for name, text in files.items():
+        write_atomically(out / name, text)
+    plots = plot(analysis, titles, out / "plots")
+    write_atomically(out / "report.html", render_html(analysis, titles, plots))
+    return [out / name for name in files] + plots + [out / "report.html"]
+
+
+def render_html(analysis: Analysis, titles: Mapping[str, str], plots: list[Path]) -> str:
+    """One self-contained page: summary, item table, misconception table, plots inlined as PNG."""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td><code>{e(i.id)}</code></td><td>{e(titles.get(i.id, ''))}</td><td>{i.max_score:g}</td>"
+        f"<td>{i.mean:.0%}</td><td>{_fmt(i.discrimination)}</td><td>{_fmt(i.item_rest)}</td>"
+        f"<td>{i.full_marks}</td><td>{i.zero}</td></tr>" for i in analysis.items)
+    mistakes = "".join(f"<tr><td><code>{e(item)}</code></td><td>{e(m)}</td><td>{n}</td></tr>"
+                       for item, m, n in analysis.mistakes) or "<tr><td colspan=3>none</td></tr>"
+    images = "".join(f'<img alt="{e(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+                     for p in plots)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Item analysis</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:960px}}table{{border-collapse:collapse;margin:1em 0}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f3f3}}img{{max-width:100%;margin:1em 0}}</style>
+</head><body>
+<h1>Item analysis</h1>
+<p>{analysis.students} students; mean total {analysis.mean_total:.2f} of {analysis.max_total:g}.
+Discrimination is the mean score of the top 27% minus that of the bottom 27% (by total); item-rest is the
+correlation of an item with the total of the other items. Low or negative values flag items to review.</p>
+{images}
+<h2>Items</h2>
+<table><tr><th>item</th><th>title</th><th>points</th><th>mean</th><th>discrimination</th><th>item-rest r</th>
+<th>full marks</th><th>zero</th></tr>{rows}</table>
+<h2>Named misconceptions</h2>
+<table><tr><th>item</th><th>mistake</th><th>students</th></tr>{mistakes}</table>
+</body></html>
+"""
