@@ -294,33 +294,52 @@ def list_(obj: Ctx) -> None:
 
 @main.command(context_settings=CONTEXT)
 @click.argument("problem")
+@_student_options
 @click.pass_obj
-def show(obj: Ctx, problem: str) -> None:
+def show(obj: Ctx, problem: str, student: str | None) -> None:
     """Print a problem's prompt, signature and public cases, or a quiz item with its choices.
 
     \b
     Example:
       mha show attention_reading
+      mha show count_routing_distributions --student s1234   # with that student's numbers
     """
     try:
         assignment = obj.assignment()
         _known(assignment, (problem,))
+        seed = obj.seed(student)
     except GraderError as exc:
         _fail(exc)
+    from .quiz import render_item
+    from .render import render_problem
     p = assignment.problem(problem)
-    if p is None:  # a quiz item
-        from .quiz import DEFAULT_SEED, render_item
-        click.echo(render_item(assignment.quiz.item(problem), DEFAULT_SEED), nl=False)
-        return
-    title = f"{p.title} ({p.points:g} points)"
-    click.echo(f"{title}\n{'=' * len(title)}\n")
-    click.echo(f"    {p.function.signature}\n")
-    click.echo(p.prompt)
-    public = [c.name for c in p.cases if not c.hidden]
-    click.echo(f"Public cases ({len(public)}): {'; '.join(public)}")
-    click.echo(f"Hidden cases: {len(p.cases) - len(public)} (graded by `mha grade`, details never shown)")
-    click.echo(f"\nRun `mha check {p.id}` to test your code.")
+    text = render_problem(p, seed) if p is not None else render_item(assignment.quiz.item(problem), seed)
+    click.echo(text, nl=False)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("student")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the student's assignment to this Markdown file instead of stdout.")
+@click.pass_obj
+def variant(obj: Ctx, student: str, output: Path | None) -> None:
+    """Print STUDENT's version of the assignment: every prompt and quiz item with their numbers.
+
+    The numbers come from a keyed hash of the course secret (course.yaml or MHA_COURSE_SECRET)
+    and the student id, so they match `mha check --student`, `mha grade --student` and exports.
+
+    \b
+    Example:
+      MHA_COURSE_SECRET=... mha variant s1234 --output s1234.md
+    """
+    from .render import render_assignment
+    try:
+        text = render_assignment(obj.assignment(), obj.seed(student))
+        _emit(text, output)
+    except GraderError as exc:
+        _fail(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+from .cli_batch import grade_all as _grade_all; main.add_command(_grade_all)

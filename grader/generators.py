@@ -122,15 +122,16 @@ def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> 
         _check_nested(spec, is_number, "number", report)
 
 
-def check_let(let: Any, report_at: Callable[[Any, str], None]) -> set[str]:
-    """Validate a case's `let:` block; returns the names it defines."""
-    names: set[str] = set()
+def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] = frozenset(),
+              label: str = "let") -> set[str]:
+    """Validate a `let:` (or `params:`) block, which may use the `known` names; returns all names."""
+    names: set[str] = set(known)
     if not isinstance(let, dict):
-        report_at(None, f"'let' must be a mapping of variable names (got {let!r})")
+        report_at(None, f"{label!r} must be a mapping of variable names (got {let!r})")
         return names
     for name, spec in let.items():
         def report(msg: str, name=name) -> None:
-            report_at(name, f"let.{name}: {msg}")
+            report_at(name, f"{label}.{name}: {msg}")
         if not isinstance(name, str) or not re.match(r"^[A-Za-z_]\w*$", name):
             report(f"variable names must be identifiers (got {name!r})")
             continue
@@ -152,9 +153,33 @@ def check_let(let: Any, report_at: Callable[[Any, str], None]) -> set[str]:
     return names
 
 
-def case_seed(problem_id: str, case_name: str, explicit: int | None) -> int:
-    """The seed of a case: explicit, or a stable hash of where it lives."""
-    return explicit if explicit is not None else zlib.crc32(f"{problem_id}/{case_name}".encode())
+def case_seed(problem_id: str, case_name: str, explicit: int | None, variant: int = 0) -> int:
+    """The seed of a case: explicit, or a stable hash of where it lives (and whose variant it is)."""
+    if explicit is not None:
+        return explicit
+    where = f"{problem_id}/{case_name}" if not variant else f"{variant}/{problem_id}/{case_name}"
+    return zlib.crc32(where.encode())
+
+
+def draw_params(params: Mapping[str, Any], problem_id: str, variant: int) -> dict[str, int]:
+    """A problem's integer params for one student's variant (the same variant, the same numbers)."""
+    return realize_let(params, zlib.crc32(f"params/{problem_id}/{variant}".encode()))
+
+
+# {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.
+PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
+
+
+def placeholders(text: str) -> list[str]:
+    return [m.group(1) for m in PLACEHOLDER.finditer(text) if m.group(1)]
+
+
+def fill(text: str, params: Mapping[str, int]) -> str:
+    """Replace each {name} with its param; {{ and }} stand for literal braces."""
+    def one(match: re.Match) -> str:
+        name = match.group(1)
+        return match.group(0)[0] if name is None else str(params[name])
+    return PLACEHOLDER.sub(one, text)
 
 
 def _rng(seed: int, salt: str) -> np.random.Generator:
@@ -171,8 +196,9 @@ def _eval_int(value: Any, env: Mapping[str, int]) -> int:
     return int(value)
 
 
-def realize_let(let: Mapping[str, Any], seed: int) -> dict[str, int]:
-    env: dict[str, int] = {}
+def realize_let(let: Mapping[str, Any], seed: int, base: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Draw a `let:` block's integers (which may use the names in `base`)."""
+    env: dict[str, int] = dict(base or {})
     for name, spec in let.items():
         rng = _rng(seed, f"let:{name}")
         if isinstance(spec, dict) and "randint" in spec:

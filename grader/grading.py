@@ -34,10 +34,13 @@ class PreparedCase:
     expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
 
 
-def build_args(problem: Problem, case: Case) -> tuple[Any, ...]:
-    """Positional arguments up to the last one the case gives; gaps take the API default."""
-    seed = gen.case_seed(problem.id, case.name, case.seed)
-    env = gen.realize_let(case.let, seed)
+def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
+    """Positional arguments up to the last one the case gives; gaps take the API default.
+
+    `variant` is the student's seed: it draws the problem's params and, unless the case fixes
+    its own `seed`, the case's random inputs, so each student gets their own numbers."""
+    seed = gen.case_seed(problem.id, case.name, case.seed, variant)
+    env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
     fn = problem.function
     last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
     return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
@@ -61,8 +64,8 @@ def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
     return getattr(reference, fn.name)(*copy.deepcopy(args))
 
 
-def prepare(problem: Problem, case: Case) -> PreparedCase:
-    args = build_args(problem, case)
+def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
+    args = build_args(problem, case, variant)
     if case.raises:
         return PreparedCase(case, args, None)
     try:
@@ -160,8 +163,9 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
     return ""
 
 
-def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool) -> ProblemResult:
-    prepared = [prepare(problem, case) for case in problem.visible_cases(include_hidden)]
+def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool,
+                  variant: int = DEFAULT_SEED) -> ProblemResult:
+    prepared = [prepare(problem, case, variant) for case in problem.visible_cases(include_hidden)]
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
                               problem.timeout or limits.problem_seconds)
     results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
@@ -187,7 +191,7 @@ def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = Tr
     messages: tuple[str, ...] = ()
     if problems:
         with Session(Path(submission), limits, private=private_paths(assignment.root)) as session:
-            results = tuple(grade_problem(p, session, limits, include_hidden) for p in problems)
+            results = tuple(grade_problem(p, session, limits, include_hidden, seed) for p in problems)
             messages = (session.load_failure.describe(),) if session.load_failure else ()
     return GradeResult(title=assignment.title, submission=str(submission), problems=results + quiz.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz.messages,

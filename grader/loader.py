@@ -6,6 +6,7 @@ before anything is raised, so `mha validate` lists every error at once.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,7 @@ from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, 
 from .yamlio import YMap, line_of, load_yaml
 
 PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases", "hints",
-                "mistakes", "timeout"}
+                "mistakes", "timeout", "params"}
 REQUIRED_PROBLEM_KEYS = ("id", "title", "points", "prompt", "cases")
 CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed"}
 COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
@@ -122,7 +123,8 @@ def _compare(node: Any, line: int | None, fn: FunctionSpec, errors: _Errors) -> 
     return Comparison(kind=kind, pattern=pattern, **values)
 
 
-def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: _Errors) -> Case | None:
+def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: _Errors,
+          params: set[str] = frozenset()) -> Case | None:
     if not isinstance(node, dict):
         errors.at(line, f"each case must be a mapping (got {_got(node)})")
         return None
@@ -140,9 +142,14 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
     weight = _number(node, "weight", errors, positive=True) if "weight" in node else 1.0
     if "seed" in node and (not isinstance(node["seed"], int) or isinstance(node["seed"], bool)):
         errors.at(line_of(node, "seed"), f"'seed' must be an int (got {_got(node['seed'])})")
-    names: set[str] = set()
+    names: set[str] = set(params)
     if "let" in node:
-        names = gen.check_let(node["let"], lambda key, msg: errors.at(line_of(node["let"], key) or line_of(node, "let"), msg))
+        names = gen.check_let(node["let"], lambda key, msg: errors.at(line_of(node["let"], key) or line_of(node, "let"), msg),
+                              known=names)
+    uses_params = any(p in params for spec in (node.get("args"), node.get("let")) for p in _dollar_names(spec))
+    if "expect" in node and uses_params:
+        errors.at(line_of(node, "expect"), "a case with 'expect' cannot use the problem's params "
+                  "(its answer would differ per student; let the reference compute it)")
     args = node["args"]
     if not isinstance(args, dict):
         errors.at(line_of(node, "args"), f"'args' must be a mapping of parameter names (got {_got(args)})")
@@ -168,6 +175,17 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
     return Case(name=name, args=dict(args), visibility=Visibility(visibility), weight=weight,
                 expect=node.get("expect"), has_expect="expect" in node, raises=node.get("raises"),
                 line=line_of(node), let=dict(node.get("let", {})), seed=node.get("seed"))
+
+
+def _dollar_names(spec: Any) -> set[str]:
+    """Every $name used anywhere inside a value spec."""
+    if isinstance(spec, str):
+        return set(re.findall(r"\$([A-Za-z_]\w*)", spec))
+    if isinstance(spec, dict):
+        return set().union(*(_dollar_names(v) for v in spec.values()), set())
+    if isinstance(spec, list):
+        return set().union(*(_dollar_names(v) for v in spec), set())
+    return set()
 
 
 def _mistakes(node: Any, line: int | None, errors: _Errors, variants: Callable[[str], bool]) -> tuple[Mistake, ...]:
@@ -234,6 +252,15 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
         errors.at(line_of(node, "hints"), f"'hints' must be a list of text (got {_got(hints)})")
         hints = []
     mistakes = _mistakes(node["mistakes"], line_of(node, "mistakes"), errors, variants) if "mistakes" in node else ()
+    params: set[str] = set()
+    if "params" in node:
+        params = gen.check_let(node["params"], lambda key, msg: errors.at(
+            line_of(node["params"], key) or line_of(node, "params"), msg), label="params")
+    if prompt is not None:
+        for name in gen.placeholders(prompt):
+            if name not in params:
+                errors.at(line_of(node, "prompt"), f"'prompt' uses {{{name}}}, which is not a param "
+                          f"(params: {', '.join(sorted(params)) or 'none defined'}; write {{{{ and }}}} for literal braces)")
     cases_node = node["cases"]
     cases: list[Case] = []
     if not isinstance(cases_node, list) or not cases_node:
@@ -241,7 +268,7 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
     else:
         names: set[str] = set()
         for i, item in enumerate(cases_node):
-            case = _case(item, line_of(cases_node, i), problem_id, fn, errors)
+            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params)
             if case is None:
                 continue
             if case.name in names:
@@ -252,7 +279,7 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
         raise SpecErrors(errors.items)
     return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
                    compare=compare, cases=tuple(cases), hints=tuple(h.strip() for h in hints),
-                   mistakes=mistakes, timeout=timeout, path=path)
+                   mistakes=mistakes, timeout=timeout, path=path, params=dict(node.get("params") or {}))
 
 
 def load_assignment(root: Path) -> Assignment:

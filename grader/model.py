@@ -80,6 +80,7 @@ class Problem:
     mistakes: tuple[Mistake, ...] = ()
     timeout: float | None = None   # seconds for all of this problem's cases
     path: Path | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # per-student integers ({name} / $name)
 
     def visible_cases(self, include_hidden: bool) -> tuple[Case, ...]:
         return self.cases if include_hidden else tuple(c for c in self.cases if not c.hidden)

@@ -53,7 +53,7 @@ CHOICE_KEYS = {"text", "correct", "feedback", "mistake"}
 WRONG_KEYS = {"value", "feedback", "mistake"}
 _NUMERIC_KEYS = ("answer", "tolerance", "feedback", "wrong")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
+_PLACEHOLDER = gen.PLACEHOLDER
 LETTERS = string.ascii_lowercase
 
 ANSWER_FORMS = {
@@ -374,12 +374,7 @@ def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
     return gen.realize_let(item.params, zlib.crc32(f"quiz/{item.id}/{seed}".encode()))
 
 
-def fill(text: str, params: Mapping[str, int]) -> str:
-    """Replace each {name} with its param; {{ and }} stand for literal braces. Nothing is evaluated."""
-    def one(match: re.Match) -> str:
-        name = match.group(1)
-        return match.group(0)[0] if name is None else str(params[name])
-    return _PLACEHOLDER.sub(one, text)
+fill = gen.fill
 
 
 def _resolve(source: NumberSource, params: Mapping[str, int]) -> float:

@@ -310,7 +310,7 @@ def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     report = data["output"] + "\n".join(t["output"] for t in data["tests"])
     for text in hostile.says:
         assert text in report
-    assert all(len(t["output"]) < 3000 for t in data["tests"])  # feedback stays short whatever was printed
+    assert all(len(t["output"]) < 8000 for t in data["tests"])  # feedback stays short whatever was printed
     if hostile.grader_mb:
         assert run.max_rss_mb < hostile.grader_mb
     if hostile.syntax_line:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from grader.render import render_prompt
+from grader.variants import DEFAULT_SEED
+
 from .conftest import EXERCISES
 
 PROBLEM_IDS = sorted(path.stem for path in (EXERCISES / "problems").glob("*.yaml"))
@@ -17,7 +20,8 @@ def test_show_renders_signature_and_prompt(cli, assignment, problem_id):
     assert result.exit_code == 0, result.output
     assert problem.title in result.stdout
     assert problem.function.signature in result.stdout
-    assert problem.prompt.strip() in result.stdout
+    assert render_prompt(problem, DEFAULT_SEED).strip() in result.stdout
+    assert "{" not in render_prompt(problem, DEFAULT_SEED).replace("{{", "")  # every param filled in
 
 
 @pytest.mark.parametrize("problem_id", PROBLEM_IDS)
