@@ -60,7 +60,7 @@ def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 def analyse(rows: Sequence[StudentRow], max_scores: Mapping[str, float]) -> Analysis:
     """Statistics over `rows`, for the items in `max_scores` (in that order)."""
     items = list(max_scores)
-    totals = [sum(r.scores.get(i, 0.0) for i in items) for r in rows]
+    totals = [round(sum(r.scores.get(i, 0.0) for i in items), 4) for r in rows]
     order = sorted(range(len(rows)), key=lambda k: (totals[k], rows[k].student))
     group = max(1, round(UPPER_LOWER * len(rows))) if len(rows) >= 2 else 0
     lower, upper = order[:group], order[len(order) - group:]
@@ -73,14 +73,15 @@ def analyse(rows: Sequence[StudentRow], max_scores: Mapping[str, float]) -> Anal
             if group else None
         rest = [t - r.scores.get(item, 0.0) for t, r in zip(totals, rows)]
         stats.append(ItemStats(
-            id=item, max_score=max_scores[item], mean=sum(fractions) / len(rows) if rows else 0.0,
+            id=item, max_score=max_scores[item], mean=round(sum(fractions) / len(rows), 4) if rows else 0.0,
             distribution=tuple(sorted(counts.items())),
             discrimination=None if discrimination is None else round(discrimination, 4),
             item_rest=None if (c := _pearson(fractions, rest)) is None else round(c, 4),
             full_marks=sum(f >= 1.0 - 1e-9 for f in fractions), zero=sum(f <= 1e-9 for f in fractions)))
     made = Counter((item, mistake) for r in rows for item, ids in r.mistakes.items() for mistake in set(ids))
-    mistakes = tuple(sorted(((i, m, n) for (i, m), n in made.items()), key=lambda t: (items.index(t[0])
-                                                                                        if t[0] in items else 0, -t[2], t[1])))
+    position = {item: k for k, item in enumerate(items)}
+    mistakes = tuple(sorted(((i, m, n) for (i, m), n in made.items()),
+                            key=lambda t: (position.get(t[0], len(items)), -t[2], t[1])))
     return Analysis(students=len(rows), max_total=sum(max_scores.values()),
-                    mean_total=sum(totals) / len(rows) if rows else 0.0, totals=tuple(totals),
+                    mean_total=round(sum(totals) / len(rows), 4) if rows else 0.0, totals=tuple(totals),
                     items=tuple(stats), mistakes=mistakes)

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import SpecError
-from .model import Choice, Quiz, QuizItem, QuizKind
-from .quiz import Variant, variant
+from .model import Choice, Quiz, QuizItem, QuizKind, Variant
 from .results import CaseResult, CaseStatus, ProblemResult
 from .yamlio import line_of, load_yaml
 
@@ -220,15 +219,23 @@ class QuizResults:
 def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: bool = True,
                item_ids: Iterable[str] | None = None) -> QuizResults:
     """Grade `answers_path` on the quiz items (all, or those in item_ids) of the variant `seed`."""
-    answers_path = Path(answers_path)
+    from .quiz import variant  # draws numbers and computes answers: the autograder's side only
     wanted = None if item_ids is None else set(item_ids)
-    items: list[QuizItem] = [i for i in quiz.items if wanted is None or i.id in wanted]
-    if not items:
+    variants = [variant(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
+    return grade_variants(variants, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
+
+
+def grade_variants(variants: Iterable[Variant], answers_path: Path, known_ids: Iterable[str], *,
+                   include_hidden: bool = True) -> QuizResults:
+    """Grade `answers_path` on items whose numbers are already drawn (as the student bundle stores them)."""
+    answers_path = Path(answers_path)
+    variants = list(variants)
+    if not variants:
         return QuizResults(())
-    sheet = read_answers(answers_path, [i.id for i in quiz.items])
+    sheet = read_answers(answers_path, list(known_ids))
     results = []
-    for item in items:
-        v = variant(item, seed)
+    for v in variants:
+        item = v.item
         if sheet.error is not None:
             results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden, summary=sheet.error))
         else:

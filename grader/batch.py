@@ -3,41 +3,59 @@ result and one feedback file per student, resumable, deterministic, never stoppe
 
 Layouts understood:
 - a folder with one sub-folder per student (its name is the student id) holding attention.py
-  and optionally answers.yaml, or one `<student>.py` file per student;
+  (or one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` file per
+  student;
 - Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
   submission; the student id is the first submitter's sid (else email, else name).
+
+A file that is a link to somewhere outside the student's folder is not read (it could point
+at the solutions). Only small per-student rows are kept in memory; results go to disk as they
+come.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
+import yaml
+
+from . import __version__
 from .analysis import StudentRow
 from .answers import ANSWERS_NAME
-from .errors import GraderError, SubmissionError
+from .errors import SubmissionError
 from .limits import Limits
 from .model import Assignment
 from .paths import SUBMISSION_NAME, write_atomically
 from .results import GradeResult
-from .yamlio import load_yaml
+
+__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "GRADED", "EMPTY", "ERROR"]
 
 RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
-FORMAT_VERSION = 1
+GRADESCOPE_METADATA = "submission_metadata.yml"
+FORMAT_VERSION = 2
+GRADED, EMPTY, ERROR = "graded", "empty", "error"  # a student's status in the gradebook
+
+Grader = Callable[[Assignment, Path, int], GradeResult]
 
 
 @dataclass(frozen=True)
 class Submission:
+    """One student's files, as found on disk."""
+
     student: str
     folder: Path
     source: Path | None      # attention.py (None: nothing to run)
     answers: Path | None     # answers.yaml, if any
+    note: str = ""           # why there is nothing to run, shown in the feedback
 
     @property
     def key(self) -> str:
@@ -45,11 +63,57 @@ class Submission:
         return re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one submission in this run."""
+
+    submission: Submission
+    row: StudentRow
+    resumed: bool = False    # graded before and unchanged since: read back, not graded again
+    error: str = ""          # why grading failed (status ERROR)
+
+    @property
+    def status(self) -> str:
+        return self.row.status
+
+
+# ---------------------------------------------------------------- finding submissions
+
+def _inside(path: Path, folder: Path) -> bool:
+    """A regular file whose real location is inside `folder`."""
+    try:
+        return path.is_file() and path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # unreadable, or a loop of links
+        return False
+
+
 def _in_folder(student: str, folder: Path) -> Submission:
     sources = [folder / SUBMISSION_NAME] + sorted(folder.glob(f"*/{SUBMISSION_NAME}"))
-    source = next((s for s in sources if s.is_file()), None)
+    source = next((s for s in sources if _inside(s, folder)), None)
     answers = (source.parent if source else folder) / ANSWERS_NAME
-    return Submission(student, folder, source, answers if answers.is_file() else None)
+    answers = answers if _inside(answers, folder) else None
+    note = ""
+    if source is None:
+        links = [s.relative_to(folder).as_posix() for s in sources if s.is_file()]
+        seen = sorted(p.name for p in folder.iterdir())[:8] if folder.is_dir() else []
+        note = (f"{links[0]} links to a file outside the submission: it was not read" if links
+                else f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})")
+    return Submission(student, folder, source, answers, note)
+
+
+class _MetadataLoader(yaml.SafeLoader):
+    """SafeLoader that reads Ruby-tagged values (`!ruby/object:BigDecimal 18:0.1e2`) as plain data."""
+
+
+def _untagged(loader: _MetadataLoader, suffix: str, node: yaml.Node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_MetadataLoader.add_multi_constructor("!", _untagged)
 
 
 def _gradescope_student(entry: object, folder_name: str) -> str:
@@ -62,147 +126,195 @@ def _gradescope_student(entry: object, folder_name: str) -> str:
     return folder_name
 
 
+def _gradescope(root: Path, metadata: Path) -> list[Submission]:
+    try:
+        data = yaml.load(metadata.read_text(encoding="utf-8"), Loader=_MetadataLoader)  # noqa: S506 - a SafeLoader
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubmissionError(f"{metadata}: cannot read file ({exc})") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise SubmissionError(f"{metadata}{where}: invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise SubmissionError(f"{metadata}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{metadata}: expected a mapping of submission folders to their submitters "
+                              f"(got {type(data).__name__})")
+    found = []
+    for name, entry in data.items():
+        folder, student = root / str(name), _gradescope_student(entry, str(name))
+        if Path(str(name)).name == str(name) and folder.is_dir():
+            found.append(_in_folder(student, folder))
+        else:
+            found.append(Submission(student, root, None, None, f"the export has no folder {str(name)!r}"))
+    return found
+
+
+def _folders(root: Path, exclude: Path | None) -> list[Submission]:
+    skip = exclude.resolve() if exclude else None
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith((".", "_")) or (skip and entry.resolve() == skip):
+            continue
+        if entry.is_dir():
+            found.append(_in_folder(entry.name, entry))
+        elif entry.suffix == ".py" and _inside(entry, root):
+            found.append(Submission(entry.stem, root, entry, None))
+    return found
+
+
 def discover(root: Path, exclude: Path | None = None) -> list[Submission]:
-    """Every student's submission under `root`, sorted by student id."""
+    """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id."""
     root = Path(root)
     if not root.is_dir():
         raise SubmissionError(f"{root}: not a folder of submissions")
-    found: list[Submission] = []
-    metadata = root / "submission_metadata.yml"
-    if metadata.is_file():
-        data = load_yaml(metadata)
-        if not isinstance(data, dict):
-            raise SubmissionError(f"{metadata}: expected a mapping of submission folders")
-        for folder_name, entry in data.items():
-            folder = root / str(folder_name)
-            found.append(_in_folder(_gradescope_student(entry, str(folder_name)), folder) if folder.is_dir()
-                         else Submission(_gradescope_student(entry, str(folder_name)), folder, None, None))
-    else:
-        skip = exclude.resolve() if exclude else None
-        for entry in sorted(root.iterdir()):
-            if entry.name.startswith((".", "_")) or (skip and entry.resolve() == skip):
-                continue
-            if entry.is_dir():
-                found.append(_in_folder(entry.name, entry))
-            elif entry.suffix == ".py":
-                found.append(Submission(entry.stem, root, entry, None))
-    students = [s.student for s in found]
-    duplicates = sorted({s for s in students if students.count(s) > 1})
-    if duplicates:
-        raise SubmissionError(f"{root}: more than one submission for student {duplicates[0]!r}")
+    metadata = root / GRADESCOPE_METADATA
+    found = _gradescope(root, metadata) if metadata.is_file() else _folders(root, exclude)
+    for attribute, what in (("student", "more than one submission for student"),
+                            ("key", "more than one student would write the files named")):
+        values = [getattr(s, attribute) for s in found]
+        duplicates = sorted({v for v in values if values.count(v) > 1})
+        if duplicates:
+            raise SubmissionError(f"{root}: {what} {duplicates[0]!r}")
     return sorted(found, key=lambda s: s.student)
 
 
-def digest(submission: Submission, seed: int, assignment_id: str) -> str:
-    """What a stored result depends on: the files, the variant and the assignment."""
-    h = hashlib.sha256(f"{FORMAT_VERSION}\0{assignment_id}\0{seed}\0".encode())
-    for path in (submission.source, submission.answers):
-        h.update(path.read_bytes() if path else b"<none>")
-        h.update(b"\0")
-    return h.hexdigest()
+# ---------------------------------------------------------------- grading and storing
 
-
-def assignment_fingerprint(assignment: Assignment) -> str:
-    """Changes whenever a problem or quiz file changes, so --force is not needed after edits."""
-    h = hashlib.sha256()
-    files = sorted((assignment.root / "problems").glob("*.yaml")) + [assignment.root / "assignment.yaml"]
-    files += [assignment.quiz.path] if assignment.quiz is not None and getattr(assignment.quiz, "path", None) else []
+def fingerprint(assignment: Assignment, limits: Limits) -> str:
+    """What every stored result depends on besides the student's files: the grader's version, the
+    limits and the assignment files; any change grades everybody again."""
+    h = hashlib.sha256(f"{FORMAT_VERSION}\0{__version__}\0{limits!r}\0".encode())
+    files = [assignment.root / "assignment.yaml", *(p.path for p in assignment.problems if p.path)]
+    files += [assignment.quiz.path] if assignment.quiz is not None and assignment.quiz.path else []
     for file in files:
-        h.update(file.name.encode() + b"\0" + file.read_bytes())
+        h.update(Path(file).name.encode() + b"\0" + Path(file).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def result_record(submission: Submission, result: GradeResult, status: str, key: str) -> dict:
+def digest(submission: Submission, seed: int, stamp: str) -> str:
+    """What a stored result depends on: the student's files, their variant, and `fingerprint`."""
+    h = hashlib.sha256(f"{stamp}\0{seed}\0".encode())
+    for path in (submission.source, submission.answers):
+        h.update(path.read_bytes() if path else b"<none>")
+        h.update(b"\0")
+    h.update(submission.note.encode())
+    return h.hexdigest()
+
+
+def result_record(submission: Submission, result: GradeResult, status: str, seed: int, key: str) -> dict:
     """The stored, deterministic result of one student (no timings, no temporary paths)."""
     from .reports.json_report import as_dict
     data = as_dict(result)
     data.pop("execution_time", None)
     data["submission"] = submission.student
-    return {"student": submission.student, "status": status, "digest": key, "result": data}
+    return {"student": submission.student, "status": status, "seed": seed, "digest": key, "result": data}
 
 
 def row_of(record: dict) -> StudentRow:
+    """The small per-student row the gradebook and the item analysis need."""
     problems = record["result"]["problems"]
     return StudentRow(student=record["student"], status=record["status"],
                       scores={p["id"]: float(p["score"]) for p in problems},
                       mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]})
 
 
-@dataclass(frozen=True)
-class Outcome:
-    submission: Submission
-    status: str          # graded | empty | error | skipped (already graded)
-    record: dict
+# The sandbox runs each submission in a fresh temporary folder; its name shows up in what student
+# code prints (warnings, tracebacks) and would make two runs differ: keep only the file name.
+_SANDBOX_PATH = re.compile(r"[^\s'\"]*/mha-run-[A-Za-z0-9_]+/")
 
 
-Grader = Callable[[Assignment, Path, int], GradeResult]
+def _scrubbed(result: GradeResult) -> GradeResult:
+    """`result` without the sandbox's temporary paths, so the same submission gives the same bytes."""
+    def clean(text: str) -> str:
+        return _SANDBOX_PATH.sub("", text)
+    problems = tuple(replace(p, stdout=clean(p.stdout), message=clean(p.message),
+                             cases=tuple(replace(c, summary=clean(c.summary), detail=clean(c.detail)) for c in p.cases))
+                     for p in result.problems)
+    return replace(result, problems=problems, messages=tuple(clean(m) for m in result.messages))
 
 
-def _grade_one(assignment: Assignment, submission: Submission, seed: int, key: str, grader: Grader) -> tuple[GradeResult, str]:
-    if submission.source is not None:
-        return grader(assignment, submission.source, seed), "graded"
-    # nothing to run: grade an empty file beside a copy of the answers, so the quiz still counts
-    with tempfile.TemporaryDirectory(prefix="mha-empty-") as tmp:
-        placeholder = Path(tmp) / SUBMISSION_NAME
-        placeholder.write_text("# no attention.py was submitted\n")
+def _grade_one(assignment: Assignment, submission: Submission, seed: int, grader: Grader) -> GradeResult:
+    """Grade a private copy: attention.py (or an empty placeholder) and only this student's answers."""
+    with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
+        staged = Path(tmp) / SUBMISSION_NAME
+        if submission.source is not None:
+            shutil.copyfile(submission.source, staged)
+        else:  # nothing to run: the problems say so, and the quiz still counts
+            staged.write_text("# no attention.py was submitted\n")
         if submission.answers is not None:
             shutil.copyfile(submission.answers, Path(tmp) / ANSWERS_NAME)
-        return grader(assignment, placeholder, seed), "empty"
+        result = _scrubbed(grader(assignment, staged, seed))
+    return replace(result, messages=(submission.note, *result.messages)) if submission.note else result
 
 
-def grade_all(assignment: Assignment, submissions: list[Submission], out: Path, *, seed_of: Callable[[str], int],
-              grader: Grader, jobs: int = 2, force: bool = False,
-              on_done: Callable[[Outcome], None] | None = None) -> Iterator[Outcome]:
-    """Grade every submission (skipping unchanged ones unless `force`), writing results/ and feedback/."""
+def _stored(path: Path, key: str) -> dict | None:
+    """The stored record at `path` if it is for exactly these files, variant and assignment."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # none yet, or damaged: graded again
+    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in (GRADED, EMPTY)
+    return record if ok else None
+
+
+def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Path, *,
+              seed_of: Callable[[str], int], limits: Limits | None = None, jobs: int = 2, force: bool = False,
+              grader: Grader | None = None) -> Iterator[Outcome]:
+    """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
+    out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
+    whose stored result has the same digest is read back instead of graded again. A failure
+    while grading one submission is recorded as status ERROR and never stops the others."""
     from .reports.text import render as render_text
-    out = Path(out)
-    (out / RESULTS_DIR).mkdir(parents=True, exist_ok=True)
-    (out / FEEDBACK_DIR).mkdir(parents=True, exist_ok=True)
-    fingerprint = assignment_fingerprint(assignment)
+    out, limits = Path(out), limits or Limits()
+    if grader is None:
+        from .grading import grade
+
+        def grader(a: Assignment, path: Path, seed: int) -> GradeResult:
+            return grade(a, path, limits=limits, seed=seed)
+    stamp = fingerprint(assignment, limits)
 
     def work(submission: Submission) -> Outcome:
         stored = out / RESULTS_DIR / f"{submission.key}.json"
+        feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
+        seed = None
         try:
             seed = seed_of(submission.student)
-            key = digest(submission, seed, fingerprint)
-        except (OSError, GraderError) as exc:
-            record = {"student": submission.student, "status": "error", "digest": "", "error": str(exc),
+            key = digest(submission, seed, stamp)
+            record = None if force or not feedback.is_file() else _stored(stored, key)
+            if record is not None:
+                return Outcome(submission, row_of(record), resumed=True)
+            result = _grade_one(assignment, submission, seed, grader)
+            record = result_record(submission, result, GRADED if submission.source else EMPTY, seed, key)
+            text = render_text(result)
+        except Exception as exc:  # this submission only: never stop the batch
+            error = f"{type(exc).__name__}: {exc}"
+            record = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
                       "result": {"problems": []}}
-            write_atomically(stored, json.dumps(record, indent=2) + "\n")
-            return Outcome(submission, "error", record)
-        if not force and stored.is_file():
-            try:
-                record = json.loads(stored.read_text())
-                if record.get("digest") == key:
-                    return Outcome(submission, "skipped", record)
-            except ValueError:
-                pass  # a damaged result is graded again
-        try:
-            result, status = _grade_one(assignment, submission, seed, key, grader)
-            record = result_record(submission, result, status, key)
-            write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", render_text(result))
-        except Exception as exc:  # a grader failure on one submission never stops the batch
-            status = "error"
-            record = {"student": submission.student, "status": status, "digest": "",
-                      "error": f"{type(exc).__name__}: {exc}", "result": {"problems": []}}
+            text = f"Your submission could not be graded (the grader failed: {error}).\n"
+        write_atomically(feedback, text)
         write_atomically(stored, json.dumps(record, indent=2) + "\n")
-        return Outcome(submission, status, record)
+        return Outcome(submission, row_of(record), error=record.get("error", ""))
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for outcome in pool.map(work, submissions):
-            if on_done is not None:
-                on_done(outcome)
-            yield outcome
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="mha-grade")
+    try:
+        futures = [pool.submit(work, s) for s in submissions]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:  # interrupted: drop the waiting submissions; the running ones finish and are stored
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def write_gradebook(path: Path, item_ids: list[str], rows: list[StudentRow]) -> None:
-    """gradebook.csv: student, status, each item's score, total; one row per student."""
-    import csv
-    import io
+def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow]) -> None:
+    """gradebook.csv: student, status, each item's score, total; one row per student, by id.
+
+    A student whose grading failed (status error) has blank scores, not zeros."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "status", *item_ids, "total"])
     for row in sorted(rows, key=lambda r: r.student):
-        writer.writerow([row.student, row.status, *(f"{row.scores.get(i, 0.0):g}" for i in item_ids),
-                         f"{sum(row.scores.get(i, 0.0) for i in item_ids):g}"])
+        scores = [row.scores.get(i, 0.0) for i in item_ids]
+        shown = [""] * (len(scores) + 1) if row.status == ERROR else \
+            [f"{s:g}" for s in scores] + [f"{round(sum(scores), 4):g}"]
+        writer.writerow([row.student, row.status, *shown])
     write_atomically(path, buffer.getvalue())

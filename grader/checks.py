@@ -151,7 +151,7 @@ def _check_shapes(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]
 
 def _check_head(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
     """`expected` is seq_len; the weights are computed by the reference from the student's matrices."""
-    from .reference import head_pattern_weights
+    from .patterns import head_weights
 
     seq_len = int(expected)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
@@ -166,7 +166,7 @@ def _check_head(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) 
             return Verdict(False, f"{name}: not finite", f"{name} contains nan or inf")
         mats.append(arr)
     with np.errstate(all="ignore"):
-        weights = head_pattern_weights(seq_len, *mats)
+        weights = head_weights(seq_len, *mats)
     if not np.isfinite(weights).all():
         return Verdict(False, "not finite", "the attention weights these matrices give contain nan")
     target = (np.arange(seq_len) - 1) if cmp.pattern == "previous" else np.zeros(seq_len, dtype=int)

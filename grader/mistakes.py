@@ -20,22 +20,16 @@ from typing import Any, Callable
 import numpy as np
 
 from . import reference as ref
+from .detectors import DETECTORS, detector  # noqa: F401 - one registry of mistakes
 
 __all__ = ["VARIANTS", "DETECTORS", "variant", "detector", "has_variant"]
 
 VARIANTS: dict[str, Callable] = {}
-DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
 
 
 def variant(fn: Callable) -> Callable:
     """Register a wrong variant under its function name."""
     VARIANTS[fn.__name__] = fn
-    return fn
-
-
-def detector(fn: Callable[[tuple, Any], bool]) -> Callable[[tuple, Any], bool]:
-    """Register a predicate (args, got) -> bool under its function name."""
-    DETECTORS[fn.__name__] = fn
     return fn
 
 
@@ -215,45 +209,3 @@ def parameter_count_without_output_projection(d_model, num_heads, bias=True):
 def parameter_count_without_biases(d_model, num_heads, bias=True):
     """Counts the four weight matrices and never the biases."""
     return 4 * _matrix(d_model, bias=False)
-
-
-# --- designed heads --------------------------------------------------------------------------
-
-def _head_weights(args: tuple, got: Any) -> np.ndarray:
-    """The (seq_len, seq_len) pattern the student's (W_Q, W_K) make in the graded setting."""
-    W_Q, W_K = (np.asarray(m, dtype=np.float64) for m in got)
-    return ref.head_pattern_weights(args[0], W_Q, W_K)
-
-
-def _favours(weights: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> bool:
-    """Each row gives its target clearly more weight than any other position."""
-    if rows.size == 0:
-        return False
-    picked = weights[rows, targets]
-    others = weights[rows].copy()
-    others[np.arange(rows.size), targets] = -np.inf
-    return bool((picked > others.max(axis=1) + 1e-6).all())
-
-
-@detector
-def head_attends_to_itself(args, got) -> bool:
-    """Every query from position 1 on puts most of its weight on its own position."""
-    weights = _head_weights(args, got)
-    rows = np.arange(1, len(weights))
-    return _favours(weights, rows, rows)
-
-
-@detector
-def previous_head_too_soft(args, got) -> bool:
-    """Every query favours the previous position, yet some query gives it too little weight."""
-    weights = _head_weights(args, got)
-    rows = np.arange(1, len(weights))
-    return _favours(weights, rows, rows - 1)
-
-
-@detector
-def sink_head_too_soft(args, got) -> bool:
-    """Every query favours position 0, yet some query gives it too little weight."""
-    weights = _head_weights(args, got)
-    rows = np.arange(1, len(weights))
-    return _favours(weights, rows, np.zeros_like(rows))

@@ -173,3 +173,22 @@ class Assignment:
 
     def problem(self, problem_id: str) -> Problem | None:
         return next((p for p in self.problems if p.id == problem_id), None)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One item with its numbers drawn from a seed: what a student sees and what is graded."""
+
+    item: QuizItem
+    seed: int
+    params: Mapping[str, int]
+    prompt: str
+    choices: tuple[Choice, ...]     # text and feedback with the params filled in
+    answer: float | None            # numeric items
+    feedback: str
+    wrong: tuple[WrongValue, ...]   # values resolved to floats, feedback filled in
+    hint: str | None
+
+    @property
+    def correct_letters(self) -> tuple[str, ...]:
+        return tuple(c.letter for c in self.choices if c.correct)

@@ -38,7 +38,7 @@ from . import generators as gen
 from . import reference
 from .errors import InternalError, SpecError, SpecErrors
 from .loader import _Errors, _got, _number, _text, _type_name, _unknown_keys
-from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Visibility, WrongValue
+from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of, load_yaml
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FUNCTIONS", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
@@ -349,25 +349,6 @@ def load_quiz(path: Path) -> Quiz:
 
 
 # ---------------------------------------------------------------- variants
-
-@dataclass(frozen=True)
-class Variant:
-    """One item with its numbers drawn from a seed: what a student sees and what is graded."""
-
-    item: QuizItem
-    seed: int
-    params: Mapping[str, int]
-    prompt: str
-    choices: tuple[Choice, ...]     # text and feedback with the params filled in
-    answer: float | None            # numeric items
-    feedback: str
-    wrong: tuple[WrongValue, ...]   # values resolved to floats, feedback filled in
-    hint: str | None
-
-    @property
-    def correct_letters(self) -> tuple[str, ...]:
-        return tuple(c.letter for c in self.choices if c.correct)
-
 
 def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
     """The item's integer params for `seed`; the same seed always gives the same numbers."""

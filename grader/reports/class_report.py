@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
 
-from ..analysis import Analysis
+from ..analysis import Analysis, ItemStats
 from ..paths import write_atomically
 
 PLOTS = ("score_histogram.png", "misconceptions.png")
@@ -28,6 +28,10 @@ def _csv(rows: list[list[object]]) -> str:
 
 def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.3f}"
+
+
+def _distribution(item: ItemStats) -> str:
+    return " ".join(f"{points:g}:{n}" for points, n in item.distribution)
 
 
 def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]:
@@ -45,7 +49,7 @@ def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]
     ax.hist(analysis.totals, bins=bins, range=(0, analysis.max_total or 1), color="#3b6ea8", edgecolor="white")
     ax.set_xlabel(f"total score (of {analysis.max_total:g})")
     ax.set_ylabel("students")
-    ax.set_title(f"Score distribution ({analysis.students} students, mean {analysis.mean_total:.1f})")
+    fig.suptitle(f"Score distribution ({analysis.students} students, mean {analysis.mean_total:.1f})")
     fig.tight_layout()
     fig.savefig(out / PLOTS[0], metadata={"Software": None})
     plt.close(fig)
@@ -55,13 +59,16 @@ def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]
     if analysis.mistakes:
         labels = [f"{item}: {mistake}" for item, mistake, _ in analysis.mistakes][::-1]
         counts = [n for _, _, n in analysis.mistakes][::-1]
-        ax.barh(labels, counts, color="#c0504d")
+        items = list(dict.fromkeys(item for item, _, _ in analysis.mistakes))
+        palette = plt.get_cmap("tab10")
+        colors = [palette(items.index(item) % 10) for item, _, _ in analysis.mistakes][::-1]  # one per problem
+        ax.barh(labels, counts, color=colors)
         ax.set_xlabel("students who made the mistake")
         ax.xaxis.get_major_locator().set_params(integer=True)
     else:
         ax.text(0.5, 0.5, "no named mistakes", ha="center", va="center")
         ax.set_axis_off()
-    ax.set_title("Named misconceptions, by problem")
+    fig.suptitle("Named misconceptions, by problem")
     fig.tight_layout()
     fig.savefig(out / PLOTS[1], metadata={"Software": None})
     plt.close(fig)
@@ -78,7 +85,7 @@ def write(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path
                                     "item_rest_correlation", "full_marks", "zero", "distribution"]]
                                   + [[i.id, titles.get(i.id, ""), f"{i.max_score:g}", f"{i.mean:.3f}",
                                       _fmt(i.discrimination), _fmt(i.item_rest), i.full_marks, i.zero,
-                                      " ".join(f"{p:g}:{n}" for p, n in i.distribution)] for i in analysis.items]),
+                                      _distribution(i)] for i in analysis.items]),
         "misconceptions.csv": _csv([["item", "mistake", "students"]] + [list(m) for m in analysis.mistakes]),
     }
     for name, text in files.items():
@@ -94,7 +101,7 @@ def render_html(analysis: Analysis, titles: Mapping[str, str], plots: list[Path]
     rows = "".join(
         f"<tr><td><code>{e(i.id)}</code></td><td>{e(titles.get(i.id, ''))}</td><td>{i.max_score:g}</td>"
         f"<td>{i.mean:.0%}</td><td>{_fmt(i.discrimination)}</td><td>{_fmt(i.item_rest)}</td>"
-        f"<td>{i.full_marks}</td><td>{i.zero}</td></tr>" for i in analysis.items)
+        f"<td>{i.full_marks}</td><td>{i.zero}</td><td>{e(_distribution(i))}</td></tr>" for i in analysis.items)
     mistakes = "".join(f"<tr><td><code>{e(item)}</code></td><td>{e(m)}</td><td>{n}</td></tr>"
                        for item, m, n in analysis.mistakes) or "<tr><td colspan=3>none</td></tr>"
     images = "".join(f'<img alt="{e(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
@@ -111,7 +118,7 @@ correlation of an item with the total of the other items. Low or negative values
 {images}
 <h2>Items</h2>
 <table><tr><th>item</th><th>title</th><th>points</th><th>mean</th><th>discrimination</th><th>item-rest r</th>
-<th>full marks</th><th>zero</th></tr>{rows}</table>
+<th>full marks</th><th>zero</th><th>distribution (points: students)</th></tr>{rows}</table>
 <h2>Named misconceptions</h2>
 <table><tr><th>item</th><th>mistake</th><th>students</th></tr>{mistakes}</table>
 </body></html>

@@ -1,0 +1,33 @@
+"""What every `mha` command line shares: help options, printing an error once, the error boundary."""
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from .errors import ExitCode, GraderError
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def fail(exc: GraderError) -> None:
+    """Print a GraderError once, on stderr, and exit with its code."""
+    click.echo(str(exc), err=True)
+    sys.exit(int(exc.exit_code))
+
+
+class Group(click.Group):
+    """Maps any error that escapes a command to its exit code: never a bare traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GraderError as exc:
+            fail(exc)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # the grader's own bug
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            click.echo(f"internal error: {detail}", err=True)
+            sys.exit(int(ExitCode.INTERNAL))

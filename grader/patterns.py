@@ -1,0 +1,34 @@
+"""The attention pattern a designed head makes, for the design-a-head checks and detectors.
+
+The autograder runs the reference itself (multi-head attention with X = I, one head,
+W_V = W_O = I, causal mask). The student bundle has no reference, so there the same weights
+come from the direct formula below; tests check that the two agree.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def direct_head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
+    """The causal attention weights of scores W_Q W_K^T / sqrt(seq_len), rows = queries.
+
+    Written as w_ik = 1 / sum_j exp(s_ij - s_ik) (pairwise score gaps) rather than as the
+    textbook softmax, so the student bundle does not hand over an answer to the softmax problem.
+    """
+    scores = np.asarray(W_Q, dtype=np.float64) @ np.asarray(W_K, dtype=np.float64).T / math.sqrt(seq_len)
+    scores = np.where(np.tri(seq_len, dtype=bool), scores, -np.inf)  # (i, j): query i, key j
+    with np.errstate(over="ignore", invalid="ignore"):
+        gaps = scores[:, None, :] - scores[:, :, None]                # (i, k, j) = s_ij - s_ik
+        weights = 1.0 / np.where(np.isnan(gaps), 0.0, np.exp(gaps)).sum(axis=-1)
+    return np.where(np.isfinite(scores), weights, 0.0)
+
+
+def head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
+    """The (seq_len, seq_len) weights of the designed head: by the reference when it is present."""
+    try:
+        from .reference import head_pattern_weights
+    except ImportError:  # the student bundle ships no reference
+        return direct_head_weights(seq_len, W_Q, W_K)
+    return head_pattern_weights(seq_len, W_Q, W_K)

@@ -1,0 +1,116 @@
+"""Item analysis (grader.analysis) on hand-made rows, and the class report written from it."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+
+import pytest
+
+from grader.analysis import StudentRow, analyse
+from grader.reports import class_report
+
+
+def rows_of(scores: dict[str, list[float]], mistakes: dict[int, dict[str, tuple[str, ...]]] | None = None):
+    """Students s0, s1, ... with the given scores per item (and mistakes by student index)."""
+    count = len(next(iter(scores.values())))
+    return [StudentRow(f"s{k}", {item: values[k] for item, values in scores.items()}, (mistakes or {}).get(k, {}))
+            for k in range(count)]
+
+
+class TestAnalyse:
+    def test_discrimination_is_one_when_the_top_group_passes_and_the_bottom_fails(self):
+        """Ten students, groups of round(0.27 * 10) = 3: top three all pass, bottom three all fail: D = 1."""
+        rows = rows_of({"item": [0, 0, 0, 1, 0, 1, 0, 1, 1, 1], "rest": list(range(10))})
+        stats = analyse(rows, {"item": 1, "rest": 9}).items[0]
+        assert stats.discrimination == 1.0
+
+    def test_discrimination_is_minus_one_when_reversed(self):
+        """An item only the weakest students get right has D = -1."""
+        rows = rows_of({"item": [1, 1, 1, 0, 0, 0, 0, 0, 0, 0], "rest": [0, 0, 0, 3, 4, 5, 6, 7, 8, 9]})
+        assert analyse(rows, {"item": 1, "rest": 9}).items[0].discrimination == -1.0
+
+    def test_discrimination_uses_fractions_of_the_points(self):
+        """Half the points in the top group and none in the bottom group is D = 0.5."""
+        rows = rows_of({"item": [0, 0, 5, 5], "rest": [0, 1, 2, 3]})
+        assert analyse(rows, {"item": 10, "rest": 3}).items[0].discrimination == 0.5
+
+    def test_item_rest_correlation(self):
+        """The item against the total of the other items: r = 2 / sqrt(5) for these scores."""
+        rows = rows_of({"a": [0, 0, 1, 1], "b": [1, 2, 3, 4]})
+        stats = analyse(rows, {"a": 1, "b": 4}).items
+        assert stats[0].item_rest == round(2 / math.sqrt(5), 4) == 0.8944
+        assert stats[1].item_rest == 0.8944  # symmetric with two items
+
+    def test_item_rest_is_none_without_variation_or_with_too_few_students(self):
+        """A constant item, or fewer than three students, has no correlation (not 0, not nan)."""
+        constant = analyse(rows_of({"a": [1, 1, 1], "b": [0, 1, 2]}), {"a": 1, "b": 2}).items[0]
+        two = analyse(rows_of({"a": [0, 1], "b": [0, 1]}), {"a": 1, "b": 1}).items[0]
+        assert (constant.item_rest, two.item_rest) == (None, None)
+        assert two.discrimination == 1.0  # one student in each group
+
+    def test_mean_distribution_full_marks_and_zero(self):
+        """Mean fraction, (points, students) ascending, and the full-marks and zero counts."""
+        stats = analyse(rows_of({"a": [10, 10, 5, 0]}), {"a": 10}).items[0]
+        assert (stats.mean, stats.distribution, stats.full_marks, stats.zero) == (0.625, ((0, 1), (5, 1), (10, 2)), 2, 1)
+
+    def test_totals_and_missing_scores(self):
+        """A missing item score counts as 0; totals and their mean follow."""
+        rows = [StudentRow("a", {"x": 2, "y": 3}), StudentRow("b", {"x": 1})]
+        analysis = analyse(rows, {"x": 2, "y": 3})
+        assert (analysis.students, analysis.totals, analysis.mean_total, analysis.max_total) == (2, (5, 1), 3.0, 5)
+        assert analysis.items[1].distribution == ((0, 1), (3, 1))
+
+    def test_each_student_counts_once_per_mistake(self):
+        """Mistakes count students, in item order, then most frequent first, then by id."""
+        mistakes = {0: {"b": ("m1", "m1"), "a": ("z",)}, 1: {"b": ("m2",)}, 2: {"b": ("m2",)}, 3: {"c": ("q",)}}
+        analysis = analyse(rows_of({"a": [0, 0, 0, 0], "b": [0, 0, 0, 0]}, mistakes), {"a": 1, "b": 1})
+        assert analysis.mistakes == (("a", "z", 1), ("b", "m2", 2), ("b", "m1", 1), ("c", "q", 1))
+
+    def test_no_students(self):
+        """An empty class gives zeros and no indices, never a division by zero."""
+        analysis = analyse([], {"a": 1})
+        assert (analysis.students, analysis.mean_total, analysis.items[0].mean) == (0, 0.0, 0.0)
+        assert (analysis.items[0].discrimination, analysis.items[0].item_rest) == (None, None)
+
+
+def small_analysis():
+    rows = rows_of({"a": [0, 0, 1, 1], "b": [1, 2, 3, 4]}, {0: {"a": ("off-by-one",)}, 1: {"a": ("off-by-one",)}})
+    return analyse(rows, {"a": 1, "b": 4})
+
+
+class TestClassReport:
+    def test_tables_plots_and_page(self, tmp_path):
+        """JSON, both CSVs, two PNG plots and one page that inlines them and escapes titles."""
+        written = class_report.write(small_analysis(), {"a": "A <first> item", "b": "B"}, tmp_path)
+        assert sorted(p.relative_to(tmp_path).as_posix() for p in written) == [
+            "item_analysis.csv", "item_analysis.json", "misconceptions.csv", "plots/misconceptions.png",
+            "plots/score_histogram.png", "report.html"]
+        with (tmp_path / "item_analysis.csv").open(newline="") as handle:
+            first = next(csv.DictReader(handle))
+        assert first == {"item": "a", "title": "A <first> item", "max_score": "1", "mean_fraction": "0.500",
+                         "discrimination": "1.000", "item_rest_correlation": "0.894", "full_marks": "2", "zero": "2",
+                         "distribution": "0:2 1:2"}
+        assert (tmp_path / "misconceptions.csv").read_text() == "item,mistake,students\na,off-by-one,2\n"
+        assert json.loads((tmp_path / "item_analysis.json").read_text())["items"][0]["discrimination"] == 1.0
+        assert all((tmp_path / "plots" / n).read_bytes()[:4] == b"\x89PNG" for n in class_report.PLOTS)
+        page = (tmp_path / "report.html").read_text()
+        assert "A &lt;first&gt; item" in page and "A <first>" not in page
+        assert page.count('src="data:image/png;base64,') == 2
+
+    def test_without_matplotlib_everything_but_the_plots(self, tmp_path, monkeypatch):
+        """If matplotlib cannot be imported, the tables and the page are still written, without images."""
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
+        written = class_report.write(small_analysis(), {}, tmp_path)
+        assert [p.name for p in written] == ["item_analysis.json", "item_analysis.csv", "misconceptions.csv",
+                                             "report.html"]
+        assert "<img" not in (tmp_path / "report.html").read_text()
+        assert not (tmp_path / "plots").exists()
+
+    @pytest.mark.parametrize("mistakes", [True, False])
+    def test_misconception_plot_with_and_without_mistakes(self, tmp_path, mistakes):
+        """The misconception plot is drawn even when nobody made a named mistake."""
+        analysis = small_analysis() if mistakes else analyse(rows_of({"a": [1, 0, 1]}), {"a": 1})
+        class_report.plot(analysis, {}, tmp_path)
+        assert (tmp_path / "misconceptions.png").stat().st_size > 1000

@@ -1,0 +1,375 @@
+"""`mha grade-all` and grader.batch: discovery, parallel grading, resume, gradebook, item analysis.
+
+One class of six is graded once per module (two at a time, 2 s per problem): alice (the model
+answers), bob (softmax over the wrong axis and one wrong quiz choice), carol (quiz answers but no
+attention.py), dave (an infinite loop in attention_reading), erin (os._exit at import) and
+frank.py (the model code as a single file, no quiz answers). Tests that rerun copy it first.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader import batch
+from grader.cli import main
+from grader.errors import ExitCode, SubmissionError
+from grader.variants import student_seed
+
+from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+
+TIMEOUT = "2"  # seconds per problem: dave's infinite loop costs this much
+WRONG_AXIS_SOFTMAX = """
+
+def softmax(scores):
+    x = np.asarray(scores, dtype=np.float64)
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+"""
+INFINITE_LOOP = """
+
+def attention_reading(weights, values):
+    while True:
+        pass
+"""
+EXIT_AT_IMPORT = "import os\n\nos._exit(3)\n"
+STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank"]
+
+
+def make_class(root: Path) -> Path:
+    """The six submissions described in the module docstring, under root/class."""
+    folder = root / "class"
+    answers = (SOLUTIONS / "answers.yaml").read_text()
+    files = {
+        "alice/attention.py": solution_source(), "alice/answers.yaml": answers,
+        "bob/attention.py": solution_source() + WRONG_AXIS_SOFTMAX,
+        "bob/answers.yaml": answers.replace("\npruning: a", "\npruning: b"),
+        "carol/answers.yaml": answers,
+        "dave/attention.py": solution_source() + INFINITE_LOOP,
+        "erin/attention.py": EXIT_AT_IMPORT,
+        "frank.py": solution_source(),
+    }
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    assert "pruning: b" in files["bob/answers.yaml"]
+    return folder
+
+
+def grade_all(*args: str, secret: str | None = None):
+    """Run `mha grade-all ...` in-process; the course secret is `secret` (none by default)."""
+    return CliRunner().invoke(main, ["--exercises", str(EXERCISES), "grade-all", *args],
+                              env={"MHA_COURSE_SECRET": secret}, catch_exceptions=False)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    """Every per-student file and table under `out`, by relative path."""
+    names = [*out.glob("results/*.json"), *out.glob("feedback/*.txt"), *out.glob("*.csv"), *out.glob("*.json")]
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in names}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The class graded once: (class folder, output folder, CLI result)."""
+    root = tmp_path_factory.mktemp("grade-all")
+    folder, out = make_class(root), root / "out"
+    result = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
+    return folder, out, result
+
+
+@pytest.fixture
+def regradable(graded, tmp_path):
+    """A copy of the graded class and its output, to grade again."""
+    folder, out, _ = graded
+    shutil.copytree(folder, tmp_path / "class")
+    shutil.copytree(out, tmp_path / "out")
+    return tmp_path / "class", tmp_path / "out"
+
+
+class TestGradeAllClass:
+    def test_exit_code_summary_and_one_warning(self, graded):
+        """Exit 0, the summary counts each status, and the missing secret is warned about once."""
+        _, out, result = graded
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == [
+            "6 students: 5 graded, 1 with no attention.py, 0 failed (0 unchanged since the last run, "
+            "not graded again); mean 83.1 of 142",
+            f"gradebook: {out / 'gradebook.csv'}",
+            f"report: {out / 'report.html'}",
+        ]
+        assert result.stderr.count("warning: no course secret") == 1
+        assert "Traceback" not in result.output
+
+    def test_gradebook_rows_statuses_and_totals(self, graded, assignment):
+        """One row per student, in order, with each status and the exact total; columns are every item."""
+        rows = read_csv(graded[1] / "gradebook.csv")
+        items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items]
+        assert list(rows[0]) == ["student", "status", *items, "total"]
+        assert [(r["student"], r["status"], r["total"]) for r in rows] == [
+            ("alice", "graded", "142"), ("bob", "graded", "99.3333"), ("carol", "empty", "17"),
+            ("dave", "graded", "115"), ("erin", "graded", "0"), ("frank", "graded", "125")]
+        bob = {k: v for k, v in rows[1].items() if v not in ("10", "15", "20", "1", "2")}
+        assert bob == {"student": "bob", "status": "graded", "softmax": "3.3333", "scaled_dot_product_attention": "0",
+                       "multi_head_attention": "0", "pruning": "0", "total": "99.3333"}
+        assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
+
+    def test_one_result_and_one_feedback_file_per_student(self, graded):
+        """results/<student>.json and feedback/<student>.txt exist for each student and say what happened."""
+        out = graded[1]
+        assert sorted(p.stem for p in (out / "results").iterdir()) == STUDENTS
+        assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
+        records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
+        assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
+            "alice": ("graded", 0, 142), "bob": ("graded", 0, 99.3333), "carol": ("empty", 0, 17),
+            "dave": ("graded", 0, 115), "erin": ("graded", 0, 0), "frank": ("graded", 0, 125)}
+        feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
+        assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
+        assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
+        assert "FAIL  attention_reading: Reading values with one row of weights  [0/10]" in feedback["dave"]
+        assert "timed out (time limit of 2 s for this problem)" in feedback["dave"]
+        assert "the process stopped while importing attention.py: the process exited with code 3" in feedback["erin"]
+        assert feedback["alice"].endswith("Score: 142/142 (100%), 23 of 23 problems fully correct\n")
+
+    def test_no_temporary_paths_or_timings_in_results(self, graded):
+        """Results name the student, not a path, and carry no execution time."""
+        for path in (graded[1] / "results").iterdir():
+            text = path.read_text()
+            assert "/tmp" not in text and "mha-run-" not in text and "execution_time" not in text
+            assert json.loads(text)["result"]["submission"] == path.stem
+        assert "mha-run-" not in (graded[1] / "feedback" / "bob.txt").read_text()
+
+    def test_item_analysis_counts(self, graded):
+        """Per item: exact full-marks and zero counts, distribution and mean; 6 students analysed."""
+        data = json.loads((graded[1] / "item_analysis.json").read_text())
+        items = {i["id"]: i for i in data["items"]}
+        assert (data["students"], data["max_total"], data["mean_total"]) == (6, 142.0, round(498.3333 / 6, 4))
+        assert sorted(data["totals"]) == [0.0, 17.0, 99.3333, 115.0, 125.0, 142.0]
+        counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
+        assert counts["softmax"] == (3, 2)                       # alice, dave, frank / carol, erin
+        assert counts["attention_reading"] == (3, 3)             # alice, bob, frank / carol, dave, erin
+        assert counts["scaled_dot_product_attention"] == (3, 3)  # bob's softmax breaks it too
+        assert counts["split_heads"] == (4, 2)
+        assert counts["pruning"] == (2, 4)                       # alice, carol
+        assert counts["distributions_one_head"] == (3, 3)        # alice, bob, carol answered
+        assert items["softmax"]["distribution"] == [[0.0, 2], [3.3333, 1], [10.0, 3]]
+        assert items["softmax"]["mean"] == round((10 + 10 + 10 + 3.3333) / 60, 4)
+        assert items["split_heads"]["discrimination"] == 1.0
+        rows = read_csv(graded[1] / "item_analysis.csv")
+        assert [r["item"] for r in rows] == [i["id"] for i in data["items"]]
+        assert rows[0]["distribution"] == "0:2 3.3333:1 10:3"
+
+    def test_misconception_counts(self, graded):
+        """misconceptions.csv: how many students made each named mistake, in item order."""
+        assert read_csv(graded[1] / "misconceptions.csv") == [
+            {"item": "softmax", "mistake": "softmax-wrong-axis", "students": "1"},
+            {"item": "scaled_dot_product_attention", "mistake": "attention-softmax-over-queries", "students": "1"},
+            {"item": "pruning", "mistake": "pruning_means_useless", "students": "1"},
+        ]
+
+    def test_plots_and_html_report(self, graded, assignment):
+        """Two PNG plots, and one HTML page with both inlined and a row per item and mistake."""
+        out = graded[1]
+        for name in ("score_histogram.png", "misconceptions.png"):
+            assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        page = (out / "report.html").read_text()
+        assert page.count('src="data:image/png;base64,') == 2
+        assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 3
+        assert "6 students; mean total 83.06 of 142." in page
+
+
+class TestGradeAllRerun:
+    def test_rerun_skips_unchanged_and_regrades_changed(self, regradable):
+        """A rerun grades nothing unchanged; after one file changes, only that student is graded."""
+        folder, out = regradable
+        before = snapshot(out)
+        again = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
+        assert again.exit_code == 0
+        assert "(6 unchanged since the last run, not graded again)" in again.stdout
+        assert snapshot(out) == before
+        with (folder / "frank.py").open("a") as handle:
+            handle.write("\nUNUSED = 1\n")
+        changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
+        assert "(5 unchanged since the last run, not graded again)" in changed.stdout
+        assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "125"
+
+    def test_changed_limits_grade_everybody_again(self, regradable):
+        """Results depend on the limits: a new --timeout grades every student again."""
+        folder, out = regradable
+        result = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", "3")
+        assert "(0 unchanged since the last run" in result.stdout
+        assert "timed out (time limit of 3 s for this problem)" in (out / "feedback" / "dave.txt").read_text()
+
+    def test_force_regrades_with_byte_identical_results(self, regradable):
+        """--force grades everybody again, and every result, feedback and table is byte-identical."""
+        folder, out = regradable
+        before = snapshot(out)
+        forced = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT, "--force")
+        assert forced.exit_code == 0
+        assert "(0 unchanged since the last run, not graded again)" in forced.stdout
+        after = snapshot(out)
+        assert sorted(after) == sorted(before) and len(after) == 2 * len(STUDENTS) + 4
+        assert [name for name in after if after[name] != before[name]] == []
+
+
+class TestGradeAllInputs:
+    def test_gradescope_export_layout(self, tmp_path):
+        """submission_metadata.yml names each folder's submitters: the first sid is the student."""
+        export = tmp_path / "export"
+        (export / "submission_101").mkdir(parents=True)
+        (export / "submission_101" / "attention.py").write_text(EXIT_AT_IMPORT)
+        (export / "submission_102").mkdir()
+        (export / "submission_102" / "notes.txt").write_text("forgot the code")
+        (export / "submission_metadata.yml").write_text(textwrap.dedent("""\
+            submission_101:
+              :submitters:
+              - :name: Ann Lee
+                :sid: '2024001'
+                :email: ann@example.edu
+              - :name: Ben Ong
+                :sid: '2024002'
+              :created_at: 2026-01-27 12:00:00.000000000 -08:00
+              :score: !ruby/object:BigDecimal 18:0.0
+              :history: []
+            submission_102:
+              :submitters:
+              - :name: Cy Day
+                :email: cy@example.edu
+            submission_103:
+              :submitters:
+              - :name: Di Eve
+                :sid: 2024004
+            """))
+        found = batch.discover(export)
+        assert [(s.student, s.folder.name, s.source is not None) for s in found] == [
+            ("2024001", "submission_101", True), ("2024004", "export", False), ("cy@example.edu", "submission_102", False)]
+        assert found[1].note == "the export has no folder 'submission_103'"
+        result = grade_all(str(export), "--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", TIMEOUT)
+        assert result.exit_code == 0, result.output
+        rows = read_csv(tmp_path / "out" / "gradebook.csv")
+        assert [(r["student"], r["status"], r["total"]) for r in rows] == [
+            ("2024001", "graded", "0"), ("2024004", "empty", "0"), ("cy@example.edu", "empty", "0")]
+        assert "no attention.py was submitted (found: notes.txt)" in (tmp_path / "out" / "feedback" /
+                                                                      "cy@example.edu.txt").read_text()
+
+    def test_course_secret_gives_each_student_their_own_seed(self, tmp_path):
+        """With MHA_COURSE_SECRET each student is graded on their keyed variant, with no warning."""
+        for student in ("ann", "ben"):
+            (tmp_path / "class" / student).mkdir(parents=True)
+            (tmp_path / "class" / student / "attention.py").write_text(EXIT_AT_IMPORT)
+        secret = "a course secret for tests"
+        result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2", secret=secret)
+        seeds = {s: json.loads((tmp_path / "out" / "results" / f"{s}.json").read_text())["seed"] for s in ("ann", "ben")}
+        assert result.exit_code == 0 and "warning" not in result.stderr
+        assert seeds == {"ann": student_seed(secret, "ann"), "ben": student_seed(secret, "ben")}
+        assert seeds["ann"] != seeds["ben"]
+
+    def test_no_submissions_is_a_usage_error(self, tmp_path):
+        """An empty or missing folder, or --out the same folder, is exit 2 with a message naming it."""
+        empty = grade_all(str(tmp_path), "--out", str(tmp_path / "out"))
+        assert empty.exit_code == ExitCode.USAGE
+        assert empty.stderr.splitlines()[-1].startswith(f"{tmp_path}: no submissions (expected one folder")
+        missing = grade_all(str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
+        assert missing.exit_code == ExitCode.USAGE
+        assert missing.stderr.splitlines()[-1] == f"{tmp_path / 'nope'}: not a folder of submissions"
+        same = grade_all(str(tmp_path), "--out", str(tmp_path))
+        assert same.exit_code == ExitCode.USAGE
+        assert same.stderr.splitlines()[-1] == f"{tmp_path}: --out must be another folder than SUBMISSIONS (or one inside it)"
+
+    def test_grader_failure_on_one_submission_is_recorded_and_exits_4(self, tmp_path, monkeypatch):
+        """The grader failing on one student leaves blank scores and status error for them only; exit 4."""
+        import grader.grading
+        real = grader.grading.grade
+
+        def fragile(assignment, path, *, limits, seed):
+            if "BOOM" in path.read_text():
+                raise RuntimeError("boom")
+            return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed)
+        monkeypatch.setattr(grader.grading, "grade", fragile)
+        for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
+            (tmp_path / "class" / student).mkdir(parents=True)
+            (tmp_path / "class" / student / "attention.py").write_text(source)
+        result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2")
+        rows = read_csv(tmp_path / "out" / "gradebook.csv")
+        assert result.exit_code == ExitCode.INTERNAL
+        assert "ben: grading failed: RuntimeError: boom" in result.stderr
+        assert (rows[0]["status"], rows[0]["softmax"], rows[1]["status"]) == ("graded", "10", "error")
+        assert {v for k, v in rows[1].items() if k not in ("student", "status")} == {""}
+        assert json.loads((tmp_path / "out" / "item_analysis.json").read_text())["students"] == 1
+
+
+class TestDiscover:
+    def test_folders_files_and_nested_folders(self, tmp_path):
+        """Sub-folders, <student>.py files and one level of nesting are found; dot, _ and --out are not."""
+        for name in ("ann/attention.py", "ann/answers.yaml", "ben/hw/attention.py", "cy.py", ".git/attention.py",
+                     "_private/attention.py", "out/attention.py", "notes.txt"):
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text("x = 1\n")
+        found = batch.discover(tmp_path, exclude=tmp_path / "out")
+        assert [(s.student, s.source and s.source.relative_to(tmp_path).as_posix(),
+                 s.answers and s.answers.name) for s in found] == [
+            ("ann", "ann/attention.py", "answers.yaml"), ("ben", "ben/hw/attention.py", None), ("cy", "cy.py", None)]
+
+    def test_link_out_of_the_folder_is_not_read(self, tmp_path):
+        """An attention.py that links to the solutions is no submission, and the feedback says why."""
+        (tmp_path / "ann").mkdir()
+        (tmp_path / "ann" / "attention.py").symlink_to(SOLUTIONS / "attention.py")
+        (found,) = batch.discover(tmp_path)
+        assert (found.source, found.note) == (None, "attention.py links to a file outside the submission: it was not read")
+
+    def test_students_whose_file_names_collide_are_refused(self, tmp_path):
+        """Two ids that would write the same file name are a usage error naming it."""
+        (tmp_path / "a b").mkdir()
+        (tmp_path / "a_b").mkdir()
+        with pytest.raises(SubmissionError, match="more than one student would write the files named 'a_b'"):
+            batch.discover(tmp_path)
+
+    def test_invalid_gradescope_metadata_names_its_line(self, tmp_path):
+        """Broken metadata YAML is a usage error with file and line."""
+        (tmp_path / "submission_metadata.yml").write_text("submission_1:\n  :submitters: [\n")
+        with pytest.raises(SubmissionError, match=r"submission_metadata.yml:\d+: invalid YAML"):
+            batch.discover(tmp_path)
+
+
+class TestGradingPath:
+    def test_grading_imports_no_plotting_library(self, tmp_path):
+        """Grading a class loads neither matplotlib nor PIL; only the class report may."""
+        (tmp_path / "class" / "ann").mkdir(parents=True)
+        (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
+        script = textwrap.dedent(f"""
+            import sys
+            from grader import batch
+            from grader.loader import load_assignment
+            from grader.grading import grade
+            assignment = load_assignment({str(EXERCISES)!r})
+            found = batch.discover({str(tmp_path / 'class')!r})
+            outcomes = list(batch.grade_all(assignment, found, {str(tmp_path / 'out')!r}, seed_of=lambda s: 0,
+                                            grader=lambda a, path, seed: grade(a, path, problem_ids=["softmax"])))
+            print(outcomes[0].status, sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PIL')))
+        """)
+        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "graded []"
+
+
+class TestWriteGradebook:
+    def test_error_rows_are_blank_and_rows_sorted(self, tmp_path):
+        """Rows come out by student id; a failed student's scores and total are blank, not 0."""
+        from grader.analysis import StudentRow
+        rows = [StudentRow("zoe", {"a": 1.0, "b": 2.5}), StudentRow("amy", {}, status="error"),
+                StudentRow("bo", {"a": 0.5}, status="empty")]
+        batch.write_gradebook(tmp_path / "g.csv", ["a", "b"], rows)
+        assert (tmp_path / "g.csv").read_text() == ("student,status,a,b,total\namy,error,,,\n"
+                                                    "bo,empty,0.5,0,0.5\nzoe,graded,1,2.5,3.5\n")
