@@ -1,13 +1,20 @@
 """The student-side process: imports a submission and runs its functions on case inputs.
 
-Run as a script (`python -I _worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`), never
-imported by the grader, so it imports nothing of the `grader` package: the reference, the
-problems and the expected values never enter this process. Start-up, before any student code:
-set the resource limits, import numpy (and, as root, the modules students may use), switch to
-the student's uid/gid for good when given, then say "ready". Requests arrive as JSON lines on
-stdin; each answer is one JSON line on RESULT_FD. Return values are turned into plain tagged
-data here (numbers, nested lists, type names), so the grader never touches an object the
-student made.
+Two ways in, both run as a script and never imported by the grader, so this process imports
+nothing of the `grader` package: the reference, the problems and the expected values never
+enter it.
+
+- `python -I _worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`: one student process.
+- `python -I _worker.py --zygote CONTROL_FD`: a fork server. It imports numpy and the preloaded
+  modules once, never runs student code, and forks one student process per request from the
+  grader (a JSON message with the pipes attached, on a unix socket). It reaps a child only
+  once the grader has released it, so a pid the grader may still signal is never reused.
+
+Start-up of a student process, before any student code, is the same either way: set the
+resource limits, (as root) switch to the student's uid/gid for good, then say "ready".
+Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD. Return
+values are turned into plain tagged data here (numbers, nested lists, type names), so the
+grader never touches an object the student made.
 """
 import builtins
 import ctypes
@@ -17,7 +24,9 @@ import json
 import math
 import os
 import resource
+import select
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -43,7 +52,7 @@ PRELOAD = ("numpy.random", "numpy.fft", "bisect", "cmath", "collections", "colle
            "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
 LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "cpu": resource.RLIMIT_CPU,
           "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE}
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 MAX_ITEMS = 1 << 20       # elements in one returned container or array
 MAX_DEPTH = 12
@@ -235,37 +244,45 @@ def prctl(option, value):
         pass
 
 
-def start(argv):
-    """Everything before the submission is imported; any failure here is the grader's, not the student's."""
-    separate_user = argv[4:5] == ["--user"]
-    set_limits(argv[3], strict=separate_user)
-    parent = os.getppid()
+def check_room(spec):
+    """Fail (the grader's fault) when the address-space limit is below what this process already
+    maps: a forked child has Python and numpy loaded before its limits are set."""
+    limit = next((int(v) for k, _, v in (item.partition("=") for item in spec.split(",")) if k == "as"), None)
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            mapped = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    if limit is not None and mapped >= limit:
+        raise OSError(f"the memory limit ({limit >> 20} MiB) is below the {mapped >> 20} MiB "
+                      "the student process needs to start")
+
+
+def enter(spec, user, parent):
+    """Everything between start-up and importing the submission: limits, the uid switch (as
+    root), clean-up hooks. Any failure here is the grader's, not the student's."""
+    separate_user = user is not None
+    set_limits(spec, strict=separate_user)
+    check_room(spec)
     if separate_user:
         for name in PRELOAD:
             importlib.import_module(name)
-        become(int(argv[5]), int(argv[6]))
+        become(*user)
         sys.meta_path.append(Unreadable())
     else:
-        prctl(_PR_SET_CHILD_SUBREAPER, 1)  # without root, orphans of student code stay in our tree
+        prctl(_PR_SET_DUMPABLE, 1)  # as a directly started worker is: the grader reads its environment
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code stay in our tree, daemons included
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
-    if os.getppid() != parent:  # the grader is already gone
+    if os.getppid() != parent:  # the grader (or the fork server) is already gone
         _exit(1)
     os.umask(0o077)
     sys.meta_path.insert(0, NoGrader())
-    with open(argv[1], "rb"):  # readable now, or the grader's set-up is at fault
+    with open(SUBMISSION, "rb"):  # readable now, or the grader's set-up is at fault
         pass
 
 
-if __name__ == "__main__":
-    SUBMISSION = os.path.abspath(sys.argv[1])
-    RESULT_FD = int(sys.argv[2])
-    os.set_inheritable(RESULT_FD, False)
-    try:
-        start(sys.argv)
-    except Exception as exc:  # reported by the grader as its own failure
-        sys.stderr.write(f"mha worker: could not start: {type(exc).__name__}: {exc}\n")
-        sys.stderr.flush()
-        _exit(70)
+def serve():
+    """Say ready, import the submission, then answer requests until stdin closes; never returns."""
     send({"event": "ready"})
     sys.path.insert(0, os.path.dirname(SUBMISSION))
     module = load(SUBMISSION)
@@ -277,3 +294,146 @@ if __name__ == "__main__":
             break
         run(module, _loads(line))
     _exit(0)
+
+
+def could_not_start(exc):
+    sys.stderr.write(f"mha worker: could not start: {type(exc).__name__}: {exc}\n")
+    sys.stderr.flush()
+    _exit(70)
+
+
+# ---------------------------------------------------------------- the fork server
+
+def mark(name, value):
+    """Write the session's marker into the environment block the kernel shows in
+    /proc/PID/environ: a forked child shows the zygote's block, which os.environ cannot change.
+    The zygote carries a placeholder of the same length."""
+    prefix = f"{name}=".encode()
+    try:
+        envp = ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ").value
+        entries = ctypes.cast(envp, ctypes.POINTER(ctypes.c_void_p))
+        i = 0
+        while entries[i]:
+            entry = ctypes.string_at(entries[i])
+            if entry.startswith(prefix) and len(entry) == len(prefix) + len(value):
+                ctypes.memmove(entries[i] + len(prefix), value.encode(), len(value))
+            i += 1
+    except (OSError, AttributeError, ValueError):
+        pass  # not Linux: the marker is only read from /proc
+
+
+def child(request, fds, zygote, control):
+    """The forked student process: the set-up `python _worker.py` would do, then serve()."""
+    global SUBMISSION, RESULT_FD
+    try:
+        os.setsid()  # its own session and process group, as start_new_session gives
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        control.detach()
+        stdin, stdout, stderr, RESULT_FD = fds
+        for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(fd, target)
+        os.closerange(3, RESULT_FD)  # nothing of the zygote's (its socket, its pipes) stays open
+        os.closerange(RESULT_FD + 1, os.sysconf("SC_OPEN_MAX"))
+        os.set_inheritable(RESULT_FD, False)
+        os.umask(0o077)
+        os.chdir(request["home"])
+        env = {str(k): str(v) for k, v in request["env"].items()}
+        for name, value in env.items():
+            mark(name, value)
+        os.environ.clear()
+        os.environ.update(env)
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None
+        np.random.seed()  # not the zygote's state, shared by every child
+        SUBMISSION = os.path.abspath(request["submission"])
+        user = request.get("user")
+        enter(request["limits"], (int(user[0]), int(user[1])) if user else None, zygote)
+    except Exception as exc:  # reported by the grader as its own failure
+        could_not_start(exc)
+    serve()
+
+
+def exit_status(info):
+    """A waitid result as Popen.returncode: the exit code, or minus the signal."""
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def zygote(control_fd):
+    """Fork a student process per request until the grader closes the socket; run no student code."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    prctl(_PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    control = socket.socket(fileno=control_fd)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake_write)
+    me = os.getpid()
+    children = {}  # pid -> [exit status or None, released by the grader]
+    while True:
+        ready, _, _ = select.select([control, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            while True:
+                try:
+                    if not os.read(wake_read, 512):
+                        break
+                except BlockingIOError:
+                    break
+        if control in ready:
+            try:
+                data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
+            except OSError:
+                data, fds = b"", []
+            if not data:  # the grader is gone: so are its student processes
+                for pid in children:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                _exit(0)
+            message = _loads(data)
+            if message.get("op") == "spawn":
+                pid, error = -1, "expected 4 file descriptors"
+                if len(fds) == 4:
+                    try:
+                        pid = os.fork()
+                    except OSError as exc:
+                        error = f"cannot fork: {exc}"
+                if pid == 0:
+                    try:
+                        child(message, fds, me, control)
+                    finally:
+                        _exit(70)
+                if pid > 0:
+                    children[pid] = [None, False]
+                reply = {"id": message.get("id"), "pid": pid} if pid > 0 else {"id": message.get("id"), "error": error}
+                control.send(_dumps(reply).encode())
+            elif message.get("op") == "release" and message.get("pid") in children:
+                children[message["pid"]][1] = True
+            for fd in fds:  # the child has its own copies
+                os.close(fd)
+        for pid, state in list(children.items()):
+            if state[0] is None:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if info is not None:
+                    state[0] = exit_status(info)
+                    control.send(_dumps({"pid": pid, "status": state[0]}).encode())
+            if state[0] is not None and state[1]:
+                os.waitpid(pid, 0)
+                del children[pid]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"]:
+        zygote(int(sys.argv[2]))
+    SUBMISSION = os.path.abspath(sys.argv[1])
+    RESULT_FD = int(sys.argv[2])
+    os.set_inheritable(RESULT_FD, False)
+    try:
+        user = (int(sys.argv[5]), int(sys.argv[6])) if sys.argv[4:5] == ["--user"] else None
+        enter(sys.argv[3], user, os.getppid())
+    except Exception as exc:  # reported by the grader as its own failure
+        could_not_start(exc)
+    serve()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
+from .cli_base import CONTEXT, Group, fail
 from .errors import ExitCode, GraderError, InternalError
 
-CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 class Ctx:
@@ -36,9 +36,7 @@ class Ctx:
         return student_seed(course_secret(self.root, os.environ), student)
 
 
-def _fail(exc: GraderError) -> None:
-    click.echo(str(exc), err=True)
-    sys.exit(int(exc.exit_code))
+_fail = fail
 
 
 def _limit_options(command):
@@ -86,23 +84,7 @@ def _student_options(command):
                              "MHA_COURSE_SECRET).")(with_student)
 
 
-class _Group(click.Group):
-    """Maps any error that escapes a command to its exit code: never a bare traceback."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except GraderError as exc:
-            _fail(exc)
-        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
-            raise
-        except Exception as exc:  # the grader's own bug
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            click.echo(f"internal error: {detail}", err=True)
-            sys.exit(int(ExitCode.INTERNAL))
-
-
-@click.group(cls=_Group, context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 @click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), envvar="MHA_EXERCISES",
               help="Folder holding assignment.yaml and problems/ (default: found from the current folder).")
 @click.version_option(package_name="mha-exercises")
@@ -136,6 +118,8 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
       mha check                        # every problem and quiz item
       mha check softmax merge_heads    # just these
     """
+    from .spawn import prestart
+    prestart()  # student processes' Python and numpy load while this one loads the assignment
     from .grading import grade
     from .paths import resolve_submission
     from .reports import text
@@ -185,6 +169,8 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     Example:
       mha grade solutions --format gradescope --output results.json
     """
+    from .spawn import prestart
+    prestart()  # student processes' Python and numpy load while this one loads the assignment
     from .paths import resolve_submission, write_atomically
     from .reports import render
     from .reports.gradescope import failure
@@ -340,6 +326,6 @@ def variant(obj: Ctx, student: str, output: Path | None) -> None:
         _fail(exc)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
 from .cli_batch import grade_all as _grade_all; main.add_command(_grade_all)
+from .cli_export import export as _export; main.add_command(_export)
+from .cli_release import release as _release; main.add_command(_release)

@@ -14,17 +14,16 @@ from typing import Any, Iterable
 import numpy as np
 
 from . import generators as gen
-from . import reference
 from .answers import ANSWERS_NAME, QuizResults, grade_quiz
 from .api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
 from .errors import InternalError
 from .isolation import private_paths
-from .mistakes import DETECTORS, VARIANTS
+from .detectors import DETECTORS
 from .model import Assignment, Case, Mistake, Problem
-from .quiz import DEFAULT_SEED
 from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
 from .sandbox import CaseRun, Limits, RunStatus, Session
+from .variants import DEFAULT_SEED
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,16 @@ class PreparedCase:
     case: Case
     args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
     expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
+    # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
+    # None: run the variants of grader/mistakes.py when a case fails
+    wrong_answers: tuple[tuple[str, Any], ...] | None = None
+
+
+def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
+    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
+    from .mistakes import VARIANTS
+    with np.errstate(all="ignore"):
+        return VARIANTS[mistake.variant](*copy.deepcopy(args))
 
 
 def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
@@ -61,6 +70,7 @@ def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
 def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
     if fn.returns is ReturnKind.HEAD:
         return args[0]  # the check runs the reference on the student's matrices for this seq_len
+    from . import reference  # the autograder's side only: the student bundle has no reference
     return getattr(reference, fn.name)(*copy.deepcopy(args))
 
 
@@ -95,11 +105,16 @@ def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: A
     A variant does when its answer matches the student's and differs from the right one (on
     inputs where the mistake makes no difference, it names nothing); a detector says so itself.
     """
-    args = copy.deepcopy(prepared.args)
     if mistake.variant in DETECTORS:
-        return DETECTORS[mistake.variant](args, got)
+        return DETECTORS[mistake.variant](copy.deepcopy(prepared.args), got)
     parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
-    wrong = VARIANTS[mistake.variant](*args)
+    if prepared.wrong_answers is not None:
+        known = dict(prepared.wrong_answers)
+        if mistake.id not in known:
+            return False
+        wrong = known[mistake.id]
+    else:
+        wrong = wrong_answer(mistake, prepared.args)
     return (not check(problem.compare, wrong, prepared.expected, parts).passed
             and check(problem.compare, wrong, got, parts).passed)
 
@@ -166,6 +181,11 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
 def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool,
                   variant: int = DEFAULT_SEED) -> ProblemResult:
     prepared = [prepare(problem, case, variant) for case in problem.visible_cases(include_hidden)]
+    return run_problem(problem, prepared, session, limits)
+
+
+def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits) -> ProblemResult:
+    """Run the student's function on prepared cases and judge every answer."""
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
                               problem.timeout or limits.problem_seconds)
     results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))

@@ -25,6 +25,7 @@ import signal
 import socket
 import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths"
 SANDBOX_IDS = range(61000, 65000)   # uid = gid of a session's student user; unused on the machine
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any user may create files
 MARKER = "MHA_SANDBOX"              # environment variable carrying the session's marker
+MARKER_LENGTH = 24                  # characters of a marker (hex)
 PACKAGE = Path(__file__).resolve().parent
 KILL_SECONDS = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
@@ -100,21 +102,51 @@ def processes() -> dict[int, Proc]:
 
 
 def _status(pid: int) -> Proc | None:
-    """State, parent and uids from /proc/PID/status (the fields come in this order, Name first)."""
+    """State, parent and uids from /proc/PID/status (after the Name line: student code chooses it)."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            data = handle.read(1024)
-        state = ppid = None
-        for line in data.split(b"\n")[1:]:  # skip Name: student code chooses it
-            if line.startswith(b"State:"):
-                state = line.split()[1].decode()
-            elif line.startswith(b"PPid:"):
-                ppid = int(line.split()[1])
-            elif line.startswith(b"Uid:"):
-                return Proc(pid, ppid, tuple(int(u) for u in line.split()[1:]), state) if ppid is not None else None
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+        try:
+            data = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+        fields = []
+        at = data.index(b"\n")
+        for key in (b"\nState:", b"\nPPid:", b"\nUid:"):
+            at = data.index(key, at) + len(key)
+            fields.append(data[at:data.index(b"\n", at)].split())
+        state, ppid, uids = fields
+        return Proc(pid, int(ppid[0]), tuple(int(u) for u in uids), state[0].decode())
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
+
+
+def _alive(pid: int) -> bool:
+    proc = _status(pid)
+    return proc is not None and proc.alive
+
+
+_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def _descendants(pid: int) -> set[int]:
+    """`pid` and all its descendants, from /proc/PID/task/TID/children: a few small reads."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.add(current)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:  # gone
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", "rb") as handle:
+                    todo.extend(int(child) for child in handle.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def _has_marker(pid: int, marker: bytes) -> bool:
@@ -147,30 +179,32 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
             pass
 
 
-def _kill_until_gone(select: Select) -> set[int]:
-    """SIGKILL the selected processes until a scan finds none alive; returns every pid killed."""
+def _kill_until_gone(select: Select, table: dict[int, Proc] | None = None) -> tuple[set[int], dict[int, Proc]]:
+    """SIGKILL the selected processes until a scan finds none alive (the first scan: `table`, if
+    given); returns every pid killed and the last scan."""
     me, killed = os.getpid(), set()
     deadline = time.monotonic() + KILL_SECONDS
     while True:
-        table = processes()
+        table = processes() if table is None else table
         alive = {pid for pid in select(table) if pid != me and pid in table and table[pid].alive}
         if not alive or time.monotonic() > deadline:
-            return killed
+            return killed, table
         _signal_all(alive, signal.SIGKILL)
         killed |= alive
         time.sleep(0.002)
+        table = None
 
 
-def _freeze(select: Select) -> set[int]:
-    """SIGSTOP the selected processes until all are stopped; returns them."""
+def _freeze(select: Select, table: dict[int, Proc]) -> set[int]:
+    """SIGSTOP the selected processes until all are stopped (the first scan: `table`); returns them."""
     me = os.getpid()
     for _ in range(100):
-        table = processes()
         running = {pid for pid in select(table) - {me} if table[pid].state not in ("T", "t", "Z", "X")}
         if not running:
             break
         _signal_all(running, signal.SIGSTOP)
         time.sleep(0.001)
+        table = processes()
     return select(processes()) - {me}
 
 
@@ -227,6 +261,26 @@ def _claim_id() -> tuple[int, socket.socket]:
             continue
         return number, lock
     raise InternalError(f"no free uid for student code in {SANDBOX_IDS.start}-{SANDBOX_IDS.stop - 1}")
+
+
+_walk_lock = threading.Lock()
+_walk: threading.Thread | None = None
+
+
+def _shared_folders() -> tuple[str, ...]:
+    """Where any user may create files: SHARED_DIRS, the temporary folder, and every
+    world-writable folder below them (walked once per process)."""
+    with _walk_lock:
+        return _writable_dirs(tuple(dict.fromkeys((*SHARED_DIRS, tempfile.gettempdir()))))
+
+
+def _walk_soon() -> None:
+    """Start the walk of `_shared_folders` in the background, once per process, so the first
+    session's clean-up does not wait for it."""
+    global _walk
+    if _walk is None:
+        _walk = threading.Thread(target=_shared_folders, name="mha-shared-folders", daemon=True)
+        _walk.start()
 
 
 @functools.lru_cache(maxsize=None)
@@ -298,7 +352,7 @@ class Isolation:
         self.separate_user = root if separate_user is None else separate_user
         if self.separate_user and not root:
             raise InternalError("running student code as a separate user needs root")
-        self.marker = secrets.token_hex(12)
+        self.marker = secrets.token_hex(MARKER_LENGTH // 2)
         self.uid: int | None = None
         self.gid: int | None = None
         self._lock: socket.socket | None = None
@@ -307,13 +361,15 @@ class Isolation:
             protect((PACKAGE, *private))
             self.uid, self._lock = _claim_id()
             self.gid = self.uid
+            _walk_soon()
 
     def env(self) -> dict[str, str]:
         return {MARKER: self.marker}
 
-    def worker_args(self) -> list[str]:
-        """Arguments telling `_worker.py` which uid/gid to switch to (none without root)."""
-        return ["--user", str(self.uid), str(self.gid)] if self.separate_user else []
+    @property
+    def user(self) -> tuple[int, int] | None:
+        """The uid and gid student code switches to (None without root)."""
+        return (self.uid, self.gid) if self.separate_user else None
 
     def process_limit(self, processes: int) -> int:
         """RLIMIT_NPROC for the student: per uid, so exact for a fresh uid, approximate otherwise."""
@@ -354,7 +410,14 @@ class Isolation:
         return select
 
     def others_running(self, worker: int) -> bool:
-        """Whether any process of the session other than `worker` is alive (children, daemons)."""
+        """Whether any process of the session other than `worker` is alive (children, daemons).
+
+        While the worker lives, every process student code starts stays below it (the worker is
+        a child subreaper: orphans come back to it, double-forked daemons included), so its
+        descendants are read from /proc/PID/task/TID/children instead of scanning every process.
+        `kill_all` and `close` still scan every process."""
+        if _CHILDREN_FILES and _alive(worker):
+            return any(_alive(pid) for pid in _descendants(worker) - {worker})
         table = processes()
         return any(pid != worker and table[pid].alive for pid in self._select(worker)(table))
 
@@ -366,21 +429,22 @@ class Isolation:
         leave the tree while it is being killed.
         """
         select = self._select(worker)
-        members = select(processes())
+        table: dict[int, Proc] | None = processes()
+        members = select(table)
         if not self.separate_user:
-            frozen = _freeze(select)
+            frozen = _freeze(select, table)
             _signal_all(frozen, signal.SIGKILL)
             members |= frozen
-            select = _including(select, frozen)
-        members |= _kill_until_gone(select) | select(processes())
+            select, table = _including(select, frozen), None
+        killed, table = _kill_until_gone(select, table)
+        members |= killed | select(table)
         _reap(members - {worker, os.getpid()})
 
     def close(self) -> None:
         """Kill what is left, delete the student's files in world-writable folders, release the uid."""
         self.kill_all()
         if self.separate_user:
-            roots = tuple(dict.fromkeys((*SHARED_DIRS, tempfile.gettempdir())))
-            _sweep(self.uid, _writable_dirs(roots))
+            _sweep(self.uid, _shared_folders())
         if self._lock is not None:
             self._lock.close()
             self._lock = None

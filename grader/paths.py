@@ -21,7 +21,8 @@ def find_assignment_root(start: Path | None = None) -> Path:
 
 
 def resolve_submission(path: Path) -> Path:
-    """SUBMISSION is a .py file, or a folder holding attention.py."""
+    """SUBMISSION is a .py file, a folder holding attention.py, or a Jupyter notebook (.ipynb),
+    whose definitions are extracted to a temporary attention.py (see grader.notebook)."""
     path = Path(path)
     if path.is_dir():
         candidate = path / SUBMISSION_NAME
@@ -30,8 +31,12 @@ def resolve_submission(path: Path) -> Path:
         return candidate
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or folder")
+    if path.suffix == ".ipynb":
+        from .notebook import materialize
+        return materialize(path)
     if path.suffix != ".py":
-        raise SubmissionError(f"{path}: expected a .py file or a folder holding {SUBMISSION_NAME} (got {path.suffix or 'no'} extension)")
+        raise SubmissionError(f"{path}: expected a .py file, a .ipynb notebook or a folder holding "
+                              f"{SUBMISSION_NAME} (got {path.suffix or 'no'} extension)")
     return path
 
 

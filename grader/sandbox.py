@@ -3,8 +3,9 @@
 One worker process per submission imports the student's file and runs one problem at a time.
 If a problem exceeds its time limit, the process dies, or it leaves other processes running,
 every process of the session is killed (see `isolation`) and a fresh worker serves the
-remaining problems, so one infinite loop costs one problem. Answers travel on a dedicated pipe;
-the student's stdout and stderr are drained into bounded buffers and never parsed.
+remaining problems, so one infinite loop costs one problem. Workers are forked from a zygote
+that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
+and stderr are drained into bounded buffers and never parsed.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -26,8 +26,8 @@ from .codec import DecodeError, decode_value, encode_arg
 from .errors import InternalError
 from .isolation import Isolation
 from .limits import Limits
+from .spawn import start_student
 
-WORKER = Path(__file__).with_name("_worker.py")
 MAX_MESSAGE = 64 << 20  # bytes in one answer line
 
 
@@ -100,20 +100,10 @@ class _Stream:
         return text + (f"\n[... {dropped} more bytes not shown]" if dropped else "")
 
 
-def _child_env(home: str, extra: dict[str, str]) -> dict[str, str]:
-    env = {**extra, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
-           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed on some CPUs (see env notes)
-        if key in os.environ:
-            env[key] = os.environ[key]
-    return env
-
-
 class Worker:
     """One student process: import once, then run problems until killed or closed."""
 
-    def __init__(self, script: Path, submission: Path, limits: Limits, home: Path, isolation: Isolation):
+    def __init__(self, submission: Path, limits: Limits, home: Path, isolation: Isolation, deadline: float):
         self.limits = limits
         self.isolation = isolation
         self.stdout = _Stream(limits.output_bytes)
@@ -123,17 +113,12 @@ class Worker:
         self._results = os.fdopen(read_fd, "rb", buffering=0)
         rlimits = limits.rlimits(isolation.process_limit(limits.processes))
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(script), str(submission), str(write_fd), rlimits,
-                 *isolation.worker_args()],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(write_fd,), cwd=home, env=_child_env(str(home), isolation.env()),
-                start_new_session=True, umask=0o077, close_fds=True)
-        except OSError as exc:
-            os.close(write_fd)
+            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline)
+        except BaseException:
             self._results.close()
-            raise InternalError(f"cannot start the student process: {exc}") from exc
-        os.close(write_fd)
+            raise
+        finally:
+            os.close(write_fd)
         self._buffer = b""
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._results, selectors.EVENT_READ, "results")
@@ -257,17 +242,16 @@ class Session:
         self.load_failure: LoadFailure | None = None
         try:
             self.source = self._tmp / "attention.py"
-            self._script = self._tmp / WORKER.name  # beside the submission: the grader package stays private
             shutil.copyfile(submission, self.source)
-            shutil.copyfile(WORKER, self._script)
             self._home = self.isolation.prepare(self._tmp)
-            self._spawn()  # start early: python + numpy import overlaps the grader's own work
+            self._spawn()  # start early: the submission's import overlaps the grader's own work
         except BaseException:
             self.close()
             raise
 
     def _spawn(self) -> None:
-        self._worker = Worker(self._script, self.source, self.limits, self._home, self.isolation)
+        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        self._worker = Worker(self.source, self.limits, self._home, self.isolation, deadline)
         self._loaded = False
 
     def _ensure_loaded(self) -> bool:

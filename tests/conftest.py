@@ -15,6 +15,10 @@ EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: runs external tools (a Jupyter kernel, otter); still in the default run")
+
+
 @pytest.fixture(scope="session")
 def assignment():
     return load_assignment(EXERCISES)

@@ -6,12 +6,14 @@ from xml.etree import ElementTree as ET
 
 from ..results import GradeResult
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _clean(text: str) -> str:
-    """XML 1.0 cannot hold most control characters; student output may contain them."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """XML 1.0 cannot hold most control characters, nor can UTF-8 hold a lone surrogate; student
+    output may contain both. Each becomes a visible escape (\\x00, \\ud800)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
 
 
 def render(result: GradeResult) -> str:

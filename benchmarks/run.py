@@ -1,0 +1,389 @@
+"""How fast the grader is, as ratios measured in one run (issue 7).
+
+    python benchmarks/run.py                  # N = 200, 7 repetitions of the short runs
+    python benchmarks/run.py --n 400 --repeat 9
+
+Prints, all measured in the same run, each figure the median of several repetitions (the
+compared commands interleaved, so a noisy machine slows both alike):
+
+(a) cold `mha grade` of one submission, `python -c "import numpy"`, and their ratio;
+(b) `mha check` latency;
+(c) `mha grade-all` throughput on N generated submissions (correct, buggy, empty, slow), in
+    submissions per second, beside a naive loop of one `mha grade` per submission, sequential
+    (timed on an evenly spread sample of the same class: every (N / sample)-th submission);
+(d) `otter run` on the same submission through `mha export otter` and `otter assign`, when
+    otter-grader is installed and `mha export otter` exists (skipped with a message otherwise);
+(e) peak memory of the batch: the whole process tree (the grader, its zygote and every student
+    process), sampled every 20 ms from /proc/PID/smaps_rollup (PSS: shared pages counted once,
+    split among the processes sharing them; RSS: counted in every process), and the largest
+    single process's max RSS (getrusage, through wait4).
+
+Commands run as installed: the `mha` and `otter` scripts beside this Python, else `python -m`.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "exercises"
+SOLUTION = ROOT / "solutions" / "attention.py"
+ANSWERS = ROOT / "solutions" / "answers.yaml"
+SLOW = ROOT / "tests" / "submissions" / "correct_loops.py"  # correct, in pure-Python loops (but one function)
+BIN = Path(sys.executable).parent
+
+# Each bug: (text in the model answer, its replacement). Every one costs points somewhere.
+BUGS = (
+    ("e = np.exp(x - x.max(axis=-1, keepdims=True))", "e = np.exp(x)"),                 # overflows
+    ("scores = Q @ K.T / math.sqrt(d_k)", "scores = Q @ K.T / d_k"),                     # wrong scale
+    ("    return num_heads * num_queries", "    return num_heads * d_v * num_queries"),  # counts d_v
+    ("return H.transpose(1, 0, 2).reshape(n, h * d_head)", "return H.reshape(n, h * d_head)"),
+    ("    n, d_model = X.shape\n", "    raise NotImplementedError('split_heads')\n"),
+)
+
+
+def command(name: str, module: str) -> list[str]:
+    """The installed console script beside this Python (no shell shims), else `python -m module`."""
+    script = BIN / name
+    return [str(script)] if script.is_file() else [sys.executable, "-m", module]
+
+
+MHA = command("mha", "grader")
+OTTER = command("otter", "otter")
+
+
+def run(args: list[str], *, cwd: Path = ROOT, env: dict | None = None, ok: tuple[int, ...] = (0,)) -> float:
+    """Wall-clock seconds of one command; fails loudly if it exits with a code not in `ok`."""
+    start = time.perf_counter()
+    proc = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - start
+    if proc.returncode not in ok:
+        raise SystemExit(f"{' '.join(args)} exited with {proc.returncode}:\n{proc.stderr.decode()[-2000:]}")
+    return seconds
+
+
+def median_of(repeat: int, *jobs) -> list[float]:
+    """Each job's median time over `repeat` rounds, the jobs interleaved within a round."""
+    times: list[list[float]] = [[] for _ in jobs]
+    for _ in range(repeat):
+        for i, job in enumerate(jobs):
+            times[i].append(job())
+    return [statistics.median(t) for t in times]
+
+
+# ---------------------------------------------------------------- a generated class
+
+@dataclass(frozen=True)
+class Student:
+    name: str
+    kind: str               # correct | buggy | empty | slow
+    source: str | None      # attention.py's text (None: not submitted)
+
+
+# One block of 40 students, repeated: 28 correct, 8 buggy, 3 empty, 1 slow.
+PATTERN = "ccbcceccbcccbcscccbceccbcccbcccbcecccbcc"
+
+
+def make_class(n: int) -> list[Student]:
+    """N students in the proportions of PATTERN; an empty one has no attention.py or an empty one."""
+    model = SOLUTION.read_text()
+    slow = SLOW.read_text() + "\n\n" + model[model.index("def predict_shapes"):model.index("def parameter_count")]
+    for old, _ in BUGS:
+        assert old in model, f"benchmark out of date: {old!r} is not in {SOLUTION}"
+    students = []
+    for i in range(n):
+        kind = {"c": "correct", "b": "buggy", "e": "empty", "s": "slow"}[PATTERN[i % len(PATTERN)]]
+        source = {"correct": model, "slow": slow, "empty": None if i % 2 else "",
+                  "buggy": model.replace(*BUGS[i % len(BUGS)])}[kind]
+        if source:
+            source += f"\n# student {i:04d}\n"  # every file differs, as real ones do
+        students.append(Student(f"s{i:04d}", kind, source))
+    return students
+
+
+def write_class(students: list[Student], folder: Path) -> None:
+    for student in students:
+        home = folder / student.name
+        home.mkdir(parents=True)
+        if student.source is not None:
+            (home / "attention.py").write_text(student.source)
+        shutil.copyfile(ANSWERS, home / "answers.yaml")
+
+
+# ---------------------------------------------------------------- memory of a process tree
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as handle:
+                    todo.extend(int(c) for c in handle.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _rollup(pid: int) -> tuple[int, int]:
+    """(PSS, RSS) of one process, in KiB; (0, 0) if it is gone."""
+    pss = rss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return pss, rss
+
+
+class TreeMemory:
+    """Samples the summed PSS and RSS of a process and all its descendants until stopped."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.pid, self.interval = pid, interval
+        self.peak_pss = self.peak_rss = self.most_processes = self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            pids = _descendants(self.pid)
+            sizes = [_rollup(p) for p in pids]
+            self.peak_pss = max(self.peak_pss, sum(s[0] for s in sizes))
+            self.peak_rss = max(self.peak_rss, sum(s[1] for s in sizes))
+            self.most_processes = max(self.most_processes, len(pids))
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass(frozen=True)
+class Batch:
+    seconds: float
+    peak_pss_mb: float
+    peak_rss_mb: float
+    max_rss_one_mb: float   # the largest single process (getrusage via wait4)
+    most_processes: int
+    samples: int
+
+
+def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
+    """`mha grade-all`, or (before it existed) the same through grader.batch.grade_all."""
+    probe = subprocess.run([*MHA, "grade-all", "--help"], capture_output=True)
+    if probe.returncode == 0:
+        return [*MHA, "--exercises", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
+                "--jobs", str(jobs), "--force", "--no-progress"]
+    code = ("import sys; from pathlib import Path; from grader import batch; from grader.loader import load_assignment;"
+            "a = load_assignment(Path(sys.argv[1])); subs = batch.discover(Path(sys.argv[2]));"
+            "list(batch.grade_all(a, subs, Path(sys.argv[3]), seed_of=lambda s: 0, jobs=int(sys.argv[4]), force=True))")
+    return [sys.executable, "-c", code, str(EXERCISES), str(folder), str(out), str(jobs)]
+
+
+def grade_all(folder: Path, out: Path, jobs: int) -> Batch:
+    shutil.rmtree(out, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k != "MHA_COURSE_SECRET"}
+    start = time.perf_counter()
+    proc = subprocess.Popen(grade_all_command(folder, out, jobs), cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    memory = TreeMemory(proc.pid)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    memory.stop()
+    stderr = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"grade-all failed ({os.waitstatus_to_exitcode(status)}):\n{stderr[-2000:]}")
+    return Batch(seconds, memory.peak_pss / 1024, memory.peak_rss / 1024, usage.ru_maxrss / 1024,
+                 memory.most_processes, memory.samples)
+
+
+def check_results(students: list[Student], out: Path) -> dict[str, int]:
+    """Statuses of the graded class, and a check that every kind scored as it should."""
+    total = {}
+    for student in students:
+        record = json.loads((out / "results" / f"{student.name}.json").read_text())
+        problems = record["result"]["problems"]
+        score = sum(p["score"] for p in problems)
+        full = sum(p["max_score"] for p in problems)
+        expected_full = student.kind in ("correct", "slow")
+        if expected_full != (score == full):
+            raise SystemExit(f"{student.name} ({student.kind}) scored {score} of {full}: the batch graded it wrongly")
+        total[record["status"]] = total.get(record["status"], 0) + 1
+    return total
+
+
+def naive_loop(students: list[Student], folder: Path, scratch: Path) -> float:
+    """Seconds for `mha grade` on each student, one after another (a placeholder for no file)."""
+    start = time.perf_counter()
+    for student in students:
+        path = folder / student.name / "attention.py"
+        if not path.is_file():
+            path = scratch / f"{student.name}.py"
+            path.write_text("# no attention.py was submitted\n")
+        run([*MHA, "--exercises", str(EXERCISES), "grade", str(path), "--format", "json",
+             "--output", str(scratch / f"{student.name}.json")])
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- otter
+
+def otter_setup(scratch: Path) -> tuple[Path, str] | str:
+    """The otter autograder zip for this assignment, or why (d) is skipped."""
+    import importlib.util
+    if importlib.util.find_spec("otter") is None:
+        return "otter-grader is not installed (pip install 'otter-grader[grading]')"
+    if subprocess.run([*MHA, "export", "otter", "--help"], capture_output=True).returncode != 0:
+        return "`mha export otter` does not exist yet"
+    exported = scratch / "otter"
+    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    run([*MHA, "--exercises", str(EXERCISES), "export", "otter", "--out", str(exported)])
+    notebooks = sorted(exported.glob("*.ipynb"))
+    run([*OTTER, "assign", str(notebooks[0]), str(exported / "dist")], cwd=exported, env=env)
+    zips = sorted(glob.glob(str(exported / "dist" / "autograder" / "*.zip")))
+    if not zips:
+        return "`otter assign` made no autograder zip"
+    return Path(zips[-1]), str(exported)
+
+
+def otter_run(autograder: Path, submission: Path, scratch: Path) -> float:
+    out = Path(tempfile.mkdtemp(prefix="otter-out-", dir=scratch))
+    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    seconds = run([*OTTER, "run", "-a", str(autograder), "-o", str(out), str(submission)], cwd=scratch, env=env)
+    results = json.loads((out / "results.json").read_text())
+    if not results.get("tests"):
+        raise SystemExit(f"otter run wrote no test results: {str(results)[:300]}")
+    return seconds
+
+
+# ---------------------------------------------------------------- the report
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200, help="submissions in the generated class [200]")
+    parser.add_argument("--repeat", type=int, default=7, help="repetitions of the cold runs [7]")
+    parser.add_argument("--batch-repeat", type=int, default=3, help="repetitions of grade-all [3]")
+    parser.add_argument("--jobs", type=int, default=2, help="grade-all --jobs [2]")
+    parser.add_argument("--naive-sample", type=int, default=20, help="submissions timed in the naive loop [20]")
+    parser.add_argument("--otter-repeat", type=int, default=3, help="repetitions of otter run [3]")
+    parser.add_argument("--no-otter", action="store_true", help="skip (d)")
+    args = parser.parse_args(argv)
+
+    scratch = Path(tempfile.mkdtemp(prefix="mha-bench-"))
+    try:
+        report(args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def report(args, scratch: Path) -> None:
+    import numpy
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"machine: {cpus} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; Python "
+          f"{platform.python_version()}, numpy {numpy.__version__}; grader runs as "
+          f"{'root (separate student uids)' if os.geteuid() == 0 else 'a normal user'}")
+    print(f"commands: {' '.join(MHA)} ; {sys.executable}\n")
+
+    one = scratch / "one"
+    one.mkdir()
+    shutil.copyfile(SOLUTION, one / "attention.py")
+    shutil.copyfile(ANSWERS, one / "answers.yaml")
+    graded = scratch / "one.json"
+
+    # (a) and (b), interleaved
+    numpy_s, grade_s, check_s = median_of(
+        args.repeat,
+        lambda: run([sys.executable, "-c", "import numpy"]),
+        lambda: run([*MHA, "--exercises", str(EXERCISES), "grade", str(one), "--format", "json",
+                     "--output", str(graded)]),
+        lambda: run([*MHA, "--exercises", str(EXERCISES), "check", "--path", str(one / "attention.py")]),
+    )
+    print(f"(a) cold `mha grade` of one submission   {grade_s * 1000:7.0f} ms   (median of {args.repeat})")
+    print(f"    `python -c \"import numpy\"`           {numpy_s * 1000:7.0f} ms")
+    print(f"    ratio                                 {grade_s / numpy_s:7.2f} x   target <= 2: {verdict(grade_s / numpy_s <= 2)}")
+    print(f"(b) `mha check` (every problem, public cases, a correct file)  {check_s * 1000:.0f} ms\n")
+
+    # (c) and (e)
+    students = make_class(args.n)
+    folder = scratch / "class"
+    write_class(students, folder)
+    kinds = {k: sum(s.kind == k for s in students) for k in ("correct", "buggy", "empty", "slow")}
+    out = scratch / "graded"
+    batches = []
+    for _ in range(args.batch_repeat):
+        batches.append(grade_all(folder, out, args.jobs))
+    statuses = check_results(students, out)
+    batch = sorted(batches, key=lambda b: b.seconds)[len(batches) // 2]
+    rate = args.n / batch.seconds
+    step = max(1, args.n // max(1, args.naive_sample))
+    sample = students[step // 2::step][:args.naive_sample]
+    naive_dir = scratch / "naive"
+    naive_dir.mkdir()
+    naive_s = naive_loop(sample, folder, naive_dir)
+    naive_rate = len(sample) / naive_s
+    print(f"(c) `mha grade-all --jobs {args.jobs}` on N = {args.n} ({', '.join(f'{v} {k}' for k, v in kinds.items())}; "
+          f"graded: {', '.join(f'{v} {k}' for k, v in sorted(statuses.items()))})")
+    print(f"    {batch.seconds:.2f} s = {rate:6.1f} submissions/s   (median of {args.batch_repeat}: "
+          f"{', '.join(f'{b.seconds:.2f}' for b in batches)} s)   target >= 40/s: {verdict(rate >= 40)}")
+    print(f"    naive loop (`mha grade` per submission, sequential, {len(sample)} of the {args.n}): "
+          f"{naive_s:.1f} s = {naive_rate:.2f} submissions/s")
+    print(f"    ratio                                 {rate / naive_rate:7.1f} x   target >= 10: {verdict(rate / naive_rate >= 10)}")
+    print(f"(e) peak memory of the batch (grader + zygote + student processes, up to {batch.most_processes} "
+          f"at once, {batch.samples} samples):")
+    print(f"    PSS {batch.peak_pss_mb:.0f} MB (RSS, shared pages counted per process: {batch.peak_rss_mb:.0f} MB); "
+          f"largest single process max RSS {batch.max_rss_one_mb:.0f} MB   target < 300 MB: "
+          f"{verdict(batch.peak_pss_mb < 300)}\n")
+
+    # (d)
+    if args.no_otter:
+        print("(d) otter: skipped (--no-otter)")
+        return
+    setup = otter_setup(scratch)
+    if isinstance(setup, str):
+        print(f"(d) otter: skipped: {setup}")
+        return
+    autograder, _ = setup
+    submission = scratch / "submission.py"
+    shutil.copyfile(SOLUTION, submission)
+    otter_s, grade_again = median_of(
+        args.otter_repeat,
+        lambda: otter_run(autograder, submission, scratch),
+        lambda: run([*MHA, "--exercises", str(EXERCISES), "grade", str(one), "--format", "json",
+                     "--output", str(graded)]),
+    )
+    print(f"(d) `otter run` of the same submission (exported by `mha export otter`): "
+          f"{otter_s:.2f} s   (median of {args.otter_repeat})")
+    print(f"    vs cold `mha grade` (interleaved with it): {grade_again * 1000:.0f} ms -> "
+          f"{otter_s / grade_again:.1f} x faster")
+    print(f"    vs `mha grade-all` per submission: {batch.seconds / args.n * 1000:.0f} ms -> "
+          f"{otter_s / (batch.seconds / args.n):.0f} x faster   target >= 20: "
+          f"{verdict(otter_s / (batch.seconds / args.n) >= 20)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Deterministic zip archives: the same files give byte-identical bytes.
+
+Entries are sorted by name, stamped with one fixed time (1980-01-01, the earliest a zip can
+hold) and fixed permissions, and compressed with fixed settings. A name ending in "/" is a
+(empty) folder entry.
+"""
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Iterable, Mapping
+
+__all__ = ["FIXED_TIME", "zip_bytes"]
+
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_bytes(files: Mapping[str, str | bytes], executable: Iterable[str] = ()) -> bytes:
+    """A zip of `files` (archive name -> content; text is UTF-8); names in `executable` get mode 755."""
+    executable = set(executable)
+    unknown = executable - set(files)
+    if unknown:
+        raise ValueError(f"executable names not in the archive: {', '.join(sorted(unknown))}")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name in sorted(files):
+            content = files[name]
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.create_system = 3  # Unix, so the mode below is honoured on extraction
+            if name.endswith("/"):
+                info.external_attr = (0o40755 << 16) | 0x10  # a folder (and the MS-DOS folder bit)
+                archive.writestr(info, b"")
+                continue
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = ((0o100755 if name in executable else 0o100644) & 0xFFFF) << 16
+            archive.writestr(info, content.encode("utf-8") if isinstance(content, str) else content,
+                             compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    return buffer.getvalue()

@@ -1,0 +1,65 @@
+"""The student notebook: each problem's prompt as Markdown, a stub cell, and a check cell.
+
+Built with nbformat (imported here only). Cell ids are derived from the problem ids, so the
+same assignment always gives a byte-identical notebook. The check cells are tagged
+`mha-check`; they call `grader.notebook.check`, which runs `mha check` on the cells run so far.
+`mha grade NOTEBOOK.ipynb` grades the saved notebook's definitions.
+"""
+from __future__ import annotations
+
+from ..model import Assignment
+from ..notebook import CHECK_TAG
+from ..paths import SUBMISSION_NAME
+from .pysource import split_module, stub
+
+__all__ = ["render"]
+
+INTRO = """\
+# {title}
+
+Write each function in the code cell under its problem, replacing `raise NotImplementedError(...)`,
+then run the check cell below it: it checks your code on the public cases, with hints. The hidden
+cases are graded later.
+
+Submit this notebook. `mha grade` grades the imports, functions and assignments of its code cells;
+calls and prints (your own experiments) are left out, so they may stay. Keep the function names and
+parameters as they are.
+"""
+
+
+def _cell(kind, source: str, cell_id: str, tags: tuple[str, ...] = ()):
+    cell = kind(source)
+    cell["id"] = cell_id
+    if tags:
+        cell["metadata"]["tags"] = list(tags)
+    return cell
+
+
+def render(assignment: Assignment, seed: int | None = None) -> str:
+    """The notebook as JSON text (nbformat 4), for the variant `seed` (default: the default one)."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from ..render import render_prompt
+    from ..quiz import DEFAULT_SEED
+    seed = DEFAULT_SEED if seed is None else seed
+    stubs_path = assignment.root / SUBMISSION_NAME
+    module = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None
+    cells = [_cell(new_markdown_cell, INTRO.format(title=assignment.title).rstrip(), "intro"),
+             _cell(new_code_cell, module.imports if module and module.imports else "import numpy as np", "imports")]
+    for problem in assignment.problems:
+        fn = problem.function
+        prompt = render_prompt(problem, seed).rstrip()
+        cells.append(_cell(new_markdown_cell, f"## {problem.title} ({problem.points:g} points)\n\n"
+                                              f"`{fn.signature}`\n\n{prompt}", f"{problem.id}-prompt"))
+        code = module.functions.get(fn.name) if module else None
+        cells.append(_cell(new_code_cell, code or stub(fn), f"{problem.id}-code"))
+        cells.append(_cell(new_code_cell, f"from grader.notebook import check\ncheck({problem.id!r})",
+                           f"{problem.id}-check", (CHECK_TAG,)))
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+        "mha": {"assignment": assignment.title, "problems": [p.id for p in assignment.problems]},
+    })
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"

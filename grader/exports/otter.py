@@ -1,0 +1,166 @@
+"""otter-grader: exception-format test files and an `otter assign` master notebook.
+
+`write(out, assignment, solutions)` writes
+
+    OUT/tests/<problem>.py      one test file per problem, one test case per case: public cases
+                                visible, hidden cases `hidden=True`; points split by case weight
+    OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
+
+Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
+function with this package's own checks, so otter's per-problem scores equal `mha grade`'s (for
+the default variant). Where otter grades, this package must be installed and find the problem
+files (`MHA_EXERCISES`, as for `mha`). Test code holds no inputs or expected values, so nothing
+hidden leaks through otter's feedback.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from ..model import Assignment, Case, Problem
+from ..errors import SpecError
+from ..paths import SUBMISSION_NAME, write_atomically
+from .pysource import split_module, stub
+
+__all__ = ["test_file", "test_cases", "master_notebook", "write", "NOTEBOOK_NAME"]
+
+NOTEBOOK_NAME = "mha-exercises.ipynb"
+
+_HEADER = '''\
+"""otter-grader tests for {id} ({title}), exported by `mha export otter`.
+
+Each case is graded by mha's own checks, so the score equals `mha grade`'s. Do not edit: re-export.
+"""
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = {id!r}
+'''
+
+
+def _points(problem: Problem) -> list[float]:
+    """Each case's share of the problem's points, by weight (the same arithmetic as the score)."""
+    total = sum(c.weight for c in problem.cases)
+    return [problem.points * c.weight / total for c in problem.cases]
+
+
+def _function_name(index: int, case: Case) -> str:
+    slug = re.sub(r"[^0-9a-z]+", "_", case.name.lower()).strip("_")
+    return f"test_{index:02d}_{slug}"[:80]
+
+
+def _body(problem: Problem, index: int, case: Case) -> str:
+    fn = problem.function.name
+    return (f"def {_function_name(index, case)}({fn}):\n"
+            f"    from grader.exports.otter_checks import check_case\n"
+            f"    check_case({problem.id!r}, {case.name!r}, {fn})\n")
+
+
+def test_cases(problem: Problem) -> list[tuple[Case, float, str]]:
+    """(case, points, test function source) for every case of `problem`, in file order."""
+    return [(case, points, _body(problem, i, case))
+            for i, (case, points) in enumerate(zip(problem.cases, _points(problem)), start=1)]
+
+
+def test_file(problem: Problem) -> str:
+    """The exception-format test file of one problem."""
+    parts = [_HEADER.format(id=problem.id, title=problem.title)]
+    for case, points, body in test_cases(problem):
+        parts.append(f"\n@test_case(name={f'{problem.id}: {case.name}'!r}, points={points!r}, hidden={case.hidden!r})\n"
+                     + body)
+    return "\n".join(parts)
+
+
+def _docstring_split(source: str) -> tuple[list[str], list[str]]:
+    """A function's lines up to its docstring (its header) and the lines of its body after it."""
+    node = ast.parse(source).body[0]
+    lines = source.split("\n")
+    first = node.body[0]
+    has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    body_start = (first.end_lineno if has_doc else first.lineno - 1)
+    return lines[:body_start], lines[body_start:node.end_lineno]
+
+
+def _solution_cell(stub_source: str, solution_source: str) -> str:
+    """The stub's signature and docstring (what students see), then the model answer's body
+    between # BEGIN SOLUTION and # END SOLUTION (which otter assign replaces by `...`)."""
+    header, _ = _docstring_split(stub_source)
+    _, body = _docstring_split(solution_source)
+    body = list(body)
+    while body and not body[0].strip():
+        body.pop(0)
+    indent = re.match(r"\s*", body[0]).group(0) if body else "    "
+    return "\n".join(header + [f"{indent}# BEGIN SOLUTION"] + body + [f"{indent}# END SOLUTION"])
+
+
+def _config(assignment: Assignment) -> str:
+    name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
+    return ("# ASSIGNMENT CONFIG\n"
+            f"name: {name}\n"
+            "export_cell: false\n"
+            "check_all_cell: false\n"
+            "tests:\n"
+            "  files: true\n"
+            "  ok_format: false\n")
+
+
+def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
+    """The `otter assign` master notebook as JSON text: config, then per problem its prompt,
+    the stub with the model answer marked as solution, and its test cells."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+    from ..quiz import DEFAULT_SEED
+    from ..render import render_prompt
+    solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
+    stubs_path = assignment.root / SUBMISSION_NAME
+    stubs = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None
+    cells = []
+
+    def add(kind, source: str, cell_id: str) -> None:
+        cell = kind(source)
+        cell["id"] = cell_id
+        cells.append(cell)
+
+    add(new_raw_cell, _config(assignment), "config")
+    add(new_markdown_cell, f"# {assignment.title}", "title")
+    add(new_code_cell, solutions.imports or "import numpy as np", "imports")
+    for problem in assignment.problems:
+        fn = problem.function
+        add(new_raw_cell, f"# BEGIN QUESTION\nname: {problem.id}", f"{problem.id}-begin")
+        add(new_markdown_cell, f"## {problem.title} ({problem.points:g} points)\n\n`{fn.signature}`\n\n"
+                               f"{render_prompt(problem, DEFAULT_SEED).rstrip()}", f"{problem.id}-prompt")
+        add(new_raw_cell, "# BEGIN SOLUTION", f"{problem.id}-solution-begin")
+        solution = solutions.functions.get(fn.name)
+        if solution is None:
+            raise SpecError(str(solutions_path), None, f"the model answers define no function {fn.name}")
+        header = (stubs.functions.get(fn.name) if stubs else None) or stub(fn)
+        add(new_code_cell, _solution_cell(header, solution), f"{problem.id}-solution")
+        add(new_raw_cell, "# END SOLUTION", f"{problem.id}-solution-end")
+        add(new_raw_cell, "# BEGIN TESTS", f"{problem.id}-tests-begin")
+        for i, (case, points, body) in enumerate(test_cases(problem), start=1):
+            config = f'""" # BEGIN TEST CONFIG\npoints: {points!r}\nhidden: {str(case.hidden).lower()}\n""" # END TEST CONFIG\n'
+            add(new_code_cell, config + body.rstrip("\n"), f"{problem.id}-test-{i}")
+        add(new_raw_cell, "# END TESTS", f"{problem.id}-tests-end")
+        add(new_raw_cell, "# END QUESTION", f"{problem.id}-end")
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+    })
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"
+
+
+def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
+    """Write the test files and the master notebook into `out`; returns the paths written."""
+    out = Path(out)
+    written = []
+    for problem in assignment.problems:
+        path = out / "tests" / f"{problem.id}.py"
+        write_atomically(path, test_file(problem))
+        written.append(path)
+    path = out / NOTEBOOK_NAME
+    write_atomically(path, master_notebook(assignment, solutions))
+    return written + [path]

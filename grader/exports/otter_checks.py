@@ -1,0 +1,102 @@
+"""What the exported otter-grader tests call: one case of one problem, graded by mha's own checks.
+
+otter runs a student's notebook and hands each test the student's function. `check_case` builds
+the case's inputs and expected answer as `mha grade` does, calls the function in this process
+(otter's model: no sandbox, no time limit), reads the answer the way the sandbox's wire format
+does (plain numbers, lists, tuples, dicts, arrays; anything else is an opaque object), and judges
+it with `grader.grading.judge`. So the verdict, and the score, are the ones `mha grade` gives.
+A failed case raises AssertionError with the feedback of `mha check` (hidden cases: the kind of
+failure only).
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["check_case", "plain"]
+
+MAX_TEXT = 200
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` as the grader receives it from the sandbox: plain data or an Opaque stand-in."""
+    from ..codec import MAX_DEPTH, Opaque
+    if depth > MAX_DEPTH:
+        return Opaque("too deeply nested")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)[:MAX_TEXT]
+    if isinstance(value, (list, tuple)):
+        items = [plain(item, depth + 1) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            key = plain(key, depth + 1)
+            out[key if isinstance(key, (str, int, float, bool, type(None), tuple)) else repr(key)] = plain(item, depth + 1)
+        return out
+    if isinstance(value, np.ndarray) or hasattr(type(value), "__array__"):
+        array = np.asarray(value)
+        if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+            return Opaque(f"{type(value).__name__} of dtype {getattr(array, 'dtype', '?')}")
+        return np.array(array.view(np.ndarray), copy=True)
+    return Opaque(type(value).__name__)
+
+
+@functools.lru_cache(maxsize=4)
+def _assignment(root: str):
+    from ..loader import load_assignment
+    return load_assignment(Path(root))
+
+
+def _root(exercises: str | os.PathLike | None) -> Path:
+    """The assignment folder: given, else $MHA_EXERCISES (as for `mha`), else found from here."""
+    from ..paths import find_assignment_root
+    chosen = exercises or os.environ.get("MHA_EXERCISES")
+    return Path(chosen) if chosen else find_assignment_root()
+
+
+def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
+    from ..sandbox import CaseRun, RunStatus, StudentError
+    if not callable(fn):
+        return CaseRun(RunStatus.NO_FUNCTION)
+    try:
+        value = fn(*copy.deepcopy(args))
+    except (Exception, SystemExit) as exc:  # student code may raise anything
+        error = StudentError(type=type(exc).__name__, bases=tuple(c.__name__ for c in type(exc).__mro__),
+                             message=str(exc)[:500])
+        return CaseRun(RunStatus.RAISED, error=error)
+    try:
+        return CaseRun(RunStatus.RETURNED, value=plain(value))
+    except Exception as exc:  # an __array__ that raises, and the like
+        return CaseRun(RunStatus.BAD_RESULT, detail=f"the returned value could not be read: {type(exc).__name__}: {exc}")
+
+
+def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
+               exercises: str | os.PathLike | None = None) -> None:
+    """Grade `fn` on one case; AssertionError with the feedback when it fails."""
+    from ..grading import judge, prepare
+    from ..reports.text import case_lines
+    assignment = _assignment(str(_root(exercises).resolve()))
+    problem = assignment.problem(problem_id)
+    if problem is None:
+        raise LookupError(f"no problem {problem_id!r} in {assignment.root}")
+    case = next((c for c in problem.cases if c.name == case_name), None)
+    if case is None:
+        raise LookupError(f"problem {problem_id!r} has no case {case_name!r}")
+    prepared = prepare(problem, case)
+    result = judge(problem, prepared, _run(fn, prepared.args))
+    if not result.passed:
+        raise AssertionError("\n".join(line.strip() for line in case_lines(result)))

@@ -1,0 +1,295 @@
+"""Canvas: the concept quiz as a QTI 1.2 zip, laid out as text2qti lays it out.
+
+    imsmanifest.xml                     IMS content package, one imsqti_xmlv1p2 resource
+    <assessment>/<assessment>.xml       questestinterop/assessment/section/item
+    <assessment>/assessment_meta.xml    Canvas quiz settings
+
+Numeric items are `numerical_question`s (`render_fib fibtype="Decimal"`) scored by a range
+`vargte`/`varlte`. Canvas keeps 4 decimals, rounding magnitudes below 1e-4 to 0, so the range
+is rounded outward to 4 decimals; an answer Canvas cannot hold, or a range that would then
+accept a known-wrong value, is an error. Choice items are `multiple_choice_question` or
+`multiple_answers_question`, with one `respcondition` per choice for its feedback; a wrong
+choice's feedback names its misconception. With `variants`, every item with params becomes a
+question group (a nested section that picks 1) of that many variants with distinct numbers.
+Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
+"""
+from __future__ import annotations
+
+import hashlib
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from xml.etree import ElementTree as ET
+
+from ..errors import SpecError
+from ..model import Quiz, QuizItem, QuizKind
+from ..quiz import DEFAULT_SEED, Variant, variant
+from .archive import zip_bytes
+from .markup import to_html
+
+__all__ = ["QUESTION_TYPES", "variant_seeds", "numeric_range", "render"]
+
+QUESTION_TYPES = {QuizKind.NUMERIC: "numerical_question", QuizKind.MULTIPLE_CHOICE: "multiple_choice_question",
+                  QuizKind.MULTIPLE_ANSWERS: "multiple_answers_question"}
+CANVAS_STEP = Decimal("0.0001")  # Canvas keeps 4 decimals of a numeric answer
+_QTI_NS = {"xmlns": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2",
+           "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
+           "xsi:schemaLocation": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2 "
+                                 "http://www.imsglobal.org/xsd/ims_qtiasiv1p2p1.xsd"}
+_META_NS = {"xmlns": "http://canvas.instructure.com/xsd/cccv1p0",
+            "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
+            "xsi:schemaLocation": "http://canvas.instructure.com/xsd/cccv1p0 https://canvas.instructure.com/xsd/cccv1p0.xsd"}
+_MANIFEST_NS = {
+    "xmlns": "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1",
+    "xmlns:lom": "http://ltsc.ieee.org/xsd/imsccv1p1/LOM/resource",
+    "xmlns:imsmd": "http://www.imsglobal.org/xsd/imsmd_v1p2",
+    "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
+    "xsi:schemaLocation": "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1 http://www.imsglobal.org/xsd/imscp_v1p1.xsd "
+                          "http://ltsc.ieee.org/xsd/imsccv1p1/LOM/resource "
+                          "http://www.imsglobal.org/profile/cc/ccv1p1/LOM/ccv1p1_lomresource_v1p0.xsd "
+                          "http://www.imsglobal.org/xsd/imsmd_v1p2 http://www.imsglobal.org/xsd/imsmd_v1p2p2.xsd"}
+
+
+def _ident(kind: str, *parts: object) -> str:
+    return f"mha_{kind}_{hashlib.sha256('/'.join(map(str, parts)).encode()).hexdigest()[:40]}"
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    element = ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        element.text = text
+    return element
+
+
+def _xml(root: ET.Element) -> str:
+    ET.indent(root, "  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _points(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def variant_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
+    """Up to `count` seeds from `seed` on whose params differ (fewer if the item has fewer)."""
+    seeds, seen = [], set()
+    for candidate in range(seed, seed + 100 * count):
+        params = tuple(sorted(variant(item, candidate).params.items()))
+        if params not in seen:
+            seen.add(params)
+            seeds.append(candidate)
+            if len(seeds) == count:
+                break
+    return seeds
+
+
+def _dec(x: float) -> Decimal:
+    return Decimal(repr(float(x)))
+
+
+def numeric_range(v: Variant, path: str = "quiz.yaml") -> tuple[str, str, str]:
+    """(exact, low, high) as Canvas will store them: 4 decimals, the range rounded outward."""
+    item, answer = v.item, _dec(v.answer)
+    if answer and abs(answer) < CANVAS_STEP:
+        raise SpecError(path, item.line, f"{item.id}: Canvas rounds {v.answer:g} to 0 (it keeps 4 decimals); "
+                        "ask for the answer in other units")
+    low = (answer - _dec(item.tolerance)).quantize(CANVAS_STEP, rounding=ROUND_FLOOR)
+    high = (answer + _dec(item.tolerance)).quantize(CANVAS_STEP, rounding=ROUND_CEILING)
+    for wrong in v.wrong:
+        if low <= _dec(wrong.value) <= high:
+            raise SpecError(path, wrong.line, f"{item.id}: Canvas keeps 4 decimals, so its range [{low}, {high}] "
+                            f"would accept the known-wrong value {wrong.value:g}; widen the gap or rescale")
+    return str(answer.quantize(CANVAS_STEP, rounding=ROUND_HALF_EVEN)), str(low), str(high)
+
+
+def _feedback(item_el: ET.Element, ident: str, html: str) -> None:
+    flow = _sub(_sub(item_el, "itemfeedback", ident=ident), "flow_mat")
+    _sub(_sub(flow, "material"), "mattext", html, texttype="text/html")
+
+
+def _display(condition: ET.Element, ident: str) -> None:
+    _sub(condition, "displayfeedback", feedbacktype="Response", linkrefid=ident)
+
+
+def _other(resprocessing: ET.Element, ident: str) -> None:
+    condition = _sub(resprocessing, "respcondition", **{"continue": "Yes"})
+    _sub(_sub(condition, "conditionvar"), "other")
+    _display(condition, ident)
+
+
+def _choice_feedback(choice) -> str:
+    html = to_html(choice.feedback)
+    if not choice.correct and choice.mistake:
+        html += f"\n<p>Misconception: <code>{choice.mistake}</code></p>"
+    return html
+
+
+def _wrong_feedback(v: Variant) -> str:
+    parts = [f"<p>If you answered {w.value:g} (misconception: <code>{w.mistake}</code>):</p>\n{to_html(w.feedback)}"
+             for w in v.wrong]
+    if v.hint:
+        parts.append(to_html(v.hint))
+    return "\n".join(parts)
+
+
+def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
+    """One <item> for the variant `v`; returns its points."""
+    item = v.item
+    qid = _ident("question", item.id, v.seed)
+    choice_ids = [_ident("choice", item.id, v.seed, c.letter) for c in v.choices]
+    answer_ids = choice_ids or [_ident("numerical", item.id, v.seed)]
+    element = _sub(parent, "item", ident=qid, title=title)
+    meta = _sub(_sub(element, "itemmetadata"), "qtimetadata")
+    for label, entry in (("question_type", QUESTION_TYPES[item.kind]), ("points_possible", _points(item.points)),
+                         ("original_answer_ids", ",".join(answer_ids)),
+                         ("assessment_question_identifierref", _ident("question_ref", item.id, v.seed))):
+        field = _sub(meta, "qtimetadatafield")
+        _sub(field, "fieldlabel", label)
+        _sub(field, "fieldentry", entry)
+    presentation = _sub(element, "presentation")
+    _sub(_sub(presentation, "material"), "mattext", to_html(v.prompt), texttype="text/html")
+    processing = _sub(element, "resprocessing")
+    _sub(_sub(processing, "outcomes"), "decvar", maxvalue="100", minvalue="0", varname="SCORE", vartype="Decimal")
+    if item.kind is QuizKind.NUMERIC:
+        exact, low, high = numeric_range(v, path)
+        fib = _sub(_sub(presentation, "response_str", ident="response1", rcardinality="Single"),
+                   "render_fib", fibtype="Decimal")
+        _sub(fib, "response_label", ident="answer1")
+        correct = _sub(processing, "respcondition", **{"continue": "No"})
+        either = _sub(_sub(correct, "conditionvar"), "or")
+        _sub(either, "varequal", exact, respident="response1")
+        both = _sub(either, "and")
+        _sub(both, "vargte", low, respident="response1")
+        _sub(both, "varlte", high, respident="response1")
+        _sub(correct, "setvar", "100", action="Set", varname="SCORE")
+        _display(correct, "correct_fb")
+        incorrect = _wrong_feedback(v)
+        if incorrect:
+            _other(processing, "general_incorrect_fb")
+        _feedback(element, "correct_fb", to_html(v.feedback))
+        if incorrect:
+            _feedback(element, "general_incorrect_fb", incorrect)
+        return item.points
+    cardinality = "Single" if item.kind is QuizKind.MULTIPLE_CHOICE else "Multiple"
+    render_choice = _sub(_sub(presentation, "response_lid", ident="response1", rcardinality=cardinality),
+                         "render_choice")
+    for choice, cid in zip(v.choices, choice_ids):
+        label = _sub(render_choice, "response_label", ident=cid)
+        _sub(_sub(label, "material"), "mattext", to_html(choice.text), texttype="text/html")
+    for cid in choice_ids:  # one condition per choice: its own feedback whatever else is chosen
+        condition = _sub(processing, "respcondition", **{"continue": "Yes"})
+        _sub(_sub(condition, "conditionvar"), "varequal", cid, respident="response1")
+        _display(condition, f"{cid}_fb")
+    correct = _sub(processing, "respcondition", **{"continue": "No"})
+    conditions = _sub(correct, "conditionvar")
+    if item.kind is QuizKind.MULTIPLE_CHOICE:
+        _sub(conditions, "varequal", next(cid for c, cid in zip(v.choices, choice_ids) if c.correct),
+             respident="response1")
+    else:
+        every = _sub(conditions, "and")
+        for choice, cid in zip(v.choices, choice_ids):
+            _sub(every if choice.correct else _sub(every, "not"), "varequal", cid, respident="response1")
+    _sub(correct, "setvar", "100", action="Set", varname="SCORE")
+    for choice, cid in zip(v.choices, choice_ids):
+        _feedback(element, f"{cid}_fb", _choice_feedback(choice))
+    return item.points
+
+
+def _variant_title(item: QuizItem, v: Variant) -> str:
+    return f"{item.title} ({', '.join(f'{k}={x}' for k, x in v.params.items())})" if v.params else item.title
+
+
+def _assessment(quiz: Quiz, assessment_id: str, variants: int | None, seed: int) -> tuple[ET.Element, float]:
+    path = str(quiz.path or "quiz.yaml")
+    root = ET.Element("questestinterop", _QTI_NS)
+    assessment = _sub(root, "assessment", ident=assessment_id, title=quiz.title)
+    field = _sub(_sub(assessment, "qtimetadata"), "qtimetadatafield")
+    _sub(field, "fieldlabel", "cc_maxattempts")
+    _sub(field, "fieldentry", "1")
+    section = _sub(assessment, "section", ident="root_section")
+    total = 0.0
+    for item in quiz.items:
+        if variants and item.params:
+            group = _sub(section, "section", ident=_ident("group", item.id, seed, variants), title=item.title)
+            selection = _sub(_sub(group, "selection_ordering"), "selection")
+            _sub(selection, "selection_number", "1")
+            _sub(_sub(selection, "selection_extension"), "points_per_item", _points(item.points))
+            for s in variant_seeds(item, variants, seed):
+                v = variant(item, s)
+                _item(group, v, _variant_title(item, v), path)
+            total += item.points
+        else:
+            total += _item(section, variant(item, seed), item.title, path)
+    return root, total
+
+
+def _meta(quiz: Quiz, assessment_id: str, points: float) -> ET.Element:
+    quiz_el = ET.Element("quiz", {"identifier": assessment_id, **_META_NS})
+    _sub(quiz_el, "title", quiz.title)
+    _sub(quiz_el, "description", to_html(f"{quiz.title}: exported by mha-exercises."))
+    settings = [("shuffle_answers", "false"), ("scoring_policy", "keep_highest"), ("hide_results", ""),
+                ("quiz_type", "assignment"), ("points_possible", repr(float(points))),
+                ("require_lockdown_browser", "false"), ("require_lockdown_browser_for_results", "false"),
+                ("require_lockdown_browser_monitor", "false"), ("lockdown_browser_monitor_data", None),
+                ("show_correct_answers", "true"), ("anonymous_submissions", "false"), ("could_be_locked", "false"),
+                ("allowed_attempts", "1"), ("one_question_at_a_time", "false"), ("cant_go_back", "false"),
+                ("available", "false"), ("one_time_results", "false"),
+                ("show_correct_answers_last_attempt", "false"), ("only_visible_to_overrides", "false"),
+                ("module_locked", "false")]
+    for tag, text in settings:
+        _sub(quiz_el, tag, text)
+    assignment = _sub(quiz_el, "assignment", identifier=assessment_id.replace("assessment", "assignment"))
+    for tag, text in [("title", quiz.title), ("due_at", None), ("lock_at", None), ("unlock_at", None),
+                      ("module_locked", "false"), ("workflow_state", "unpublished"), ("assignment_overrides", ""),
+                      ("quiz_identifierref", assessment_id), ("allowed_extensions", ""),
+                      ("has_group_category", "false"), ("points_possible", repr(float(points))),
+                      ("grading_type", "points"), ("all_day", "false"), ("submission_types", "online_quiz"),
+                      ("position", "1"), ("turnitin_enabled", "false"), ("vericite_enabled", "false"),
+                      ("peer_review_count", "0"), ("peer_reviews", "false"), ("automatic_peer_reviews", "false"),
+                      ("anonymous_peer_reviews", "false"), ("grade_group_students_individually", "false"),
+                      ("freeze_on_copy", "false"), ("omit_from_final_grade", "false"),
+                      ("intra_group_peer_reviews", "false"), ("only_visible_to_overrides", "false"),
+                      ("post_to_sis", "false"), ("moderated_grading", "false"), ("grader_count", "0"),
+                      ("grader_comments_visible_to_graders", "true"), ("anonymous_grading", "false"),
+                      ("graders_anonymous_to_graders", "false"), ("grader_names_visible_to_final_grader", "true"),
+                      ("anonymous_instructor_annotations", "false")]:
+        _sub(assignment, tag, text)
+    _sub(_sub(assignment, "post_policy"), "post_manually", "false")
+    _sub(quiz_el, "assignment_group_identifierref", assessment_id.replace("assessment", "assignment-group"))
+    _sub(quiz_el, "assignment_overrides", "")
+    return quiz_el
+
+
+def _manifest(assessment_id: str, files: tuple[str, str]) -> ET.Element:
+    """The IMS manifest, as text2qti writes it but without the export date (re-exports stay identical)."""
+    manifest = ET.Element("manifest", {"identifier": assessment_id.replace("assessment", "manifest"), **_MANIFEST_NS})
+    metadata = _sub(manifest, "metadata")
+    _sub(metadata, "schema", "IMS Content")
+    _sub(metadata, "schemaversion", "1.1.3")
+    lom = _sub(metadata, "imsmd:lom")
+    _sub(_sub(_sub(lom, "imsmd:general"), "imsmd:title"), "imsmd:string", "QTI assessment exported by mha-exercises")
+    rights = _sub(lom, "imsmd:rights")
+    _sub(_sub(rights, "imsmd:copyrightAndOtherRestrictions"), "imsmd:value", "yes")
+    _sub(_sub(rights, "imsmd:description"), "imsmd:string",
+         "Private (Copyrighted) - http://en.wikipedia.org/wiki/Copyright")
+    _sub(manifest, "organizations")
+    resources = _sub(manifest, "resources")
+    dependency = assessment_id.replace("assessment", "dependency")
+    resource = _sub(resources, "resource", identifier=assessment_id, type="imsqti_xmlv1p2")
+    _sub(resource, "file", href=files[0])
+    _sub(resource, "dependency", identifierref=dependency)
+    meta = _sub(resources, "resource", identifier=dependency,
+                type="associatedcontent/imscc_xmlv1p1/learning-application-resource", href=files[1])
+    _sub(meta, "file", href=files[1])
+    return manifest
+
+
+def render(quiz: Quiz, *, variants: int | None = None, seed: int = DEFAULT_SEED) -> bytes:
+    """The QTI zip. `variants`: a question group of that many variants per item with params."""
+    assessment_id = _ident("assessment", quiz.title, *(i.id for i in quiz.items), seed, variants or 0)
+    questions, points = _assessment(quiz, assessment_id, variants, seed)
+    files = (f"{assessment_id}/{assessment_id}.xml", f"{assessment_id}/assessment_meta.xml")
+    return zip_bytes({
+        "imsmanifest.xml": _xml(_manifest(assessment_id, files)),
+        "non_cc_assessments/": "",  # as text2qti writes it
+        files[0]: _xml(questions),
+        files[1]: _xml(_meta(quiz, assessment_id, points)),
+    })

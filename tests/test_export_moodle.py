@@ -1,0 +1,97 @@
+"""Moodle XML export: parses, names and texts every question, keeps the misconception answers."""
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from grader.exports import moodle
+from grader.model import QuizKind
+from grader.quiz import variant
+
+
+@pytest.fixture(scope="module")
+def questions(assignment):
+    root = ET.fromstring(moodle.render(assignment.quiz).encode("utf-8"))
+    assert root.tag == "quiz"
+    return root
+
+
+def _answers(question):
+    return [(float(a.get("fraction")), a.findtext("text"), a.findtext("feedback/text"), a.findtext("tolerance"))
+            for a in question.findall("answer")]
+
+
+class TestRender:
+    def test_utf8_declaration_and_a_category_first(self, assignment):
+        """The file declares UTF-8 and starts with the quiz's category."""
+        text = moodle.render(assignment.quiz)
+        assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<quiz>')
+        first = ET.fromstring(text.encode())[0]
+        assert first.get("type") == "category"
+        assert first.findtext("category/text") == f"$course$/top/{assignment.quiz.title}"
+
+    def test_every_question_has_name_text_and_a_correct_answer(self, questions, assignment):
+        """Each item: <name><text>, html <questiontext>, and an answer at 100% (or summing to 100)."""
+        items = [q for q in questions if q.get("type") != "category"]
+        assert len(items) == len(assignment.quiz.items)
+        for q in items:
+            assert q.findtext("name/text").strip()
+            assert q.find("questiontext").get("format") == "html" and q.findtext("questiontext/text").strip()
+            positive = [f for f, *_ in _answers(q) if f > 0]
+            assert positive and abs(sum(positive) - 100) < 1e-3
+
+    def test_numerical_answers_with_tolerance_and_known_wrong_values_at_zero(self, questions, assignment):
+        """numerical: the answer at 100 with the item's tolerance; each known-wrong value at 0 with its feedback."""
+        by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "numerical"}
+        numeric = [i for i in assignment.quiz.items if i.kind is QuizKind.NUMERIC]
+        assert set(by_name) == {i.id for i in numeric}
+        for item in numeric:
+            v = variant(item, 0)
+            answers = _answers(by_name[item.id])
+            assert answers[0][0] == 100 and float(answers[0][1]) == pytest.approx(v.answer)
+            assert float(answers[0][3]) == item.tolerance
+            wrong = answers[1:]
+            assert [float(text) for _, text, _, _ in wrong] == pytest.approx([w.value for w in v.wrong])
+            assert all(f == 0 for f, *_ in wrong)
+            for (_, _, feedback, _), w in zip(wrong, v.wrong):
+                assert w.mistake in feedback
+
+    def test_multichoice_single_and_multiple(self, questions, assignment):
+        """multichoice: <single> true for one answer, false for several; every answer has feedback."""
+        by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "multichoice"}
+        for item in assignment.quiz.items:
+            if item.kind is QuizKind.NUMERIC:
+                continue
+            q = by_name[item.id]
+            assert q.findtext("single") == ("true" if item.kind is QuizKind.MULTIPLE_CHOICE else "false")
+            assert q.findtext("shuffleanswers") in ("true", "false")
+            answers = _answers(q)
+            assert len(answers) == len(item.choices) and all(fb for _, _, fb, _ in answers)
+            for (fraction, _, feedback, _), choice in zip(answers, item.choices):
+                assert (fraction > 0) == choice.correct
+                if not choice.correct:
+                    assert choice.mistake in feedback
+            if item.kind is QuizKind.MULTIPLE_ANSWERS:
+                assert sum(f for f, *_ in answers if f < 0) == pytest.approx(-100, abs=1e-3)
+
+    def test_variants_go_to_a_subcategory_per_item(self, assignment):
+        """--variants N: the variants of each item with params follow a category named after it."""
+        root = ET.fromstring(moodle.render(assignment.quiz, variants=3).encode())
+        categories = [q.findtext("category/text") for q in root if q.get("type") == "category"]
+        with_params = [i.id for i in assignment.quiz.items if i.params]
+        assert categories[1:] == [f"$course$/top/{assignment.quiz.title}/{i}" for i in with_params]
+        names = [q.findtext("name/text") for q in root if q.get("type") != "category"]
+        assert len(names) == len(set(names))
+
+    def test_deterministic(self, assignment):
+        """The same quiz gives the same bytes."""
+        assert moodle.render(assignment.quiz, variants=3) == moodle.render(assignment.quiz, variants=3)
+
+
+def test_cli_writes_the_file(cli, tmp_path):
+    """`mha export moodle --out quiz.xml` writes parseable XML."""
+    out = tmp_path / "quiz.xml"
+    result = cli("export", "moodle", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert ET.parse(out).getroot().tag == "quiz"

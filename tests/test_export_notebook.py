@@ -1,0 +1,112 @@
+"""The student notebook export, and notebooks as submissions (grader.notebook)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from grader.errors import ExitCode
+from grader.exports import notebook as exporter
+from grader.notebook import CHECK_TAG, definitions, extract_source
+
+from ._submissions import solution_functions
+from .conftest import SOLUTIONS
+
+
+def _solved(text: str):
+    """The exported notebook (an nbformat node) with each stub cell replaced by the model answer."""
+    import nbformat
+    nb = nbformat.reads(text, as_version=4)
+    functions = solution_functions()
+    for cell in nb.cells:
+        if cell.id.endswith("-code"):
+            cell.source = functions[cell.id.removesuffix("-code")]
+    return nb
+
+
+class TestRender:
+    def test_each_problem_has_prompt_stub_and_tagged_check(self, assignment):
+        """Per problem: a Markdown prompt, a stub cell defining the function, a check cell tagged mha-check."""
+        nb = json.loads(exporter.render(assignment))
+        cells = {c["id"]: c for c in nb["cells"]}
+        for problem in assignment.problems:
+            prompt = "".join(cells[f"{problem.id}-prompt"]["source"])
+            assert cells[f"{problem.id}-prompt"]["cell_type"] == "markdown" and problem.title in prompt
+            assert "".join(cells[f"{problem.id}-code"]["source"]).startswith(f"def {problem.function.name}(")
+            check = cells[f"{problem.id}-check"]
+            assert check["metadata"]["tags"] == [CHECK_TAG]
+            assert f"check({problem.id!r})" in "".join(check["source"])
+
+    def test_render_is_deterministic(self, assignment):
+        """The same assignment gives byte-identical notebooks (cell ids are not random)."""
+        assert exporter.render(assignment) == exporter.render(assignment)
+
+
+class TestDefinitions:
+    def test_keeps_definitions_and_drops_scratch_work(self):
+        """Imports, defs and assignments stay; calls, magics, tools and API-calling assignments go."""
+        source = ("import numpy as np\nimport otter\ngrader = otter.Notebook('a.ipynb')\n"
+                  "from grader.notebook import check\n!mha check softmax\n%timeit 1\nEPS = 1e-9\n"
+                  "x = softmax(np.ones(3))\n\n@staticmethod\ndef softmax(s):\n    return s\nprint(softmax(1))\n")
+        assert definitions(source) == "import numpy as np\nEPS = 1e-9\n@staticmethod\ndef softmax(s):\n    return s"
+
+    def test_invalid_python_is_kept_for_the_grader_to_report(self):
+        """A cell with a syntax error is kept as it is (magic lines blanked)."""
+        assert definitions("def f(:\n    pass") == "def f(:\n    pass"
+
+    def test_cell_magic_cells_are_dropped(self):
+        """%%timeit and the like make the whole cell non-Python."""
+        assert definitions("%%timeit\nsoftmax(1)") == ""
+
+    def test_not_a_notebook_is_a_usage_error(self, cli, tmp_path):
+        """A .ipynb that is not JSON is exit 2 with a message naming the file."""
+        path = tmp_path / "attention.ipynb"
+        path.write_text("{not json")
+        result = cli("grade", str(path))
+        assert result.exit_code == ExitCode.USAGE
+        assert f"{path}: not a Jupyter notebook" in result.stderr
+
+
+@pytest.mark.slow
+class TestSolvedNotebook:
+    def test_executes_with_every_check_passing_and_grades_full_marks(self, assignment, cli, tmp_path):
+        """Solutions pasted into the stubs: nbclient runs it top to bottom, every check passes,
+        and `mha grade` on the notebook gives full marks."""
+        import nbformat
+        from nbclient import NotebookClient
+        nb = _solved(exporter.render(assignment))
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        assert len(checks) == len(assignment.problems)
+        for cell, problem in zip(checks, assignment.problems):
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            assert f"PASS  {problem.id}:" in text and "FAIL" not in text, text
+        path = tmp_path / "attention.ipynb"
+        nbformat.write(nb, path)
+        shutil.copy(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")
+        result = cli("grade", str(path), "--format", "json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["score"] == data["max_score"] == assignment.max_score
+
+    def test_unsolved_notebook_scores_zero_on_the_problems(self, assignment, tmp_path):
+        """The exported stubs, graded as a notebook, earn nothing: `not implemented yet`."""
+        path = tmp_path / "attention.ipynb"
+        path.write_text(exporter.render(assignment))
+        source = extract_source(path)
+        assert "def softmax(scores):" in source and "check(" not in source
+        from grader.grading import grade
+        from grader.paths import resolve_submission
+        result = grade(assignment, resolve_submission(path), problem_ids=[p.id for p in assignment.problems])
+        assert result.score == 0
+        assert all(p.message == "not implemented yet" for p in result.problems)
+
+
+def test_cli_writes_the_notebook(cli, tmp_path):
+    """`mha export notebook --out FILE` writes a valid nbformat 4 notebook."""
+    out = tmp_path / "hw.ipynb"
+    result = cli("export", "notebook", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["nbformat"] == 4

@@ -1,0 +1,148 @@
+"""otter-grader export: `otter assign`, `otter generate` and `otter run` work on it, and otter's
+per-problem scores equal `mha grade`'s for a correct and a buggy submission.
+
+Slow-ish (about half a minute: a kernel for `otter assign`, two `otter run`s in parallel), but
+part of the default run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.exports import otter as exporter
+from grader.exports.otter_checks import check_case, plain
+
+from .conftest import EXERCISES
+
+BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount in parameter_count
+    "return e / e.sum(axis=-1, keepdims=True)": "return e / e.sum()",
+    "biases = 4 * d_model if bias else 0": "biases = d_model if bias else 0",
+}
+
+
+def _otter(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    return subprocess.Popen([sys.executable, "-m", "otter", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait(process: subprocess.Popen) -> str:
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output[-3000:]
+    return output
+
+
+def _buggy(notebook: str) -> str:
+    for right, wrong in BUGS.items():
+        assert right in notebook
+        notebook = notebook.replace(right, wrong)
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def otter_run(tmp_path_factory):
+    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook."""
+    from click.testing import CliRunner
+    from grader.cli import main
+    tmp = tmp_path_factory.mktemp("otter")
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
+    assert result.exit_code == 0, result.output
+    assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
+    assert "All autograder tests passed" in assign
+    autograder = tmp / "dist" / "autograder"
+    _wait(_otter("generate", "-o", "autograder.zip", cwd=autograder))
+    solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
+    runs = {}
+    for name, text in (("correct", solved), ("buggy", _buggy(solved))):
+        folder = tmp / name
+        (folder / "out").mkdir(parents=True)
+        (folder / exporter.NOTEBOOK_NAME).write_text(text)
+        runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
+                                     exporter.NOTEBOOK_NAME, cwd=folder))
+    for folder, process in runs.values():
+        _wait(process)
+    return {name: folder for name, (folder, _) in runs.items()}, tmp
+
+
+def _otter_scores(folder: Path) -> dict[str, float]:
+    tests = json.loads((folder / "out" / "results.json").read_text())["tests"]
+    return {t["name"]: t["score"] for t in tests if "score" in t}
+
+
+def _mha_scores(cli, notebook: Path, problem_ids) -> dict[str, float]:
+    args = [arg for pid in problem_ids for arg in ("--problem", pid)]
+    result = cli("grade", str(notebook), "--format", "json", *args)
+    assert result.exit_code == 0, result.output
+    return {p["id"]: p["score"] for p in json.loads(result.stdout)["problems"]}
+
+
+class TestOtterRun:
+    @pytest.mark.slow
+    @pytest.mark.parametrize("submission", ["correct", "buggy"])
+    def test_per_problem_scores_equal_mha_grade(self, otter_run, cli, assignment, submission):
+        """otter's score for every problem is mha grade's score for the same notebook."""
+        folders, _ = otter_run
+        ids = [p.id for p in assignment.problems]
+        otter_scores = _otter_scores(folders[submission])
+        mha_scores = _mha_scores(cli, folders[submission] / exporter.NOTEBOOK_NAME, ids)
+        assert sorted(otter_scores) == sorted(ids)
+        assert otter_scores == pytest.approx(mha_scores, abs=1e-4)  # mha rounds scores to 4 decimals
+        if submission == "correct":
+            assert mha_scores == {p.id: p.points for p in assignment.problems}
+        else:
+            wrong = {pid for pid in ids if mha_scores[pid] < assignment.problem(pid).points}
+            assert {"softmax", "parameter_count", "scaled_dot_product_attention"} <= wrong
+            assert sum(mha_scores.values()) > 0
+
+    @pytest.mark.slow
+    def test_hidden_cases_are_hidden_in_the_student_tests(self, otter_run, assignment):
+        """otter assign keeps hidden cases out of the student's copy of the tests."""
+        _, tmp = otter_run
+        source = (tmp / "dist" / "student" / "tests" / "softmax.py").read_text()
+        public = [c.name for c in assignment.problem("softmax").cases if not c.hidden]
+        assert source.count("@test_case(") == len(public)
+        assert "hidden=True" not in source
+
+
+class TestTestFiles:
+    def test_one_case_per_test_with_visibility_and_points(self, assignment):
+        """Each case is a test_case with its hidden flag; the points add up to the problem's."""
+        from otter.test_files import ExceptionTestFile
+        for problem in assignment.problems:
+            parsed = ExceptionTestFile.from_string(exporter.test_file(problem), path=f"{problem.id}.py")
+            assert [tc.hidden for tc in parsed.test_cases] == [c.hidden for c in problem.cases]
+            assert sum(tc.points for tc in parsed.test_cases) == pytest.approx(problem.points)
+            assert parsed.name == problem.id
+
+    def test_write_is_deterministic(self, assignment, tmp_path):
+        """Exporting twice gives byte-identical files."""
+        from .conftest import SOLUTIONS
+        first = exporter.write(tmp_path / "a", assignment, SOLUTIONS / "attention.py")
+        second = exporter.write(tmp_path / "b", assignment, SOLUTIONS / "attention.py")
+        assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+class TestCheckCase:
+    def test_missing_function_fails_with_the_grader_message(self):
+        """A name the notebook never defined arrives as None: the case fails, saying so."""
+        with pytest.raises(AssertionError, match="defines no function softmax"):
+            check_case("softmax", "worked example", None, exercises=EXERCISES)
+
+    def test_hidden_case_failure_shows_no_expected_values(self):
+        """A wrong answer on a hidden case says only the kind of failure."""
+        import numpy as np
+        with pytest.raises(AssertionError) as caught:
+            check_case("softmax", "one long row", lambda s: np.zeros_like(s), exercises=EXERCISES)
+        assert "[hidden] one long row" in str(caught.value) and "expected" not in str(caught.value)
+
+    def test_plain_reads_values_like_the_sandbox(self):
+        """numpy scalars become Python numbers, subclasses plain arrays, objects opaque."""
+        import numpy as np
+        from grader.codec import Opaque
+        assert plain((np.int64(3), [np.float32(0.5)], {"a": None})) == (3, [0.5], {"a": None})
+        assert type(plain(np.ma.masked_array([1.0]))) is np.ndarray
+        assert plain(object()) == Opaque("object")
