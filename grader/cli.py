@@ -72,8 +72,11 @@ def _student_options(command):
     @functools.wraps(command)
     def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
         if student is None and gradescope_metadata is not None:
-            from .variants import gradescope_student
-            student = gradescope_student(gradescope_metadata)
+            import os
+            from .variants import course_secret, gradescope_student
+            # a course without a secret has no per-student variants: everyone gets the default
+            if course_secret(click.get_current_context().obj.root, os.environ):
+                student = gradescope_student(gradescope_metadata)
         return command(*args, student=student, **kwargs)
 
     with_student = click.option(
@@ -191,11 +194,12 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             raise InternalError(f"internal error: {detail}") from exc
         _emit(report, output)
     except GraderError as exc:
-        if fmt == "gradescope" and exc.exit_code in (ExitCode.INTERNAL, ExitCode.INVALID_SPEC):
+        if fmt == "gradescope":  # the student must see why, even when nothing could be graded
             try:
-                _emit(failure(str(exc), round(time.monotonic() - start, 3)), output)
-            except OSError:
-                pass
+                _emit(failure(str(exc), round(time.monotonic() - start, 3),
+                              submission_fault=exc.exit_code is ExitCode.USAGE), output)
+            except GraderError:
+                pass  # the output cannot be written either; the exit code still says what happened
         _fail(exc)
     if fail_under is not None and result.percent < fail_under:
         click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)

@@ -140,3 +140,23 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
     """
     from .exports import moodle as exporter
     _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
+@click.pass_obj
+def gradescope(obj: Ctx, out: Path) -> None:
+    """Write a Gradescope autograder zip (setup.sh, run_autograder, the grader and the assignment).
+
+    The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
+    their own variant, identified by the sid in submission_metadata.json.
+
+    \b
+    Example:
+      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip
+    """
+    import os
+    from .exports import gradescope as exporter
+    from .variants import course_secret
+    assignment = obj.assignment()
+    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ)))

@@ -41,15 +41,21 @@ def as_dict(result: GradeResult) -> dict:
     }
 
 
-def failure(message: str, execution_time: float = 0.0) -> str:
-    """results.json for when the autograder itself failed: score 0 and a visible explanation."""
+def failure(message: str, execution_time: float = 0.0, submission_fault: bool = False) -> str:
+    """results.json when nothing could be graded: score 0 and a visible explanation.
+
+    `submission_fault`: the upload itself is unusable (no attention.py...), so the student can fix it.
+    """
+    name, summary = (("submission not gradable", "Your submission could not be graded; see below, fix it and resubmit.")
+                     if submission_fault else
+                     ("autograder failed", "The autograder failed; this is not a grade. Please tell your instructor."))
     return json.dumps({
         "score": 0.0,
         "execution_time": execution_time,
-        "output": "The autograder failed; this is not a grade. Please tell your instructor.",
+        "output": summary,
         "output_format": "md",
         "stdout_visibility": "hidden",
-        "tests": [{"name": "autograder failed", "score": 0.0, "max_score": 0.0, "status": "failed",
+        "tests": [{"name": name, "score": 0.0, "max_score": 0.0, "status": "failed",
                    "visibility": "visible", "output": message, "output_format": "text"}],
     }, indent=2) + "\n"
 
