@@ -26,9 +26,13 @@ def resolve_submission(path: Path) -> Path:
     path = Path(path)
     if path.is_dir():
         candidate = path / SUBMISSION_NAME
-        if not candidate.is_file():
-            raise SubmissionError(f"{path}: no {SUBMISSION_NAME} in this folder")
-        return candidate
+        notebooks = sorted(path.glob("*.ipynb"))
+        if not candidate.is_file() and len(notebooks) == 1:  # e.g. a Gradescope upload of the notebook
+            candidate = notebooks[0]
+        elif not candidate.is_file():
+            more = f" (and {len(notebooks)} notebooks: upload one)" if notebooks else ""
+            raise SubmissionError(f"{path}: no {SUBMISSION_NAME} in this folder{more}")
+        return resolve_submission(candidate) if candidate.suffix == ".ipynb" else candidate
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or folder")
     if path.suffix == ".ipynb":

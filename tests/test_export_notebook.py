@@ -110,3 +110,20 @@ def test_cli_writes_the_notebook(cli, tmp_path):
     result = cli("export", "notebook", "--out", str(out))
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["nbformat"] == 4
+
+
+def test_folder_holding_only_a_notebook_is_graded(assignment, cli, tmp_path):
+    """A submission folder with one .ipynb and no attention.py (a Gradescope notebook upload) is graded."""
+    import nbformat
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    nbformat.write(_solved(exporter.render(assignment)), folder / "homework.ipynb")
+    shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
+    result = cli("grade", str(folder), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["score"] == data["max_score"] == assignment.max_score
+    (folder / "second.ipynb").write_text((folder / "homework.ipynb").read_text())
+    two = cli("grade", str(folder))
+    assert two.exit_code == ExitCode.USAGE
+    assert "no attention.py in this folder (and 2 notebooks: upload one)" in two.stderr
