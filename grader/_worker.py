@@ -16,8 +16,10 @@ Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_F
 values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 """
+import base64
 import builtins
 import ctypes
+import gc
 import importlib
 import importlib.util
 import json
@@ -37,7 +39,8 @@ import numpy as np
 # code runs in this process and can still undo anything here: that only spoils its own answers,
 # which are compared in the grader's process.
 _dumps, _loads, _write, _monotonic = json.dumps, json.loads, os.write, time.perf_counter
-_ndarray, _array, _asarray, _isfinite = np.ndarray, np.array, np.asarray, np.isfinite
+_ndarray, _asarray, _frombuffer = np.ndarray, np.asarray, np.frombuffer
+_b64encode, _b64decode = base64.b64encode, base64.b64decode
 _np_bool, _np_integer, _np_floating, _finite = np.bool_, np.integer, np.floating, math.isfinite
 _readline = sys.stdin.buffer.readline
 _exit = os._exit
@@ -101,18 +104,19 @@ def encode(x, depth=0):
             return {"t": "object", "type": f"{kind.__name__} of dtype {arr.dtype}"}
         if arr.size > MAX_ITEMS:
             return {"t": "object", "type": f"array too large ({arr.size} elements)"}
-        flat = _ndarray.tolist(arr.ravel())
-        if arr.dtype.kind == "f" and not bool(_isfinite(arr).all()):
-            flat = [_float(v) for v in flat]
-        return {"t": "array", "dtype": arr.dtype.name, "shape": list(arr.shape), "v": flat,
-                "type": kind.__name__}
+        if arr.dtype.kind == "b":  # as JSON true/false: whatever bytes a bool array holds
+            return {"t": "array", "dtype": "bool", "shape": list(arr.shape), "v": _ndarray.tolist(arr.ravel()),
+                    "type": kind.__name__}
+        native = _ndarray.astype(arr, arr.dtype.newbyteorder("="), order="C", copy=False)  # read in native order
+        return {"t": "array", "dtype": native.dtype.name, "shape": list(native.shape),
+                "b64": _b64encode(_ndarray.tobytes(native)).decode("ascii"), "type": kind.__name__}
     return {"t": "object", "type": kind.__name__}
 
 
 def decode_arg(a):
-    """Case inputs arrive as plain JSON; arrays as {"nd": flat, "shape": [...], "dtype": ...}."""
-    if isinstance(a, dict):
-        return _array(a["nd"], dtype=a["dtype"]).reshape(a["shape"])
+    """Case inputs arrive as plain JSON; arrays as {"nd": base64 of the bytes, "shape": [...], "dtype": ...}."""
+    if isinstance(a, dict):  # a bytearray: the student may change the array, as any input
+        return _frombuffer(bytearray(_b64decode(a["nd"])), dtype=a["dtype"]).reshape(a["shape"])
     return a
 
 
@@ -364,6 +368,8 @@ def zygote(control_fd):
     for name in PRELOAD:
         importlib.import_module(name)
     prctl(_PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    gc.collect()
+    gc.freeze()  # the collector never walks (so never copies) the zygote's objects in a child
     control = socket.socket(fileno=control_fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)

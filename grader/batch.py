@@ -268,10 +268,11 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
     from .reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
     if grader is None:
-        from .grading import grade
+        from .grading import PreparedCases, grade
+        cache = PreparedCases()  # inputs and expected answers, computed once per variant
 
         def grader(a: Assignment, path: Path, seed: int) -> GradeResult:
-            return grade(a, path, limits=limits, seed=seed)
+            return grade(a, path, limits=limits, seed=seed, cache=cache)
     stamp = fingerprint(assignment, limits)
 
     def work(submission: Submission) -> Outcome:

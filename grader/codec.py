@@ -1,12 +1,16 @@
 """The wire format between the grader and the student process, grader side.
 
-Inputs go out as plain JSON (arrays as flat lists with shape and dtype). Answers come back as
-tagged plain data made in the student process; `decode_value` checks every field strictly and
-builds only None, bool, int, float, str, list, tuple, dict, ndarray or `Opaque`. Nothing is
-unpickled or evaluated.
+Inputs go out as plain JSON (arrays as the base64 of their bytes, with shape and dtype).
+Answers come back as tagged plain data made in the student process: numbers, strings, lists,
+and arrays as the base64 of their bytes in native order (bool arrays: lists of true/false);
+`decode_value` checks every field strictly and builds only None, bool, int, float, str, list,
+tuple, dict, ndarray (of an allowed numeric dtype, its size checked against its shape) or
+`Opaque`. Nothing is unpickled or evaluated.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +41,9 @@ class Opaque:
 def encode_arg(value: Any) -> Any:
     """One case input as plain JSON for the student process."""
     if isinstance(value, np.ndarray):
-        return {"nd": value.ravel().tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
+        native = value.astype(value.dtype.newbyteorder("="), order="C", copy=False)
+        return {"nd": base64.b64encode(native.tobytes()).decode("ascii"), "shape": list(native.shape),
+                "dtype": native.dtype.name}
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -121,20 +127,38 @@ def _array(data: dict) -> np.ndarray:
     if (not isinstance(shape, list) or len(shape) > 32
             or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)):
         raise DecodeError("bad shape")
+    np_dtype = np.dtype(dtype)
+    if "b64" in data:
+        return _raw_array(data["b64"], np_dtype, shape)
     if not isinstance(flat, list) or len(flat) != math.prod(shape) or len(flat) > MAX_ELEMENTS:
         raise DecodeError("array data does not match its shape")
-    np_dtype = np.dtype(dtype)
+    kinds = set(map(type, flat))  # JSON gives exactly these types: no subclasses to look through
     if np_dtype.kind == "f":
-        values = [_float(v) for v in flat]
+        values = flat if kinds <= {float, int} else [_float(v) for v in flat]  # "nan", "inf", "-inf"
     elif np_dtype.kind == "b":
-        if not all(isinstance(v, bool) for v in flat):
+        if not kinds <= {bool}:
             raise DecodeError("bad bool array")
         values = flat
     else:
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+        if not kinds <= {int}:
             raise DecodeError("bad int array")
         values = flat
     try:
         return np.array(values, dtype=np_dtype).reshape(shape)
     except (OverflowError, ValueError) as exc:
         raise DecodeError(f"bad array: {exc}") from None
+
+
+def _raw_array(text: Any, dtype: np.dtype, shape: list[int]) -> np.ndarray:
+    """A numeric array from the base64 of its bytes: exactly as many bytes as its shape needs."""
+    size = math.prod(shape)
+    if dtype.kind not in "iuf" or size > MAX_ELEMENTS or not isinstance(text, str) \
+            or len(text) != 4 * math.ceil(size * dtype.itemsize / 3):
+        raise DecodeError("array data does not match its shape")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise DecodeError("bad array data") from None
+    if len(raw) != size * dtype.itemsize:
+        raise DecodeError("array data does not match its shape")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()

@@ -6,7 +6,9 @@ Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResu
 from __future__ import annotations
 
 import copy
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -85,6 +87,48 @@ def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> Prepar
         raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
                             f"{type(exc).__name__}: {exc}") from exc
     return PreparedCase(case, args, expected)
+
+
+def _frozen(value: Any) -> Any:
+    """`value` with its arrays made read-only: a shared prepared case cannot be changed by mistake."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _frozen(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _frozen(item)
+    return value
+
+
+class PreparedCases:
+    """Prepared cases shared by the submissions of a batch, for one assignment.
+
+    A case's inputs and expected answer depend only on the problem, the case and the variant,
+    never on the submission, so a class on one variant computes them once. The last `variants`
+    variants are kept (with per-student variants, one per student graded at the same time), so
+    memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
+
+    def __init__(self, variants: int = 8):
+        self._variants = variants
+        self._by_variant: OrderedDict[int, dict[tuple[str, str], PreparedCase]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, problem: Problem, case: Case, variant: int) -> PreparedCase:
+        key = (problem.id, case.name)
+        with self._lock:
+            known = self._by_variant.get(variant, {}).get(key)
+        if known is not None:
+            return known
+        prepared = prepare(problem, case, variant)
+        _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
+        with self._lock:
+            cases = self._by_variant.setdefault(variant, {})
+            self._by_variant.move_to_end(variant)
+            while len(self._by_variant) > self._variants:
+                self._by_variant.popitem(last=False)
+            return cases.setdefault(key, prepared)
 
 
 def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
@@ -179,8 +223,9 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
 
 
 def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool,
-                  variant: int = DEFAULT_SEED) -> ProblemResult:
-    prepared = [prepare(problem, case, variant) for case in problem.visible_cases(include_hidden)]
+                  variant: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> ProblemResult:
+    get = cache.get if cache is not None else prepare
+    prepared = [get(problem, case, variant) for case in problem.visible_cases(include_hidden)]
     return run_problem(problem, prepared, session, limits)
 
 
@@ -196,9 +241,10 @@ def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session
 
 def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = True,
           problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
-          seed: int = DEFAULT_SEED) -> GradeResult:
+          seed: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> GradeResult:
     """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
-    assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers."""
+    assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers.
+    `cache`: cases prepared for earlier submissions of the same assignment (a batch)."""
     limits = limits or Limits()
     start = time.monotonic()
     wanted = list(problem_ids) if problem_ids else None
@@ -211,7 +257,7 @@ def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = Tr
     messages: tuple[str, ...] = ()
     if problems:
         with Session(Path(submission), limits, private=private_paths(assignment.root)) as session:
-            results = tuple(grade_problem(p, session, limits, include_hidden, seed) for p in problems)
+            results = tuple(grade_problem(p, session, limits, include_hidden, seed, cache) for p in problems)
             messages = (session.load_failure.describe(),) if session.load_failure else ()
     return GradeResult(title=assignment.title, submission=str(submission), problems=results + quiz.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz.messages,

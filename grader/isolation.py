@@ -1,8 +1,9 @@
 """Who student code runs as, and how the grader cleans up after it.
 
 As root (Gradescope, most CI containers) each session claims a fresh unprivileged uid/gid that
-owns nothing on the machine. The student process starts as root only to load Python and numpy,
-then switches to that uid for good (in `_worker.py`) before it imports the submission. The grader
+owns nothing on the machine. The student process is forked from a zygote that loaded Python and
+numpy as root (see `spawn`), and switches to that uid for good (in `_worker.py`) before it
+imports the submission. The grader
 first removes "others" access from the folders it must keep private, so the student uid cannot
 read the reference, the hidden cases or the solutions. After the session every process of that
 uid is killed and every file it left in a world-writable folder is deleted.
@@ -20,6 +21,7 @@ import grp
 import os
 import pwd
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -27,11 +29,12 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from . import proctable
 from .errors import InternalError
+from .proctable import Proc, processes
 
 __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths", "processes", "protect"]
 
@@ -69,106 +72,7 @@ def protect(paths: Iterable[Path]) -> None:
                                     "student code could read it") from exc
 
 
-@dataclass(frozen=True)
-class Proc:
-    """One line of the process table."""
-
-    pid: int
-    ppid: int
-    uids: tuple[int, ...]  # real, effective, saved, file-system
-    state: str             # R, S, D, T, t, Z, X...
-
-    @property
-    def alive(self) -> bool:
-        return self.state not in ("Z", "X")
-
-
 Select = Callable[[dict[int, Proc]], set[int]]  # picks a session's pids from a process table
-
-
-def processes() -> dict[int, Proc]:
-    """Every process on the machine, from /proc (processes that vanish while read are skipped)."""
-    table: dict[int, Proc] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:  # not Linux: only the worker's process group is killed (README, "Security model")
-        return table
-    for name in names:
-        if name.isdigit():
-            proc = _status(int(name))
-            if proc is not None:
-                table[proc.pid] = proc
-    return table
-
-
-def _status(pid: int) -> Proc | None:
-    """State, parent and uids from /proc/PID/status (after the Name line: student code chooses it)."""
-    try:
-        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
-        try:
-            data = os.read(fd, 1024)
-        finally:
-            os.close(fd)
-        fields = []
-        at = data.index(b"\n")
-        for key in (b"\nState:", b"\nPPid:", b"\nUid:"):
-            at = data.index(key, at) + len(key)
-            fields.append(data[at:data.index(b"\n", at)].split())
-        state, ppid, uids = fields
-        return Proc(pid, int(ppid[0]), tuple(int(u) for u in uids), state[0].decode())
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    proc = _status(pid)
-    return proc is not None and proc.alive
-
-
-_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
-
-
-def _descendants(pid: int) -> set[int]:
-    """`pid` and all its descendants, from /proc/PID/task/TID/children: a few small reads."""
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        if current in found:
-            continue
-        found.add(current)
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:  # gone
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as handle:
-                    todo.extend(int(child) for child in handle.read().split())
-            except (OSError, ValueError):
-                continue
-    return found
-
-
-def _has_marker(pid: int, marker: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return marker in handle.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def _tree(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
-    """`roots` (those still in the table) and all their descendants."""
-    children: dict[int, list[int]] = {}
-    for proc in table.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    found, todo = set(), [pid for pid in roots if pid in table]
-    while todo:
-        pid = todo.pop()
-        if pid not in found:
-            found.add(pid)
-            todo.extend(children.get(pid, ()))
-    return found
 
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
@@ -179,16 +83,16 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
             pass
 
 
-def _kill_until_gone(select: Select, table: dict[int, Proc] | None = None) -> tuple[set[int], dict[int, Proc]]:
+def _kill_until_gone(select: Select, table: dict[int, Proc] | None = None) -> tuple[set[int], dict[int, Proc], bool]:
     """SIGKILL the selected processes until a scan finds none alive (the first scan: `table`, if
-    given); returns every pid killed and the last scan."""
+    given); returns every pid killed, the last scan, and whether none was left alive."""
     me, killed = os.getpid(), set()
     deadline = time.monotonic() + KILL_SECONDS
     while True:
         table = processes() if table is None else table
         alive = {pid for pid in select(table) if pid != me and pid in table and table[pid].alive}
         if not alive or time.monotonic() > deadline:
-            return killed, table
+            return killed, table, not alive
         _signal_all(alive, signal.SIGKILL)
         killed |= alive
         time.sleep(0.002)
@@ -256,11 +160,30 @@ def _claim_id() -> tuple[int, socket.socket]:
         except OSError:
             lock.close()
             continue
-        if any(number in proc.uids for proc in processes().values()):
+        if number in _uids_in_use():
             lock.close()
             continue
         return number, lock
     raise InternalError(f"no free uid for student code in {SANDBOX_IDS.start}-{SANDBOX_IDS.stop - 1}")
+
+
+_USED_MAX_AGE = 1.0  # seconds a scan of the uids in use is reused for
+_used: tuple[float, frozenset[int]] = (float("-inf"), frozenset())
+
+
+def _uids_in_use() -> frozenset[int]:
+    """Every uid a process has, from a scan at most _USED_MAX_AGE old (one scan serves the
+    sessions of a batch that start within it). An older scan is as good as a new one here: a
+    process only gets a uid of SANDBOX_IDS from a process that already had it, so was in the
+    scan, or from root, that is a grader, which first claims the uid (the socket above); the
+    uids are no account's (README, "Security model")."""
+    global _used
+    taken, uids = _used
+    if time.monotonic() - taken > _USED_MAX_AGE:
+        taken = time.monotonic()
+        uids = frozenset(uid for proc in processes().values() for uid in proc.uids)
+        _used = (taken, uids)
+    return uids
 
 
 _walk_lock = threading.Lock()
@@ -331,19 +254,6 @@ def _sweep(uid: int, folders: Iterable[str]) -> None:
                 continue
 
 
-def _user_tasks(uid: int) -> int:
-    """Processes and threads of `uid` (what RLIMIT_NPROC counts)."""
-    total = 0
-    for proc in processes().values():
-        if proc.uids[0] == uid:
-            try:
-                with open(f"/proc/{proc.pid}/status", "rb") as handle:
-                    total += next((int(line.split()[1]) for line in handle if line.startswith(b"Threads:")), 1)
-            except (OSError, ValueError, IndexError):
-                total += 1
-    return total
-
-
 class Isolation:
     """One session's student identity, and the clean-up of everything it started or wrote."""
 
@@ -356,6 +266,7 @@ class Isolation:
         self.uid: int | None = None
         self.gid: int | None = None
         self._lock: socket.socket | None = None
+        self._quiet = False  # a scan found nothing of the session alive, and nothing started since
         become_subreaper()
         if self.separate_user:
             protect((PACKAGE, *private))
@@ -371,9 +282,13 @@ class Isolation:
         """The uid and gid student code switches to (None without root)."""
         return (self.uid, self.gid) if self.separate_user else None
 
+    def starting(self) -> None:
+        """A student process is about to start: `close` has to look for the session's processes."""
+        self._quiet = False
+
     def process_limit(self, processes: int) -> int:
         """RLIMIT_NPROC for the student: per uid, so exact for a fresh uid, approximate otherwise."""
-        return processes if self.separate_user else _user_tasks(os.getuid()) + processes
+        return processes if self.separate_user else proctable.user_tasks(os.getuid()) + processes
 
     def prepare(self, folder: Path) -> Path:
         """Give the student read access to `folder` (worker and submission), and a home inside it.
@@ -401,29 +316,51 @@ class Isolation:
         roots = {worker} if worker else set()
         if self.separate_user:
             uid = self.uid
-            return lambda table: {p.pid for p in table.values() if uid in p.uids} | _tree(table, roots)
+            return lambda table: {p.pid for p in table.values() if uid in p.uids} | proctable.tree(table, roots)
         me, marker = os.getuid(), f"{MARKER}={self.marker}".encode()
 
         def select(table: dict[int, Proc]) -> set[int]:
-            marked = {p.pid for p in table.values() if p.uids[0] == me and p.alive and _has_marker(p.pid, marker)}
-            return _tree(table, marked | roots)
+            marked = {p.pid for p in table.values()
+                      if p.uids[0] == me and p.alive and proctable.has_marker(p.pid, marker)}
+            return proctable.tree(table, marked | roots)
         return select
 
     def others_running(self, worker: int) -> bool:
         """Whether any process of the session other than `worker` is alive (children, daemons).
 
         While the worker lives, every process student code starts stays below it (the worker is
-        a child subreaper: orphans come back to it, double-forked daemons included), so its
-        descendants are read from /proc/PID/task/TID/children instead of scanning every process.
-        `kill_all` and `close` still scan every process."""
-        if _CHILDREN_FILES and _alive(worker):
-            return any(_alive(pid) for pid in _descendants(worker) - {worker})
+        a child subreaper: orphans come back to it, double-forked daemons included). So when its
+        /proc children files list no child at all, nothing else runs, and when they list a live
+        child, something does: both without scanning every process. Otherwise (only exited
+        children listed, which may hide others) every process is scanned."""
+        if proctable.CHILDREN_FILES and proctable.alive(worker):
+            children = proctable.children(worker)
+            if children == []:
+                return False
+            if children and any(proctable.alive(pid) for pid in children):
+                return True
         table = processes()
         return any(pid != worker and table[pid].alive for pid in self._select(worker)(table))
 
-    def kill_all(self, worker: int | None = None) -> None:
+    def kill_tree(self, worker: int, seconds: float = 1.0) -> None:
+        """SIGKILL `worker` and its descendants at once (found from /proc children files), then wait
+        up to `seconds` for `worker` to exit, without reaping it (its pid stays its own). As root,
+        `kill_all` then finds any process of the uid left, wherever it is in the process tree."""
+        try:
+            exited = os.pidfd_open(worker)  # before the signal: surely this process
+        except (OSError, AttributeError):
+            exited = None
+        _signal_all(proctable.descendants(worker) if proctable.CHILDREN_FILES else {worker}, signal.SIGKILL)
+        if exited is not None:
+            try:
+                select.select([exited], [], [], seconds)
+            finally:
+                os.close(exited)
+
+    def kill_all(self, worker: int | None = None) -> bool:
         """Kill every process of the session (`worker` and its descendants included), and reap
-        those that end up as our children (we are a subreaper), exited orphans included.
+        those that end up as our children (we are a subreaper), exited orphans included. Returns
+        whether none is left alive (False only if some survived KILL_SECONDS of SIGKILL).
 
         Without root the session's processes are first frozen with SIGSTOP, so none can fork or
         leave the tree while it is being killed.
@@ -436,13 +373,16 @@ class Isolation:
             _signal_all(frozen, signal.SIGKILL)
             members |= frozen
             select, table = _including(select, frozen), None
-        killed, table = _kill_until_gone(select, table)
+        killed, table, gone = _kill_until_gone(select, table)
         members |= killed | select(table)
         _reap(members - {worker, os.getpid()})
+        self._quiet = gone
+        return gone
 
     def close(self) -> None:
         """Kill what is left, delete the student's files in world-writable folders, release the uid."""
-        self.kill_all()
+        if not self._quiet:
+            self.kill_all()
         if self.separate_user:
             _sweep(self.uid, _shared_folders())
         if self._lock is not None:

@@ -16,7 +16,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -26,7 +28,7 @@ from .codec import DecodeError, decode_value, encode_arg
 from .errors import InternalError
 from .isolation import Isolation
 from .limits import Limits
-from .spawn import start_student
+from .spawn import pipe, reap, start_student
 
 MAX_MESSAGE = 64 << 20  # bytes in one answer line
 
@@ -109,9 +111,10 @@ class Worker:
         self.stdout = _Stream(limits.output_bytes)
         self.stderr = _Stream(limits.output_bytes)
         self.ready = False  # set once the worker has started and dropped privileges
-        read_fd, write_fd = os.pipe()
+        read_fd, write_fd = pipe()
         self._results = os.fdopen(read_fd, "rb", buffering=0)
         rlimits = limits.rlimits(isolation.process_limit(limits.processes))
+        isolation.starting()
         try:
             self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline)
         except BaseException:
@@ -172,9 +175,9 @@ class Worker:
                 else:
                     self._sel.unregister(key.fileobj)
 
-    def send(self, request: dict) -> bool:
+    def send(self, request: bytes) -> bool:
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.write(request)
             self.proc.stdin.flush()
             return True
         except (BrokenPipeError, OSError):
@@ -194,6 +197,10 @@ class Worker:
     def kill(self) -> None:
         """Kill the worker and every other process of the session; output already sent stays readable."""
         live = self.proc.returncode is None  # not reaped yet, so its pid is still its own (and its group's)
+        if live and self.isolation.separate_user:
+            # as root every process of the session is found by its uid: kill the worker's tree at
+            # once, then kill_all's scan finds what is left, usually nothing
+            self.isolation.kill_tree(self.proc.pid)
         self.isolation.kill_all(self.proc.pid if live else None)
         if live:
             try:
@@ -201,7 +208,7 @@ class Worker:
             except OSError:
                 pass
         self.proc.kill()
-        self.proc.wait()
+        reap(self.proc)
 
     def close(self) -> None:
         self.kill()
@@ -227,7 +234,8 @@ class Session:
 
     `private`: folders student code must not read (made private when running as root).
     `separate_user`: run student code as a fresh uid (default: exactly when the grader is root).
-    Create, use and close a session in one thread: its worker dies with the thread that started it.
+    Create, use and close a session in one thread (a worker started directly, off Linux, dies
+    with the thread that started it).
     """
 
     def __init__(self, submission: Path, limits: Limits | None = None, *, private: Sequence[Path] = (),
@@ -304,8 +312,8 @@ class Session:
         worker = self._worker
         marks = worker.stdout.mark(), worker.stderr.mark()
         self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
-        request = {"seq": self._seq, "function": function,
-                   "cases": [{"id": i, "args": [encode_arg(a) for a in case]} for i, case in enumerate(args)]}
+        request = b'{"seq": %d, "function": %s, "cases": %s}\n' % (
+            self._seq, json.dumps(function).encode(), _encoded_cases(args))
         results: dict[int, CaseRun] = {}
         deadline = min(self.deadline, time.monotonic() + seconds)
         stop: CaseRun | None = None
@@ -363,6 +371,28 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], bytes]] = OrderedDict()
+_ENCODED_LOCK = threading.Lock()
+
+
+def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
+    """The cases of a request as JSON. Memoized by the identity of the argument lists, which the
+    memo keeps alive (so an id cannot be reused while its entry is kept): in a batch, every
+    submission is sent the very same prepared inputs."""
+    key = tuple(id(case) for case in args)
+    with _ENCODED_LOCK:
+        known = _ENCODED.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], args)):
+            _ENCODED.move_to_end(key)
+            return known[1]
+    encoded = json.dumps([{"id": i, "args": [encode_arg(a) for a in case]} for i, case in enumerate(args)]).encode()
+    with _ENCODED_LOCK:
+        _ENCODED[key] = (list(args), encoded)
+        while len(_ENCODED) > 64:
+            _ENCODED.popitem(last=False)
+    return encoded
 
 
 def _case_run(event: dict) -> CaseRun:

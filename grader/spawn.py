@@ -11,15 +11,17 @@ file descriptors, its session's folder and environment, the resource limits, the
 the student's uid (as root), and only then the submission. So every submission, and every
 problem after a timeout, still gets a process of its own; it only skips the imports.
 
-The zygote runs as the grader's user, with its own process as its only parent link to the
-grader: a unix socket. It exits (and its children die, by their parent-death signal) as soon
-as the grader closes the socket or dies. It is not dumpable, so without root a student
-process cannot trace it. One zygote serves every session of a grader process (threads
-included); a dead one is replaced at the next start.
+The zygote runs as the grader's user and talks to the grader only over a unix socket pair. It
+exits (and its children die, by their parent-death signal) as soon as the grader closes the
+socket or dies. It is not dumpable, so without root a student process cannot trace it or read
+its memory (it can signal it, as it can signal the grader: README, "Security model"). One
+zygote serves every session of a grader process (threads included); a dead one is replaced at
+the next start.
 """
 from __future__ import annotations
 
 import atexit
+import fcntl
 import itertools
 import json
 import os
@@ -36,7 +38,8 @@ from typing import IO, Protocol
 from .errors import InternalError
 from .isolation import MARKER, MARKER_LENGTH
 
-__all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "prestart", "start_student", "student_env"]
+__all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "prestart", "reap", "start_student",
+           "student_env"]
 
 WORKER = Path(__file__).with_name("_worker.py")
 FORK_SERVER = sys.platform == "linux" and hasattr(socket, "send_fds")  # else: one Python per student process
@@ -75,24 +78,61 @@ class ForkedProcess:
     def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]):
         self.server, self.pid = server, pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
-        self._code: int | None = None  # set once waited for; then the zygote may reap it
+        self._code: int | None = None  # set once waited for
+        self._released = False         # then the zygote may reap it
 
     @property
     def returncode(self) -> int | None:
+        """The exit status once known; once released unawaited, that of the SIGKILL it was given."""
+        if self._code is None and self._released:
+            return -signal.SIGKILL
         return self._code if self._code is not None else self.server.status(self.pid)
 
     def wait(self, timeout: float | None = None) -> int:
-        """The exit status; then the zygote may reap the process (its pid is no longer ours)."""
+        """The exit status; then the zygote reaps the process (its pid is no longer ours)."""
+        if self._code is None and self._released:
+            return -signal.SIGKILL
         if self._code is None:
             code = self.server.wait(self.pid, timeout)
             if code is None:
                 raise subprocess.TimeoutExpired(f"student process {self.pid}", timeout or 0)
             self._code = code
-            self.server.release(self.pid)
+            self.release()
         return self._code
 
+    def release(self, seconds: float = 1.0) -> None:
+        """Let the zygote reap the process, and wait (up to `seconds`) until it has: a zombie is a
+        process left behind too. The grader does not signal it again (its pid may be reused)."""
+        if self._released:
+            return
+        self._released = True
+        try:
+            handle = os.pidfd_open(self.pid)  # before the release: surely this process
+        except (OSError, AttributeError):
+            handle = None
+        self.server.release(self.pid)
+        if handle is None:
+            return
+        try:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                if not self.server.alive:  # orphaned by the zygote, it came to us (a subreaper)
+                    try:
+                        os.waitpid(self.pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pass
+                try:
+                    signal.pidfd_send_signal(handle, 0)
+                except ProcessLookupError:
+                    return  # reaped
+                except OSError:
+                    return
+                time.sleep(0.0002)
+        finally:
+            os.close(handle)
+
     def kill(self) -> None:
-        if self._code is None:  # reaped only once released: the pid is still this process
+        if not self._released:  # reaped only once released: the pid is still this process
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
@@ -123,8 +163,10 @@ class ForkServer:
         self._changed = threading.Condition()
         self._replies: dict[int, dict] = {}   # spawn request id -> {"pid": ...} or {"error": ...}
         self._status: dict[int, int] = {}     # pid -> exit status (Popen's returncode)
+        self._released: set[int] = set()     # released before their exit status came
         self._closed = False
         self._ids = itertools.count(1)
+        self.spawned = 0  # student processes forked so far
         threading.Thread(target=self._read, name="mha-fork-server", daemon=True).start()
 
     @property
@@ -146,6 +188,8 @@ class ForkServer:
                 message = json.loads(data)
                 if "id" in message:
                     self._replies[message["id"]] = message
+                elif "pid" in message and message["pid"] in self._released:
+                    self._released.discard(message["pid"])  # nobody waits for it
                 elif "pid" in message:
                     self._status[message["pid"]] = int(message["status"])
                 self._changed.notify_all()
@@ -173,6 +217,7 @@ class ForkServer:
             raise InternalError(f"the student process could not start (the fork server stopped{self._said()})")
         if "error" in reply:
             raise InternalError(f"the student process could not start ({reply['error']})")
+        self.spawned += 1
         return int(reply["pid"])
 
     def _said(self) -> str:
@@ -207,10 +252,11 @@ class ForkServer:
         return -signal.SIGKILL
 
     def release(self, pid: int) -> None:
-        """Let the zygote reap `pid`; the grader no longer signals it."""
-        self._send({"op": "release", "pid": pid})
+        """Let the zygote reap `pid` once it has exited; the grader no longer signals it."""
         with self._changed:
-            self._status.pop(pid, None)
+            if self._status.pop(pid, None) is None:
+                self._released.add(pid)  # its exit status, when it comes, is dropped
+        self._send({"op": "release", "pid": pid})
 
     def close(self) -> None:
         """Stop the zygote; children still running die with it (their parent-death signal)."""
@@ -252,6 +298,15 @@ def _stop() -> None:
             _server = None
 
 
+def _forget() -> None:
+    """In a forked copy of the grader: the zygote is the parent's; this process starts its own."""
+    global _server, _server_lock
+    _server, _server_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
 def prestart() -> None:
     """Start the zygote now, so Python and numpy load while the grader does its own imports.
 
@@ -261,6 +316,26 @@ def prestart() -> None:
             fork_server()
         except InternalError:
             pass
+
+
+def reap(proc: StudentProcess) -> None:
+    """Collect a killed student process: the zygote reaps a forked one (without its exit status
+    coming back here), the grader a directly started one."""
+    if isinstance(proc, ForkedProcess):
+        proc.release()
+    else:
+        proc.wait()
+
+
+def pipe() -> tuple[int, int]:
+    """os.pipe() with a 1 MiB buffer where the system allows, so a request or an answer rarely
+    waits for the other side to read."""
+    read, write = os.pipe()
+    try:
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (OSError, AttributeError):
+        pass
+    return read, write
 
 
 def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, int] | None,
@@ -277,7 +352,7 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
         except OSError as exc:
             raise InternalError(f"cannot start the student process: {exc}") from exc
     server = fork_server()
-    stdin, stdout, stderr = os.pipe(), os.pipe(), os.pipe()
+    stdin, stdout, stderr = pipe(), os.pipe(), os.pipe()
     try:
         request = {"submission": str(submission), "home": str(home), "limits": rlimits,
                    "user": list(user) if user else None, "env": env}

@@ -293,10 +293,10 @@ class TestGradeAllInputs:
         import grader.grading
         real = grader.grading.grade
 
-        def fragile(assignment, path, *, limits, seed):
+        def fragile(assignment, path, *, limits, seed, cache=None):
             if "BOOM" in path.read_text():
                 raise RuntimeError("boom")
-            return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed)
+            return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
         monkeypatch.setattr(grader.grading, "grade", fragile)
         for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
             (tmp_path / "class" / student).mkdir(parents=True)

@@ -1,0 +1,87 @@
+"""The wire format (grader/codec.py and the student side, grader/_worker.py): arrays travel as the
+base64 of their bytes and come back exactly, or not at all."""
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from grader.codec import DecodeError, decode_value, encode_arg
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """_worker.py loaded as a module (its start-up only runs as a script)."""
+    spec = importlib.util.spec_from_file_location("mha_worker_under_test", ROOT / "grader" / "_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    argv, sys.argv = sys.argv, ["_worker.py"]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.argv = argv
+    return module
+
+
+def wire(data):
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+class TestArraysBackAndForth:
+    @pytest.mark.parametrize("array", [
+        np.arange(6.0).reshape(2, 3),
+        np.array([np.nan, np.inf, -np.inf, -0.0, 5e-324]),
+        np.array([1, -2], dtype=">i4"),                          # big-endian: read in native order
+        np.arange(12.0).reshape(3, 4)[:, ::2],                  # not contiguous
+        np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+        np.array(2.5),                                          # zero-dimensional
+        np.zeros((0, 3)),
+        np.array([1.5], dtype=np.float32),
+        np.array([[True, False]]),
+        np.array([1, 0, 2], dtype=np.uint8).view(bool),          # odd bool bytes: read as bools
+    ], ids=["matrix", "specials", "big-endian", "strided", "fortran", "0-d", "empty", "float32", "bool", "odd-bool"])
+    def test_a_returned_array_comes_back_exactly(self, worker, array):
+        """Values (nan, -0.0 and subnormals included), shape and dtype survive the round trip."""
+        back = decode_value(wire(worker.encode(array)))
+        assert back.shape == array.shape and back.dtype == array.dtype.newbyteorder("=")
+        assert np.array_equal(back, array, equal_nan=True)
+        assert np.array_equal(np.signbit(back), np.signbit(array)) if back.dtype.kind == "f" else True
+        assert back.flags.writeable
+
+    @pytest.mark.parametrize("array", [np.arange(6.0).reshape(2, 3), np.array([[True, False]]), np.array([3, 4])])
+    def test_an_input_arrives_exactly_and_writable(self, worker, array):
+        """Inputs reach student code equal, and writable (a student may change an input)."""
+        got = worker.decode_arg(wire(encode_arg(array)))
+        assert got.dtype == array.dtype and np.array_equal(got, array)
+        got[...] = 0
+        assert array.any()  # the grader's copy is untouched
+
+
+class TestStrictDecoding:
+    @pytest.mark.parametrize("data, message", [
+        ({"dtype": "float64", "shape": [2], "b64": base64.b64encode(b"x" * 8).decode()}, "does not match its shape"),
+        ({"dtype": "float64", "shape": [1], "b64": "!!!!!!!!!!!!"}, "bad array data"),
+        ({"dtype": "float64", "shape": [1], "b64": 5}, "does not match its shape"),
+        ({"dtype": "bool", "shape": [1], "b64": "AQ=="}, "does not match its shape"),
+        ({"dtype": "object", "shape": [1], "b64": "AAAAAAAAAAA="}, "unsupported dtype"),
+        ({"dtype": "float64", "shape": [1 << 30], "b64": ""}, "does not match its shape"),
+        ({"dtype": "float64", "shape": [2], "v": [1.0, True]}, "bad float"),
+        ({"dtype": "float64", "shape": [1], "v": [10 ** 400]}, "bad array"),
+        ({"dtype": "int64", "shape": [1], "v": [1.0]}, "bad int array"),
+        ({"dtype": "bool", "shape": [2], "v": [1, 0]}, "bad bool array"),
+    ], ids=["short", "not-base64", "not-text", "bool-bytes", "object", "huge", "bool-in-floats", "huge-int",
+            "float-in-ints", "ints-as-bools"])
+    def test_malformed_arrays_are_refused(self, data, message):
+        """Whatever a student process writes on the pipe, a bad array is a DecodeError, never a crash."""
+        with pytest.raises(DecodeError, match=message):
+            decode_value({"t": "array", **data})
+
+    def test_lists_of_numbers_are_still_read(self):
+        """The list form (bool arrays, and specials as strings) decodes as before."""
+        got = decode_value({"t": "array", "dtype": "float64", "shape": [3], "v": [1, 2.5, "nan"]})
+        assert np.array_equal(got, [1.0, 2.5, np.nan], equal_nan=True)

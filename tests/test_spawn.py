@@ -1,0 +1,291 @@
+"""Student processes forked from a zygote (grader/spawn.py): the fast path keeps the guarantees.
+
+The hostile submissions of test_hostile.py and the isolation tests run on this path too (it is
+the only one on Linux); these tests show that it is the path taken, that the zygote hands
+student code nothing of the grader, and that one submission cannot change the next.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import batch, spawn
+from grader.isolation import MARKER
+from grader.loader import load_assignment
+from grader.sandbox import Limits, RunStatus, Session
+
+from .conftest import EXERCISES, ROOT, solution_source
+
+ROOT_MODE = os.geteuid() == 0
+pytestmark = pytest.mark.skipif(not spawn.FORK_SERVER, reason="the fork server is Linux-only")
+
+
+def value(session: Session, function: str) -> object:
+    run = session.run(function, [[]], 10.0).cases[0]
+    assert run.status is RunStatus.RETURNED, run
+    return run.value
+
+
+class TestForkServer:
+    def test_sessions_are_forked_from_one_zygote(self, write_submission):
+        """Each session's worker is a child of the same zygote, in a process group of its own."""
+        path = write_submission("import os\ndef ids():\n    return [os.getpid(), os.getppid(), os.getpgid(0)]\n")
+        server = spawn.fork_server()
+        before = server.spawned
+        ids = []
+        for _ in range(2):
+            with Session(path) as session:
+                ids.append(value(session, "ids"))
+        assert [parent for _, parent, _ in ids] == [server.proc.pid] * 2
+        assert ids[0][0] != ids[1][0] and all(group == pid for pid, _, group in ids)
+        assert spawn.fork_server() is server and server.spawned == before + 2
+
+    def test_a_fresh_child_serves_the_problem_after_a_timeout(self, write_submission):
+        """After a timeout the next problem gets a new process, forked too (no new Python)."""
+        path = write_submission("import os\ndef spin():\n    while True:\n        pass\n"
+                                "def pid():\n    return os.getpid()\n")
+        with Session(path, Limits(problem_seconds=0.5)) as session:
+            first = value(session, "pid")
+            assert session.run("spin", [[]], 0.5).cases[0].status is RunStatus.TIMEOUT
+            second = value(session, "pid")
+        assert first != second
+
+    def test_a_retired_worker_is_reaped_at_once(self, write_submission):
+        """Once a worker is killed (here after a timeout), the zygote has reaped it before the next
+        problem starts: nothing of it is left, not even a zombie."""
+        path = write_submission("import os\ndef pid():\n    return os.getpid()\n"
+                                "def spin():\n    while True:\n        pass\n")
+        with Session(path) as session:
+            pid = value(session, "pid")
+            assert session.run("spin", [[]], 0.5).cases[0].status is RunStatus.TIMEOUT
+            assert not Path(f"/proc/{pid}").exists()
+
+    @pytest.mark.parametrize("leave, fresh", [
+        ("pass", False),                 # nothing left: the worker goes on
+        ("_zombie()", False),            # an exited child only: every process scanned, none runs
+        ("_zombie(); _daemon()", True),  # a daemon beside an exited child
+    ], ids=["nothing", "zombie", "zombie-and-daemon"])
+    def test_the_next_problem_gets_a_fresh_process_only_after_leftovers(self, write_submission, leave, fresh):
+        """A worker that left a running process behind is replaced before the next problem, one
+        that left none is kept: exited (zombie) children neither hide a daemon nor count as one."""
+        path = write_submission(f"""
+            import os, time
+            def _zombie():
+                if os.fork() == 0:
+                    os._exit(0)
+                time.sleep(0.05)
+            def _daemon():
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        time.sleep(600)
+                    os._exit(0)
+                time.sleep(0.05)
+            def leave():
+                {leave}
+                return os.getpid()
+            def pid():
+                return os.getpid()
+        """)
+        with Session(path) as session:
+            first = value(session, "leave")
+            assert (value(session, "pid") != first) is fresh
+
+    def test_student_code_sees_nothing_of_the_grader(self, write_submission):
+        """No grader module (so no reference, problems or expected values), no file descriptor
+        but its own pipes, no environment but its session's."""
+        path = write_submission("""
+            import os, sys
+            def probe():
+                modules = sorted(m for m in sys.modules if m.split(".")[0] in ("grader", "yaml", "click"))
+                return [modules, sorted(int(fd) for fd in os.listdir("/proc/self/fd")), sorted(os.environ)]
+        """)
+        with Session(path) as session:
+            modules, fds, env = value(session, "probe")
+        assert modules == []
+        assert fds[:3] == [0, 1, 2] and len(fds) == 5  # stdin, stdout, stderr, answers, and listdir's own
+        assert env == sorted(spawn.student_env("/home", {MARKER: "x"}))
+
+    def test_the_session_marker_is_in_proc_environ(self, write_submission):
+        """Without a separate user, the grader finds a worker's escaped processes by the marker in
+        /proc/PID/environ: the forked child shows its session's marker, not the zygote's."""
+        path = write_submission("import os\ndef pid():\n    return os.getpid()\n")
+        with Session(path, separate_user=False) as session:
+            pid = value(session, "pid")
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert f"{MARKER}={session.isolation.marker}".encode() in environ
+
+    def test_a_dead_zygote_is_replaced(self, write_submission):
+        """If the zygote dies, the next session starts a new one."""
+        path = write_submission("import os\ndef parent():\n    return os.getppid()\n")
+        old = spawn.fork_server()
+        old.proc.kill()
+        old.proc.wait()
+        with Session(path) as session:
+            parent = value(session, "parent")
+        new = spawn.fork_server()
+        assert new is not old and parent == new.proc.pid
+
+    def test_without_the_fork_server_python_starts_the_worker(self, write_submission, monkeypatch):
+        """Off Linux a fresh `python -I _worker.py` is the worker, the grader its parent."""
+        monkeypatch.setattr(spawn, "FORK_SERVER", False)
+        path = write_submission("import os\ndef parent():\n    return os.getppid()\n")
+        with Session(path) as session:
+            assert value(session, "parent") == os.getpid()
+
+
+ATTACK = """
+import builtins, os, signal, sys
+import numpy
+
+SEPARATE = @SEPARATE@
+
+def attack():
+    numpy.exp = lambda x: x                  # this process's numpy only
+    numpy.random.seed(1234)
+    builtins.sorted = lambda *args, **kwargs: ["patched"]
+    sys.modules["planted"] = sys
+    os.environ["PLANTED"] = "1"
+    if os.fork() == 0:  # a daemon
+        os.setsid()
+        os.execvp("sleep", ["sleep", "600"])
+    tried = {}
+    zygote = os.getppid()
+    for name, how in (("kill", lambda: os.kill(zygote, signal.SIGSTOP)),
+                      ("mem", lambda: open(f"/proc/{zygote}/mem", "r+b").close())):
+        if not SEPARATE:  # the grader's own user may signal it (README, "Security model")
+            continue
+        try:
+            how()
+            tried[name] = "done"
+        except OSError as exc:
+            tried[name] = type(exc).__name__
+    return tried
+""".replace("@SEPARATE@", str(ROOT_MODE))
+
+PROBE = """
+import builtins, os, sys
+import numpy
+
+def state():
+    return {"exp": numpy.exp(0.0), "sorted": sorted([2, 1]), "planted": "planted" in sys.modules,
+            "env": "PLANTED" in os.environ, "draw": float(numpy.random.random()), "parent": os.getppid()}
+"""
+
+
+class TestOneSubmissionCannotChangeTheNext:
+    def test_patches_and_signals_stay_in_their_process(self, write_submission):
+        """A child that patches numpy and builtins, plants a module, an environment variable and a
+        daemon, and goes for the zygote leaves the next child of that zygote pristine."""
+        server = spawn.fork_server()
+        with Session(write_submission(ATTACK, "attack.py")) as session:
+            tried = value(session, "attack")
+        with Session(write_submission(PROBE, "probe.py")) as session:
+            seen = value(session, "state")
+        assert seen["exp"] == 1.0 and seen["sorted"] == [1, 2]
+        assert not seen["planted"] and not seen["env"]
+        if ROOT_MODE:  # a separate uid cannot signal the zygote or read its memory
+            assert tried == {"kill": "PermissionError", "mem": "PermissionError"}
+            assert seen["parent"] == server.proc.pid
+
+    def test_children_draw_different_random_numbers(self, write_submission):
+        """numpy's global generator is seeded afresh in each child, not copied from the zygote."""
+        path = write_submission(PROBE)
+        draws = []
+        for _ in range(2):
+            with Session(path) as session:
+                draws.append(value(session, "state")["draw"])
+        assert draws[0] != draws[1]
+
+    def test_grade_all_forks_every_submission_and_the_next_one_scores_full(self, tmp_path, monkeypatch):
+        """In a batch, a hostile submission (numpy patched, the zygote and the grader signalled)
+        costs only its own points: the next student, forked from the same zygote, gets full
+        marks. No Python is started per submission: every worker is a fork."""
+        assignment = load_assignment(EXERCISES)
+        hostile = solution_source() + textwrap.dedent(f"""
+
+            import os, signal
+            np.isclose = lambda *args, **kwargs: True
+            _zygote = os.getppid()
+            _grader = int(open(f"/proc/{{_zygote}}/status").read().split("PPid:")[1].split()[0])
+            for _pid in (_zygote, _grader) if {ROOT_MODE} else ():  # only a separate uid is kept out
+                try:
+                    os.kill(_pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+
+
+            def softmax(scores):
+                return np.zeros(np.shape(scores))
+        """)
+        for student, source in (("a_hostile", hostile), ("b_model", solution_source())):
+            (tmp_path / "class" / student).mkdir(parents=True)
+            (tmp_path / "class" / student / "attention.py").write_text(source)
+        server = spawn.fork_server()
+        before = server.spawned
+
+        def no_new_python(*args, **kwargs):
+            raise AssertionError("a student process was started with a new Python")
+
+        monkeypatch.setattr(spawn.subprocess, "Popen", no_new_python)
+        outcomes = list(batch.grade_all(assignment, batch.discover(tmp_path / "class"), tmp_path / "out",
+                                        seed_of=lambda student: 0, jobs=1, limits=Limits(problem_seconds=5)))
+        scores = {o.submission.student: o.row.scores for o in outcomes}
+        problems = {p.id: p.points for p in assignment.problems}
+        assert {k: v for k, v in scores["b_model"].items() if k in problems} == problems
+        assert scores["a_hostile"]["softmax"] == 0
+        assert server.spawned >= before + 2 and spawn.fork_server() is server
+
+
+class TestCommandLine:
+    def test_grade_starts_the_zygote_before_loading_the_assignment(self, cli, monkeypatch):
+        """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML."""
+        import grader.loader
+        calls = []
+        real_prestart, real_load = spawn.prestart, grader.loader.load_assignment
+        monkeypatch.setattr(spawn, "prestart", lambda: (calls.append("zygote"), real_prestart())[1])
+        monkeypatch.setattr(grader.loader, "load_assignment", lambda root: (calls.append("load"), real_load(root))[1])
+        result = cli("grade", str(ROOT / "solutions"), "--format", "json", "--problem", "softmax")
+        assert result.exit_code == 0
+        assert calls[:2] == ["zygote", "load"]
+
+    def test_grade_imports_nothing_heavy(self, tmp_path):
+        """`mha grade` loads no plotting, notebook, otter or exporter module."""
+        code = ("import json, sys; from grader.cli import main\n"
+                "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                "print(json.dumps(sorted(sys.modules)))")
+        out = subprocess.run([sys.executable, "-c", code, "--exercises", str(EXERCISES), "grade",
+                              str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json")],
+                             capture_output=True, text=True, timeout=120)
+        modules = json.loads(out.stdout.strip().splitlines()[-1])
+        heavy = [m for m in modules if m.split(".")[0] in ("matplotlib", "nbformat", "otter", "pandas", "jinja2",
+                                                         "IPython", "jupyter_client")
+                 or m.startswith("grader.exports")]
+        assert heavy == []
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["score"] == report["max_score"]
+
+
+class TestForkedProcess:
+    def test_a_released_process_is_never_signalled_again(self, write_submission, monkeypatch):
+        """Once given up (the zygote may reap it and its pid be reused), a forked process counts
+        as killed: killing the worker again signals nothing."""
+        path = write_submission("def f():\n    return 1\n")
+        with Session(path) as session:
+            value(session, "f")
+            worker = session._worker
+            worker.kill()
+            signalled = []
+            monkeypatch.setattr(os, "kill", lambda pid, sig: signalled.append(pid))
+            monkeypatch.setattr(os, "killpg", lambda pid, sig: signalled.append(pid))
+            worker.kill()
+            assert worker.proc.returncode == -signal.SIGKILL and worker.proc.wait() == -signal.SIGKILL
+            assert worker.proc.pid not in signalled
