@@ -24,6 +24,14 @@ MAX_DEPTH = 16
 MAX_ELEMENTS = 1 << 21
 
 
+def clean_text(value: object, limit: int) -> str:
+    """Student-made text, at most `limit` characters, that any UTF-8 report can hold.
+
+    JSON can carry lone surrogates (\\ud800) that no encoder accepts; they become escapes.
+    """
+    return str(value)[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class DecodeError(ValueError):
     """The student process sent something that is not a well-formed answer."""
 
@@ -92,7 +100,7 @@ def decode_value(data: Any, depth: int = 0) -> Any:
     if tag == "str":
         if not isinstance(data.get("v"), str):
             raise DecodeError("bad str")
-        return data["v"][:200]
+        return clean_text(data["v"], 200)
     if tag in ("list", "tuple"):
         items = data.get("v")
         if not isinstance(items, list) or len(items) > MAX_ELEMENTS:

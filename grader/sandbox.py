@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
 
-from .codec import DecodeError, decode_value, encode_arg
+from .codec import DecodeError, clean_text, decode_value, encode_arg
 from .errors import InternalError
 from .isolation import Isolation
 from .limits import Limits
@@ -289,7 +289,7 @@ class Session:
             self.load_failure = LoadFailure("timeout", "time limit")
         elif event.get("event") == "load_error":
             line = event.get("line")
-            self.load_failure = LoadFailure(str(event.get("kind", "Error"))[:60], str(event.get("message", ""))[:500],
+            self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60), clean_text(event.get("message", ""), 500),
                                             int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
         else:
             self.load_failure = LoadFailure("crashed", worker.exit_description())
@@ -407,8 +407,8 @@ def _case_run(event: dict) -> CaseRun:
         return CaseRun(RunStatus.BAD_RESULT, detail="the process sent an unreadable answer")
     mro = error.get("mro") if isinstance(error.get("mro"), list) else []
     where = error.get("where")
-    err = StudentError(type=str(error.get("type"))[:80], bases=tuple(str(m)[:80] for m in mro[:20]),
-                       message=str(error.get("message", ""))[:500], where=str(where)[:40] if where else None)
+    err = StudentError(type=clean_text(error.get("type"), 80), bases=tuple(clean_text(m, 80) for m in mro[:20]),
+                       message=clean_text(error.get("message", ""), 500), where=clean_text(where, 40) if where else None)
     if err.type == "BadResult":
         return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=float(seconds))
     return CaseRun(RunStatus.RAISED, error=err, seconds=float(seconds))

@@ -102,3 +102,14 @@ def test_partial_credit_is_weighted_fraction(assignment, write_submission):
     total = sum(c.weight for c in problem.cases)
     assert 0 < passed < total
     assert problem.score == round(problem.max_score * passed / total, 4)
+
+
+def test_lone_surrogates_in_student_text_do_not_break_reports(assignment, write_submission):
+    """An exception message with a lone surrogate is escaped, and every report format still renders."""
+    from grader.reports import FORMATS, render
+    path = write_submission('def softmax(scores):\n    raise ValueError("bad \\ud800 char")\n')
+    result = grade(assignment, path, problem_ids=["softmax"])
+    case = result.problems[0].cases[0]
+    assert case.summary == "raised ValueError at line 2: bad \\ud800 char"
+    for name in FORMATS:
+        render(name, result).encode("utf-8")
