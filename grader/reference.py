@@ -156,11 +156,10 @@ def predict_shapes(seq_len: int, d_model: int, num_heads: int) -> dict[str, tupl
     """Run multi-head attention once and report the shapes it actually produced."""
     if num_heads < 1 or d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((seq_len, d_model))
-    w = [rng.standard_normal((d_model, d_model)) for _ in range(4)]
+    # shapes do not depend on the values: all-ones inputs and an identity projection suffice
+    x, w = np.ones((seq_len, d_model)), np.eye(d_model)
     with tracing() as trace:
-        multi_head_attention(x, *w, num_heads)
+        multi_head_attention(x, w, w, w, w, num_heads)
     return dict(trace.shapes)
 
 
