@@ -55,6 +55,17 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def load_mapping(path: Path, what: str) -> YMap:
+    """Parse a YAML file that must hold a mapping; any problem is raised as SpecErrors."""
+    try:
+        node = load_yaml(path)
+    except SpecError as exc:
+        raise SpecErrors([exc]) from None
+    if not isinstance(node, dict):
+        raise SpecErrors([SpecError(str(path), line_of(node, default=1), f"{what} must be a mapping (got {_type_name(node)})")])
+    return node
+
+
 def _got(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -221,12 +232,7 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
     errors = _Errors(path)
     if variants is None:
         from .mistakes import has_variant as variants
-    try:
-        node = load_yaml(path)
-    except SpecError as exc:
-        raise SpecErrors([exc]) from None
-    if not isinstance(node, dict):
-        raise SpecErrors([SpecError(str(path), line_of(node, default=1), f"a problem file must be a mapping (got {_type_name(node)})")])
+    node = load_mapping(path, "a problem file")
     _unknown_keys(node, PROBLEM_KEYS, "a problem", errors)
     for key in REQUIRED_PROBLEM_KEYS:
         if key not in node:
@@ -289,12 +295,7 @@ def load_assignment(root: Path) -> Assignment:
     if not path.is_file():
         raise SpecErrors([SpecError(str(path), None, "assignment file not found")])
     errors = _Errors(path)
-    try:
-        node = load_yaml(path)
-    except SpecError as exc:
-        raise SpecErrors([exc]) from None
-    if not isinstance(node, dict):
-        raise SpecErrors([SpecError(str(path), line_of(node, default=1), "assignment.yaml must be a mapping")])
+    node = load_mapping(path, "assignment.yaml")
     _unknown_keys(node, ASSIGNMENT_KEYS, "assignment.yaml", errors)
     title = _text(node, "title", errors) if "title" in node else root.name
     entries = node.get("problems")

@@ -37,7 +37,7 @@ import numpy as np
 from . import generators as gen
 from . import reference
 from .errors import InternalError, SpecError, SpecErrors
-from .loader import _Errors, _got, _number, _text, _type_name, _unknown_keys
+from .loader import _Errors, _got, _number, _text, _type_name, _unknown_keys, load_mapping
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of, load_yaml
 
@@ -318,13 +318,7 @@ def load_quiz(path: Path) -> Quiz:
     """Load one quiz file; raises SpecErrors listing everything wrong with it."""
     path = Path(path)
     errors = _Errors(path)
-    try:
-        node = load_yaml(path)
-    except SpecError as exc:
-        raise SpecErrors([exc]) from None
-    if not isinstance(node, dict):
-        raise SpecErrors([SpecError(str(path), line_of(node, default=1),
-                                    f"a quiz file must be a mapping (got {_type_name(node)})")])
+    node = load_mapping(path, "a quiz file")
     _unknown_keys(node, QUIZ_KEYS, "a quiz", errors)
     title = _text(node, "title", errors) if "title" in node else "Concept quiz"
     entries = node.get("items")
