@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import SpecError
-from .model import Choice, Quiz, QuizItem, QuizKind, Variant
+from .model import Choice, Quiz, QuizKind, Variant
 from .results import CaseResult, CaseStatus, ProblemResult
 from .yamlio import line_of, load_yaml
 

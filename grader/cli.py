@@ -174,7 +174,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     """
     from .spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
-    from .paths import resolve_submission, write_atomically
+    from .paths import resolve_submission
     from .reports import render
     from .reports.gradescope import failure
     start = time.monotonic()

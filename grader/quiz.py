@@ -28,7 +28,7 @@ import math
 import re
 import string
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -37,9 +37,9 @@ import numpy as np
 from . import generators as gen
 from . import reference
 from .errors import InternalError, SpecError, SpecErrors
-from .loader import _Errors, _got, _number, _text, _type_name, _unknown_keys, load_mapping
+from .loader import _Errors, _got, _number, _text, _unknown_keys, load_mapping
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
-from .yamlio import line_of, load_yaml
+from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FUNCTIONS", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
            "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
