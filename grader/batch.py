@@ -219,21 +219,6 @@ def row_of(record: dict) -> StudentRow:
                       mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]})
 
 
-# The sandbox runs each submission in a fresh temporary folder; its name shows up in what student
-# code prints (warnings, tracebacks) and would make two runs differ: keep only the file name.
-_SANDBOX_PATH = re.compile(r"[^\s'\"]*/mha-run-[A-Za-z0-9_]+/")
-
-
-def _scrubbed(result: GradeResult) -> GradeResult:
-    """`result` without the sandbox's temporary paths, so the same submission gives the same bytes."""
-    def clean(text: str) -> str:
-        return _SANDBOX_PATH.sub("", text)
-    problems = tuple(replace(p, stdout=clean(p.stdout), message=clean(p.message),
-                             cases=tuple(replace(c, summary=clean(c.summary), detail=clean(c.detail)) for c in p.cases))
-                     for p in result.problems)
-    return replace(result, problems=problems, messages=tuple(clean(m) for m in result.messages))
-
-
 def _grade_one(assignment: Assignment, submission: Submission, seed: int, grader: Grader) -> GradeResult:
     """Grade a private copy: attention.py (or an empty placeholder) and only this student's answers."""
     with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
@@ -244,7 +229,7 @@ def _grade_one(assignment: Assignment, submission: Submission, seed: int, grader
             staged.write_text("# no attention.py was submitted\n")
         if submission.answers is not None:
             shutil.copyfile(submission.answers, Path(tmp) / ANSWERS_NAME)
-        result = _scrubbed(grader(assignment, staged, seed))
+        result = grader(assignment, staged, seed)
     return replace(result, messages=(submission.note, *result.messages)) if submission.note else result
 
 

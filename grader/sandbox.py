@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
@@ -289,7 +289,8 @@ class Session:
             self.load_failure = LoadFailure("timeout", "time limit")
         elif event.get("event") == "load_error":
             line = event.get("line")
-            self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60), clean_text(event.get("message", ""), 500),
+            self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
+                                            self._scrub(clean_text(event.get("message", ""), 500)),
                                             int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
         else:
             self.load_failure = LoadFailure("crashed", worker.exit_description())
@@ -358,7 +359,18 @@ class Session:
                 runs.append(stop)
                 if stop.status is not RunStatus.NO_FUNCTION:
                     stop = CaseRun(stop.status, detail="not run: an earlier case of this problem did not finish")
-        return ProblemRun(tuple(runs), stdout=stdout, stderr=stderr)
+        return ProblemRun(tuple(self._scrub_run(r) for r in runs), stdout=self._scrub(stdout),
+                          stderr=self._scrub(stderr))
+
+    def _scrub(self, text: str) -> str:
+        """Student text without this session's temporary folder, so the same code reports the same bytes."""
+        return text.replace(f"{self._tmp}/", "").replace(str(self._tmp), ".")
+
+    def _scrub_run(self, run: CaseRun) -> CaseRun:
+        if run.error is None and not run.detail:
+            return run
+        error = run.error and replace(run.error, message=self._scrub(run.error.message))
+        return replace(run, error=error, detail=self._scrub(run.detail))
 
     def close(self) -> None:
         """Kill every process of the session, delete its files, release its uid."""

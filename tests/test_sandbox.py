@@ -113,3 +113,13 @@ def test_lone_surrogates_in_student_text_do_not_break_reports(assignment, write_
     assert case.summary == "raised ValueError at line 2: bad \\ud800 char"
     for name in FORMATS:
         render(name, result).encode("utf-8")
+
+
+def test_reports_do_not_show_the_sandbox_folder(assignment, write_submission):
+    """Paths inside the session's temporary folder are reported relative to it: stable across runs."""
+    path = write_submission('import sys\ndef softmax(scores):\n    print(__file__, file=sys.stderr)\n'
+                            '    raise ValueError(__file__)\n')
+    problem = grade(assignment, path, problem_ids=["softmax"]).problems[0]
+    assert problem.cases[0].summary == "raised ValueError at line 4: attention.py"
+    assert problem.stdout.splitlines()[0] == "attention.py"
+    assert "mha-run-" not in problem.stdout + "".join(c.summary for c in problem.cases)
