@@ -20,6 +20,7 @@ import io
 import json
 import re
 import shutil
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -249,7 +250,10 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
     """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
     out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
     whose stored result has the same digest is read back instead of graded again. A failure
-    while grading one submission is recorded as status ERROR and never stops the others."""
+    while grading one submission is recorded as status ERROR and never stops the others.
+
+    With `jobs` > 1 (on Linux) the submissions are shared out among `jobs` grader processes
+    forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
     from .reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
     if grader is None:
@@ -258,9 +262,11 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
 
         def grader(a: Assignment, path: Path, seed: int) -> GradeResult:
             return grade(a, path, limits=limits, seed=seed, cache=cache)
+        _warm(cache, assignment, submissions, seed_of)
     stamp = fingerprint(assignment, limits)
 
-    def work(submission: Submission) -> Outcome:
+    def work(submission: Submission) -> tuple[dict, bool]:
+        """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
         stored = out / RESULTS_DIR / f"{submission.key}.json"
         feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
         seed = None
@@ -269,26 +275,138 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             key = digest(submission, seed, stamp)
             record = None if force or not feedback.is_file() else _stored(stored, key)
             if record is not None:
-                return Outcome(submission, row_of(record), resumed=True)
+                return record, True
             result = _grade_one(assignment, submission, seed, grader)
             record = result_record(submission, result, GRADED if submission.source else EMPTY, seed, key)
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
-            error = f"{type(exc).__name__}: {exc}"
-            record = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
-                      "result": {"problems": []}}
-            text = f"Your submission could not be graded (the grader failed: {error}).\n"
+            record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
         write_atomically(feedback, text)
-        write_atomically(stored, json.dumps(record, indent=2) + "\n")
-        return Outcome(submission, row_of(record), error=record.get("error", ""))
+        # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
+        write_atomically(stored, json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        return record, False
 
+    run = _in_processes if jobs > 1 and len(submissions) > 1 and FORK else _in_threads
+    for index, record, resumed in run(work, submissions, jobs):
+        yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+
+
+def _error_record(submission: Submission, seed: int | None, error: str) -> tuple[dict, str]:
+    """The stored record and the feedback of a submission the grader failed on."""
+    record = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
+              "result": {"problems": []}}
+    return record, f"Your submission could not be graded (the grader failed: {error}).\n"
+
+
+def _warm(cache, assignment: Assignment, submissions: Sequence[Submission], seed_of: Callable[[str], int]) -> None:
+    """Prepare the cases of a class on one variant (no course secret) before grading starts, so
+    grader processes forked afterwards share them instead of each computing them."""
+    try:
+        seeds = {seed_of(s.student) for s in submissions}
+    except Exception:  # reported per submission when graded
+        return
+    if len(seeds) != 1:
+        return
+    seed = seeds.pop()
+    for problem in assignment.problems:
+        for case in problem.visible_cases(include_hidden=True):
+            try:
+                cache.get(problem, case, seed)
+            except Exception:  # the submission that needs it reports it
+                return
+
+
+Work = Callable[[Submission], tuple[dict, bool]]
+FORK = sys.platform == "linux"  # fork after imports: other systems start a fresh Python (no shared memory)
+
+
+def _in_threads(work: Work, submissions: Sequence[Submission], jobs: int) -> Iterator[tuple[int, dict, bool]]:
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="mha-grade")
     try:
-        futures = [pool.submit(work, s) for s in submissions]
+        futures = {pool.submit(work, s): i for i, s in enumerate(submissions)}
         for future in as_completed(futures):
-            yield future.result()
+            yield (futures[future], *future.result())
     finally:  # interrupted: drop the waiting submissions; the running ones finish and are stored
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) -> None:
+    """A grader process: grade the submission whose index comes in, answer with its record, until
+    the batch closes the pipe. It finishes the submission at hand when the user presses Ctrl-C
+    (the batch stops sending more); its own zygote stops with it. `others`: the batch's ends of
+    this pipe and of those to the grader processes forked before this one (closed here: a grader
+    process sees the end of its work only when no process holds the other end any more)."""
+    import signal
+    from .spawn import stop_fork_server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for other in others:
+        other.close()
+    try:
+        while True:
+            try:
+                index = int(conn.recv_bytes())
+            except (EOFError, OSError, ValueError):
+                return
+            record, resumed = work(submissions[index])
+            try:
+                conn.send_bytes(json.dumps({"index": index, "record": record, "resumed": resumed}).encode())
+            except OSError:
+                return
+    finally:
+        stop_fork_server()  # a forked process runs no atexit handlers
+
+
+def _in_processes(work: Work, submissions: Sequence[Submission], jobs: int) -> Iterator[tuple[int, dict, bool]]:
+    """Grade in `jobs` grader processes forked from this one (so they share the loaded problems and
+    the prepared cases), each with its own zygote and student processes, one submission at a time
+    each, the next one sent to whichever is free. Python runs one thread at a time per process,
+    and a grader spends most of its time in Python, so threads could not use a second core.
+
+    Messages are plain JSON over pipes (indices out, records back). A grader process that dies
+    costs the submission it held (status ERROR); the others carry on with the rest."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+    context = multiprocessing.get_context("fork")
+    pending = iter(range(len(submissions)))
+    busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
+
+    def send_next(conn, proc) -> None:
+        index = next(pending, None)
+        if index is None:
+            conn.close()  # no more work: it exits
+            proc.join()
+            return
+        conn.send_bytes(str(index).encode())
+        busy[conn] = (proc, index)
+
+    try:
+        for _ in range(min(jobs, len(submissions))):
+            ours, theirs = context.Pipe()
+            proc = context.Process(target=_serve, args=(theirs, [ours, *busy], work, submissions), name="mha-grader",
+                                   daemon=True)
+            proc.start()
+            theirs.close()
+            send_next(ours, proc)
+        while busy:
+            for conn in wait(list(busy)):
+                proc, index = busy.pop(conn)
+                try:
+                    message = json.loads(conn.recv_bytes())
+                except (EOFError, OSError, ValueError):  # the grader process died with this submission
+                    proc.join()
+                    record, _ = _error_record(submissions[index], None,
+                                              f"the grading process stopped (exit code {proc.exitcode})")
+                    conn.close()
+                    yield index, record, False
+                    continue
+                yield message["index"], message["record"], message["resumed"]
+                send_next(conn, proc)
+        for index in pending:  # every grader process died
+            yield index, _error_record(submissions[index], None, "no grading process left")[0], False
+    finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
+        for conn, (proc, _) in list(busy.items()):
+            conn.close()
+            proc.join()
 
 
 def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow]) -> None:

@@ -73,6 +73,9 @@ def compare_arrays(expected: np.ndarray, got: Any, rtol: float, atol: float) -> 
         return Verdict(False, "wrong type", f"expected an array of shape {expected.shape}, got {describe(got)}")
     if arr.shape != expected.shape:
         return Verdict(False, "wrong shape", f"expected shape {expected.shape}, got shape {arr.shape}")
+    with np.errstate(all="ignore"):  # the usual case, decided without np.isclose's overhead: all finite and close
+        if (np.abs(arr - expected) <= atol + rtol * np.abs(expected)).all():
+            return Verdict.ok()
     bad = ~np.isfinite(arr) & np.isfinite(expected)
     if bad.any():
         idx = np.unravel_index(int(np.argmax(bad)), arr.shape) if arr.ndim else ()

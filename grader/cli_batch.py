@@ -81,6 +81,8 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
       mha grade-all submissions/ --out graded/ --jobs 4 --timeout 5
     """
     from . import batch
+    from .reports.class_report import Plotter
+    plotter = None
     try:
         assignment = obj.assignment()
         seed_of = _seeds(obj.root)
@@ -91,6 +93,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
         rows, resumed = [], 0
+        plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
         try:
             with _progress(len(found), progress) as step:
                 for outcome in batch.grade_all(assignment, found, out, seed_of=seed_of, limits=limits,
@@ -101,15 +104,18 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                     if outcome.error:
                         click.echo(f"{outcome.submission.student}: grading failed: {outcome.error}", err=True)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = _write_reports(assignment, rows, out)
+            report = _write_reports(assignment, rows, out, plotter)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
         _fail(exc)
+    finally:
+        if plotter is not None:
+            plotter.close()
     _summary(rows, resumed, report, out)
 
 
-def _write_reports(assignment, rows, out: Path):
+def _write_reports(assignment, rows, out: Path, plotter=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from .analysis import analyse
     from .batch import ERROR, write_gradebook
@@ -117,7 +123,7 @@ def _write_reports(assignment, rows, out: Path):
     items = [*assignment.problems, *(assignment.quiz.items if assignment.quiz else ())]
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
-    written = class_report.write(analysis, {i.id: i.title for i in items}, out)
+    written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter)
     if not any(p.suffix == ".png" for p in written):
         click.echo("warning: matplotlib is not installed, so report.html has no plots "
                    "(pip install 'mha-exercises[instructor]')", err=True)

@@ -36,6 +36,7 @@ class PreparedCase:
     # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
     # None: run the variants of grader/mistakes.py when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
+    inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
 
 
 def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
@@ -78,15 +79,16 @@ def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
 
 def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
     args = build_args(problem, case, variant)
+    inputs = "" if case.hidden else summarize_inputs(problem.function, args)  # once per batch, not per student
     if case.raises:
-        return PreparedCase(case, args, None)
+        return PreparedCase(case, args, None, inputs=inputs)
     try:
         expected = literal_expected(problem.function, case.expect) if case.has_expect \
             else reference_answer(problem.function, args)
     except Exception as exc:  # a case the reference cannot answer is the problem file's fault
         raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
                             f"{type(exc).__name__}: {exc}") from exc
-    return PreparedCase(case, args, expected)
+    return PreparedCase(case, args, expected, inputs=inputs)
 
 
 def _frozen(value: Any) -> Any:
@@ -179,7 +181,8 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     """Turn one sandbox run into a CaseResult, hiding details of hidden cases."""
     case, fn = prepared.case, problem.function
     base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
-                inputs="" if case.hidden else summarize_inputs(fn, prepared.args))
+                inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
+                else summarize_inputs(fn, prepared.args))
     error = run.error
     if run.status is RunStatus.RAISED and error is not None:
         if "NotImplementedError" in error.bases:

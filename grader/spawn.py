@@ -39,7 +39,7 @@ from .errors import InternalError
 from .isolation import MARKER, MARKER_LENGTH
 
 __all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "prestart", "reap", "start_student",
-           "student_env"]
+           "stop_fork_server", "student_env"]
 
 WORKER = Path(__file__).with_name("_worker.py")
 FORK_SERVER = sys.platform == "linux" and hasattr(socket, "send_fds")  # else: one Python per student process
@@ -288,6 +288,11 @@ def fork_server() -> ForkServer:
                 _server.close()
             _server = ForkServer()
         return _server
+
+
+def stop_fork_server() -> None:
+    """Stop this process's zygote now (at exit it stops by itself; a forked process must call this)."""
+    _stop()
 
 
 def _stop() -> None:

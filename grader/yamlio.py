@@ -34,7 +34,7 @@ class _Loader(yaml.SafeLoader):
 
 
 class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """The same with libyaml's parser (five times faster), for the instructor's files."""
+    """The same with libyaml's parser (five times faster)."""
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YMap:
@@ -74,21 +74,33 @@ for _cls in (_Loader, _FastLoader):
     _cls.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+MAX_FAST_NESTING = 2000  # libyaml composes 10,000 levels safely here and crashes at 100,000
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how deeply `text` can nest: every level is opened by a `[`, `{`, `-`,
+    `?` or `:` of its own (block collections included), so there are at most that many levels."""
+    return sum(text.count(c) for c in "[{-?:") + 1
+
+
 def load_yaml(path: Path, text: str | None = None):
     """Parse one YAML file; every failure is a SpecError with the file and line.
 
-    A file read here (the instructor's) is parsed by libyaml when PyYAML has it, and again by
-    the pure-Python parser if that fails, so error messages do not depend on libyaml. `text`
-    handed in (a student's answers, read with a size limit) only meets the pure-Python parser."""
+    The text (the file's, or `text` handed in: a student's answers, read with a size limit) is
+    parsed by libyaml when PyYAML has it, and again by the pure-Python parser if that fails, so
+    error messages do not depend on libyaml. libyaml's composer recurses in C, so text that
+    could nest deeply (a hostile `[[[[...`) only meets the pure-Python parser, which raises
+    RecursionError instead of crashing the grader."""
     try:
         if text is None:
             text = Path(path).read_text(encoding="utf-8")
-            try:
-                return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a SafeLoader
-            except (yaml.YAMLError, _DuplicateKey):
-                pass  # parsed again below, for the pure-Python parser's message
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
+    if _nesting_bound(text) <= MAX_FAST_NESTING:
+        try:
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a SafeLoader
+        except (yaml.YAMLError, _DuplicateKey):
+            pass  # parsed again below, for the pure-Python parser's message
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except _DuplicateKey as dup:
