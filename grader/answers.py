@@ -8,7 +8,6 @@ CaseResult.mistake to the misconception's id and shows its feedback.
 """
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import reprlib
@@ -99,6 +98,7 @@ def read_answers(path: Path, item_ids: Iterable[str]) -> AnswerSheet:
     unknown = []
     for key in node:
         if key not in known:
+            import difflib  # only for a misspelt item id
             close = difflib.get_close_matches(str(key), known, n=1)
             advice = f"did you mean {close[0]!r}?" if close else "see `mha list`"
             unknown.append(f"{name}:{line_of(node, key)}: unknown quiz item {_repr.repr(key)} ({advice})")

@@ -265,15 +265,20 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         _warm(cache, assignment, submissions, seed_of)
     stamp = fingerprint(assignment, limits)
 
+    def store(submission: Submission, record: dict, text: str) -> None:
+        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
+        # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
+        write_atomically(out / RESULTS_DIR / f"{submission.key}.json",
+                         json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
     def work(submission: Submission) -> tuple[dict, bool]:
         """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
-        stored = out / RESULTS_DIR / f"{submission.key}.json"
-        feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
         seed = None
         try:
             seed = seed_of(submission.student)
             key = digest(submission, seed, stamp)
-            record = None if force or not feedback.is_file() else _stored(stored, key)
+            feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
+            record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
             if record is not None:
                 return record, True
             result = _grade_one(assignment, submission, seed, grader)
@@ -281,13 +286,20 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
-        write_atomically(feedback, text)
-        # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
-        write_atomically(stored, json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        store(submission, record, text)
         return record, False
 
-    run = _in_processes if jobs > 1 and len(submissions) > 1 and FORK else _in_threads
-    for index, record, resumed in run(work, submissions, jobs):
+    def lost(submission: Submission, error: str) -> dict:
+        """A submission whose grader process died: stored as the grader's failure."""
+        record, text = _error_record(submission, None, error)
+        store(submission, record, text)
+        return record
+
+    if jobs > 1 and len(submissions) > 1 and FORK:
+        results = _in_processes(work, lost, submissions, jobs)
+    else:
+        results = _in_threads(work, submissions, jobs)
+    for index, record, resumed in results:
         yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
 
 
@@ -356,27 +368,36 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
         stop_fork_server()  # a forked process runs no atexit handlers
 
 
-def _in_processes(work: Work, submissions: Sequence[Submission], jobs: int) -> Iterator[tuple[int, dict, bool]]:
+def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissions: Sequence[Submission],
+                  jobs: int) -> Iterator[tuple[int, dict, bool]]:
     """Grade in `jobs` grader processes forked from this one (so they share the loaded problems and
     the prepared cases), each with its own zygote and student processes, one submission at a time
     each, the next one sent to whichever is free. Python runs one thread at a time per process,
     and a grader spends most of its time in Python, so threads could not use a second core.
 
     Messages are plain JSON over pipes (indices out, records back). A grader process that dies
-    costs the submission it held (status ERROR); the others carry on with the rest."""
+    costs the submission it held (stored by `lost` as the grader's failure); one found dead
+    when it is sent a submission costs nothing; the others carry on with the rest."""
     import multiprocessing
+    from collections import deque
     from multiprocessing.connection import wait
     context = multiprocessing.get_context("fork")
-    pending = iter(range(len(submissions)))
+    pending = deque(range(len(submissions)))
     busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
 
     def send_next(conn, proc) -> None:
-        index = next(pending, None)
-        if index is None:
+        if not pending:
             conn.close()  # no more work: it exits
             proc.join()
             return
-        conn.send_bytes(str(index).encode())
+        index = pending.popleft()
+        try:
+            conn.send_bytes(str(index).encode())
+        except OSError:  # it died between two submissions: another process grades this one
+            pending.appendleft(index)
+            conn.close()
+            proc.join()
+            return
         busy[conn] = (proc, index)
 
     try:
@@ -393,16 +414,16 @@ def _in_processes(work: Work, submissions: Sequence[Submission], jobs: int) -> I
                 try:
                     message = json.loads(conn.recv_bytes())
                 except (EOFError, OSError, ValueError):  # the grader process died with this submission
-                    proc.join()
-                    record, _ = _error_record(submissions[index], None,
-                                              f"the grading process stopped (exit code {proc.exitcode})")
                     conn.close()
-                    yield index, record, False
+                    proc.join()
+                    yield index, lost(submissions[index], f"the grading process stopped (exit code {proc.exitcode})"), \
+                        False
                     continue
                 yield message["index"], message["record"], message["resumed"]
                 send_next(conn, proc)
-        for index in pending:  # every grader process died
-            yield index, _error_record(submissions[index], None, "no grading process left")[0], False
+        while pending:  # every grader process died
+            index = pending.popleft()
+            yield index, lost(submissions[index], "no grading process left"), False
     finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
         for conn, (proc, _) in list(busy.items()):
             conn.close()

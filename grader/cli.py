@@ -4,13 +4,12 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import click
 
 from .cli_base import CONTEXT, Group, fail
-from .errors import ExitCode, GraderError, InternalError
+from .errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
 
@@ -26,6 +25,12 @@ class Ctx:
     def assignment(self):
         from .loader import load_assignment
         return load_assignment(self.root)
+
+    def compiled(self, seed: int):
+        """The assignment with every case of variant `seed` prepared (compiled.py): read from the
+        cache when current, else loaded (and validated), prepared and stored."""
+        from .compiled import compiled
+        return compiled(self.root, seed, self.assignment)
 
     def seed(self, student: str | None) -> int:
         """The variant seed of `student`: a keyed hash with the course secret (0 without a student)."""
@@ -123,28 +128,20 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
     """
     from .spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
-    from .grading import grade
+    from .grading import grade_fixtures, known_ids
+    from .isolation import private_paths
     from .paths import resolve_submission
     from .reports import text
     try:
-        assignment = obj.assignment()
-        _known(assignment, problems)
-        submission = resolve_submission(path or assignment.root / "attention.py")
-        result = grade(assignment, submission, include_hidden=False, problem_ids=problems or None,
-                       limits=limits, seed=obj.seed(student))
+        compiled = obj.compiled(obj.seed(student))
+        known_ids(compiled, problems)
+        submission = resolve_submission(path or obj.root / "attention.py")
+        result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
+                                private=private_paths(obj.root))
     except GraderError as exc:
         _fail(exc)
     click.echo(text.render(result), nl=False)
     sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
-
-
-def _known(assignment, problems) -> None:
-    from .errors import SubmissionError
-    items = assignment.quiz.items if assignment.quiz else ()
-    known = [p.id for p in assignment.problems] + [i.id for i in items]
-    unknown = [p for p in problems if p not in known]
-    if unknown:
-        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")
 
 
 @main.command(context_settings=CONTEXT)
@@ -181,15 +178,17 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     try:
         try:
             path = resolve_submission(submission)
-            assignment = obj.assignment()
-            _known(assignment, problem_ids)
-            seed = obj.seed(student)
-            from .grading import grade as run_grade
-            result = run_grade(assignment, path, limits=limits, problem_ids=problem_ids or None, seed=seed)
+            compiled = obj.compiled(obj.seed(student))
+            from .grading import grade_fixtures, known_ids
+            from .isolation import private_paths
+            known_ids(compiled, problem_ids)
+            result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
+                                    private=private_paths(obj.root))
             report = render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: say so, never a bare traceback
+            import traceback
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise InternalError(f"internal error: {detail}") from exc
         _emit(report, output)
@@ -256,6 +255,30 @@ def validate(obj: Ctx, path: Path | None) -> None:
     click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
 
 
+@main.command("compile", context_settings=CONTEXT)
+@click.option("--student", default=None, metavar="ID", help="Compile this student's variant (needs the course secret).")
+@click.pass_obj
+def compile_(obj: Ctx, student: str | None) -> None:
+    """Prepare every case and quiz item of a variant now, so cold grades skip it.
+
+    `mha grade` and `mha check` do this on their first run and reuse it while the problem
+    files and the grader are unchanged (README, "Performance"); an autograder image runs it
+    once when it is built. The result is kept where only this user can read it.
+
+    \b
+    Example:
+      mha compile
+    """
+    from .compiled import cache_dir
+    try:
+        compiled = obj.compiled(obj.seed(student))
+    except GraderError as exc:
+        _fail(exc)
+    cases = sum(len(prepared) for _, prepared in compiled.problems)
+    click.echo(f"compiled {len(compiled.problems)} problem(s), {cases} cases and {len(compiled.quiz)} quiz items "
+               f"into {cache_dir()}")
+
+
 @main.command("list", context_settings=CONTEXT)
 @click.pass_obj
 def list_(obj: Ctx) -> None:
@@ -296,7 +319,9 @@ def show(obj: Ctx, problem: str, student: str | None) -> None:
     """
     try:
         assignment = obj.assignment()
-        _known(assignment, (problem,))
+        known = [p.id for p in assignment.problems] + [i.id for i in (assignment.quiz.items if assignment.quiz else ())]
+        if problem not in known:
+            raise SubmissionError(f"unknown problem {problem!r} (known: {', '.join(known)})")
         seed = obj.seed(student)
     except GraderError as exc:
         _fail(exc)

@@ -1,12 +1,17 @@
-"""Public fixtures: what the student bundle's `mha check` needs, computed ahead by the reference.
+"""Fixtures: a variant's cases and quiz items computed ahead by the reference, as plain JSON.
 
-One JSON file per variant holds, for every problem, its rendered text, comparison and public
-cases (inputs, expected answers, and what each named mistake's wrong variant answers), and for
-the quiz, each public item with its numbers and feedback and each hidden item without its
-answer. Hidden cases, hidden answers, the reference and the wrong variants never go in.
+Public fixtures are what the student bundle's `mha check` needs. One JSON file per variant
+holds, for every problem, its rendered text, comparison and public cases (inputs, expected
+answers, and what each named mistake's wrong variant answers), and for the quiz, each public
+item with its numbers and feedback and each hidden item without its answer. Hidden cases,
+hidden answers, the reference and the wrong variants never go in.
+
+Full fixtures (`hidden=True`) hold every case and every answer, without the texts: the
+autograder's compiled assignment (compiled.py), which only the grader's user can read.
 """
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,14 +27,19 @@ from .model import (Case, Choice, CompareKind, Comparison, Mistake, Problem, Qui
 FORMAT = 1
 
 
-def encode(value: Any) -> Any:
-    """Plain JSON for an input or an expected answer (arrays keep their dtype and shape)."""
+def encode(value: Any, binary: bool = False) -> Any:
+    """Plain JSON for an input or an expected answer (arrays keep their dtype and shape); with
+    `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back)."""
     if isinstance(value, np.ndarray):
+        if binary:
+            data = np.ascontiguousarray(value)
+            return {"b64": base64.b64encode(data.tobytes()).decode(), "shape": list(value.shape),
+                    "dtype": data.dtype.str}
         return {"nd": value.ravel().tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
     if isinstance(value, tuple):
-        return {"tuple": [encode(v) for v in value]}
+        return {"tuple": [encode(v, binary) for v in value]}
     if isinstance(value, dict):
-        return {"dict": {str(k): encode(v) for k, v in value.items()}}
+        return {"dict": {str(k): encode(v, binary) for k, v in value.items()}}
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return value.item()
     return value
@@ -39,6 +49,9 @@ def decode(data: Any) -> Any:
     if isinstance(data, dict):
         if "nd" in data:
             return np.array(data["nd"], dtype=data["dtype"]).reshape(data["shape"])
+        if "b64" in data:
+            return np.frombuffer(base64.b64decode(data["b64"], validate=True),
+                                 dtype=np.dtype(data["dtype"])).reshape(data["shape"])
         if "tuple" in data:
             return tuple(decode(v) for v in data["tuple"])
         if "dict" in data:
@@ -50,10 +63,11 @@ def _choice_public(c: Choice) -> dict:
     return asdict(c)
 
 
-def _item_data(v: Variant) -> dict:
-    """A quiz item as the bundle stores it: hidden items lose their answer and feedback."""
+def _item_data(v: Variant, keep_answers: bool = False) -> dict:
+    """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
+    `keep_answers`: the autograder's own copy)."""
     item = replace(v.item, prompt=v.prompt, params={})
-    if v.item.hidden:
+    if v.item.hidden and not keep_answers:
         choices = tuple(replace(c, correct=False, feedback="", mistake=None) for c in v.choices)
         item = replace(item, choices=choices, answer=None, feedback="", wrong=(), hint=v.hint)
         v = replace(v, item=item, choices=choices, answer=None, feedback="", wrong=())
@@ -78,36 +92,40 @@ def _item_from(data: dict) -> Variant:
                    wrong=tuple(WrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
 
-def build(assignment, variant: int, label: str) -> dict:
-    """The public fixtures of one variant (autograder side: runs the reference and the variants)."""
+def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
+    """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
+    the reference and the variants)."""
     from .grading import prepare, wrong_answer
     from .quiz import variant as quiz_variant
     from .render import render_problem
     problems = []
     for problem in assignment.problems:
         cases = []
-        for case in problem.visible_cases(include_hidden=False):
+        for case in problem.visible_cases(include_hidden=hidden):
             prepared = prepare(problem, case, variant)
             wrong = []
             for mistake in problem.mistakes:
                 try:
-                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args))])
+                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args), hidden)])
                 except Exception:  # the mistake's variant does not apply to these inputs (or is a detector)
                     continue
-            cases.append({"name": case.name, "weight": case.weight, "raises": case.raises,
-                          "args": [encode(a) for a in prepared.args], "expected": encode(prepared.expected),
+            cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
+                          "raises": case.raises,
+                          "args": [encode(a, hidden) for a in prepared.args],
+                          "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
         problems.append({
             "id": problem.id, "title": problem.title, "points": problem.points, "function": problem.function.name,
             "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
-            "hints": list(problem.hints), "timeout": problem.timeout, "text": render_problem(problem, variant),
+            "hints": list(problem.hints), "timeout": problem.timeout,
+            "text": "" if hidden else render_problem(problem, variant),
             "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant} for m in problem.mistakes],
             "cases": cases,
         })
     quiz = None
     if assignment.quiz is not None:
         quiz = {"ids": [i.id for i in assignment.quiz.items],
-                "items": [_item_data(quiz_variant(i, variant)) for i in assignment.quiz.items]}
+                "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
     return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
 
 
@@ -139,7 +157,8 @@ class Fixtures:
         compare["kind"] = CompareKind(compare["kind"])
         cases, prepared = [], []
         for c in p["cases"]:
-            case = Case(name=c["name"], args={}, visibility=Visibility.PUBLIC, weight=c["weight"], raises=c["raises"])
+            case = Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
+                        weight=c["weight"], raises=c["raises"])
             cases.append(case)
             prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"])))

@@ -11,18 +11,18 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from . import generators as gen
-from .answers import ANSWERS_NAME, QuizResults, grade_quiz
+from .answers import ANSWERS_NAME, grade_variants
 from .api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
 from .errors import InternalError
 from .isolation import private_paths
 from .detectors import DETECTORS
-from .model import Assignment, Case, Mistake, Problem
+from .model import Assignment, Case, Mistake, Problem, Variant
 from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
 from .sandbox import CaseRun, Limits, RunStatus, Session
 from .variants import DEFAULT_SEED
@@ -225,13 +225,6 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
     return ""
 
 
-def grade_problem(problem: Problem, session: Session, limits: Limits, include_hidden: bool,
-                  variant: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> ProblemResult:
-    get = cache.get if cache is not None else prepare
-    prepared = [get(problem, case, variant) for case in problem.visible_cases(include_hidden)]
-    return run_problem(problem, prepared, session, limits)
-
-
 def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits) -> ProblemResult:
     """Run the student's function on prepared cases and judge every answer."""
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
@@ -248,20 +241,55 @@ def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = Tr
     """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
     assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers.
     `cache`: cases prepared for earlier submissions of the same assignment (a batch)."""
+    from .quiz import variant  # draws numbers and computes answers: the autograder's side only
+    wanted = set(problem_ids) if problem_ids else None
+    get = cache.get if cache is not None else prepare
+    items = assignment.quiz.items if assignment.quiz else ()
+    quiz = [variant(i, seed) for i in items if wanted is None or i.id in wanted]
+    return grade_prepared(assignment.title, [p for p in assignment.problems if wanted is None or p.id in wanted],
+                          lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
+                          quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,
+                          private=private_paths(assignment.root))
+
+
+def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
+                   quiz: Sequence[Variant], quiz_ids: Sequence[str], submission: Path, *, include_hidden: bool,
+                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+    """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
+    is starting, so preparing them overlaps its start), and on quiz items whose numbers are
+    drawn; `quiz_ids`: every quiz item of the assignment (answers to others are reported as
+    unknown). The path shared by `mha grade` (fresh or compiled) and the bundle's `mha check`."""
     limits = limits or Limits()
     start = time.monotonic()
-    wanted = list(problem_ids) if problem_ids else None
-    problems = [p for p in assignment.problems if wanted is None or p.id in wanted]
     # the answers are read before any student code runs; grading them runs no student code
-    quiz = QuizResults(()) if assignment.quiz is None else grade_quiz(
-        assignment.quiz, Path(submission).parent / ANSWERS_NAME, seed=seed, include_hidden=include_hidden,
-        item_ids=wanted)
+    quiz_results = grade_variants(quiz, Path(submission).parent / ANSWERS_NAME, quiz_ids,
+                                  include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = ()
     if problems:
-        with Session(Path(submission), limits, private=private_paths(assignment.root)) as session:
-            results = tuple(grade_problem(p, session, limits, include_hidden, seed, cache) for p in problems)
+        with Session(Path(submission), limits, private=private) as session:
+            results = tuple(run_problem(p, cases(p), session, limits) for p in problems)
             messages = (session.load_failure.describe(),) if session.load_failure else ()
-    return GradeResult(title=assignment.title, submission=str(submission), problems=results + quiz.items,
-                       execution_time=round(time.monotonic() - start, 3), messages=messages + quiz.messages,
+    return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
+                       execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden)
+
+
+def grade_fixtures(fixtures, submission: Path, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
+                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+    """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
+    or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""
+    wanted = set(problem_ids) if problem_ids else None
+    prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in fixtures.problems}
+    return grade_prepared(fixtures.title, [p for p, _ in fixtures.problems if wanted is None or p.id in wanted],
+                          lambda p: prepared[p.id], [v for v in fixtures.quiz if wanted is None or v.item.id in wanted],
+                          fixtures.quiz_ids, submission, include_hidden=include_hidden, limits=limits, private=private)
+
+
+def known_ids(fixtures, ids: Iterable[str]) -> None:
+    """Raise SubmissionError for an id that is neither a problem nor a quiz item of `fixtures`."""
+    from .errors import SubmissionError
+    known = [p.id for p, _ in fixtures.problems] + list(fixtures.quiz_ids)
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")

@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parent
 # Grader modules a student bundle never carries: whatever answers (the reference, the wrong
 # variants, the quiz's answer functions), reads the hidden cases (the loader), or serves only
 # instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
-STUDENT_EXCLUDE = ("reference.py", "mistakes.py", "quiz.py", "loader.py", "validation.py", "release.py",
+STUDENT_EXCLUDE = ("reference.py", "mistakes.py", "quiz.py", "loader.py", "validation.py", "release.py", "compiled.py",
                    "batch.py", "analysis.py", "render.py", "cli.py", "cli_batch.py", "cli_export.py",
                    "cli_release.py", "__main__.py",
                    "exports", "class_report.py", "*.schema.json", "__pycache__", "*.pyc")

@@ -7,13 +7,13 @@ Student code still runs in the same sandbox as in the autograder.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from .cli_base import CONTEXT, Group, fail
 from .errors import ExitCode, GraderError, SubmissionError
+from .grading import known_ids
 BUNDLE = Path(__file__).resolve().parent.parent
 
 
@@ -39,13 +39,6 @@ def load(student: str | None):
 
 
 _fail = fail
-
-
-def _known(fixtures, ids) -> None:
-    known = [p.id for p, _ in fixtures.problems] + fixtures.quiz_ids
-    unknown = [i for i in ids if i not in known]
-    if unknown:
-        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -76,33 +69,18 @@ def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> 
     Example:
       mha check softmax merge_heads
     """
-    from .answers import ANSWERS_NAME, grade_variants
-    from .grading import run_problem
+    from .grading import grade_fixtures
     from .isolation import private_paths
-    from .limits import Limits
     from .paths import resolve_submission
     from .reports import text
-    from .results import GradeResult
-    from .sandbox import Session
     try:
         root, fixtures = load(student)
-        _known(fixtures, problems)
+        known_ids(fixtures, problems)
         submission = resolve_submission(path or root / "attention.py")
-        limits, start = Limits(), time.monotonic()
-        chosen = [(p, prepared) for p, prepared in fixtures.problems if not problems or p.id in problems]
-        results = ()
-        messages: tuple[str, ...] = ()
-        if chosen:
-            with Session(submission, limits, private=private_paths(root)) as session:
-                results = tuple(run_problem(p, prepared, session, limits) for p, prepared in chosen)
-                messages = (session.load_failure.describe(),) if session.load_failure else ()
-        items = [v for v in fixtures.quiz if not problems or v.item.id in problems]
-        quiz = grade_variants(items, submission.parent / ANSWERS_NAME, fixtures.quiz_ids, include_hidden=False)
+        result = grade_fixtures(fixtures, submission, include_hidden=False, problem_ids=problems,
+                                private=private_paths(root))
     except GraderError as exc:
         _fail(exc)
-    result = GradeResult(title=fixtures.title, submission=str(submission), problems=results + quiz.items,
-                         execution_time=round(time.monotonic() - start, 3), messages=messages + quiz.messages,
-                         include_hidden=False)
     click.echo(text.render(result), nl=False)
     sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
 
@@ -119,7 +97,7 @@ def show(problem: str, student: str | None) -> None:
     """
     try:
         _, fixtures = load(student)
-        _known(fixtures, (problem,))
+        known_ids(fixtures, (problem,))
     except GraderError as exc:
         _fail(exc)
     if problem in fixtures.texts:

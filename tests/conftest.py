@@ -1,6 +1,7 @@
 """Shared fixtures: the repository's assignment, a CLI runner, and submission writers."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,20 @@ SOLUTIONS = ROOT / "solutions"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: runs external tools (a Jupyter kernel, otter); still in the default run")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_cache(tmp_path_factory):
+    """Compiled assignments (grader/compiled.py) go to a folder of this test run, not ~/.cache;
+    subprocesses inherit it."""
+    from grader.compiled import CACHE_ENV
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("compiled"))
+    yield Path(os.environ[CACHE_ENV])
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(scope="session")

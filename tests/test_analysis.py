@@ -4,6 +4,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import multiprocessing
+import os
 import sys
 
 import pytest
@@ -114,3 +116,72 @@ class TestClassReport:
         analysis = small_analysis() if mistakes else analyse(rows_of({"a": [1, 0, 1]}), {"a": 1})
         class_report.plot(analysis, {}, tmp_path)
         assert (tmp_path / "misconceptions.png").stat().st_size > 1000
+
+
+def gone(pid: int) -> bool:
+    """No process `pid`, not even a zombie: it exited and was waited for."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the plotting process is forked (Linux only)")
+class TestPlotter:
+    def test_draws_both_plots_in_its_process_and_is_joined(self, tmp_path, monkeypatch):
+        """draw() returns the two PNGs, as plot() draws them, from the forked process (plot() here
+        is broken after the fork); the process is waited for."""
+        pytest.importorskip("matplotlib")
+        plotter = class_report.Plotter()
+        pid = plotter._proc.pid
+
+        def broken(*args):
+            raise AssertionError("drawn in the test process, not by the plotting process")
+
+        real_plot = class_report.plot
+        monkeypatch.setattr(class_report, "plot", broken)
+        written = plotter.draw(small_analysis(), {"a": "A"}, tmp_path / "plots")
+        assert written == [tmp_path / "plots" / name for name in class_report.PLOTS]
+        assert all(p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 1000 for p in written)
+        assert real_plot(small_analysis(), {"a": "A"}, tmp_path / "here") == [tmp_path / "here" / n
+                                                                             for n in class_report.PLOTS]
+        assert [p.read_bytes() for p in written] == [(tmp_path / "here" / n).read_bytes() for n in class_report.PLOTS]
+        assert multiprocessing.active_children() == [] and gone(pid)
+
+    def test_a_dead_plotting_process_is_replaced_by_drawing_here(self, tmp_path):
+        """If the plotting process was killed, draw() still returns both plots, drawn in this process."""
+        pytest.importorskip("matplotlib")
+        plotter = class_report.Plotter()
+        plotter._proc.kill()
+        plotter._proc.join()
+        written = plotter.draw(small_analysis(), {}, tmp_path)
+        assert [p.name for p in written] == list(class_report.PLOTS)
+        assert all(p.stat().st_size > 1000 for p in written)
+        assert multiprocessing.active_children() == []
+
+    def test_close_without_drawing_stops_the_process(self):
+        """A plotter closed unused (grading failed) stops its process; closing again does nothing."""
+        plotter = class_report.Plotter()
+        pid = plotter._proc.pid
+        plotter.close()
+        plotter.close()
+        assert multiprocessing.active_children() == [] and gone(pid)
+
+    def test_write_with_a_plotter_gives_the_same_report(self, tmp_path):
+        """class_report.write with a plotter writes the same files, and report.html with both PNGs
+        inlined is byte-identical to the one written without."""
+        pytest.importorskip("matplotlib")
+        titles = {"a": "A <first> item", "b": "B"}
+        alone = class_report.write(small_analysis(), titles, tmp_path / "alone")
+        helped = class_report.write(small_analysis(), titles, tmp_path / "helped", class_report.Plotter())
+        assert [p.relative_to(tmp_path / "helped") for p in helped] == [p.relative_to(tmp_path / "alone") for p in alone]
+        page = (tmp_path / "helped" / "report.html").read_text()
+        assert page.count('src="data:image/png;base64,') == 2
+        assert page == (tmp_path / "alone" / "report.html").read_text()
+        assert multiprocessing.active_children() == []
+
+    def test_without_matplotlib_the_plotter_draws_nothing(self, tmp_path, monkeypatch):
+        """If the plotting process cannot import matplotlib, write() gives the page without images."""
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # inherited by the forked process
+        written = class_report.write(small_analysis(), {}, tmp_path, class_report.Plotter())
+        assert [p.name for p in written] == ["item_analysis.json", "item_analysis.csv", "misconceptions.csv",
+                                             "report.html"]
+        assert "<img" not in (tmp_path / "report.html").read_text()
+        assert multiprocessing.active_children() == []

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
+import os
+import secrets
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -21,9 +25,13 @@ from click.testing import CliRunner
 from grader import batch
 from grader.cli import main
 from grader.errors import ExitCode, SubmissionError
+from grader.grading import grade
+from grader.isolation import become_subreaper
+from grader.limits import Limits
 from grader.variants import student_seed
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+from .test_hostile import HOSTILE, leftovers
 
 TIMEOUT = "2"  # seconds per problem: dave's infinite loop costs this much
 WRONG_AXIS_SOFTMAX = """
@@ -373,3 +381,221 @@ class TestWriteGradebook:
         batch.write_gradebook(tmp_path / "g.csv", ["a", "b"], rows)
         assert (tmp_path / "g.csv").read_text() == ("student,status,a,b,total\namy,error,,,\n"
                                                     "bo,empty,0.5,0,0.5\nzoe,graded,1,2.5,3.5\n")
+
+
+# ---------------------------------------------------------------- grader processes (--jobs > 1)
+
+SUBSET = ["softmax", "split_heads"]  # graded by the tests below, to keep them short
+
+
+def write_class(folder: Path, sources: dict[str, str | None]) -> list[batch.Submission]:
+    """One folder per student holding `source` as attention.py (None: an empty folder); discovered."""
+    for student, source in sources.items():
+        (folder / student).mkdir(parents=True)
+        if source is not None:
+            (folder / student / "attention.py").write_text(source)
+    return batch.discover(folder)
+
+
+def hostile_source(name: str, token: str) -> str:
+    """The model answers, then tests/hostile/_prelude.py and tests/hostile/NAME.py (see test_hostile)."""
+    return (solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
+            + (HOSTILE / f"{name}.py").read_text()).replace("@TOKEN@", token)
+
+
+def living_descendants() -> set[int]:
+    """The processes below this one that are not zombies."""
+    children: dict[int, list[int]] = {}
+    state: dict[int, str] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state[int(entry)] = fields[0]
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return {pid for pid in found if state.get(pid) != "Z"}
+
+
+def left_behind(before: set[int], seconds: float = 10.0) -> set[int]:
+    """Living descendants not there `before`, once those that are exiting have had `seconds` to go."""
+    end = time.monotonic() + seconds
+    while (new := living_descendants() - before) and time.monotonic() < end:
+        time.sleep(0.05)
+    return new
+
+
+def reap_zombies() -> None:
+    """Collect exited children nobody waits for (orphans that came to this subreaper)."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            try:
+                os.waitpid(int(entry), os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+@pytest.fixture(scope="class")
+def both_ways(tmp_path_factory, assignment):
+    """A class of four (ann and cy: the model answers; ben: softmax over the wrong axis; dee: an
+    empty folder) graded on SUBSET with jobs=1 (threads) and jobs=2 (grader processes). By jobs:
+    the outcomes, the output folder, and the (pid, parent pid) of each call to the grader."""
+    root = tmp_path_factory.mktemp("processes")
+    found = write_class(root / "class", {"ann": solution_source(), "ben": solution_source() + WRONG_AXIS_SOFTMAX,
+                                         "cy": solution_source(), "dee": None})
+    calls = root / "calls"
+    calls.mkdir()
+
+    def grader(a, path, seed):
+        (calls / path.parent.name).write_text(f"{os.getpid()} {os.getppid()}")  # one private folder per call
+        return grade(a, path, problem_ids=SUBSET, limits=Limits(problem_seconds=5), seed=seed)
+
+    runs = {}
+    for jobs in (1, 2):
+        out = root / f"out-{jobs}"
+        outcomes = list(batch.grade_all(assignment, found, out, seed_of=lambda s: 0, jobs=jobs, grader=grader))
+        runs[jobs] = outcomes, out, [tuple(map(int, p.read_text().split())) for p in calls.iterdir()]
+        shutil.rmtree(calls)
+        calls.mkdir()
+    return runs
+
+
+@pytest.mark.skipif(not batch.FORK, reason="grader processes are forked (Linux only)")
+class TestGraderProcesses:
+    def test_same_rows_as_with_threads(self, both_ways):
+        """jobs=2 gives each student the status and scores jobs=1 gives: the exact ones."""
+        rows = {jobs: {o.submission.student: (o.status, o.row.scores, o.row.mistakes, o.resumed, o.error)
+                       for o in outcomes} for jobs, (outcomes, _, _) in both_ways.items()}
+        assert rows[2] == rows[1]
+        full = {"softmax": 10.0, "split_heads": 10.0}
+        assert rows[2] == {
+            "ann": ("graded", full, {}, False, ""),
+            "ben": ("graded", {"softmax": 3.3333, "split_heads": 10.0}, {"softmax": ("softmax-wrong-axis",)}, False, ""),
+            "cy": ("graded", full, {}, False, ""),
+            "dee": ("empty", {"softmax": 0.0, "split_heads": 0.0}, {}, False, "")}
+
+    def test_byte_identical_result_and_feedback_files(self, both_ways):
+        """results/*.json and feedback/*.txt are byte for byte those written by threads."""
+        files = {jobs: snapshot(out) for jobs, (_, out, _) in both_ways.items()}
+        assert sorted(files[2]) == [f"{d}/{s}.{x}" for d, x in (("feedback", "txt"), ("results", "json"))
+                                    for s in ("ann", "ben", "cy", "dee")]
+        assert files[2] == files[1]
+        assert "likely mistake (softmax-wrong-axis)" in files[2]["feedback/ben.txt"].decode()
+
+    def test_graded_in_two_forked_processes(self, both_ways):
+        """With jobs=2, every submission is graded in one of exactly two children of this process
+        (each is handed one at once); with jobs=1, in this process."""
+        graded_by = both_ways[2][2]
+        assert len(graded_by) == 4
+        assert all(pid != os.getpid() and parent == os.getpid() for pid, parent in graded_by)
+        assert len({pid for pid, _ in graded_by}) == 2
+        assert {pid for pid, _ in both_ways[1][2]} == {os.getpid()}
+        assert multiprocessing.active_children() == []
+
+    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path):
+        """A grader process that exits (code 3) while holding ben's submission: ben's outcome is an
+        error saying so; ann, cy and dee are graded in full by the other process; nothing is left running."""
+        found = write_class(tmp_path / "class", {"ann": solution_source(), "ben": "DIE = 1\n",
+                                                 "cy": solution_source(), "dee": solution_source()})
+
+        def grader(a, path, seed):
+            result = grade(a, path, problem_ids=SUBSET, limits=Limits(problem_seconds=5), seed=seed)
+            if "DIE" in path.read_text():  # after grading: it has a zygote, and had a student process
+                os._exit(3)
+            return result
+
+        become_subreaper()  # orphans come back here, where they can be seen
+        before = living_descendants()
+        outcomes = {o.submission.student: o for o in batch.grade_all(assignment, found, tmp_path / "out",
+                                                                      seed_of=lambda s: 0, jobs=2, grader=grader)}
+        assert sorted(outcomes) == ["ann", "ben", "cy", "dee"]
+        ben = outcomes.pop("ben")
+        assert (ben.status, ben.error, ben.row.scores) == ("error", "the grading process stopped (exit code 3)", {})
+        assert {s: (o.status, o.error, o.row.scores) for s, o in outcomes.items()} == dict.fromkeys(
+            ["ann", "cy", "dee"], ("graded", "", {"softmax": 10.0, "split_heads": 10.0}))
+        assert sorted(p.name for p in (tmp_path / "out" / "results").iterdir()) == [
+            "ann.json", "ben.json", "cy.json", "dee.json"]
+        stored = json.loads((tmp_path / "out" / "results" / "ben.json").read_text())
+        assert (stored["status"], stored["error"]) == ("error", "the grading process stopped (exit code 3)")
+        assert (tmp_path / "out" / "feedback" / "ben.txt").read_text() == (
+            "Your submission could not be graded (the grader failed: the grading process stopped (exit code 3)).\n")
+        assert multiprocessing.active_children() == []
+        assert left_behind(before) == set()
+        reap_zombies()
+
+    def test_when_every_grader_process_dies_the_rest_are_errors(self, assignment, tmp_path):
+        """Both grader processes die with their first submission: those two say so, the third was never graded."""
+        found = write_class(tmp_path / "class", {"ann": "x = 1\n", "ben": "x = 2\n", "cy": "x = 3\n"})
+
+        def grader(a, path, seed):
+            os._exit(4)
+
+        outcomes = {o.submission.student: (o.status, o.error)
+                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                                             grader=grader)}
+        assert outcomes == {"ann": ("error", "the grading process stopped (exit code 4)"),
+                            "ben": ("error", "the grading process stopped (exit code 4)"),
+                            "cy": ("error", "no grading process left")}
+        assert multiprocessing.active_children() == []
+
+    def test_a_process_found_dead_between_submissions_costs_nothing(self, assignment, tmp_path, monkeypatch):
+        """Sending the next submission to a grader process fails (it died after its last answer):
+        that submission goes to the other process, and every student is graded."""
+        from multiprocessing.connection import Connection
+        found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy", "dee")})
+        parent, sends, real = os.getpid(), {}, Connection.send_bytes
+
+        def flaky(self, data, *args):
+            if os.getpid() == parent:
+                sends[id(self)] = sends.get(id(self), 0) + 1
+                if sends[id(self)] == 2 and len(sends) == 2 and sum(sends.values()) == 3:
+                    raise BrokenPipeError(32, "Broken pipe")  # the first process to ask again is "dead"
+            return real(self, data, *args)
+        monkeypatch.setattr(Connection, "send_bytes", flaky)
+
+        def grader(a, path, seed):
+            return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=5), seed=seed)
+        outcomes = {o.submission.student: (o.status, o.error, o.row.scores)
+                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                                             grader=grader)}
+        assert outcomes == dict.fromkeys(["ann", "ben", "cy", "dee"], ("graded", "", {"softmax": 10.0}))
+        assert sum(sends.values()) == 5  # 4 submissions, one of them sent twice
+        assert multiprocessing.active_children() == []
+
+    def test_hostile_submissions_cost_only_their_own_points(self, assignment, tmp_path):
+        """Graded two at a time in grader processes (1 s per problem): an exit at import, an infinite
+        loop and leftover children cost exactly their own points; the model answers get full marks;
+        no process of theirs, and no grader process, is left."""
+        token = f"{secrets.randbelow(10 ** 8):08d}"
+        problems = ["softmax", "attention_reading"]
+        found = write_class(tmp_path / "class", {
+            "good": solution_source(), "quits": hostile_source("sys_exit_at_import", token),
+            "spins": hostile_source("infinite_loop", token), "forks": hostile_source("fork_children", token)})
+
+        def grader(a, path, seed):
+            return grade(a, path, problem_ids=problems, limits=Limits(problem_seconds=1), seed=seed)
+
+        become_subreaper()
+        before = living_descendants()
+        outcomes = {o.submission.student: (o.status, o.row.scores)
+                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                                             grader=grader)}
+        full = {"softmax": 10.0, "attention_reading": 10.0}
+        assert outcomes == {"good": ("graded", full), "forks": ("graded", full),
+                            "quits": ("graded", {"softmax": 0.0, "attention_reading": 0.0}),
+                            "spins": ("graded", {"softmax": 10.0, "attention_reading": 0.0})}
+        feedback = {s: (tmp_path / "out" / "feedback" / f"{s}.txt").read_text() for s in outcomes}
+        assert "importing attention.py raised SystemExit" in feedback["quits"]
+        assert "timed out (time limit of 1 s for this problem)" in feedback["spins"]
+        assert leftovers(token) == []
+        assert multiprocessing.active_children() == []
+        assert left_behind(before) == set()

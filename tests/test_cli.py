@@ -95,7 +95,7 @@ class TestGrade:
         def broken(*args, **kwargs):
             raise RuntimeError("disk on fire")
 
-        monkeypatch.setattr(grader.grading, "grade", broken)
+        monkeypatch.setattr(grader.grading, "grade_fixtures", broken)
         out = tmp_path / "results.json"
         result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
         assert result.exit_code == ExitCode.INTERNAL

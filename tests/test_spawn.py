@@ -245,9 +245,12 @@ class TestOneSubmissionCannotChangeTheNext:
 
 
 class TestCommandLine:
-    def test_grade_starts_the_zygote_before_loading_the_assignment(self, cli, monkeypatch):
-        """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML."""
+    def test_grade_starts_the_zygote_before_loading_the_assignment(self, cli, monkeypatch, tmp_path):
+        """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML
+        (here with nothing compiled yet, so the assignment is loaded)."""
         import grader.loader
+        from grader.compiled import CACHE_ENV
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
         calls = []
         real_prestart, real_load = spawn.prestart, grader.loader.load_assignment
         monkeypatch.setattr(spawn, "prestart", lambda: (calls.append("zygote"), real_prestart())[1])

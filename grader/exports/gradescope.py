@@ -27,6 +27,8 @@ fi
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet --upgrade pip
 /autograder/venv/bin/pip install --quiet /autograder/source
+# Every case of the default variant prepared now, in the image: each cold grade reads it.
+/autograder/venv/bin/mha --exercises /autograder/source/exercises compile
 # The source holds the reference, the hidden cases and the course secret: root only.
 chmod -R go-rwx /autograder/source
 """

@@ -1,0 +1,174 @@
+"""The compiled assignment (grader/compiled.py): the same grades as preparing afresh, and never stale."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from grader import compiled as compiled_module
+from grader.cli import main
+from grader.compiled import CACHE_ENV, compiled
+from grader.errors import ExitCode
+from grader.grading import grade, grade_fixtures
+from grader.isolation import private_paths
+from grader.limits import Limits
+from grader.loader import load_assignment
+from grader.reports.json_report import as_dict
+from grader.variants import student_seed
+
+from .conftest import EXERCISES, SOLUTIONS, solution_source
+from .test_mistakes import BUGS
+
+SECRET = "compiled-test-secret"
+
+
+def comparable(result) -> dict:
+    data = as_dict(result)
+    data.pop("execution_time")
+    return data
+
+
+def many_bugs() -> str:
+    """The model answer with the first named mistake of every problem that has one (the later
+    definition of a function wins at import)."""
+    first = {}
+    for bug in BUGS:
+        first.setdefault(bug.problem, bug)
+    return solution_source() + "".join("\n\n" + textwrap.dedent(bug.source) for bug in first.values())
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    return folder
+
+
+class TestSameGrades:
+    @pytest.mark.parametrize("kind", ["solution", "stubs", "many bugs"])
+    @pytest.mark.parametrize("student", [None, "s1234"])
+    def test_compiled_grades_equal_fresh_ones(self, kind, student, tmp_path, cache):
+        """Solutions, stubs and a file with a named mistake in every problem get the very same
+        result (scores, case verdicts, mistakes, messages, hidden cases included) from the compiled
+        assignment, loaded back from disk, as from preparing every case afresh, on two variants."""
+        assignment = load_assignment(EXERCISES)
+        seed = student_seed(SECRET, student)
+        source = {"solution": solution_source(), "stubs": (EXERCISES / "attention.py").read_text(),
+                  "many bugs": many_bugs()}[kind]
+        folder = tmp_path / "sub"
+        folder.mkdir()
+        (folder / "attention.py").write_text(source)
+        shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
+        limits = Limits(problem_seconds=5)
+        fresh = grade(assignment, folder / "attention.py", limits=limits, seed=seed)
+        compiled(EXERCISES, seed, lambda: assignment)  # written...
+        stored = compiled(EXERCISES, seed, lambda: pytest.fail("compiled again"))  # ...and read back
+        again = grade_fixtures(stored, folder / "attention.py", include_hidden=True, limits=limits,
+                               private=private_paths(EXERCISES))
+        assert comparable(again) == comparable(fresh)
+        assert again.score == fresh.score
+        if kind == "many bugs":
+            assert sum(bool(p.mistakes) for p in fresh.problems) >= 8
+            assert 0 < fresh.score < fresh.max_score
+
+    def test_public_cases_only_for_check(self, tmp_path, cache):
+        """`include_hidden=False` on the compiled assignment grades exactly what `mha check` grades."""
+        assignment = load_assignment(EXERCISES)
+        fresh = grade(assignment, SOLUTIONS / "attention.py", include_hidden=False)
+        again = grade_fixtures(compiled(EXERCISES, 0, lambda: assignment), SOLUTIONS / "attention.py",
+                               include_hidden=False, private=private_paths(EXERCISES))
+        assert comparable(again) == comparable(fresh)
+        assert not any(c.hidden for p in again.problems for c in p.cases)
+
+
+class TestNeverStale:
+    def test_a_changed_problem_file_is_compiled_again(self, tmp_path, cache):
+        """Editing a problem file (here its points) changes the next grade at once."""
+        root = tmp_path / "exercises"
+        shutil.copytree(EXERCISES, root)
+        runner = CliRunner()
+        first = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS), "--format", "json"])
+        softmax = root / "problems" / "softmax.yaml"
+        softmax.write_text(softmax.read_text().replace("points: 10", "points: 30"))
+        second = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS), "--format", "json"])
+        assert json.loads(first.stdout)["max_score"] + 20 == json.loads(second.stdout)["max_score"]
+        assert len(list(cache.glob("*.json"))) == 2
+
+    def test_an_invalid_problem_file_is_reported_not_served_from_the_cache(self, tmp_path, cache):
+        """A problem file broken after a compile still gets its file:line error (exit 3)."""
+        root = tmp_path / "exercises"
+        shutil.copytree(EXERCISES, root)
+        runner = CliRunner()
+        assert runner.invoke(main, ["--exercises", str(root), "compile"]).exit_code == 0
+        target = root / "problems" / "predict_shapes.yaml"
+        target.write_text(target.read_text().replace("points: 10", "points: lots"))
+        result = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS)])
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert f"{target}:4: 'points' must be a number (got 'lots')" in result.stderr
+
+    def test_a_changed_grader_file_is_compiled_again(self, cache, monkeypatch):
+        """The stamp covers the grader package: a file of it with another size or time is a new stamp."""
+        before = compiled_module.stamp(EXERCISES, 0)
+        real_stat = os.stat
+
+        class Later:
+            def __init__(self, info):
+                self.st_size, self.st_mtime_ns = info.st_size, info.st_mtime_ns + 1
+        monkeypatch.setattr(compiled_module.Path, "stat",
+                            lambda self: Later(real_stat(self)) if self.name == "reference.py" else real_stat(self))
+        assert compiled_module.stamp(EXERCISES, 0) != before
+        assert compiled_module.stamp(EXERCISES, 1) != compiled_module.stamp(EXERCISES, 0)
+
+    def test_a_damaged_file_is_replaced(self, cache):
+        """A truncated or foreign file is ignored and compiled again; the grade is unaffected."""
+        assignment = load_assignment(EXERCISES)
+        compiled(EXERCISES, 0, lambda: assignment)
+        (path,) = cache.glob("*.json")
+        path.write_text(path.read_text()[:1000])
+        calls = []
+        again = compiled(EXERCISES, 0, lambda: calls.append(1) or assignment)
+        assert calls == [1] and len(again.problems) == len(assignment.problems)
+        assert json.loads(path.read_text())["stamp"] == compiled_module.stamp(EXERCISES, 0)
+        path.write_text(json.dumps({"format": 1, "stamp": "another grader"}))
+        compiled(EXERCISES, 0, lambda: calls.append(2) or assignment)
+        assert calls == [1, 2]
+
+    def test_only_the_graders_user_can_read_it(self, cache):
+        """It holds hidden cases and quiz answers: folder 0700, file 0600."""
+        assignment = load_assignment(EXERCISES)
+        compiled(EXERCISES, 0, lambda: assignment)
+        (path,) = cache.glob("*.json")
+        assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    def test_an_unwritable_cache_still_grades(self, tmp_path, monkeypatch):
+        """No cache can be written (a file where the folder should be): grading goes on."""
+        blocker = tmp_path / "not-a-folder"
+        blocker.write_text("")
+        monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
+        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json"])
+        data = json.loads(result.stdout)
+        assert result.exit_code == 0 and data["score"] == data["max_score"]
+
+
+class TestCompileCommand:
+    def test_compile_prepares_every_case_once(self, cache):
+        """`mha compile` says what it prepared; the grade after it loads nothing."""
+        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "compile"])
+        assignment = load_assignment(EXERCISES)
+        cases = sum(len(p.cases) for p in assignment.problems)
+        assert result.exit_code == 0
+        assert result.stdout == (f"compiled {len(assignment.problems)} problem(s), {cases} cases and "
+                                 f"{len(assignment.quiz.items)} quiz items into {cache}\n")
+        assert len(list(cache.glob("*.json"))) == 1
+
+    def test_a_student_variant_needs_the_secret(self, cache):
+        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "compile", "--student", "s1"],
+                                    env={"MHA_COURSE_SECRET": ""})
+        assert result.exit_code == ExitCode.USAGE
+        assert "course secret" in result.stderr

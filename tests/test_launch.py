@@ -1,0 +1,101 @@
+"""The `mha` console script (grader.launch): which command it sees, the zygote started first, one BLAS thread."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from grader import launch
+
+from .conftest import EXERCISES, ROOT, SOLUTIONS
+
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+# `launch.main()` as the console script runs it; at exit (after click's sys.exit) the thread
+# variables the process ended with are printed to stderr as the last line, as JSON.
+LAUNCH = """\
+import atexit, json, os, sys
+VARIABLES = {variables!r}
+atexit.register(lambda: print(json.dumps({{v: os.environ.get(v) for v in VARIABLES}}), file=sys.stderr))
+sys.argv = ["mha", *json.loads(sys.argv[1])]
+from grader.launch import main
+main()
+"""
+
+
+def run_launch(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
+    """Run `mha ARGV` through launch.main() in a fresh Python whose environment has no thread
+    variables but those in `env`; the result and the thread variables seen at exit."""
+    environ = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    environ.update(env, MHA_EXERCISES=str(EXERCISES))
+    code = LAUNCH.format(variables=THREAD_VARIABLES)
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], cwd=ROOT, env=environ,
+                          capture_output=True, text=True, timeout=120)
+    return done, json.loads(done.stderr.strip().splitlines()[-1])
+
+
+class TestCommandOf:
+    @pytest.mark.parametrize("argv,command", [
+        (["grade", "x"], "grade"),
+        (["--exercises", "dir", "check"], "check"),
+        (["--exercises", "grade", "list"], "list"),  # the value of --exercises is no command
+        (["--version"], None),
+        (["--", "grade"], "grade"),
+        (["--"], None),
+        ([], None),
+        (["-h", "grade-all", "subs"], "grade-all"),
+        (["--exercises"], None),
+    ])
+    def test_the_first_argument_that_is_no_option_or_option_value(self, argv, command):
+        """The sub-command is the first word not starting with '-' (after `--`, the next word), skipping --exercises' value."""
+        assert launch.command_of(argv) == command
+
+
+class TestMain:
+    @pytest.mark.parametrize("argv,calls", [
+        (["grade", "solutions"], ["zygote", "cli mha"]),
+        (["--exercises", "x", "check"], ["zygote", "cli mha"]),
+        (["list"], ["cli mha"]),
+        (["--exercises", "grade", "validate"], ["cli mha"]),
+    ])
+    def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
+        """check and grade start the zygote before the CLI runs; other commands do not start it."""
+        import grader.cli
+        from grader import spawn
+        seen = []
+        monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
+        monkeypatch.setattr(grader.cli, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
+        monkeypatch.setattr(sys, "argv", ["mha", *argv])
+        for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
+            monkeypatch.setenv(variable, "")
+            monkeypatch.delenv(variable)
+        launch.main()
+        assert seen == calls
+        assert {v: os.environ.get(v) for v in THREAD_VARIABLES} == dict.fromkeys(THREAD_VARIABLES, "1")
+
+    def test_python_m_grader_version(self):
+        """`python -m grader --version` runs the launcher: exit 0 and `mha, version ...`."""
+        done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("mha, version ")
+
+    def test_grade_gives_full_marks_with_one_blas_thread(self):
+        """`mha grade solutions --format json --problem softmax` through the launcher: exit 0, full
+        marks, and the grader ran with OPENBLAS/OMP/MKL_NUM_THREADS=1 when the environment had none."""
+        done, threads = run_launch(["grade", str(SOLUTIONS), "--format", "json", "--problem", "softmax"])
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert [p["id"] for p in report["problems"]] == ["softmax"]
+        assert report["score"] == report["max_score"] == 10
+        assert threads == dict.fromkeys(THREAD_VARIABLES, "1")
+
+    def test_thread_counts_from_the_environment_are_kept(self):
+        """OPENBLAS_NUM_THREADS=3 in the environment stays 3; the variables not set become 1."""
+        done, threads = run_launch(["--version"], OPENBLAS_NUM_THREADS="3")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("mha, version ")
+        assert threads == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
