@@ -5,7 +5,9 @@ nothing of the `grader` package: the reference, the problems and the expected va
 enter it.
 
 - `python -I _worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`: one student process.
-- `python -I _worker.py --zygote CONTROL_FD`: a fork server. It imports numpy and the preloaded
+- `python -I -S _worker.py --zygote CONTROL_FD [LIBRARY ...]`: a fork server, started without the
+  site module (its .pth files cost a start-up 40 ms), so it is told where the installed packages
+  are (the LIBRARY folders, put on sys.path first thing). It imports numpy and the preloaded
   modules once, never runs student code, and forks one student process per request from the
   grader (a JSON message with the pipes attached, on a unix socket). It reaps a child only
   once the grader has released it, so a pid the grader may still signal is never reused.
@@ -16,6 +18,11 @@ Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_F
 values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 """
+import sys
+
+if sys.argv[1:2] == ["--zygote"]:  # started with -S: the installed packages are where the grader says
+    sys.path.extend(path for path in sys.argv[3:] if path not in sys.path)
+
 import base64
 import builtins
 import ctypes
@@ -29,7 +36,6 @@ import resource
 import select
 import signal
 import socket
-import sys
 import time
 import traceback
 
@@ -155,12 +161,38 @@ def load(path):
     return module
 
 
+class Counted:
+    """sys.stdout or sys.stderr as student code finds it: the same stream, counting its writes,
+    so the worker knows whether a problem printed anything (see serve)."""
+
+    def __init__(self, stream):
+        self._stream, self.writes = stream, 0
+
+    def write(self, text):
+        self.writes += 1
+        return self._stream.write(text)
+
+    def writelines(self, lines):
+        self.writes += 1
+        return self._stream.writelines(lines)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _writes():
+    return sum(getattr(stream, "writes", 0) for stream in (sys.stdout, sys.stderr))
+
+
 def run(module, request):
+    """Answer one request: one "case" event per case, then "done" saying whether the problem
+    printed (through sys.stdout or sys.stderr); returns that."""
     seq = request.get("seq")
     fn = getattr(module, request["function"], None)
     if not callable(fn):
         send({"event": "no_function", "seq": seq})
-        return
+        return False
+    writes = _writes()
     for case in request["cases"]:
         args = [decode_arg(a) for a in case["args"]]
         start = _monotonic()
@@ -185,7 +217,9 @@ def run(module, request):
         except (TypeError, ValueError) as exc:  # e.g. an unencodable result
             send({"event": "case", "id": case["id"], "ok": False, "seq": seq,
                   "error": {"type": "BadResult", "mro": ["BadResult"], "message": str(exc)[:200], "where": None}})
-    send({"event": "done", "seq": seq})
+    wrote = _writes() != writes
+    send({"event": "done", "seq": seq, "wrote": wrote})
+    return wrote
 
 
 class NoGrader:
@@ -286,17 +320,37 @@ def enter(spec, user, parent):
 
 
 def serve():
-    """Say ready, import the submission, then answer requests until stdin closes; never returns."""
+    """Say ready, import the submission, then answer requests until stdin closes; never returns.
+
+    The grader may send the next request before this one is answered, so no time is lost
+    between problems. A problem that printed is followed by a wait for {"go": true}, sent once
+    the grader has collected that output: what the next problem prints is then its own."""
+    sys.stdout, sys.stderr = Counted(sys.stdout), Counted(sys.stderr)
     send({"event": "ready"})
     sys.path.insert(0, os.path.dirname(SUBMISSION))
     module = load(SUBMISSION)
     if module is None:
         _exit(0)
+    waiting = []  # requests that came while waiting for "go"
     while True:
-        line = _readline()
-        if not line:
-            break
-        run(module, _loads(line))
+        if waiting:
+            request = waiting.pop(0)
+        else:
+            line = _readline()
+            if not line:
+                break
+            request = _loads(line)
+            if request.get("go"):
+                continue
+        if run(module, request):
+            while True:
+                line = _readline()
+                if not line:
+                    _exit(0)
+                message = _loads(line)
+                if message.get("go"):
+                    break
+                waiting.append(message)
     _exit(0)
 
 
@@ -364,12 +418,15 @@ def exit_status(info):
 
 
 def zygote(control_fd):
-    """Fork a student process per request until the grader closes the socket; run no student code."""
-    for name in PRELOAD:
-        importlib.import_module(name)
+    """Fork a student process per request until the grader closes the socket; run no student code.
+
+    Ready once numpy is loaded: the modules of PRELOAD load one by one while no request waits (a
+    child forked before they all have loads the rest itself, before it drops privileges)."""
     prctl(_PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    importlib.import_module("numpy.random")  # every child reseeds it (20 ms to load): not deferred
     gc.collect()
     gc.freeze()  # the collector never walks (so never copies) the zygote's objects in a child
+    preload = [name for name in PRELOAD if name not in sys.modules]
     control = socket.socket(fileno=control_fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
@@ -379,7 +436,13 @@ def zygote(control_fd):
     me = os.getpid()
     children = {}  # pid -> [exit status or None, released by the grader]
     while True:
-        ready, _, _ = select.select([control, wake_read], [], [], 1.0)
+        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload else 1.0)
+        if not ready and preload:
+            importlib.import_module(preload.pop(0))
+            if not preload:
+                gc.collect()
+                gc.freeze()
+            continue
         if wake_read in ready:
             while True:
                 try:

@@ -110,7 +110,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
                 except Exception:  # the mistake's variant does not apply to these inputs (or is a detector)
                     continue
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
-                          "raises": case.raises,
+                          "raises": case.raises, "inputs": prepared.inputs,
                           "args": [encode(a, hidden) for a in prepared.args],
                           "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
@@ -161,7 +161,8 @@ class Fixtures:
                         weight=c["weight"], raises=c["raises"])
             cases.append(case)
             prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
-                                         wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"])))
+                                         wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
+                                         inputs=c.get("inputs")))
         problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=FUNCTIONS[p["function"]],
                           prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
                           mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"])

@@ -225,10 +225,13 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
     return ""
 
 
-def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits) -> ProblemResult:
-    """Run the student's function on prepared cases and judge every answer."""
+def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits,
+                then: tuple[Problem, list[PreparedCase]] | None = None) -> ProblemResult:
+    """Run the student's function on prepared cases and judge every answer. `then`: the problem
+    graded next, whose cases the student process may start on while this one is judged."""
+    ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
-                              problem.timeout or limits.problem_seconds)
+                              problem.timeout or limits.problem_seconds, then=ahead)
     results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
                          hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
@@ -268,7 +271,12 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     messages: tuple[str, ...] = ()
     if problems:
         with Session(Path(submission), limits, private=private) as session:
-            results = tuple(run_problem(p, cases(p), session, limits) for p in problems)
+            prepared = [cases(problems[0])]
+            for i, problem in enumerate(problems):
+                if i + 1 < len(problems):
+                    prepared.append(cases(problems[i + 1]))
+                then = (problems[i + 1], prepared[i + 1]) if i + 1 < len(problems) else None
+                results += (run_problem(problem, prepared[i], session, limits, then),)
             messages = (session.load_failure.describe(),) if session.load_failure else ()
     return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,

@@ -34,13 +34,12 @@ from typing import Callable, Iterable
 from . import proctable
 from .errors import InternalError
 from .proctable import Proc, processes
+from .spawn import MARKER, MARKER_LENGTH
 
 __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths", "processes", "protect"]
 
 SANDBOX_IDS = range(61000, 65000)   # uid = gid of a session's student user; unused on the machine
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any user may create files
-MARKER = "MHA_SANDBOX"              # environment variable carrying the session's marker
-MARKER_LENGTH = 24                  # characters of a marker (hex)
 PACKAGE = Path(__file__).resolve().parent
 KILL_SECONDS = 5.0
 _PR_SET_CHILD_SUBREAPER = 36

@@ -229,6 +229,21 @@ class ProblemRun:
     stderr: str = ""
 
 
+PREFETCH_BYTES = 256 << 10  # a larger next request is sent when its turn comes (pipes hold 1 MiB)
+
+
+@dataclass
+class _Ahead:
+    """A request sent before its turn: the next problem's, to the worker still on this one."""
+
+    worker: "Worker"
+    function: str
+    args: Sequence[Sequence[Any]]
+    seq: int
+    started: float = 0.0                          # when the worker could start on it
+    marks: tuple = ((0, 0), (0, 0))               # where its output begins in the worker's streams
+
+
 class Session:
     """Runs one submission's problems, one worker at a time, within the submission budget.
 
@@ -246,6 +261,7 @@ class Session:
         self.isolation = Isolation(separate_user, private)
         self._tmp = Path(tempfile.mkdtemp(prefix="mha-run-"))
         self._worker: Worker | None = None
+        self._ahead: _Ahead | None = None
         self._seq = 0
         self.load_failure: LoadFailure | None = None
         try:
@@ -298,12 +314,25 @@ class Session:
         return False
 
     def _retire(self) -> None:
+        self._ahead = None  # a request sent ahead to this worker dies with it: it is sent again
         if self._worker is not None:
             self._worker.close()
             self._worker = None
 
-    def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float) -> ProblemRun:
-        """Run `function` on each argument list; never raises for anything the student does."""
+    def _request(self, worker: Worker, function: str, args: Sequence[Sequence[Any]]) -> int | None:
+        """Send a request; its sequence number, or None if the worker is gone."""
+        self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
+        request = b'{"seq": %d, "function": %s, "cases": %s}\n' % (
+            self._seq, json.dumps(function).encode(), _encoded_cases(args))
+        return self._seq if worker.send(request) else None
+
+    def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float,
+            then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> ProblemRun:
+        """Run `function` on each argument list; never raises for anything the student does.
+
+        `then`: the next problem's (function, argument lists), sent at once so the worker starts
+        on it while this problem is judged; its own `run` call then only collects the answers.
+        Its time limit counts from the end of this problem."""
         if time.monotonic() >= self.deadline:
             self._retire()
             spent = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
@@ -311,14 +340,22 @@ class Session:
         if not self._ensure_loaded():
             return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args))
         worker = self._worker
-        marks = worker.stdout.mark(), worker.stderr.mark()
-        self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
-        request = b'{"seq": %d, "function": %s, "cases": %s}\n' % (
-            self._seq, json.dumps(function).encode(), _encoded_cases(args))
+        ahead, self._ahead = self._ahead, None
+        if (ahead is not None and ahead.worker is worker and ahead.function == function
+                and len(ahead.args) == len(args) and all(a is b for a, b in zip(ahead.args, args))):
+            seq, started, marks = ahead.seq, ahead.started or time.monotonic(), ahead.marks
+        else:
+            marks = worker.stdout.mark(), worker.stderr.mark()
+            seq, started = self._request(worker, function, args), time.monotonic()
+        if then is not None and seq is not None and len(_encoded_cases(then[1])) <= PREFETCH_BYTES:
+            next_seq = self._request(worker, *then)
+            if next_seq is not None:
+                self._ahead = _Ahead(worker, then[0], then[1], next_seq)
         results: dict[int, CaseRun] = {}
-        deadline = min(self.deadline, time.monotonic() + seconds)
+        deadline = min(self.deadline, started + seconds)
         stop: CaseRun | None = None
-        if not worker.send(request):
+        wrote = True  # unless the worker says otherwise, what it printed so far is this problem's
+        if seq is None:
             stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
         while stop is None:
             event = worker.next_event(deadline)
@@ -328,12 +365,14 @@ class Session:
                     stop = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
                 break
             kind = event.get("event")
-            if kind in ("done", "no_function", "case") and event.get("seq") != self._seq:
+            if kind in ("done", "no_function", "case") and event.get("seq") != seq:
                 continue
             if kind == "done":
+                wrote = event.get("wrote") is not False
                 break
             if kind == "no_function":
                 stop = CaseRun(RunStatus.NO_FUNCTION)
+                wrote = False
                 break
             if kind == "case" and isinstance(event.get("id"), int) and 0 <= event["id"] < len(args):
                 results[event["id"]] = _case_run(event)
@@ -342,11 +381,22 @@ class Session:
                 stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
             else:
                 stop = CaseRun(RunStatus.CRASHED, detail="the process sent an unreadable answer")
+        finished = time.monotonic()
         failed = stop is not None and stop.status is not RunStatus.NO_FUNCTION
         if failed:
             worker.kill()  # every process of the session stops writing before its output is read
-        worker.drain()
-        stdout, stderr = worker.stdout.since(marks[0]), worker.stderr.since(marks[1])
+        if self._ahead is not None and not failed and not wrote:
+            stdout = stderr = ""  # it printed nothing: what arrives now is the next problem's
+            self._ahead.marks = marks
+        else:
+            worker.drain()
+            stdout, stderr = worker.stdout.since(marks[0]), worker.stderr.since(marks[1])
+            if self._ahead is not None:
+                self._ahead.marks = worker.stdout.mark(), worker.stderr.mark()
+            if wrote and not failed:
+                worker.send(b'{"go": true}\n')  # it waits for this before the next problem
+        if self._ahead is not None:
+            self._ahead.started = finished
         if failed or worker.proc.returncode is not None or self.isolation.others_running(worker.proc.pid):
             self._retire()  # a fresh process, with no leftovers, serves the next problem
         runs = []

@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from .errors import InternalError
-from .isolation import MARKER, MARKER_LENGTH
+
+MARKER = "MHA_SANDBOX"  # environment variable carrying a session's marker (isolation.py)
+MARKER_LENGTH = 24      # characters of a marker (hex)
 
 __all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "prestart", "reap", "start_student",
            "stop_fork_server", "student_env"]
@@ -139,6 +141,20 @@ class ForkedProcess:
                 pass
 
 
+def library_paths() -> list[str]:
+    """Where the zygote, started without the site module, finds numpy and the other installed
+    packages: this Python's site-packages folders, and numpy's own folder if it is elsewhere."""
+    import importlib.util
+    import site
+    paths = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    spec = importlib.util.find_spec("numpy")
+    if spec is not None and spec.origin:
+        home = str(Path(spec.origin).resolve().parent.parent)
+        if home not in paths:
+            paths.append(home)
+    return paths
+
+
 class ForkServer:
     """The zygote process and the grader's end of its socket."""
 
@@ -148,7 +164,7 @@ class ForkServer:
         try:
             placeholder = {MARKER: "0" * MARKER_LENGTH}  # overwritten in each child (see _worker.mark)
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno())],
+                [sys.executable, "-I", "-S", "-u", "-B", str(WORKER), "--zygote", str(theirs.fileno()), *library_paths()],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors,
                 pass_fds=(theirs.fileno(),), cwd="/", env=student_env("/", placeholder),
                 start_new_session=True, close_fds=True)
@@ -350,7 +366,7 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
     if not FORK_SERVER:
         try:
             return subprocess.Popen(
-                [sys.executable, "-I", "-B", str(WORKER), str(submission), str(results_fd), rlimits,
+                [sys.executable, "-I", "-u", "-B", str(WORKER), str(submission), str(results_fd), rlimits,
                  *(["--user", str(user[0]), str(user[1])] if user else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(results_fd,), cwd=home, env=env, start_new_session=True, umask=0o077, close_fds=True)

@@ -1,6 +1,7 @@
 """Student code runs in its own process: loops, exits and crashes cost only their own problem."""
 from __future__ import annotations
 
+import textwrap
 import time
 
 from grader.grading import grade
@@ -123,3 +124,109 @@ def test_reports_do_not_show_the_sandbox_folder(assignment, write_submission):
     assert problem.cases[0].summary == "raised ValueError at line 4: attention.py"
     assert problem.stdout.splitlines()[0] == "attention.py"
     assert "mha-run-" not in problem.stdout + "".join(c.summary for c in problem.cases)
+
+
+class TestNextProblemSentAhead:
+    """The next problem's request is sent while this one is judged (Session.run's `then`); the
+    answers, the output and the time limits stay each problem's own."""
+
+    PRINTING = """
+
+        _softmax, _count = softmax, count_routing_distributions
+
+        def softmax(scores):
+            print("from softmax")
+            return _softmax(scores)
+
+        def count_routing_distributions(num_heads, d_v, num_queries=1):
+            print("from count")
+            return _count(num_heads, d_v, num_queries)
+    """
+
+    def test_each_problem_keeps_its_own_output(self, assignment, write_submission):
+        """softmax prints once per case, attention_reading prints nothing, count prints: each
+        problem's output is exactly its own, the same on every run."""
+        path = write_submission(solution_source() + textwrap.dedent(self.PRINTING))
+        ids = ["softmax", "attention_reading", "count_routing_distributions"]
+        outputs = []
+        for _ in range(3):
+            problems = by_id(grade(assignment, path, problem_ids=ids))
+            assert all(p.score == p.max_score for p in problems.values())
+            outputs.append({i: problems[i].stdout for i in ids})
+        softmax_cases = len(assignment.problem("softmax").cases)
+        count_cases = len(assignment.problem("count_routing_distributions").cases)
+        assert outputs[0] == {"softmax": "from softmax\n" * softmax_cases, "attention_reading": "",
+                              "count_routing_distributions": "from count\n" * count_cases}
+        assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+
+    def test_the_next_request_goes_out_before_this_answer_is_read(self, assignment, write_submission,
+                                                                  monkeypatch):
+        """Requests for problem k+1 are sent before problem k's "done" is read, and none is sent twice."""
+        from grader import sandbox
+        log = []
+        real_request, real_event = sandbox.Session._request, sandbox.Worker.next_event
+
+        def request(self, worker, function, args):
+            seq = real_request(self, worker, function, args)
+            log.append(("sent", seq))
+            return seq
+
+        def next_event(self, deadline):
+            event = real_event(self, deadline)
+            if event and event.get("event") == "done":
+                log.append(("done", event["seq"]))
+            return event
+        monkeypatch.setattr(sandbox.Session, "_request", request)
+        monkeypatch.setattr(sandbox.Worker, "next_event", next_event)
+        result = grade(assignment, write_submission(solution_source()),
+                       problem_ids=["softmax", "attention_reading", "split_heads"])
+        assert all(p.score == p.max_score for p in result.problems)
+        assert log == [("sent", 1), ("sent", 2), ("done", 1), ("sent", 3), ("done", 2), ("done", 3)]
+
+    def test_leftover_child_means_a_fresh_process_for_the_next_problem(self, assignment, write_submission):
+        """softmax leaves a child running: the worker (which already had attention_reading's request)
+        is retired, and attention_reading is answered in full by a fresh process."""
+        source = solution_source() + textwrap.dedent("""
+
+            import os
+            import time
+            _softmax = softmax
+
+            def softmax(scores):
+                if "_child" not in globals():
+                    pid = os.fork()
+                    if pid == 0:
+                        time.sleep(30)
+                        os._exit(0)
+                    globals()["_child"] = pid
+                return _softmax(scores)
+        """)
+        result = by_id(grade(assignment, write_submission(source), problem_ids=["softmax", "attention_reading"]))
+        assert result["softmax"].score == result["softmax"].max_score
+        assert result["attention_reading"].score == result["attention_reading"].max_score
+
+    def test_time_limit_of_the_next_problem_counts_from_the_end_of_this_one(self, assignment, write_submission):
+        """With 2 s per problem, softmax takes 1.6 s and attention_reading 0.8 s: attention_reading
+        passes (its own 0.8 s), though 2.4 s passed since its request was sent."""
+        source = solution_source() + textwrap.dedent("""
+
+            import time
+            _softmax, _reading = softmax, attention_reading
+            _calls = []
+
+            def softmax(scores):
+                if not _calls:
+                    _calls.append(1)
+                    time.sleep(1.6)
+                return _softmax(scores)
+
+            def attention_reading(weights, values):
+                if len(_calls) == 1:
+                    _calls.append(2)
+                    time.sleep(0.8)
+                return _reading(weights, values)
+        """)
+        result = by_id(grade(assignment, write_submission(source), problem_ids=["softmax", "attention_reading"],
+                             limits=Limits(problem_seconds=2.0)))
+        assert result["softmax"].score == result["softmax"].max_score
+        assert result["attention_reading"].score == result["attention_reading"].max_score
