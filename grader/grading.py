@@ -9,7 +9,7 @@ import copy
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -37,6 +37,8 @@ class PreparedCase:
     # None: run the variants of grader/mistakes.py when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
+    # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
+    computed: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
@@ -160,7 +162,14 @@ def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: A
             return False
         wrong = known[mistake.id]
     else:
-        wrong = wrong_answer(mistake, prepared.args)
+        if mistake.id not in prepared.computed:
+            try:
+                prepared.computed[mistake.id] = (True, wrong_answer(mistake, prepared.args))
+            except Exception:  # the variant does not apply to these inputs
+                prepared.computed[mistake.id] = (False, None)
+        applies, wrong = prepared.computed[mistake.id]
+        if not applies:
+            return False
     return (not check(problem.compare, wrong, prepared.expected, parts).passed
             and check(problem.compare, wrong, got, parts).passed)
 
