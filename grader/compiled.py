@@ -29,22 +29,13 @@ from typing import Callable
 
 from . import __version__
 from .fixtures import Fixtures, build
-from .paths import write_atomically
+from .paths import CACHE_ENV, cache_dir, write_private
 
 __all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp"]
 
-CACHE_ENV = "MHA_CACHE_DIR"
 FORMAT = 1
 PACKAGE = Path(__file__).resolve().parent
 STUDENT_FILES = {"answers.yaml"}  # YAML in the assignment folder that is not the assignment's
-
-
-def cache_dir(env: dict | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get(CACHE_ENV):
-        return Path(env[CACHE_ENV])
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "mha-exercises"
 
 
 def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], bool]) -> list[Path]:
@@ -86,12 +77,21 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object]) -> Fi
         pass
     data = {**build(load_assignment(), seed, "compiled", hidden=True), "stamp": current}
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o700)
-        write_atomically(path, json.dumps(data, separators=(",", ":")))
+        write_private(path, json.dumps(data, separators=(",", ":")))
+        _prune(path.parent, keep=KEEP)
     except OSError:
         pass  # no cache this time (read-only home, full disk): grading does not need it
     return _fixtures(data)
+
+
+KEEP = 16  # compiled assignments kept: every change of the files makes a new one
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Delete all but the `keep` most recently written compiled assignments."""
+    found = sorted(folder.glob("*-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in found[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def _fixtures(data: dict) -> Fixtures:

@@ -59,3 +59,24 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+CACHE_ENV = "MHA_CACHE_DIR"
+
+
+def cache_dir(env=None) -> Path:
+    """Where the grader keeps what it computed for later runs (compiled.py, isolation.py):
+    $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises. Created
+    with mode 0700 by whoever writes there: it may hold hidden cases."""
+    env = os.environ if env is None else env
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV])
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "mha-exercises"
+
+
+def write_private(path: Path, data: str) -> None:
+    """write_atomically into a cache folder that only this user may enter (made so if needed)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    write_atomically(path, data)

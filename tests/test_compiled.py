@@ -146,6 +146,19 @@ class TestNeverStale:
         assert stat.S_IMODE(cache.stat().st_mode) == 0o700
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
+    def test_only_the_latest_compiled_assignments_are_kept(self, cache):
+        """Every change of the files makes a new compiled assignment; the oldest go."""
+        assignment = load_assignment(EXERCISES)
+        cache.mkdir(mode=0o700)
+        for i in range(compiled_module.KEEP + 3):
+            old = cache / f"{i:08x}-0.json"
+            old.write_text("{}")
+            os.utime(old, ns=(i * 10**9, i * 10**9))
+        compiled(EXERCISES, 0, lambda: assignment)
+        kept = {p.name for p in cache.glob("*-*.json")}
+        assert len(kept) == compiled_module.KEEP
+        assert f"{compiled_module.KEEP + 2:08x}-0.json" in kept and "00000000-0.json" not in kept
+
     def test_an_unwritable_cache_still_grades(self, tmp_path, monkeypatch):
         """No cache can be written (a file where the folder should be): grading goes on."""
         blocker = tmp_path / "not-a-folder"

@@ -1,10 +1,12 @@
 """Who student code runs as, and the clean-up after it (grader/isolation.py)."""
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import secrets
 import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -136,3 +138,37 @@ class TestStartup:
         with pytest.raises(InternalError, match="the student process could not start"):
             with Session(path, Limits(memory_bytes=16 << 20)) as session:  # too little to start Python
                 session.run("f", [[]], 10.0)
+
+
+class TestSharedFoldersWalk:
+    """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
+
+    def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
+        from grader import isolation
+        from grader.paths import CACHE_ENV
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+        shared = tmp_path / "shared"
+        (shared / "deep" / "open").mkdir(parents=True)
+        os.chmod(shared, 0o1777)
+        os.chmod(shared / "deep" / "open", 0o777)
+        roots = (str(shared),)
+        isolation._writable_dirs.cache_clear()
+        found = isolation._writable_dirs(roots)
+        assert found == (str(shared), str(shared / "deep" / "open"))
+        record = json.loads((tmp_path / "cache" / "shared-folders.json").read_text())
+        assert record["roots"] == list(roots) and record["folders"] == list(found)
+        assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+
+        walks = []
+        real = isolation._find_writable
+        monkeypatch.setattr(isolation, "_find_writable", lambda *a: walks.append(a) or real(*a))
+        isolation._writable_dirs.cache_clear()
+        assert isolation._writable_dirs(roots) == found and walks == []  # the record, no walk
+        record["walked"] -= isolation.WALK_MAX_AGE + 1
+        (tmp_path / "cache" / "shared-folders.json").write_text(json.dumps(record))
+        isolation._writable_dirs.cache_clear()
+        assert isolation._writable_dirs(roots) == found and len(walks) == 1  # too old: walked again
+        (tmp_path / "cache" / "shared-folders.json").write_text("{not json")
+        isolation._writable_dirs.cache_clear()
+        assert isolation._writable_dirs(roots) == found and len(walks) == 2  # damaged: walked again
+        isolation._writable_dirs.cache_clear()
