@@ -320,12 +320,14 @@ def _warm(cache, assignment: Assignment, submissions: Sequence[Submission], seed
     if len(seeds) != 1:
         return
     seed = seeds.pop()
-    for problem in assignment.problems:
-        for case in problem.visible_cases(include_hidden=True):
-            try:
+    try:
+        for problem in assignment.problems:
+            for case in problem.visible_cases(include_hidden=True):
                 cache.get(problem, case, seed)
-            except Exception:  # the submission that needs it reports it
-                return
+        for item in assignment.quiz.items if assignment.quiz else ():
+            cache.quiz_item(item, seed)
+    except Exception:  # the submission that needs it reports it
+        return
 
 
 Work = Callable[[Submission], tuple[dict, bool]]

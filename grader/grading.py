@@ -22,7 +22,7 @@ from .checks import Verdict, check, describe
 from .errors import InternalError
 from .isolation import private_paths
 from .detectors import DETECTORS
-from .model import Assignment, Case, Mistake, Problem, Variant
+from .model import Assignment, Case, Mistake, Problem, QuizItem, Variant
 from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
 from .sandbox import CaseRun, Limits, RunStatus, Session
 from .variants import DEFAULT_SEED
@@ -107,32 +107,44 @@ def _frozen(value: Any) -> Any:
 
 
 class PreparedCases:
-    """Prepared cases shared by the submissions of a batch, for one assignment.
+    """Prepared cases (and drawn quiz items) shared by the submissions of a batch, for one assignment.
 
     A case's inputs and expected answer depend only on the problem, the case and the variant,
-    never on the submission, so a class on one variant computes them once. The last `variants`
+    never on the submission, so a class on one variant computes them once; so do quiz items. The last `variants`
     variants are kept (with per-student variants, one per student graded at the same time), so
     memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
 
     def __init__(self, variants: int = 8):
         self._variants = variants
-        self._by_variant: OrderedDict[int, dict[tuple[str, str], PreparedCase]] = OrderedDict()
+        self._by_variant: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
         self._lock = threading.Lock()
 
     def get(self, problem: Problem, case: Case, variant: int) -> PreparedCase:
-        key = (problem.id, case.name)
+        return self._kept(variant, (problem.id, case.name), lambda: self._prepare(problem, case, variant))
+
+    def quiz_item(self, item: QuizItem, variant: int) -> Variant:
+        """The quiz item with the variant's numbers drawn and its answers computed (once)."""
+        from .quiz import variant as draw
+        return self._kept(variant, ("", item.id), lambda: draw(item, variant))  # "": no problem has that id
+
+    @staticmethod
+    def _prepare(problem: Problem, case: Case, variant: int) -> PreparedCase:
+        prepared = prepare(problem, case, variant)
+        _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
+        return prepared
+
+    def _kept(self, variant: int, key: tuple[str, str], make: Callable[[], Any]) -> Any:
         with self._lock:
             known = self._by_variant.get(variant, {}).get(key)
         if known is not None:
             return known
-        prepared = prepare(problem, case, variant)
-        _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
+        made = make()
         with self._lock:
-            cases = self._by_variant.setdefault(variant, {})
+            kept = self._by_variant.setdefault(variant, {})
             self._by_variant.move_to_end(variant)
             while len(self._by_variant) > self._variants:
                 self._by_variant.popitem(last=False)
-            return cases.setdefault(key, prepared)
+            return kept.setdefault(key, made)
 
 
 def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
@@ -256,8 +268,9 @@ def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = Tr
     from .quiz import variant  # draws numbers and computes answers: the autograder's side only
     wanted = set(problem_ids) if problem_ids else None
     get = cache.get if cache is not None else prepare
+    draw = cache.quiz_item if cache is not None else variant
     items = assignment.quiz.items if assignment.quiz else ()
-    quiz = [variant(i, seed) for i in items if wanted is None or i.id in wanted]
+    quiz = [draw(i, seed) for i in items if wanted is None or i.id in wanted]
     return grade_prepared(assignment.title, [p for p in assignment.problems if wanted is None or p.id in wanted],
                           lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
                           quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,

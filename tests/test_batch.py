@@ -351,6 +351,24 @@ class TestDiscover:
             batch.discover(tmp_path)
 
 
+class TestWorkDoneOncePerVariant:
+    def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
+        """Three students on the default variant: each case is prepared, and each quiz item drawn,
+        once for the class, not once per student; the scores are unaffected."""
+        import grader.grading
+        import grader.quiz
+        prepared, drawn = [], []
+        real_prepare, real_draw = grader.grading.prepare, grader.quiz.variant
+        monkeypatch.setattr(grader.grading, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
+        monkeypatch.setattr(grader.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
+        found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
+        outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
+        assert len(prepared) == sum(len(p.cases) for p in assignment.problems)
+        assert len(drawn) == len(assignment.quiz.items)
+        problems = {p.id: p.points for p in assignment.problems}
+        assert all({k: v for k, v in o.row.scores.items() if k in problems} == problems for o in outcomes)
+
+
 class TestGradingPath:
     def test_grading_imports_no_plotting_library(self, tmp_path):
         """Grading a class loads neither matplotlib nor PIL; only the class report may."""
