@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["main", "command_of"]
+__all__ = ["main", "student", "command_of"]
 
 EARLY_START = frozenset({"check", "grade"})  # commands that run student code at once
 OPTIONS_WITH_VALUE = frozenset({"--exercises"})  # the group's options that take a value
@@ -33,12 +33,23 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def main() -> None:
-    """`mha`: see grader/cli.py for the commands."""
+def _start(argv: list[str]) -> None:
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
-    if command_of(sys.argv[1:]) in EARLY_START:
+    if command_of(argv) in EARLY_START:
         from .spawn import prestart
         prestart()
+
+
+def main() -> None:
+    """`mha`: see grader/cli.py for the commands."""
+    _start(sys.argv[1:])
     from .cli import main as cli
+    cli(prog_name="mha")
+
+
+def student() -> None:
+    """`mha` in the student bundle (grader/student.py): the same early start for `mha check`."""
+    _start(sys.argv[1:])
+    from .student import main as cli
     cli(prog_name="mha")

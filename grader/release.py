@@ -40,7 +40,7 @@ requires-python = ">=3.10"
 dependencies = ["numpy>=1.23", "pyyaml>=6.0", "click>=8.1"]
 
 [project.scripts]
-mha = "grader.student:main"
+mha = "grader.launch:student"
 
 [tool.setuptools.packages.find]
 include = ["grader*"]
@@ -92,7 +92,7 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     from . import __version__
     out.mkdir(parents=True)
     _copy_package(out / "grader", STUDENT_EXCLUDE)
-    (out / "grader" / "__main__.py").write_text("from .student import main\n\nmain(prog_name=\"mha\")\n")
+    (out / "grader" / "__main__.py").write_text("from .launch import student\n\nstudent()\n")
     default = build(assignment, DEFAULT_SEED, "default")
     written = [_write_json(out / "fixtures" / "default.json", default)]
     for student in roster:
