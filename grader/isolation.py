@@ -53,10 +53,16 @@ def private_paths(assignment_root: Path) -> tuple[Path, ...]:
     return (PACKAGE, root, root.parent / "solutions", root.parent / ".git")
 
 
+_protected: set[Path] = set()  # folders made private by this process (the change persists)
+
+
 def protect(paths: Iterable[Path]) -> None:
-    """Remove "others" access (o-rwx) from each existing folder; the student uid is an "other"."""
+    """Remove "others" access (o-rwx) from each existing folder; the student uid is an "other".
+    Each folder once per process: a batch does not check them again for every submission."""
     for path in paths:
         path = Path(path)
+        if path in _protected:
+            continue
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
@@ -69,6 +75,7 @@ def protect(paths: Iterable[Path]) -> None:
             except OSError as exc:
                 raise InternalError(f"{path}: cannot remove access by other users ({exc.strerror}); "
                                     "student code could read it") from exc
+        _protected.add(path)
 
 
 Select = Callable[[dict[int, Proc]], set[int]]  # picks a session's pids from a process table

@@ -38,6 +38,16 @@ class TestProtect:
         protect([folder, tmp_path / "missing"])
         assert folder.stat().st_mode & 0o777 == 0o770
 
+    def test_each_folder_once_per_process(self, tmp_path, monkeypatch):
+        """A batch protects the same folders for every submission: checked the first time only."""
+        folder = tmp_path / "exercises"
+        folder.mkdir()
+        protect([folder])
+        calls = []
+        monkeypatch.setattr(isolation.os, "stat", lambda *args, **kw: calls.append(args) or os.lstat(*args))
+        protect([folder])
+        assert calls == []
+
     def test_refuses_the_file_system_root(self, monkeypatch):
         """Never chmod '/': that would lock every other user out of the machine."""
         calls = []
