@@ -275,8 +275,9 @@ def compile_(obj: Ctx, student: str | None) -> None:
     except GraderError as exc:
         _fail(exc)
     cases = sum(len(prepared) for _, prepared in compiled.problems)
-    click.echo(f"compiled {len(compiled.problems)} problem(s), {cases} cases and {len(compiled.quiz)} quiz items "
-               f"into {cache_dir()}")
+    folder = cache_dir()
+    where = f"into {folder}" if folder else "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)"
+    click.echo(f"compiled {len(compiled.problems)} problem(s), {cases} cases and {len(compiled.quiz)} quiz items {where}")
 
 
 @main.command("list", context_settings=CONTEXT)

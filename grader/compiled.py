@@ -64,11 +64,14 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object]) -> Fi
     """The assignment at `root` with every case and quiz item of variant `seed` prepared: read from
     the cache when it is there and current, else built (`load_assignment()` validates the files
     and raises SpecErrors for invalid ones, exactly as without a cache) and stored."""
+    folder = cache_dir()
     try:
         current = stamp(root, seed)
     except OSError:  # an unreadable assignment file: loading it says which
+        folder = None
+    if folder is None:
         return _fixtures(build(load_assignment(), seed, "compiled", hidden=True))
-    path = cache_dir() / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
+    path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
     try:
         data = json.loads(path.read_bytes())
         if data.get("stamp") == current:

@@ -220,8 +220,11 @@ def _recent_walk(roots: tuple[str, ...]) -> tuple[str, ...] | None:
     kept in the grader's cache folder (mode 0700): a walk of a crowded /tmp takes a tenth of a
     second, too much for every cold grade."""
     from .paths import cache_dir
+    folder = cache_dir()
+    if folder is None:
+        return None
     try:
-        data = json.loads((cache_dir() / "shared-folders.json").read_text())
+        data = json.loads((folder / "shared-folders.json").read_text())
         fresh = 0 <= time.time() - float(data["walked"]) < WALK_MAX_AGE
         if fresh and data["roots"] == list(roots) and all(isinstance(f, str) for f in data["folders"]):
             return tuple(data["folders"])
@@ -232,8 +235,11 @@ def _recent_walk(roots: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def _keep_walk(roots: tuple[str, ...], folders: tuple[str, ...]) -> None:
     from .paths import cache_dir, write_private
+    folder = cache_dir()
+    if folder is None:
+        return
     try:
-        write_private(cache_dir() / "shared-folders.json",
+        write_private(folder / "shared-folders.json",
                       json.dumps({"walked": time.time(), "roots": list(roots), "folders": list(folders)}))
     except OSError:
         pass

@@ -169,6 +169,22 @@ class TestNeverStale:
         assert result.exit_code == 0 and data["score"] == data["max_score"]
 
 
+    def test_no_home_folder_keeps_nothing_and_still_grades(self, tmp_path, monkeypatch):
+        """A uid with no HOME and no password entry (some containers): nothing is kept, grades go on."""
+        monkeypatch.delenv(CACHE_ENV, raising=False)
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+        monkeypatch.setattr(compiled_module.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
+            RuntimeError("Could not determine home directory."))))
+        runner = CliRunner()
+        compiled_out = runner.invoke(main, ["--exercises", str(EXERCISES), "compile"])
+        assert compiled_out.exit_code == 0 and compiled_out.stdout.endswith(
+            "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)\n")
+        result = runner.invoke(main, ["--exercises", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json",
+                                      "--problem", "softmax"])
+        data = json.loads(result.stdout)
+        assert result.exit_code == 0 and data["score"] == data["max_score"] == 10
+
+
 class TestCompileCommand:
     def test_compile_prepares_every_case_once(self, cache):
         """`mha compile` says what it prepared; the grade after it loads nothing."""
