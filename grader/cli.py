@@ -173,7 +173,6 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from .paths import resolve_submission
     from .reports import render
-    from .reports.gradescope import failure
     start = time.monotonic()
     try:
         try:
@@ -194,6 +193,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
         _emit(report, output)
     except GraderError as exc:
         if fmt == "gradescope":  # the student must see why, even when nothing could be graded
+            from .reports.gradescope import failure
             try:
                 _emit(failure(str(exc), round(time.monotonic() - start, 3),
                               submission_fault=exc.exit_code is ExitCode.USAGE), output)
@@ -356,6 +356,5 @@ def variant(obj: Ctx, student: str, output: Path | None) -> None:
         _fail(exc)
 
 
-from .cli_batch import grade_all as _grade_all; main.add_command(_grade_all)
-from .cli_export import export as _export; main.add_command(_export)
-from .cli_release import release as _release; main.add_command(_release)
+main.lazy = {"grade-all": (".cli_batch", "grade_all"), "export": (".cli_export", "export"),
+             "release": (".cli_release", "release")}

@@ -17,7 +17,22 @@ def fail(exc: GraderError) -> None:
 
 
 class Group(click.Group):
-    """Maps any error that escapes a command to its exit code: never a bare traceback."""
+    """Maps any error that escapes a command to its exit code: never a bare traceback.
+
+    `lazy`: commands imported only when used (name -> module of this package, attribute), so
+    `mha grade` does not load the code of `mha export` and the like."""
+
+    lazy: dict[str, tuple[str, str]] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in self.lazy and name not in self.commands:
+            import importlib
+            module, attribute = self.lazy[name]
+            self.add_command(getattr(importlib.import_module(module, __package__), attribute), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context):
         try:

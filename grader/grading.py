@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import generators as gen
 from .answers import ANSWERS_NAME, grade_variants
 from .api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
@@ -53,6 +52,7 @@ def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tup
 
     `variant` is the student's seed: it draws the problem's params and, unless the case fixes
     its own `seed`, the case's random inputs, so each student gets their own numbers."""
+    from . import generators as gen  # not needed to grade on a compiled assignment
     seed = gen.case_seed(problem.id, case.name, case.seed, variant)
     env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
     fn = problem.function

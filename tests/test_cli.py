@@ -164,13 +164,13 @@ class TestOtherCommands:
         assert "attention_reading(weights, values) -> ndarray" in shown.stdout
         assert "[0.8, 0.2, 8, 4]" in shown.stdout
 
-    @pytest.mark.parametrize("command", sorted(main.commands))
+    @pytest.mark.parametrize("command", main.list_commands(None))  # the lazily imported ones too
     def test_every_command_has_help_with_an_example(self, cli, command):
         """Every command answers -h with a summary and an example."""
         result = cli(command, "-h")
         assert result.exit_code == 0
         assert "Example:" in result.stdout
-        for param in main.commands[command].params:
+        for param in main.get_command(None, command).params:
             if param.param_type_name == "option" and param.name != "help":
                 assert param.help, f"{command} --{param.name} has no help"
 
@@ -181,3 +181,17 @@ def test_readme_starts_with_the_two_setup_commands():
     block = text.split("```")[1]
     commands = [line for line in block.splitlines() if line.strip() and not line.startswith("```")][1:]
     assert commands == ['pip install -e ".[test]" && mha grade solutions', "pytest"]
+
+
+def test_grade_loads_no_code_of_other_commands(tmp_path):
+    """grade-all, export and release are imported only when used: `mha grade` loads none of them."""
+    import subprocess
+    import sys
+    code = ("import json, sys; from grader.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli_batch', 'grader.cli_export', 'grader.cli_release', 'grader.batch', 'grader.release'))))")
+    out = subprocess.run([sys.executable, "-c", code, "--exercises", str(ROOT / "exercises"), "grade",
+                          str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json"),
+                          "--problem", "softmax"], capture_output=True, text=True, timeout=120)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert json.loads((tmp_path / "r.json").read_text())["score"] == 10
