@@ -293,12 +293,11 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     messages: tuple[str, ...] = ()
     if problems:
         with Session(Path(submission), limits, private=private) as session:
-            prepared = [cases(problems[0])]
-            for i, problem in enumerate(problems):
-                if i + 1 < len(problems):
-                    prepared.append(cases(problems[i + 1]))
-                then = (problems[i + 1], prepared[i + 1]) if i + 1 < len(problems) else None
-                results += (run_problem(problem, prepared[i], session, limits, then),)
+            current = (problems[0], cases(problems[0]))
+            for following in [*problems[1:], None]:
+                then = (following, cases(following)) if following is not None else None
+                results += (run_problem(*current, session, limits, then),)
+                current = then
             messages = (session.load_failure.describe(),) if session.load_failure else ()
     return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
