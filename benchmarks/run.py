@@ -192,12 +192,12 @@ class Batch:
 
 
 def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
-    """`mha grade-all`, or (before it existed) the same through grader.batch.grade_all."""
+    """`mha grade-all`, or (before it existed) the same through grader.classroom.batch.grade_all."""
     probe = subprocess.run([*MHA, "grade-all", "--help"], capture_output=True)
     if probe.returncode == 0:
         return [*MHA, "--exercises", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
                 "--jobs", str(jobs), "--force", "--no-progress"]
-    code = ("import sys; from pathlib import Path; from grader import batch; from grader.loader import load_assignment;"
+    code = ("import sys; from pathlib import Path; from grader import batch; from grader.assignment.loader import load_assignment;"
             "a = load_assignment(Path(sys.argv[1])); subs = batch.discover(Path(sys.argv[2]));"
             "list(batch.grade_all(a, subs, Path(sys.argv[3]), seed_of=lambda s: 0, jobs=int(sys.argv[4]), force=True))")
     return [sys.executable, "-c", code, str(EXERCISES), str(folder), str(out), str(jobs)]
@@ -327,7 +327,7 @@ def report(args, scratch: Path) -> None:
     shutil.copyfile(ANSWERS, one / "answers.yaml")
     graded = scratch / "one.json"
 
-    # (a) and (b), interleaved. The compiled assignment (grader/compiled.py) lives in a cache of this
+    # (a) and (b), interleaved. The compiled assignment (grader/grading/compiled.py) lives in a cache of this
     # run: built once here, as `mha compile` or the first grade builds it; timed without it too.
     os.environ["MHA_CACHE_DIR"] = str(scratch / "compiled")  # every command below uses it
     env = dict(os.environ)

@@ -1,12 +1,12 @@
-"""Finding the assignment folder and the submission file, and writing result files safely."""
+"""Where things are (the package, the assignment folder, the cache) and writing result files safely."""
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
 
-from .errors import SubmissionError
 
+PACKAGE = Path(__file__).resolve().parent  # the grader package's own folder
 SUBMISSION_NAME = "attention.py"
 
 
@@ -17,31 +17,7 @@ def find_assignment_root(start: Path | None = None) -> Path:
         for candidate in (folder, folder / "exercises"):
             if (candidate / "assignment.yaml").is_file():
                 return candidate
-    return Path(__file__).resolve().parent.parent / "exercises"
-
-
-def resolve_submission(path: Path) -> Path:
-    """SUBMISSION is a .py file, a folder holding attention.py, or a Jupyter notebook (.ipynb),
-    whose definitions are extracted to a temporary attention.py (see grader.notebook)."""
-    path = Path(path)
-    if path.is_dir():
-        candidate = path / SUBMISSION_NAME
-        notebooks = sorted(path.glob("*.ipynb"))
-        if not candidate.is_file() and len(notebooks) == 1:  # e.g. a Gradescope upload of the notebook
-            candidate = notebooks[0]
-        elif not candidate.is_file():
-            more = f" (and {len(notebooks)} notebooks: upload one)" if notebooks else ""
-            raise SubmissionError(f"{path}: no {SUBMISSION_NAME} in this folder{more}")
-        return resolve_submission(candidate) if candidate.suffix == ".ipynb" else candidate
-    if not path.exists():
-        raise SubmissionError(f"{path}: no such file or folder")
-    if path.suffix == ".ipynb":
-        from .notebook import materialize
-        return materialize(path)
-    if path.suffix != ".py":
-        raise SubmissionError(f"{path}: expected a .py file, a .ipynb notebook or a folder holding "
-                              f"{SUBMISSION_NAME} (got {path.suffix or 'no'} extension)")
-    return path
+    return PACKAGE.parent / "exercises"
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:

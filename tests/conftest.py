@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import main
-from grader.loader import load_assignment
+from grader.cli.commands import main
+from grader.assignment.loader import load_assignment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
@@ -22,9 +22,9 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session", autouse=True)
 def compiled_cache(tmp_path_factory):
-    """Compiled assignments (grader/compiled.py) go to a folder of this test run, not ~/.cache;
+    """Compiled assignments (grader/grading/compiled.py) go to a folder of this test run, not ~/.cache;
     subprocesses inherit it."""
-    from grader.compiled import CACHE_ENV
+    from grader.grading.compiled import CACHE_ENV
     before = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("compiled"))
     yield Path(os.environ[CACHE_ENV])

@@ -1,4 +1,4 @@
-"""Item analysis (grader.analysis) on hand-made rows, and the class report written from it."""
+"""Item analysis (grader.classroom.analysis) on hand-made rows, and the class report written from it."""
 from __future__ import annotations
 
 import csv
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from grader.analysis import StudentRow, analyse
+from grader.classroom.analysis import StudentRow, analyse
 from grader.reports import class_report
 
 

@@ -1,4 +1,4 @@
-"""`mha grade-all` and grader.batch: discovery, parallel grading, resume, gradebook, item analysis.
+"""`mha grade-all` and grader.classroom.batch: discovery, parallel grading, resume, gradebook, item analysis.
 
 One class of six is graded once per module (two at a time, 2 s per problem): alice (the model
 answers), bob (softmax over the wrong axis and one wrong quiz choice), carol (quiz answers but no
@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader import batch
-from grader.cli import main
+from grader.classroom import batch
+from grader.cli.commands import main
 from grader.errors import ExitCode, SubmissionError
-from grader.grading import grade
-from grader.isolation import become_subreaper
-from grader.limits import Limits
-from grader.variants import student_seed
+from grader.grading.grade import grade
+from grader.sandbox.isolation import become_subreaper
+from grader.sandbox.limits import Limits
+from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 from .test_hostile import HOSTILE, leftovers
@@ -298,14 +298,14 @@ class TestGradeAllInputs:
 
     def test_grader_failure_on_one_submission_is_recorded_and_exits_4(self, tmp_path, monkeypatch):
         """The grader failing on one student leaves blank scores and status error for them only; exit 4."""
-        import grader.grading
-        real = grader.grading.grade
+        import grader.grading.grade
+        real = grader.grading.grade.grade
 
         def fragile(assignment, path, *, limits, seed, cache=None):
             if "BOOM" in path.read_text():
                 raise RuntimeError("boom")
             return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
-        monkeypatch.setattr(grader.grading, "grade", fragile)
+        monkeypatch.setattr(grader.grading.grade, "grade", fragile)
         for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
             (tmp_path / "class" / student).mkdir(parents=True)
             (tmp_path / "class" / student / "attention.py").write_text(source)
@@ -355,12 +355,12 @@ class TestWorkDoneOncePerVariant:
     def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
         """Three students on the default variant: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
-        import grader.grading
-        import grader.quiz
+        import grader.grading.grade
+        import grader.assignment.quiz
         prepared, drawn = [], []
-        real_prepare, real_draw = grader.grading.prepare, grader.quiz.variant
-        monkeypatch.setattr(grader.grading, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
-        monkeypatch.setattr(grader.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
+        real_prepare, real_draw = grader.grading.grade.prepare, grader.assignment.quiz.variant
+        monkeypatch.setattr(grader.grading.grade, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
+        monkeypatch.setattr(grader.assignment.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
         found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
         outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
         assert len(prepared) == sum(len(p.cases) for p in assignment.problems)
@@ -376,9 +376,9 @@ class TestGradingPath:
         (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
         script = textwrap.dedent(f"""
             import sys
-            from grader import batch
-            from grader.loader import load_assignment
-            from grader.grading import grade
+            from grader.classroom import batch
+            from grader.assignment.loader import load_assignment
+            from grader.grading.grade import grade
             assignment = load_assignment({str(EXERCISES)!r})
             found = batch.discover({str(tmp_path / 'class')!r})
             outcomes = list(batch.grade_all(assignment, found, {str(tmp_path / 'out')!r}, seed_of=lambda s: 0,
@@ -393,7 +393,7 @@ class TestGradingPath:
 class TestWriteGradebook:
     def test_error_rows_are_blank_and_rows_sorted(self, tmp_path):
         """Rows come out by student id; a failed student's scores and total are blank, not 0."""
-        from grader.analysis import StudentRow
+        from grader.classroom.analysis import StudentRow
         rows = [StudentRow("zoe", {"a": 1.0, "b": 2.5}), StudentRow("amy", {}, status="error"),
                 StudentRow("bo", {"a": 0.5}, status="empty")]
         batch.write_gradebook(tmp_path / "g.csv", ["a", "b"], rows)

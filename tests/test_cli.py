@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from grader.cli import main
+from grader.cli.commands import main
 from grader.errors import ExitCode
-from grader.loader import load_assignment
+from grader.assignment.loader import load_assignment
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -90,12 +90,12 @@ class TestGrade:
 
     def test_grader_failure_exit_4_still_writes_gradescope_results(self, cli, tmp_path, monkeypatch):
         """If the grader itself breaks, exit 4 and results.json says 'autograder failed'."""
-        import grader.grading
+        import grader.grading.grade
 
         def broken(*args, **kwargs):
             raise RuntimeError("disk on fire")
 
-        monkeypatch.setattr(grader.grading, "grade_fixtures", broken)
+        monkeypatch.setattr(grader.grading.grade, "grade_fixtures", broken)
         out = tmp_path / "results.json"
         result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
         assert result.exit_code == ExitCode.INTERNAL
@@ -187,9 +187,9 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
     """grade-all, export and release are imported only when used: `mha grade` loads none of them."""
     import subprocess
     import sys
-    code = ("import json, sys; from grader.cli import main\n"
+    code = ("import json, sys; from grader.cli.commands import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli_batch', 'grader.cli_export', 'grader.cli_release', 'grader.batch', 'grader.release'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.batch', 'grader.cli.export', 'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.release'))))")
     out = subprocess.run([sys.executable, "-c", code, "--exercises", str(ROOT / "exercises"), "grade",
                           str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json"),
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from grader.cli_export import export
+from grader.cli.export import export
 
 
 @pytest.mark.parametrize("command", sorted(export.commands))
@@ -22,7 +22,7 @@ def test_every_export_command_has_help_with_an_example(cli, command):
 
 def test_grade_imports_no_export_tool():
     """`mha grade` never loads nbformat, nbclient, otter or text2qti."""
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom grader.cli import main\n"
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom grader.cli.commands import main\n"
             "r = CliRunner().invoke(main, ['grade', 'solutions', '--problem', 'softmax'])\n"
             "assert r.exit_code == 0, r.output\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in {'nbformat', 'nbclient', 'otter', 'text2qti'}))")
@@ -41,7 +41,7 @@ def test_assignment_without_quiz_cannot_export_one(cli, tmp_path):
     text = (root / "assignment.yaml").read_text().replace("quiz: quiz.yaml\n", "")
     (root / "assignment.yaml").write_text(text)
     from click.testing import CliRunner
-    from grader.cli import main
+    from grader.cli.commands import main
     result = CliRunner().invoke(main, ["--exercises", str(root), "export", "moodle", "--out", str(tmp_path / "q.xml")])
     assert result.exit_code == 3
     assert "this assignment has no quiz to export" in result.stderr

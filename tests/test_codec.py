@@ -1,4 +1,4 @@
-"""The wire format (grader/codec.py and the student side, grader/_worker.py): arrays travel as the
+"""The wire format (grader/sandbox/codec.py and the student side, grader/sandbox/worker.py): arrays travel as the
 base64 of their bytes and come back exactly, or not at all."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from grader.codec import DecodeError, decode_value, encode_arg
+from grader.sandbox.codec import DecodeError, decode_value, encode_arg
 
 from .conftest import ROOT
 
@@ -18,7 +18,7 @@ from .conftest import ROOT
 @pytest.fixture(scope="module")
 def worker():
     """_worker.py loaded as a module (its start-up only runs as a script)."""
-    spec = importlib.util.spec_from_file_location("mha_worker_under_test", ROOT / "grader" / "_worker.py")
+    spec = importlib.util.spec_from_file_location("mha_worker_under_test", ROOT / "grader" / "sandbox" / "worker.py")
     module = importlib.util.module_from_spec(spec)
     argv, sys.argv = sys.argv, ["_worker.py"]
     try:

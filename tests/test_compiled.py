@@ -1,4 +1,4 @@
-"""The compiled assignment (grader/compiled.py): the same grades as preparing afresh, and never stale."""
+"""The compiled assignment (grader/grading/compiled.py): the same grades as preparing afresh, and never stale."""
 from __future__ import annotations
 
 import json
@@ -10,16 +10,16 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from grader import compiled as compiled_module
-from grader.cli import main
-from grader.compiled import CACHE_ENV, compiled
+from grader.grading import compiled as compiled_module
+from grader.cli.commands import main
+from grader.grading.compiled import CACHE_ENV, compiled
 from grader.errors import ExitCode
-from grader.grading import grade, grade_fixtures
-from grader.isolation import private_paths
-from grader.limits import Limits
-from grader.loader import load_assignment
+from grader.grading.grade import grade, grade_fixtures
+from grader.sandbox.isolation import private_paths
+from grader.sandbox.limits import Limits
+from grader.assignment.loader import load_assignment
 from grader.reports.json_report import as_dict
-from grader.variants import student_seed
+from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, SOLUTIONS, solution_source
 from .test_mistakes import BUGS

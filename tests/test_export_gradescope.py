@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader.exports.gradescope import build
-from grader.quiz import answer_key, answers_template
-from grader.variants import student_seed
+from grader.assignment.quiz import answer_key, answers_template
+from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, SOLUTIONS
 
@@ -28,7 +28,7 @@ def autograder(tmp_path: Path, assignment, secret: str | None) -> Path:
     with zipfile.ZipFile(io.BytesIO(build(assignment, secret))) as archive:
         archive.extractall(root / "source")
         names = archive.namelist()
-    assert {"setup.sh", "run_autograder", "pyproject.toml", "grader/reference.py", "exercises/assignment.yaml"} <= set(names)
+    assert {"setup.sh", "run_autograder", "pyproject.toml", "grader/attention/reference.py", "exercises/assignment.yaml"} <= set(names)
     assert not any(n.startswith("solutions/") for n in names)
     (root / "submission").mkdir()
     return root

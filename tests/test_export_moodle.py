@@ -6,8 +6,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from grader.exports import moodle
-from grader.model import QuizKind
-from grader.quiz import variant
+from grader.assignment.model import QuizKind
+from grader.assignment.quiz import variant
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The student notebook export, and notebooks as submissions (grader.notebook)."""
+"""The student notebook export, and notebooks as submissions (grader.grading.notebook)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from grader.errors import ExitCode
 from grader.exports import notebook as exporter
-from grader.notebook import CHECK_TAG, definitions, extract_source
+from grader.grading.notebook import CHECK_TAG, definitions, extract_source
 
 from ._submissions import solution_functions
 from .conftest import SOLUTIONS
@@ -47,7 +47,7 @@ class TestDefinitions:
     def test_keeps_definitions_and_drops_scratch_work(self):
         """Imports, defs and assignments stay; calls, magics, tools and API-calling assignments go."""
         source = ("import numpy as np\nimport otter\ngrader = otter.Notebook('a.ipynb')\n"
-                  "from grader.notebook import check\n!mha check softmax\n%timeit 1\nEPS = 1e-9\n"
+                  "from grader.grading.notebook import check\n!mha check softmax\n%timeit 1\nEPS = 1e-9\n"
                   "x = softmax(np.ones(3))\n\n@staticmethod\ndef softmax(s):\n    return s\nprint(softmax(1))\n")
         assert definitions(source) == "import numpy as np\nEPS = 1e-9\n@staticmethod\ndef softmax(s):\n    return s"
 
@@ -97,8 +97,8 @@ class TestSolvedNotebook:
         path.write_text(exporter.render(assignment))
         source = extract_source(path)
         assert "def softmax(scores):" in source and "check(" not in source
-        from grader.grading import grade
-        from grader.paths import resolve_submission
+        from grader.grading.grade import grade
+        from grader.grading.submission import resolve_submission
         result = grade(assignment, resolve_submission(path), problem_ids=[p.id for p in assignment.problems])
         assert result.score == 0
         assert all(p.message == "not implemented yet" for p in result.problems)

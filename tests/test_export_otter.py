@@ -47,7 +47,7 @@ def _buggy(notebook: str) -> str:
 def otter_run(tmp_path_factory):
     """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook."""
     from click.testing import CliRunner
-    from grader.cli import main
+    from grader.cli.commands import main
     tmp = tmp_path_factory.mktemp("otter")
     result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
     assert result.exit_code == 0, result.output
@@ -142,7 +142,7 @@ class TestCheckCase:
     def test_plain_reads_values_like_the_sandbox(self):
         """numpy scalars become Python numbers, subclasses plain arrays, objects opaque."""
         import numpy as np
-        from grader.codec import Opaque
+        from grader.sandbox.codec import Opaque
         assert plain((np.int64(3), [np.float32(0.5)], {"a": None})) == (3, [0.5], {"a": None})
         assert type(plain(np.ma.masked_array([1.0]))) is np.ndarray
         assert plain(object()) == Opaque("object")

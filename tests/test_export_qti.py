@@ -13,7 +13,7 @@ import pytest
 
 from grader.errors import ExitCode, SpecError
 from grader.exports import qti
-from grader.quiz import load_quiz, variant
+from grader.assignment.quiz import load_quiz, variant
 
 SMALL_QUIZ = """\
 title: Small quiz

@@ -1,10 +1,10 @@
-"""Prepared cases shared by a batch (grader.grading.PreparedCases)."""
+"""Prepared cases shared by a batch (grader.grading.grade.PreparedCases)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from grader.grading import PreparedCases, grade, prepare
+from grader.grading.grade import PreparedCases, grade, prepare
 
 from .conftest import SOLUTIONS
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.isolation import PACKAGE, SANDBOX_IDS, SHARED_DIRS
-from grader.loader import load_assignment
-from grader.sandbox import Limits, RunStatus, Session
+from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, SHARED_DIRS
+from grader.assignment.loader import load_assignment
+from grader.sandbox.session import Limits, RunStatus, Session
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 

@@ -1,4 +1,4 @@
-"""Who student code runs as, and the clean-up after it (grader/isolation.py)."""
+"""Who student code runs as, and the clean-up after it (grader/sandbox/isolation.py)."""
 from __future__ import annotations
 
 import json
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
+from grader.sandbox import isolation
 from grader.errors import InternalError
-from grader.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
-from grader.sandbox import Limits, RunStatus, Session
+from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
+from grader.sandbox.session import Limits, RunStatus, Session
 
 ROOT_MODE = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user needs root")
@@ -154,7 +154,7 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader import isolation
+        from grader.sandbox import isolation
         from grader.paths import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"

@@ -1,4 +1,4 @@
-"""The `mha` console script (grader.launch): which command it sees, the zygote started first, one BLAS thread."""
+"""The `mha` console script (grader.cli.launch): which command it sees, the zygote started first, one BLAS thread."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from grader import launch
+from grader.cli import launch
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -21,7 +21,7 @@ import atexit, json, os, sys
 VARIABLES = {variables!r}
 atexit.register(lambda: print(json.dumps({{v: os.environ.get(v) for v in VARIABLES}}), file=sys.stderr))
 sys.argv = ["mha", *json.loads(sys.argv[1])]
-from grader.launch import main
+from grader.cli.launch import main
 main()
 """
 
@@ -63,11 +63,11 @@ class TestMain:
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
         """check and grade start the zygote before the CLI runs; other commands do not start it."""
-        import grader.cli
-        from grader import spawn
+        import grader.cli.commands
+        from grader.sandbox import spawn
         seen = []
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
-        monkeypatch.setattr(grader.cli, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
+        monkeypatch.setattr(grader.cli.commands, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
         monkeypatch.setattr(sys, "argv", ["mha", *argv])
         for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
             monkeypatch.setenv(variable, "")

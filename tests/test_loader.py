@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import SpecErrors
-from grader.loader import load_assignment, load_problem
-from grader.model import CompareKind, Visibility
-from grader.yamlio import load_yaml
+from grader.assignment.loader import load_assignment, load_problem
+from grader.assignment.model import CompareKind, Visibility
+from grader.assignment.yamlio import load_yaml
 
 from .conftest import EXERCISES
 
@@ -137,7 +137,7 @@ class TestSchema:
     def test_shipped_problems_match_the_json_schema(self):
         """The published JSON Schema accepts every shipped problem file."""
         jsonschema = pytest.importorskip("jsonschema")
-        schema = json.loads((Path(__file__).parent.parent / "grader" / "problem.schema.json").read_text())
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
         files = sorted((EXERCISES / "problems").glob("*.yaml"))
         assert files
         for file in files:
@@ -146,7 +146,7 @@ class TestSchema:
     def test_schema_rejects_unknown_key(self):
         """The schema, like the loader, rejects keys it does not know."""
         jsonschema = pytest.importorskip("jsonschema")
-        schema = json.loads((Path(__file__).parent.parent / "grader" / "problem.schema.json").read_text())
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
         doc = {"id": "x", "title": "t", "points": 1, "prompt": "p", "colour": "red",
                "cases": [{"name": "a", "visibility": "public", "args": {}}]}
         with pytest.raises(jsonschema.ValidationError, match="colour"):

@@ -6,12 +6,14 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from grader import mistakes, reference
-from grader.checks import check
-from grader.grading import grade, judge, prepare
-from grader.model import Mistake
-from grader.results import CaseStatus
-from grader.sandbox import CaseRun, RunStatus
+from grader.attention import mistakes
+
+from grader.attention import reference
+from grader.grading.checks import check
+from grader.grading.grade import grade, judge, prepare
+from grader.assignment.model import Mistake
+from grader.grading.results import CaseStatus
+from grader.sandbox.session import CaseRun, RunStatus
 
 from .conftest import solution_source
 

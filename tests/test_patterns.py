@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import reference as ref
-from grader.patterns import direct_head_weights
+from grader.attention import reference as ref
+from grader.attention.patterns import direct_head_weights
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 9, 16])

@@ -1,4 +1,4 @@
-"""The process table read from /proc (grader/proctable.py)."""
+"""The process table read from /proc (grader/sandbox/proctable.py)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from grader import proctable
+from grader.sandbox import proctable
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux's /proc")
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.render import render_prompt
-from grader.variants import DEFAULT_SEED
+from grader.assignment.render import render_prompt
+from grader.assignment.variants import DEFAULT_SEED
 
 from .conftest import EXERCISES
 

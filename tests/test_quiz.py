@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.answers import MAX_BYTES, grade_quiz
-from grader.cli import main
+from grader.grading.answers import MAX_BYTES, grade_quiz
+from grader.cli.commands import main
 from grader.errors import ExitCode, SpecErrors
-from grader.grading import grade
-from grader.loader import load_assignment
-from grader.model import QuizKind
-from grader.quiz import (DEFAULT_SEED, answer_key, answers_template, check_quiz, draw_params, fill,
+from grader.grading.grade import grade
+from grader.assignment.loader import load_assignment
+from grader.assignment.model import QuizKind
+from grader.assignment.quiz import (DEFAULT_SEED, answer_key, answers_template, check_quiz, draw_params, fill,
                          head2_reading, head_count, load_quiz, one_head_distributions, variant)
-from grader.results import CaseStatus
-from grader.yamlio import load_yaml
+from grader.grading.results import CaseStatus
+from grader.assignment.yamlio import load_yaml
 
 from .conftest import EXERCISES, SOLUTIONS
 
@@ -111,7 +111,7 @@ class TestLoadQuiz:
          ":25: 'tolerance' must be 0 or more (got -1)"),
         ("answer: one_head_distributions", "answer: __import__('os')",
          ":24: 'answer' must be a number, a parameter (params: W) or an answer function defined in "
-         "grader/quiz.py (got \"__import__('os')\")"),
+         "grader/assignment/quiz.py (got \"__import__('os')\")"),
         ("answer: one_head_distributions", "answer: head_count",
          ":24: answer function 'head_count' needs parameter 'd_model', which 'params' does not define"),
         ("    answer: one_head_distributions\n", "", ":16: a numeric item is missing required key 'answer'"),

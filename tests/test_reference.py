@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from grader import reference as ref
+from grader.attention import reference as ref
 
 
 def loop_softmax(row):

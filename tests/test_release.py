@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import main
-from grader.fixtures import Fixtures
-from grader.grading import prepare
-from grader.quiz import variant as quiz_variant
-from grader.render import render_prompt
-from grader.variants import student_seed, student_token
+from grader.cli.commands import main
+from grader.grading.fixtures import Fixtures
+from grader.grading.grade import prepare
+from grader.assignment.quiz import variant as quiz_variant
+from grader.assignment.render import render_prompt
+from grader.assignment.variants import student_seed, student_token
 
 from .conftest import EXERCISES, SOLUTIONS
 
@@ -150,7 +150,7 @@ class TestStudentBundle:
     def test_autograder_bundle_has_everything_to_grade(self, bundle):
         """The autograder bundle holds the reference, the hidden cases and the secret (private)."""
         root = bundle / "autograder"
-        assert (root / "grader" / "reference.py").is_file()
+        assert (root / "grader" / "attention" / "reference.py").is_file()
         assert (root / "exercises" / "problems" / "softmax.yaml").is_file()
         config = root / "exercises" / "course.yaml"
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
@@ -165,9 +165,9 @@ class TestStudentBundle:
         assert pip.returncode == 0, pip.stderr[-2000:]
         mha = str(venv / "bin" / "mha")
         env = {k: v for k, v in os.environ.items() if k != "MHA_COURSE_SECRET"}
-        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.reference"], capture_output=True,
+        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.attention.reference"], capture_output=True,
                                text=True, cwd=tmp_path)
-        assert probe.returncode != 0 and "No module named 'grader.reference'" in probe.stderr
+        assert probe.returncode != 0 and "No module named 'grader.attention.reference'" in probe.stderr
         stubs = subprocess.run([mha, "check"], cwd=student, capture_output=True, text=True, env=env)
         assert stubs.returncode == 1 and "not implemented yet" in stubs.stdout
         work = tmp_path / "work"

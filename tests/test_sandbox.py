@@ -4,9 +4,9 @@ from __future__ import annotations
 import textwrap
 import time
 
-from grader.grading import grade
-from grader.results import CaseStatus
-from grader.sandbox import Limits
+from grader.grading.grade import grade
+from grader.grading.results import CaseStatus
+from grader.sandbox.session import Limits
 
 from .conftest import solution_source
 
@@ -162,7 +162,7 @@ class TestNextProblemSentAhead:
     def test_the_next_request_goes_out_before_this_answer_is_read(self, assignment, write_submission,
                                                                   monkeypatch):
         """Requests for problem k+1 are sent before problem k's "done" is read, and none is sent twice."""
-        from grader import sandbox
+        from grader.sandbox import session as sandbox
         log = []
         real_request, real_event = sandbox.Session._request, sandbox.Worker.next_event
 

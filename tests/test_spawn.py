@@ -1,4 +1,4 @@
-"""Student processes forked from a zygote (grader/spawn.py): the fast path keeps the guarantees.
+"""Student processes forked from a zygote (grader/sandbox/spawn.py): the fast path keeps the guarantees.
 
 The hostile submissions of test_hostile.py and the isolation tests run on this path too (it is
 the only one on Linux); these tests show that it is the path taken, that the zygote hands
@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, spawn
-from grader.isolation import MARKER
-from grader.loader import load_assignment
-from grader.sandbox import Limits, RunStatus, Session
+from grader.classroom import batch
+
+from grader.sandbox import spawn
+from grader.sandbox.isolation import MARKER
+from grader.assignment.loader import load_assignment
+from grader.sandbox.session import Limits, RunStatus, Session
 
 from .conftest import EXERCISES, ROOT, solution_source
 
@@ -134,7 +136,7 @@ class TestForkServer:
         assert new is not old and parent == new.proc.pid
 
     def test_without_the_fork_server_python_starts_the_worker(self, write_submission, monkeypatch):
-        """Off Linux a fresh `python -I _worker.py` is the worker, the grader its parent."""
+        """Off Linux a fresh `python -I worker.py` is the worker, the grader its parent."""
         monkeypatch.setattr(spawn, "FORK_SERVER", False)
         path = write_submission("import os\ndef parent():\n    return os.getppid()\n")
         with Session(path) as session:
@@ -248,20 +250,20 @@ class TestCommandLine:
     def test_grade_starts_the_zygote_before_loading_the_assignment(self, cli, monkeypatch, tmp_path):
         """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML
         (here with nothing compiled yet, so the assignment is loaded)."""
-        import grader.loader
-        from grader.compiled import CACHE_ENV
+        import grader.assignment.loader
+        from grader.grading.compiled import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
         calls = []
-        real_prestart, real_load = spawn.prestart, grader.loader.load_assignment
+        real_prestart, real_load = spawn.prestart, grader.assignment.loader.load_assignment
         monkeypatch.setattr(spawn, "prestart", lambda: (calls.append("zygote"), real_prestart())[1])
-        monkeypatch.setattr(grader.loader, "load_assignment", lambda root: (calls.append("load"), real_load(root))[1])
+        monkeypatch.setattr(grader.assignment.loader, "load_assignment", lambda root: (calls.append("load"), real_load(root))[1])
         result = cli("grade", str(ROOT / "solutions"), "--format", "json", "--problem", "softmax")
         assert result.exit_code == 0
         assert calls[:2] == ["zygote", "load"]
 
     def test_grade_imports_nothing_heavy(self, tmp_path):
         """`mha grade` loads no plotting, notebook, otter or exporter module."""
-        code = ("import json, sys; from grader.cli import main\n"
+        code = ("import json, sys; from grader.cli.commands import main\n"
                 "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
                 "print(json.dumps(sorted(sys.modules)))")
         out = subprocess.run([sys.executable, "-c", code, "--exercises", str(EXERCISES), "grade",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.grading import grade
+from grader.grading.grade import grade
 
 from .conftest import ROOT
 

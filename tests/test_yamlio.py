@@ -1,4 +1,4 @@
-"""grader.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser otherwise, the same result either way."""
+"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser otherwise, the same result either way."""
 from __future__ import annotations
 
 import random
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import grader.yamlio
-from grader.answers import read_answers
+import grader.assignment.yamlio
+from grader.grading.answers import read_answers
 from grader.errors import SpecError
-from grader.yamlio import MAX_FAST_NESTING, YList, YMap, _nesting_bound, line_of, load_yaml
+from grader.assignment.yamlio import MAX_FAST_NESTING, YList, YMap, _nesting_bound, line_of, load_yaml
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -89,7 +89,7 @@ def nested(rng: random.Random, levels: int):
 
 def pure(monkeypatch) -> None:
     """From now on load_yaml uses the pure-Python parser for every text."""
-    monkeypatch.setattr(grader.yamlio, "MAX_FAST_NESTING", -1)
+    monkeypatch.setattr(grader.assignment.yamlio, "MAX_FAST_NESTING", -1)
 
 
 class TestNestingBound:
@@ -207,7 +207,7 @@ class TestStudentAnswers:
         for name, text in texts.items():
             (tmp_path / name).mkdir()
             (tmp_path / name / "answers.yaml").write_text(text)
-        code = ("import sys; from pathlib import Path; from grader.answers import read_answers\n"
+        code = ("import sys; from pathlib import Path; from grader.grading.answers import read_answers\n"
                 "for folder in sys.argv[1:]:\n"
                 "    print(read_answers(Path(folder) / 'answers.yaml', ['a']).error)\n")
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "pure"), str(tmp_path / "fast")],

@@ -20,7 +20,7 @@ import shlex
 
 import yaml
 
-from ..model import Assignment
+from ..assignment.model import Assignment
 
 __all__ = ["WORKFLOW_PATH", "steps", "render"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ..model import Assignment
+from ..assignment.model import Assignment
 from .archive import zip_bytes
 
 SETUP = """#!/usr/bin/env bash
@@ -58,7 +58,7 @@ exit 0
 
 def build(assignment: Assignment, secret: str | None) -> bytes:
     """The autograder zip, byte-identical for the same assignment and secret."""
-    from ..release import write_autograder
+    from ..classroom.release import write_autograder
     with tempfile.TemporaryDirectory(prefix="mha-gradescope-") as tmp:
         bundle = Path(tmp) / "autograder"
         write_autograder(assignment, bundle, secret)

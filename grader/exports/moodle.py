@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..model import Quiz, QuizItem, QuizKind
-from ..quiz import DEFAULT_SEED, Variant, variant
+from ..assignment.model import Quiz, QuizItem, QuizKind
+from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from .markup import to_html
 from .qti import variant_seeds
 

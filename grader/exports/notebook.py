@@ -7,8 +7,8 @@ same assignment always gives a byte-identical notebook. The check cells are tagg
 """
 from __future__ import annotations
 
-from ..model import Assignment
-from ..notebook import CHECK_TAG
+from ..assignment.model import Assignment
+from ..grading.notebook import CHECK_TAG
 from ..paths import SUBMISSION_NAME
 from .pysource import split_module, stub
 
@@ -40,8 +40,8 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from ..render import render_prompt
-    from ..quiz import DEFAULT_SEED
+    from ..assignment.render import render_prompt
+    from ..assignment.quiz import DEFAULT_SEED
     seed = DEFAULT_SEED if seed is None else seed
     stubs_path = assignment.root / SUBMISSION_NAME
     module = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None

@@ -18,7 +18,7 @@ import ast
 import re
 from pathlib import Path
 
-from ..model import Assignment, Case, Problem
+from ..assignment.model import Assignment, Case, Problem
 from ..errors import SpecError
 from ..paths import SUBMISSION_NAME, write_atomically
 from .pysource import split_module, stub
@@ -112,8 +112,8 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-    from ..quiz import DEFAULT_SEED
-    from ..render import render_prompt
+    from ..assignment.quiz import DEFAULT_SEED
+    from ..assignment.render import render_prompt
     solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
     stubs_path = assignment.root / SUBMISSION_NAME
     stubs = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None

@@ -4,7 +4,7 @@ otter runs a student's notebook and hands each test the student's function. `che
 the case's inputs and expected answer as `mha grade` does, calls the function in this process
 (otter's model: no sandbox, no time limit), reads the answer the way the sandbox's wire format
 does (plain numbers, lists, tuples, dicts, arrays; anything else is an opaque object), and judges
-it with `grader.grading.judge`. So the verdict, and the score, are the ones `mha grade` gives.
+it with `grader.grading.grade.judge`. So the verdict, and the score, are the ones `mha grade` gives.
 A failed case raises AssertionError with the feedback of `mha check` (hidden cases: the kind of
 failure only).
 """
@@ -25,7 +25,7 @@ MAX_TEXT = 200
 
 def plain(value: Any, depth: int = 0) -> Any:
     """`value` as the grader receives it from the sandbox: plain data or an Opaque stand-in."""
-    from ..codec import MAX_DEPTH, Opaque
+    from ..sandbox.codec import MAX_DEPTH, Opaque
     if depth > MAX_DEPTH:
         return Opaque("too deeply nested")
     if value is None or isinstance(value, bool):
@@ -57,7 +57,7 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _assignment(root: str):
-    from ..loader import load_assignment
+    from ..assignment.loader import load_assignment
     return load_assignment(Path(root))
 
 
@@ -69,7 +69,7 @@ def _root(exercises: str | os.PathLike | None) -> Path:
 
 
 def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
-    from ..sandbox import CaseRun, RunStatus, StudentError
+    from ..sandbox.session import CaseRun, RunStatus, StudentError
     if not callable(fn):
         return CaseRun(RunStatus.NO_FUNCTION)
     try:
@@ -87,7 +87,7 @@ def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
 def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
                exercises: str | os.PathLike | None = None) -> None:
     """Grade `fn` on one case; AssertionError with the feedback when it fails."""
-    from ..grading import judge, prepare
+    from ..grading.grade import judge, prepare
     from ..reports.text import case_lines
     assignment = _assignment(str(_root(exercises).resolve()))
     problem = assignment.problem(problem_id)

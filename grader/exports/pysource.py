@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..api import FunctionSpec
+from ..attention.api import FunctionSpec
 
 __all__ = ["Module", "split_module", "stub"]
 

@@ -20,8 +20,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from xml.etree import ElementTree as ET
 
 from ..errors import SpecError
-from ..model import Quiz, QuizItem, QuizKind
-from ..quiz import DEFAULT_SEED, Variant, variant
+from ..assignment.model import Quiz, QuizItem, QuizKind
+from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from .archive import zip_bytes
 from .markup import to_html
 

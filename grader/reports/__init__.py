@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..results import GradeResult
+from ..grading.results import GradeResult
 
 MODULES = {"text": "text", "json": "json_report", "gradescope": "gradescope", "junit": "junit", "github": "github"}
 FORMATS = tuple(MODULES)

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
 
-from ..analysis import Analysis, ItemStats
+from ..classroom.analysis import Analysis, ItemStats
 from ..paths import write_atomically
 
 PLOTS = ("score_histogram.png", "misconceptions.png")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ..results import GradeResult
+from ..grading.results import GradeResult
 from .text import problem_lines
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ..results import GradeResult
+from ..grading.results import GradeResult
 
 
 def as_dict(result: GradeResult) -> dict:

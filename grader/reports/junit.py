@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from xml.etree import ElementTree as ET
 
-from ..results import GradeResult
+from ..grading.results import GradeResult
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 

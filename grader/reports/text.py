@@ -1,7 +1,7 @@
 """Human-readable report for students (`mha check`) and instructors (`mha grade`)."""
 from __future__ import annotations
 
-from ..results import CaseResult, GradeResult, ProblemResult
+from ..grading.results import CaseResult, GradeResult, ProblemResult
 
 MARK = {True: "PASS", False: "FAIL"}
 

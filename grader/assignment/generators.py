@@ -1,0 +1,239 @@
+"""Case inputs: the value grammar of problem files, validated at load and realized at grading.
+
+A case argument is a literal (number, bool, nested list) or a seeded generator:
+
+    {random: normal, shape: [n, d], scale: 1.0}      standard normal times scale
+    {random: uniform, shape: [n, d], low: -1, high: 1}
+    {random: simplex, shape: [n, T]}                 rows (last axis) that sum to 1
+    {identity: n}                                    the n x n identity (one-hot positions)
+    {mask: causal | full | random, shape: [n, m]}    bool mask, True = may attend
+
+A case may define integer variables in `let:` (an int, `{randint: [lo, hi]}` inclusive,
+`{choice: [...]}`, or a product such as "$h*$d_k") and use them as "$name" in shapes and int
+arguments. Every random draw is seeded: by the case's `seed`, or by a stable hash of the
+problem id and case name, mixed with the argument name.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..attention.api import ParamKind
+
+RANDOM_KINDS = ("normal", "uniform", "simplex")
+MASK_KINDS = ("causal", "full", "random")
+_GENERATOR_KEYS = {
+    "random": {"random", "shape", "scale", "low", "high", "seed"},
+    "identity": {"identity"},
+    "mask": {"mask", "shape", "p", "seed"},
+}
+_EXPR = re.compile(r"^\s*(\$[A-Za-z_]\w*|\d+)(\s*\*\s*(\$[A-Za-z_]\w*|\d+))*\s*$")
+
+Report = Callable[[str], None]  # reports one problem with the value being checked
+
+
+def is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _expr_vars(text: str) -> list[str]:
+    return re.findall(r"\$([A-Za-z_]\w*)", text)
+
+
+def check_int(value: Any, names: set[str], what: str, report: Report) -> None:
+    """An int, or a "$var" product expression over known variables."""
+    if isinstance(value, str):
+        if not _EXPR.match(value):
+            report(f"{what} must be an int or a product like \"$h*$d_k\" (got {value!r})")
+            return
+        for var in _expr_vars(value):
+            if var not in names:
+                report(f"{what} uses undefined variable ${var} (define it under 'let')")
+    elif not isinstance(value, int) or isinstance(value, bool):
+        report(f"{what} must be an int (got {value!r})")
+
+
+def _check_shape(shape: Any, names: set[str], report: Report) -> None:
+    if not isinstance(shape, list) or not shape:
+        report(f"'shape' must be a non-empty list of sizes (got {shape!r})")
+        return
+    for size in shape:
+        check_int(size, names, "each size in 'shape'", report)
+
+
+def _check_nested(value: Any, leaf: Callable[[Any], bool], leaf_name: str, report: Report) -> None:
+    arr_shape: list[int] = []
+
+    def walk(v: Any, depth: int) -> bool:
+        if isinstance(v, list):
+            if depth == len(arr_shape):
+                arr_shape.append(len(v))
+            elif arr_shape[depth] != len(v):
+                return False
+            return all(walk(x, depth + 1) for x in v)
+        return depth == len(arr_shape) and leaf(v)
+
+    if not walk(value, 0):
+        report(f"must be a rectangular nested list of {leaf_name}s (got {value!r})"[:200])
+
+
+def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> None:
+    """Validate one argument spec for a parameter of `kind`; call report() for each problem."""
+    if kind is ParamKind.INT:
+        check_int(spec, names, "value", report)
+        return
+    if kind is ParamKind.BOOL:
+        if not isinstance(spec, bool):
+            report(f"must be true or false (got {spec!r})")
+        return
+    if isinstance(spec, dict):
+        generator = next((k for k in _GENERATOR_KEYS if k in spec), None)
+        allowed_for_kind = ("mask",) if kind is ParamKind.MASK else ("random", "identity")
+        if generator not in allowed_for_kind:
+            keys = " or ".join(repr(k) for k in allowed_for_kind)
+            report(f"a generator needs the key {keys} (got keys {sorted(map(str, spec))})")
+            return
+        unknown = set(spec) - _GENERATOR_KEYS[generator]
+        if unknown:
+            report(f"unknown key {sorted(map(str, unknown))[0]!r} in a {generator!r} generator "
+                   f"(allowed: {', '.join(sorted(_GENERATOR_KEYS[generator]))})")
+        if generator == "identity":
+            check_int(spec["identity"], names, "'identity'", report)
+            return
+        options = RANDOM_KINDS if generator == "random" else MASK_KINDS
+        if spec[generator] not in options:
+            report(f"{generator!r} must be one of {', '.join(options)} (got {spec[generator]!r})")
+        if "shape" not in spec:
+            report(f"a {generator!r} generator needs 'shape'")
+        else:
+            _check_shape(spec["shape"], names, report)
+        for key in ("scale", "low", "high", "p"):
+            if key in spec and not is_number(spec[key]):
+                report(f"{key!r} must be a number (got {spec[key]!r})")
+        if "seed" in spec and (not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool)):
+            report(f"'seed' must be an int (got {spec['seed']!r})")
+        return
+    if kind is ParamKind.MASK:
+        _check_nested(spec, lambda v: isinstance(v, bool), "true/false value", report)
+    else:
+        _check_nested(spec, is_number, "number", report)
+
+
+def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] = frozenset(),
+              label: str = "let") -> set[str]:
+    """Validate a `let:` (or `params:`) block, which may use the `known` names; returns all names."""
+    names: set[str] = set(known)
+    if not isinstance(let, dict):
+        report_at(None, f"{label!r} must be a mapping of variable names (got {let!r})")
+        return names
+    for name, spec in let.items():
+        def report(msg: str, name=name) -> None:
+            report_at(name, f"{label}.{name}: {msg}")
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_]\w*$", name):
+            report(f"variable names must be identifiers (got {name!r})")
+            continue
+        if isinstance(spec, dict):
+            if set(spec) == {"randint"}:
+                r = spec["randint"]
+                if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r)
+                        and r[0] <= r[1]):
+                    report(f"'randint' must be [low, high] ints with low <= high (got {r!r})")
+            elif set(spec) == {"choice"}:
+                c = spec["choice"]
+                if not (isinstance(c, list) and c and all(isinstance(x, int) for x in c)):
+                    report(f"'choice' must be a non-empty list of ints (got {c!r})")
+            else:
+                report(f"must be an int, {{randint: [lo, hi]}}, {{choice: [...]}} or \"$a*$b\" (got {dict(spec)!r})")
+        else:
+            check_int(spec, names, "value", report)
+        names.add(name)
+    return names
+
+
+def case_seed(problem_id: str, case_name: str, explicit: int | None, variant: int = 0) -> int:
+    """The seed of a case: explicit, or a stable hash of where it lives (and whose variant it is)."""
+    if explicit is not None:
+        return explicit
+    where = f"{problem_id}/{case_name}" if not variant else f"{variant}/{problem_id}/{case_name}"
+    return zlib.crc32(where.encode())
+
+
+def draw_params(params: Mapping[str, Any], problem_id: str, variant: int) -> dict[str, int]:
+    """A problem's integer params for one student's variant (the same variant, the same numbers)."""
+    return realize_let(params, zlib.crc32(f"params/{problem_id}/{variant}".encode()))
+
+
+# {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.
+PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
+
+
+def placeholders(text: str) -> list[str]:
+    return [m.group(1) for m in PLACEHOLDER.finditer(text) if m.group(1)]
+
+
+def fill(text: str, params: Mapping[str, int]) -> str:
+    """Replace each {name} with its param; {{ and }} stand for literal braces."""
+    def one(match: re.Match) -> str:
+        name = match.group(1)
+        return match.group(0)[0] if name is None else str(params[name])
+    return PLACEHOLDER.sub(one, text)
+
+
+def _rng(seed: int, salt: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(salt.encode())])
+
+
+def _eval_int(value: Any, env: Mapping[str, int]) -> int:
+    if isinstance(value, str):
+        result = 1
+        for factor in value.split("*"):
+            factor = factor.strip()
+            result *= env[factor[1:]] if factor.startswith("$") else int(factor)
+        return result
+    return int(value)
+
+
+def realize_let(let: Mapping[str, Any], seed: int, base: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Draw a `let:` block's integers (which may use the names in `base`)."""
+    env: dict[str, int] = dict(base or {})
+    for name, spec in let.items():
+        rng = _rng(seed, f"let:{name}")
+        if isinstance(spec, dict) and "randint" in spec:
+            lo, hi = spec["randint"]
+            env[name] = int(rng.integers(lo, hi + 1))
+        elif isinstance(spec, dict) and "choice" in spec:
+            env[name] = int(spec["choice"][int(rng.integers(len(spec["choice"])))])
+        else:
+            env[name] = _eval_int(spec, env)
+    return env
+
+
+def realize(spec: Any, kind: ParamKind, env: Mapping[str, int], seed: int, salt: str) -> Any:
+    """Turn a validated spec into the value passed to both the student and the reference."""
+    if kind is ParamKind.INT:
+        return _eval_int(spec, env)
+    if kind is ParamKind.BOOL:
+        return bool(spec)
+    if not isinstance(spec, dict):
+        return np.array(spec, dtype=bool if kind is ParamKind.MASK else np.float64)
+    if "identity" in spec:
+        return np.eye(_eval_int(spec["identity"], env))
+    shape = tuple(_eval_int(s, env) for s in spec["shape"])
+    rng = _rng(spec.get("seed", seed), salt)
+    if "mask" in spec:
+        if spec["mask"] == "full":
+            return np.ones(shape, dtype=bool)
+        if spec["mask"] == "causal":
+            return np.tri(shape[0], shape[1], dtype=bool)
+        mask = rng.random(shape) < spec.get("p", 0.6)
+        mask[..., 0] = True  # every query may attend somewhere
+        return mask
+    if spec["random"] == "normal":
+        return rng.standard_normal(shape) * spec.get("scale", 1.0)
+    if spec["random"] == "uniform":
+        return rng.uniform(spec.get("low", -1.0), spec.get("high", 1.0), shape)
+    w = rng.random(shape) + 0.05
+    return w / w.sum(axis=-1, keepdims=True)  # simplex rows

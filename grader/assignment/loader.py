@@ -1,0 +1,301 @@
+"""Load and validate an assignment: `assignment.yaml` plus one YAML file per problem.
+
+Every problem found is reported as `path:line: what is wrong (got X)`; all files are checked
+before anything is raised, so `mha validate` lists every error at once.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from . import generators as gen
+from ..attention.api import FUNCTIONS, FunctionSpec, ReturnKind
+from ..errors import SpecError, SpecErrors
+from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
+from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from .quiz import load_quiz
+from .yamlio import YMap, line_of
+
+PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases", "hints",
+                "mistakes", "timeout", "params"}
+REQUIRED_PROBLEM_KEYS = ("id", "title", "points", "prompt", "cases")
+CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed"}
+COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
+MISTAKE_KEYS = {"id", "message", "variant"}
+ASSIGNMENT_KEYS = {"title", "problems", "quiz"}
+RAISABLE = ("ValueError", "TypeError", "IndexError", "ZeroDivisionError")
+HEAD_PATTERNS = ("previous", "sink")
+
+_DEFAULT_COMPARE = {
+    ReturnKind.ARRAY: CompareKind.ALLCLOSE,
+    ReturnKind.ARRAY_PAIR: CompareKind.ALLCLOSE,
+    ReturnKind.INT: CompareKind.EQUAL,
+    ReturnKind.SHAPES: CompareKind.SHAPES,
+    ReturnKind.HEAD: CompareKind.HEAD_PATTERN,
+}
+
+
+def _compare(node: Any, line: int | None, fn: FunctionSpec, errors: Errors) -> Comparison:
+    default = _DEFAULT_COMPARE[fn.returns]
+    if node is None:
+        return Comparison(kind=default, pattern=None)
+    if not isinstance(node, dict):
+        errors.at(line, f"'compare' must be a mapping (got {got(node)})")
+        return Comparison(kind=default)
+    unknown_keys(node, COMPARE_KEYS, "'compare'", errors)
+    kind = default
+    if "kind" in node:
+        names = [k.value for k in CompareKind]
+        if node["kind"] not in names:
+            errors.at(line_of(node, "kind"), f"'kind' must be one of {', '.join(names)} (got {got(node['kind'])})")
+        elif CompareKind(node["kind"]) is not default:
+            errors.at(line_of(node, "kind"), f"{fn.name} returns {fn.returns.value}, which is compared "
+                      f"with {default.value!r} (got {node['kind']!r})")
+    values: dict[str, Any] = {}
+    for key in ("rtol", "atol"):
+        if key in node:
+            value = number_field(node, key, errors, minimum=0.0, maximum=1.0)
+            if value is not None:
+                values[key] = value
+    if "min_weight" in node:
+        value = number_field(node, "min_weight", errors, minimum=0.0, maximum=1.0)
+        if value is not None:
+            values["min_weight"] = value
+    pattern = node.get("pattern")
+    if kind is CompareKind.HEAD_PATTERN and pattern not in HEAD_PATTERNS:
+        errors.at(line_of(node, "pattern" if "pattern" in node else None),
+                  f"'pattern' must be one of {', '.join(HEAD_PATTERNS)} (got {got(pattern)})")
+    return Comparison(kind=kind, pattern=pattern, **values)
+
+
+def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: Errors,
+          params: set[str] = frozenset()) -> Case | None:
+    if not isinstance(node, dict):
+        errors.at(line, f"each case must be a mapping (got {got(node)})")
+        return None
+    before = len(errors.items)
+    unknown_keys(node, CASE_KEYS, "a case", errors)
+    for key in ("name", "visibility", "args"):
+        if key not in node:
+            errors.at(line_of(node), f"case is missing required key {key!r}")
+    if len(errors.items) > before:
+        return None
+    name = text_field(node, "name", errors)
+    visibility = node["visibility"]
+    if visibility not in ("public", "hidden"):
+        errors.at(line_of(node, "visibility"), f"'visibility' must be public or hidden (got {got(visibility)})")
+    weight = number_field(node, "weight", errors, positive=True) if "weight" in node else 1.0
+    if "seed" in node and (not isinstance(node["seed"], int) or isinstance(node["seed"], bool)):
+        errors.at(line_of(node, "seed"), f"'seed' must be an int (got {got(node['seed'])})")
+    names: set[str] = set(params)
+    if "let" in node:
+        names = gen.check_let(node["let"], lambda key, msg: errors.at(line_of(node["let"], key) or line_of(node, "let"), msg),
+                              known=names)
+    uses_params = any(p in params for spec in (node.get("args"), node.get("let")) for p in _dollar_names(spec))
+    if "expect" in node and uses_params:
+        errors.at(line_of(node, "expect"), "a case with 'expect' cannot use the problem's params "
+                  "(its answer would differ per student; let the reference compute it)")
+    args = node["args"]
+    if not isinstance(args, dict):
+        errors.at(line_of(node, "args"), f"'args' must be a mapping of parameter names (got {got(args)})")
+        return None
+    for key, spec in args.items():
+        param = fn.param(key)
+        if param is None:
+            errors.at(line_of(args, key), f"{key!r} is not a parameter of {fn.signature}")
+            continue
+        gen.check_value(spec, param.kind, names,
+                        lambda msg, key=key: errors.at(line_of(args, key), f"argument {key!r}: {msg}"))
+    for param in fn.params:
+        if param.required and param.name not in args:
+            errors.at(line_of(node, "args"), f"case {name!r} is missing argument {param.name!r} of {fn.signature}")
+    if "expect" in node and "raises" in node:
+        errors.at(line_of(node, "raises"), "a case has either 'expect' or 'raises', not both")
+    if "raises" in node and node["raises"] not in RAISABLE:
+        errors.at(line_of(node, "raises"), f"'raises' must be one of {', '.join(RAISABLE)} (got {got(node['raises'])})")
+    if "expect" in node and fn.returns is ReturnKind.HEAD:
+        errors.at(line_of(node, "expect"), f"{fn.name} is graded by the pattern it makes; 'expect' is not allowed")
+    if len(errors.items) > before:
+        return None
+    return Case(name=name, args=dict(args), visibility=Visibility(visibility), weight=weight,
+                expect=node.get("expect"), has_expect="expect" in node, raises=node.get("raises"),
+                line=line_of(node), let=dict(node.get("let", {})), seed=node.get("seed"))
+
+
+def _dollar_names(spec: Any) -> set[str]:
+    """Every $name used anywhere inside a value spec."""
+    if isinstance(spec, str):
+        return set(re.findall(r"\$([A-Za-z_]\w*)", spec))
+    if isinstance(spec, dict):
+        return set().union(*(_dollar_names(v) for v in spec.values()), set())
+    if isinstance(spec, list):
+        return set().union(*(_dollar_names(v) for v in spec), set())
+    return set()
+
+
+def _mistakes(node: Any, line: int | None, errors: Errors, variants: Callable[[str], bool]) -> tuple[Mistake, ...]:
+    if not isinstance(node, list):
+        errors.at(line, f"'mistakes' must be a list (got {got(node)})")
+        return ()
+    found = []
+    seen: set[str] = set()
+    for i, item in enumerate(node):
+        item_line = line_of(node, i)
+        if not isinstance(item, dict):
+            errors.at(item_line, f"each mistake must be a mapping with id, message, variant (got {got(item)})")
+            continue
+        unknown_keys(item, MISTAKE_KEYS, "a mistake", errors)
+        missing = [k for k in ("id", "message", "variant") if k not in item]
+        if missing:
+            errors.at(item_line, f"mistake is missing required key {missing[0]!r}")
+            continue
+        if item["id"] in seen:
+            errors.at(line_of(item, "id"), f"duplicate mistake id {item['id']!r}")
+        seen.add(item["id"])
+        if not variants(item["variant"]):
+            errors.at(line_of(item, "variant"), f"unknown mistake variant {item['variant']!r} (not defined in grader/attention/mistakes.py)")
+            continue
+        found.append(Mistake(id=str(item["id"]), message=str(item["message"]).strip(),
+                             variant=item["variant"], line=item_line))
+    return tuple(found)
+
+
+def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> Problem:
+    """Load one problem file; raises SpecErrors listing everything wrong with it."""
+    path = Path(path)
+    errors = Errors(path)
+    if variants is None:
+        from ..attention.mistakes import has_variant as variants
+    node = load_mapping(path, "a problem file")
+    unknown_keys(node, PROBLEM_KEYS, "a problem", errors)
+    for key in REQUIRED_PROBLEM_KEYS:
+        if key not in node:
+            errors.at(1, f"missing required key {key!r}")
+    if errors.items:
+        raise SpecErrors(errors.items)
+    problem_id = node["id"]
+    if problem_id != path.stem:
+        errors.at(line_of(node, "id"), f"'id' must equal the file name {path.stem!r} (got {got(problem_id)})")
+    fn_name = node.get("function", path.stem)
+    fn = FUNCTIONS.get(fn_name)
+    if fn is None:
+        errors.at(line_of(node, "function" if "function" in node else "id"),
+                  f"unknown function {fn_name!r} (known: {', '.join(FUNCTIONS)})")
+        raise SpecErrors(errors.items)
+    title = text_field(node, "title", errors)
+    prompt = text_field(node, "prompt", errors)
+    points = number_field(node, "points", errors, positive=True)
+    timeout = number_field(node, "timeout", errors, positive=True) if "timeout" in node else None
+    compare = _compare(node.get("compare"), line_of(node, "compare"), fn, errors)
+    hints = node.get("hints", [])
+    if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
+        errors.at(line_of(node, "hints"), f"'hints' must be a list of text (got {got(hints)})")
+        hints = []
+    mistakes = _mistakes(node["mistakes"], line_of(node, "mistakes"), errors, variants) if "mistakes" in node else ()
+    params: set[str] = set()
+    if "params" in node:
+        params = gen.check_let(node["params"], lambda key, msg: errors.at(
+            line_of(node["params"], key) or line_of(node, "params"), msg), label="params")
+    if prompt is not None:
+        for name in gen.placeholders(prompt):
+            if name not in params:
+                errors.at(line_of(node, "prompt"), f"'prompt' uses {{{name}}}, which is not a param "
+                          f"(params: {', '.join(sorted(params)) or 'none defined'}; write {{{{ and }}}} for literal braces)")
+    cases_node = node["cases"]
+    cases: list[Case] = []
+    if not isinstance(cases_node, list) or not cases_node:
+        errors.at(line_of(node, "cases"), f"'cases' must be a non-empty list (got {got(cases_node)})")
+    else:
+        names: set[str] = set()
+        for i, item in enumerate(cases_node):
+            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params)
+            if case is None:
+                continue
+            if case.name in names:
+                errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
+            names.add(case.name)
+            cases.append(case)
+    if errors.items:
+        raise SpecErrors(errors.items)
+    return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
+                   compare=compare, cases=tuple(cases), hints=tuple(h.strip() for h in hints),
+                   mistakes=mistakes, timeout=timeout, path=path, params=dict(node.get("params") or {}))
+
+
+def load_assignment(root: Path) -> Assignment:
+    """Load `root/assignment.yaml` and the problems it lists from `root/problems/`."""
+    root = Path(root)
+    path = root / "assignment.yaml"
+    if not path.is_file():
+        raise SpecErrors([SpecError(str(path), None, "assignment file not found")])
+    errors = Errors(path)
+    node = load_mapping(path, "assignment.yaml")
+    unknown_keys(node, ASSIGNMENT_KEYS, "assignment.yaml", errors)
+    title = text_field(node, "title", errors) if "title" in node else root.name
+    entries = node.get("problems")
+    if not isinstance(entries, list) or not entries:
+        errors.at(line_of(node, "problems" if "problems" in node else None, default=1),
+                  f"'problems' must be a non-empty list (got {got(entries)})")
+        entries = []
+    problems: list[Problem] = []
+    problem_errors: list[SpecError] = []
+    seen: dict[str, int | None] = {}
+    for i, entry in enumerate(entries):
+        entry_line = line_of(entries, i)
+        points_override = None
+        if isinstance(entry, dict):
+            unknown_keys(entry, {"id", "points"}, "a problems entry", errors)
+            if "points" in entry:
+                points_override = number_field(entry, "points", errors, positive=True)
+            entry = entry.get("id")
+        if not isinstance(entry, str):
+            errors.at(entry_line, f"each problems entry must be an id or {{id, points}} (got {got(entry)})")
+            continue
+        if entry in seen:
+            errors.at(entry_line, f"duplicate problem id {entry!r} (first listed on line {seen[entry]})")
+            continue
+        seen[entry] = entry_line
+        file = root / "problems" / f"{entry}.yaml"
+        if not file.is_file():
+            errors.at(entry_line, f"problem {entry!r} has no file problems/{entry}.yaml")
+            continue
+        try:
+            problem = load_problem(file)
+        except SpecErrors as exc:
+            problem_errors.extend(exc.errors)
+            continue
+        if points_override is not None:
+            problem = replace(problem, points=points_override)
+        problems.append(problem)
+    listed = set(seen)
+    for file in sorted((root / "problems").glob("*.yaml")):
+        if file.stem not in listed:
+            errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
+    quiz = _quiz(node, root, errors, problem_errors, seen) if "quiz" in node else None
+    if errors.items or problem_errors:
+        raise SpecErrors(errors.items + problem_errors)
+    return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz)
+
+
+def _quiz(node: YMap, root: Path, errors: Errors, quiz_errors: list[SpecError],
+          problem_ids: dict) -> Quiz | None:
+    """The quiz named by `quiz:` (a path relative to the assignment folder), or None if invalid."""
+    name = text_field(node, "quiz", errors)
+    if name is None:
+        return None
+    file = root / name
+    if not file.is_file():
+        errors.at(line_of(node, "quiz"), f"quiz file {name!r} not found beside assignment.yaml")
+        return None
+    try:
+        quiz = load_quiz(file)
+    except SpecErrors as exc:
+        quiz_errors.extend(exc.errors)
+        return None
+    for item in quiz.items:
+        if item.id in problem_ids:
+            quiz_errors.append(SpecError(str(file), item.line, f"quiz item id {item.id!r} is also a problem id"))
+    return quiz
+

@@ -1,0 +1,194 @@
+"""Frozen data types for an assignment: problems, their cases, comparisons and hints."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..attention.api import FunctionSpec
+
+
+class Visibility(Enum):
+    """Who sees a case's details: public cases show expected vs got, hidden ones never do."""
+
+    PUBLIC = "public"
+    HIDDEN = "hidden"
+
+
+class CompareKind(Enum):
+    """How a student's return value is compared with the expected one."""
+
+    ALLCLOSE = "allclose"          # float arrays (or pairs of them) within rtol/atol
+    EQUAL = "equal"                # integers, exactly
+    SHAPES = "shapes"              # dict of shape tuples, exactly
+    HEAD_PATTERN = "head_pattern"  # (W_Q, W_K) judged by the attention weights they produce
+
+
+# Defaults chosen so a correct float32 implementation passes (float32 eps is 1.2e-7).
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Comparison:
+    kind: CompareKind
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    pattern: str | None = None     # head_pattern: "previous" or "sink"
+    min_weight: float = 0.9        # head_pattern: weight the target position must get
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    args: Mapping[str, Any]        # parameter name -> literal or generator spec (validated)
+    visibility: Visibility
+    weight: float = 1.0
+    expect: Any = None
+    has_expect: bool = False
+    raises: str | None = None      # expected exception class name, e.g. "ValueError"
+    line: int | None = None
+    let: Mapping[str, Any] = field(default_factory=dict)  # integer variables for shapes
+    seed: int | None = None
+
+    @property
+    def hidden(self) -> bool:
+        return self.visibility is Visibility.HIDDEN
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A named misconception: a known-wrong variant of the reference and what to tell the student."""
+
+    id: str
+    message: str
+    variant: str                   # name of a function in grader.attention.mistakes
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    title: str
+    points: float
+    function: FunctionSpec
+    prompt: str
+    compare: Comparison
+    cases: tuple[Case, ...]
+    hints: tuple[str, ...] = ()
+    mistakes: tuple[Mistake, ...] = ()
+    timeout: float | None = None   # seconds for all of this problem's cases
+    path: Path | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # per-student integers ({name} / $name)
+
+    def visible_cases(self, include_hidden: bool) -> tuple[Case, ...]:
+        return self.cases if include_hidden else tuple(c for c in self.cases if not c.hidden)
+
+
+class QuizKind(Enum):
+    """The kinds of quiz item, each of which maps onto a Canvas QTI and a Moodle question type."""
+
+    MULTIPLE_CHOICE = "multiple_choice"    # exactly one correct choice; answered with a letter
+    MULTIPLE_ANSWERS = "multiple_answers"  # one or more correct choices; answered with a list of letters
+    NUMERIC = "numeric"                    # a number within an absolute tolerance
+
+
+# Absolute tolerance of a numeric item that does not set one.
+DEFAULT_TOLERANCE = 1e-6
+
+# A number in a quiz file: a literal, the name of one of the item's params, or the name of an
+# answer function of grader.assignment.quiz (called with the params it names). Never text to evaluate.
+NumberSource = float | str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One choice of a choice item; `letter` is its position (a, b, c...) in the file."""
+
+    letter: str
+    text: str
+    correct: bool
+    feedback: str                  # why this choice is right or wrong
+    mistake: str | None = None     # misconception shown by choosing it (wrong) or leaving it out (correct)
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class WrongValue:
+    """A known-wrong numeric answer and the misconception that produces it."""
+
+    value: NumberSource
+    feedback: str
+    mistake: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class QuizItem:
+    id: str
+    title: str
+    kind: QuizKind
+    points: float
+    visibility: Visibility
+    prompt: str                    # Markdown with {param} placeholders
+    choices: tuple[Choice, ...] = ()
+    answer: NumberSource | None = None   # numeric items
+    tolerance: float = DEFAULT_TOLERANCE
+    feedback: str = ""             # numeric items: why the right answer is right
+    wrong: tuple[WrongValue, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)  # integer variables, `let` grammar
+    hint: str | None = None
+    line: int | None = None
+
+    @property
+    def hidden(self) -> bool:
+        return self.visibility is Visibility.HIDDEN
+
+
+@dataclass(frozen=True)
+class Quiz:
+    title: str
+    items: tuple[QuizItem, ...]
+    path: Path | None = None
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(i.points for i in self.items))
+
+    def item(self, item_id: str) -> QuizItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    title: str
+    root: Path
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+    quiz: Quiz | None = None
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(p.points for p in self.problems)) + (self.quiz.max_score if self.quiz else 0.0)
+
+    def problem(self, problem_id: str) -> Problem | None:
+        return next((p for p in self.problems if p.id == problem_id), None)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One item with its numbers drawn from a seed: what a student sees and what is graded."""
+
+    item: QuizItem
+    seed: int
+    params: Mapping[str, int]
+    prompt: str
+    choices: tuple[Choice, ...]     # text and feedback with the params filled in
+    answer: float | None            # numeric items
+    feedback: str
+    wrong: tuple[WrongValue, ...]   # values resolved to floats, feedback filled in
+    hint: str | None
+
+    @property
+    def correct_letters(self) -> tuple[str, ...]:
+        return tuple(c.letter for c in self.choices if c.correct)

@@ -1,0 +1,124 @@
+"""Safe YAML reading that remembers line numbers, rejects duplicate keys and reads 1e-6 as a float."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from ..errors import SpecError
+
+
+class YMap(dict):
+    """A YAML mapping that knows the (1-based) line of itself and of each key."""
+
+    line: int = 0
+    key_lines: dict
+
+
+class YList(list):
+    """A YAML sequence that knows the (1-based) line of itself and of each item."""
+
+    line: int = 0
+    item_lines: list
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, line: int, key: object):
+        super().__init__(line, key)
+        self.line, self.key = line, key
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with line-tracking containers; constructs no Python objects beyond plain data."""
+
+
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """The same with libyaml's parser (five times faster)."""
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YMap:
+    loader.flatten_mapping(node)
+    result = YMap()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        try:
+            duplicate = key in result
+        except TypeError:  # an unhashable key such as a list
+            raise _DuplicateKey(line, f"unhashable key {key!r}") from None
+        if duplicate:
+            raise _DuplicateKey(line, key)
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = line
+    return result
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> YList:
+    result = YList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+for _cls in (_Loader, _FastLoader):
+    # YAML 1.1 (PyYAML) reads 1e-6 as a string; instructors write tolerances that way, so accept it.
+    _cls.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)?\.?[0-9]*[eE][-+]?[0-9]+$"),
+        list("-+0123456789."),
+    )
+    _cls.add_constructor("tag:yaml.org,2002:map", _construct_map)
+    _cls.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+MAX_FAST_NESTING = 2000  # libyaml composes 10,000 levels safely here and crashes at 100,000
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how deeply `text` can nest: every level is opened by a `[`, `{`, `-`,
+    `?` or `:` of its own (block collections included), so there are at most that many levels."""
+    return sum(text.count(c) for c in "[{-?:") + 1
+
+
+def load_yaml(path: Path, text: str | None = None):
+    """Parse one YAML file; every failure is a SpecError with the file and line.
+
+    The text (the file's, or `text` handed in: a student's answers, read with a size limit) is
+    parsed by libyaml when PyYAML has it, and again by the pure-Python parser if that fails, so
+    error messages do not depend on libyaml. libyaml's composer recurses in C, so text that
+    could nest deeply (a hostile `[[[[...`) only meets the pure-Python parser, which raises
+    RecursionError instead of crashing the grader."""
+    try:
+        if text is None:
+            text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
+    if _nesting_bound(text) <= MAX_FAST_NESTING:
+        try:
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a SafeLoader
+        except (yaml.YAMLError, _DuplicateKey):
+            pass  # parsed again below, for the pure-Python parser's message
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except _DuplicateKey as dup:
+        raise SpecError(str(path), dup.line, f"duplicate key {dup.key!r}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = exc.problem or exc.context or "invalid YAML"
+        raise SpecError(str(path), line, f"invalid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(str(path), None, f"invalid YAML: {exc}") from None
+
+
+def line_of(container, key=None, default: int | None = None) -> int | None:
+    """Line of `key` inside a YMap/YList, or of the container itself."""
+    if key is not None:
+        if isinstance(container, YMap) and key in container.key_lines:
+            return container.key_lines[key]
+        if isinstance(container, YList) and isinstance(key, int) and key < len(container.item_lines):
+            return container.item_lines[key]
+    return getattr(container, "line", None) or default

@@ -1,0 +1,65 @@
+"""Detectors: predicates `(args, got) -> bool` for mistakes easier to recognize in an answer
+than to reproduce, such as a designed head that looks at the wrong position.
+
+Kept apart from the wrong variants (grader/attention/mistakes.py) because they hold no near-solutions:
+the student bundle ships them, so `mha check` can name these mistakes too.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .patterns import head_weights
+
+__all__ = ["DETECTORS", "detector"]
+
+DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
+
+
+def detector(fn: Callable[[tuple, Any], bool]) -> Callable[[tuple, Any], bool]:
+    """Register a predicate (args, got) -> bool under its function name."""
+    DETECTORS[fn.__name__] = fn
+    return fn
+
+
+# --- designed heads --------------------------------------------------------------------------
+
+def _head_weights(args: tuple, got: Any) -> np.ndarray:
+    """The (seq_len, seq_len) pattern the student's (W_Q, W_K) make in the graded setting."""
+    W_Q, W_K = (np.asarray(m, dtype=np.float64) for m in got)
+    return head_weights(args[0], W_Q, W_K)
+
+
+def _favours(weights: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> bool:
+    """Each row gives its target clearly more weight than any other position."""
+    if rows.size == 0:
+        return False
+    picked = weights[rows, targets]
+    others = weights[rows].copy()
+    others[np.arange(rows.size), targets] = -np.inf
+    return bool((picked > others.max(axis=1) + 1e-6).all())
+
+
+@detector
+def head_attends_to_itself(args, got) -> bool:
+    """Every query from position 1 on puts most of its weight on its own position."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, rows)
+
+
+@detector
+def previous_head_too_soft(args, got) -> bool:
+    """Every query favours the previous position, yet some query gives it too little weight."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, rows - 1)
+
+
+@detector
+def sink_head_too_soft(args, got) -> bool:
+    """Every query favours position 0, yet some query gives it too little weight."""
+    weights = _head_weights(args, got)
+    rows = np.arange(1, len(weights))
+    return _favours(weights, rows, np.zeros_like(rows))

@@ -1,0 +1,447 @@
+"""Grade a whole class: find every student's submission, grade them in parallel, and write one
+result and one feedback file per student, resumable, deterministic, never stopped by one bad file.
+
+Layouts understood:
+- a folder with one sub-folder per student (its name is the student id) holding attention.py
+  (or one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` file per
+  student;
+- Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
+  submission; the student id is the first submitter's sid (else email, else name).
+
+A file that is a link to somewhere outside the student's folder is not read (it could point
+at the solutions). Only small per-student rows are kept in memory; results go to disk as they
+come.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import yaml
+
+from .. import __version__
+from .analysis import StudentRow
+from ..grading.answers import ANSWERS_NAME
+from ..errors import SubmissionError
+from ..sandbox.limits import Limits
+from ..assignment.model import Assignment
+from ..paths import SUBMISSION_NAME, write_atomically
+from ..grading.results import GradeResult
+
+__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "GRADED", "EMPTY", "ERROR"]
+
+RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
+GRADESCOPE_METADATA = "submission_metadata.yml"
+FORMAT_VERSION = 2
+GRADED, EMPTY, ERROR = "graded", "empty", "error"  # a student's status in the gradebook
+
+Grader = Callable[[Assignment, Path, int], GradeResult]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's files, as found on disk."""
+
+    student: str
+    folder: Path
+    source: Path | None      # attention.py (None: nothing to run)
+    answers: Path | None     # answers.yaml, if any
+    note: str = ""           # why there is nothing to run, shown in the feedback
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe name for this student's output files."""
+        return re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one submission in this run."""
+
+    submission: Submission
+    row: StudentRow
+    resumed: bool = False    # graded before and unchanged since: read back, not graded again
+    error: str = ""          # why grading failed (status ERROR)
+
+    @property
+    def status(self) -> str:
+        return self.row.status
+
+
+# ---------------------------------------------------------------- finding submissions
+
+def _inside(path: Path, folder: Path) -> bool:
+    """A regular file whose real location is inside `folder`."""
+    try:
+        return path.is_file() and path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # unreadable, or a loop of links
+        return False
+
+
+def _in_folder(student: str, folder: Path) -> Submission:
+    sources = [folder / SUBMISSION_NAME] + sorted(folder.glob(f"*/{SUBMISSION_NAME}"))
+    source = next((s for s in sources if _inside(s, folder)), None)
+    answers = (source.parent if source else folder) / ANSWERS_NAME
+    answers = answers if _inside(answers, folder) else None
+    note = ""
+    if source is None:
+        links = [s.relative_to(folder).as_posix() for s in sources if s.is_file()]
+        seen = sorted(p.name for p in folder.iterdir())[:8] if folder.is_dir() else []
+        note = (f"{links[0]} links to a file outside the submission: it was not read" if links
+                else f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})")
+    return Submission(student, folder, source, answers, note)
+
+
+class _MetadataLoader(yaml.SafeLoader):
+    """SafeLoader that reads Ruby-tagged values (`!ruby/object:BigDecimal 18:0.1e2`) as plain data."""
+
+
+def _untagged(loader: _MetadataLoader, suffix: str, node: yaml.Node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_MetadataLoader.add_multi_constructor("!", _untagged)
+
+
+def _gradescope_student(entry: object, folder_name: str) -> str:
+    submitters = entry.get(":submitters") if isinstance(entry, dict) else None
+    if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict):
+        for key in (":sid", ":email", ":name"):
+            value = submitters[0].get(key)
+            if value is not None and str(value).strip():
+                return str(value).strip()
+    return folder_name
+
+
+def _gradescope(root: Path, metadata: Path) -> list[Submission]:
+    try:
+        data = yaml.load(metadata.read_text(encoding="utf-8"), Loader=_MetadataLoader)  # noqa: S506 - a SafeLoader
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubmissionError(f"{metadata}: cannot read file ({exc})") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise SubmissionError(f"{metadata}{where}: invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise SubmissionError(f"{metadata}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{metadata}: expected a mapping of submission folders to their submitters "
+                              f"(got {type(data).__name__})")
+    found = []
+    for name, entry in data.items():
+        folder, student = root / str(name), _gradescope_student(entry, str(name))
+        if Path(str(name)).name == str(name) and folder.is_dir():
+            found.append(_in_folder(student, folder))
+        else:
+            found.append(Submission(student, root, None, None, f"the export has no folder {str(name)!r}"))
+    return found
+
+
+def _folders(root: Path, exclude: Path | None) -> list[Submission]:
+    skip = exclude.resolve() if exclude else None
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith((".", "_")) or (skip and entry.resolve() == skip):
+            continue
+        if entry.is_dir():
+            found.append(_in_folder(entry.name, entry))
+        elif entry.suffix == ".py" and _inside(entry, root):
+            found.append(Submission(entry.stem, root, entry, None))
+    return found
+
+
+def discover(root: Path, exclude: Path | None = None) -> list[Submission]:
+    """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SubmissionError(f"{root}: not a folder of submissions")
+    metadata = root / GRADESCOPE_METADATA
+    found = _gradescope(root, metadata) if metadata.is_file() else _folders(root, exclude)
+    for attribute, what in (("student", "more than one submission for student"),
+                            ("key", "more than one student would write the files named")):
+        values = [getattr(s, attribute) for s in found]
+        duplicates = sorted({v for v in values if values.count(v) > 1})
+        if duplicates:
+            raise SubmissionError(f"{root}: {what} {duplicates[0]!r}")
+    return sorted(found, key=lambda s: s.student)
+
+
+# ---------------------------------------------------------------- grading and storing
+
+def fingerprint(assignment: Assignment, limits: Limits) -> str:
+    """What every stored result depends on besides the student's files: the grader's version, the
+    limits and the assignment files; any change grades everybody again."""
+    h = hashlib.sha256(f"{FORMAT_VERSION}\0{__version__}\0{limits!r}\0".encode())
+    files = [assignment.root / "assignment.yaml", *(p.path for p in assignment.problems if p.path)]
+    files += [assignment.quiz.path] if assignment.quiz is not None and assignment.quiz.path else []
+    for file in files:
+        h.update(Path(file).name.encode() + b"\0" + Path(file).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def digest(submission: Submission, seed: int, stamp: str) -> str:
+    """What a stored result depends on: the student's files, their variant, and `fingerprint`."""
+    h = hashlib.sha256(f"{stamp}\0{seed}\0".encode())
+    for path in (submission.source, submission.answers):
+        h.update(path.read_bytes() if path else b"<none>")
+        h.update(b"\0")
+    h.update(submission.note.encode())
+    return h.hexdigest()
+
+
+def result_record(submission: Submission, result: GradeResult, status: str, seed: int, key: str) -> dict:
+    """The stored, deterministic result of one student (no timings, no temporary paths)."""
+    from ..reports.json_report import as_dict
+    data = as_dict(result)
+    data.pop("execution_time", None)
+    data["submission"] = submission.student
+    return {"student": submission.student, "status": status, "seed": seed, "digest": key, "result": data}
+
+
+def row_of(record: dict) -> StudentRow:
+    """The small per-student row the gradebook and the item analysis need."""
+    problems = record["result"]["problems"]
+    return StudentRow(student=record["student"], status=record["status"],
+                      scores={p["id"]: float(p["score"]) for p in problems},
+                      mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]})
+
+
+def _grade_one(assignment: Assignment, submission: Submission, seed: int, grader: Grader) -> GradeResult:
+    """Grade a private copy: attention.py (or an empty placeholder) and only this student's answers."""
+    with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
+        staged = Path(tmp) / SUBMISSION_NAME
+        if submission.source is not None:
+            shutil.copyfile(submission.source, staged)
+        else:  # nothing to run: the problems say so, and the quiz still counts
+            staged.write_text("# no attention.py was submitted\n")
+        if submission.answers is not None:
+            shutil.copyfile(submission.answers, Path(tmp) / ANSWERS_NAME)
+        result = grader(assignment, staged, seed)
+    return replace(result, messages=(submission.note, *result.messages)) if submission.note else result
+
+
+def _stored(path: Path, key: str) -> dict | None:
+    """The stored record at `path` if it is for exactly these files, variant and assignment."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # none yet, or damaged: graded again
+    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in (GRADED, EMPTY)
+    return record if ok else None
+
+
+def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Path, *,
+              seed_of: Callable[[str], int], limits: Limits | None = None, jobs: int = 2, force: bool = False,
+              grader: Grader | None = None) -> Iterator[Outcome]:
+    """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
+    out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
+    whose stored result has the same digest is read back instead of graded again. A failure
+    while grading one submission is recorded as status ERROR and never stops the others.
+
+    With `jobs` > 1 (on Linux) the submissions are shared out among `jobs` grader processes
+    forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
+    from ..reports.text import render as render_text
+    out, limits = Path(out), limits or Limits()
+    if grader is None:
+        from ..grading.grade import PreparedCases, grade
+        cache = PreparedCases()  # inputs and expected answers, computed once per variant
+
+        def grader(a: Assignment, path: Path, seed: int) -> GradeResult:
+            return grade(a, path, limits=limits, seed=seed, cache=cache)
+        _warm(cache, assignment, submissions, seed_of)
+    stamp = fingerprint(assignment, limits)
+
+    def store(submission: Submission, record: dict, text: str) -> None:
+        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
+        # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
+        write_atomically(out / RESULTS_DIR / f"{submission.key}.json",
+                         json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def work(submission: Submission) -> tuple[dict, bool]:
+        """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
+        seed = None
+        try:
+            seed = seed_of(submission.student)
+            key = digest(submission, seed, stamp)
+            feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
+            record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
+            if record is not None:
+                return record, True
+            result = _grade_one(assignment, submission, seed, grader)
+            record = result_record(submission, result, GRADED if submission.source else EMPTY, seed, key)
+            text = render_text(result)
+        except Exception as exc:  # this submission only: never stop the batch
+            record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
+        store(submission, record, text)
+        return record, False
+
+    def lost(submission: Submission, error: str) -> dict:
+        """A submission whose grader process died: stored as the grader's failure."""
+        record, text = _error_record(submission, None, error)
+        store(submission, record, text)
+        return record
+
+    if jobs > 1 and len(submissions) > 1 and FORK:
+        results = _in_processes(work, lost, submissions, jobs)
+    else:
+        results = _in_threads(work, submissions, jobs)
+    for index, record, resumed in results:
+        yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+
+
+def _error_record(submission: Submission, seed: int | None, error: str) -> tuple[dict, str]:
+    """The stored record and the feedback of a submission the grader failed on."""
+    record = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
+              "result": {"problems": []}}
+    return record, f"Your submission could not be graded (the grader failed: {error}).\n"
+
+
+def _warm(cache, assignment: Assignment, submissions: Sequence[Submission], seed_of: Callable[[str], int]) -> None:
+    """Prepare the cases of a class on one variant (no course secret) before grading starts, so
+    grader processes forked afterwards share them instead of each computing them."""
+    try:
+        seeds = {seed_of(s.student) for s in submissions}
+    except Exception:  # reported per submission when graded
+        return
+    if len(seeds) != 1:
+        return
+    seed = seeds.pop()
+    try:
+        for problem in assignment.problems:
+            for case in problem.visible_cases(include_hidden=True):
+                cache.get(problem, case, seed)
+        for item in assignment.quiz.items if assignment.quiz else ():
+            cache.quiz_item(item, seed)
+    except Exception:  # the submission that needs it reports it
+        return
+
+
+Work = Callable[[Submission], tuple[dict, bool]]
+FORK = sys.platform == "linux"  # fork after imports: other systems start a fresh Python (no shared memory)
+
+
+def _in_threads(work: Work, submissions: Sequence[Submission], jobs: int) -> Iterator[tuple[int, dict, bool]]:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="mha-grade")
+    try:
+        futures = {pool.submit(work, s): i for i, s in enumerate(submissions)}
+        for future in as_completed(futures):
+            yield (futures[future], *future.result())
+    finally:  # interrupted: drop the waiting submissions; the running ones finish and are stored
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) -> None:
+    """A grader process: grade the submission whose index comes in, answer with its record, until
+    the batch closes the pipe. It finishes the submission at hand when the user presses Ctrl-C
+    (the batch stops sending more); its own zygote stops with it. `others`: the batch's ends of
+    this pipe and of those to the grader processes forked before this one (closed here: a grader
+    process sees the end of its work only when no process holds the other end any more)."""
+    import signal
+    from ..sandbox.spawn import stop_fork_server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for other in others:
+        other.close()
+    try:
+        while True:
+            try:
+                index = int(conn.recv_bytes())
+            except (EOFError, OSError, ValueError):
+                return
+            record, resumed = work(submissions[index])
+            try:
+                conn.send_bytes(json.dumps({"index": index, "record": record, "resumed": resumed}).encode())
+            except OSError:
+                return
+    finally:
+        stop_fork_server()  # a forked process runs no atexit handlers
+
+
+def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissions: Sequence[Submission],
+                  jobs: int) -> Iterator[tuple[int, dict, bool]]:
+    """Grade in `jobs` grader processes forked from this one (so they share the loaded problems and
+    the prepared cases), each with its own zygote and student processes, one submission at a time
+    each, the next one sent to whichever is free. Python runs one thread at a time per process,
+    and a grader spends most of its time in Python, so threads could not use a second core.
+
+    Messages are plain JSON over pipes (indices out, records back). A grader process that dies
+    costs the submission it held (stored by `lost` as the grader's failure); one found dead
+    when it is sent a submission costs nothing; the others carry on with the rest."""
+    import multiprocessing
+    from collections import deque
+    from multiprocessing.connection import wait
+    context = multiprocessing.get_context("fork")
+    pending = deque(range(len(submissions)))
+    busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
+
+    def send_next(conn, proc) -> None:
+        if not pending:
+            conn.close()  # no more work: it exits
+            proc.join()
+            return
+        index = pending.popleft()
+        try:
+            conn.send_bytes(str(index).encode())
+        except OSError:  # it died between two submissions: another process grades this one
+            pending.appendleft(index)
+            conn.close()
+            proc.join()
+            return
+        busy[conn] = (proc, index)
+
+    try:
+        for _ in range(min(jobs, len(submissions))):
+            ours, theirs = context.Pipe()
+            proc = context.Process(target=_serve, args=(theirs, [ours, *busy], work, submissions), name="mha-grader",
+                                   daemon=True)
+            proc.start()
+            theirs.close()
+            send_next(ours, proc)
+        while busy:
+            for conn in wait(list(busy)):
+                proc, index = busy.pop(conn)
+                try:
+                    message = json.loads(conn.recv_bytes())
+                except (EOFError, OSError, ValueError):  # the grader process died with this submission
+                    conn.close()
+                    proc.join()
+                    yield index, lost(submissions[index], f"the grading process stopped (exit code {proc.exitcode})"), \
+                        False
+                    continue
+                yield message["index"], message["record"], message["resumed"]
+                send_next(conn, proc)
+        while pending:  # every grader process died
+            index = pending.popleft()
+            yield index, lost(submissions[index], "no grading process left"), False
+    finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
+        for conn, (proc, _) in list(busy.items()):
+            conn.close()
+            proc.join()
+
+
+def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow]) -> None:
+    """gradebook.csv: student, status, each item's score, total; one row per student, by id.
+
+    A student whose grading failed (status error) has blank scores, not zeros."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "status", *item_ids, "total"])
+    for row in sorted(rows, key=lambda r: r.student):
+        scores = [row.scores.get(i, 0.0) for i in item_ids]
+        shown = [""] * (len(scores) + 1) if row.status == ERROR else \
+            [f"{s:g}" for s in scores] + [f"{round(sum(scores), 4):g}"]
+        writer.writerow([row.student, row.status, *shown])
+    write_atomically(path, buffer.getvalue())

@@ -1,0 +1,143 @@
+"""`mha grade-all`: grade a whole class, then write the gradebook, feedback and item analysis.
+
+Registered on `mha` by the last line of `cli.py`. Plotting (matplotlib) is imported only by the
+class report, after every submission is graded.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+import click
+
+from .commands import CONTEXT, Ctx, fail, limit_options
+from ..errors import ExitCode, GraderError, InternalError, SubmissionError
+
+
+def _default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (Linux)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _seeds(root: Path) -> Callable[[str], int]:
+    """Each student's variant seed; without a course secret, the default one (with a warning)."""
+    from ..assignment.variants import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
+    secret = course_secret(root, os.environ)
+    if secret is None:
+        click.echo(f"warning: no course secret ({SECRET_ENV} or 'secret' in {root / 'course.yaml'}): "
+                   "every student is graded on the default variant", err=True)
+        return lambda student: DEFAULT_SEED
+    return lambda student: student_seed(secret, student)
+
+
+@contextlib.contextmanager
+def _progress(total: int, wanted: bool | None) -> Iterator[Callable]:
+    """Progress on stderr: a bar on a terminal; with --progress elsewhere, one line per student."""
+    terminal = sys.stderr.isatty()
+    if wanted is False or (wanted is None and not terminal):
+        yield lambda outcome: None
+    elif terminal:
+        with click.progressbar(length=total, label="grading", file=sys.stderr, show_pos=True,
+                               item_show_func=lambda student: student) as bar:
+            yield lambda outcome: bar.update(1, outcome.submission.student)
+    else:
+        done = itertools.count(1)
+        yield lambda outcome: click.echo(f"[{next(done)}/{total}] {outcome.submission.student}: {outcome.status}"
+                                         + (" (unchanged)" if outcome.resumed else ""), err=True)
+
+
+@click.command("grade-all", context_settings=CONTEXT)
+@click.argument("submissions", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for gradebook.csv, feedback/, results/, the item analysis and report.html.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Submissions graded at the same time [default: the number of CPUs].")
+@click.option("--force", is_flag=True,
+              help="Grade every submission again, even those graded before and unchanged since.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show progress on stderr: a bar on a terminal, one line per student otherwise "
+                   "[default: a bar when stderr is a terminal].")
+@limit_options
+@click.pass_obj
+def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: bool, progress: bool | None,
+              limits) -> None:
+    """Grade every student's submission in SUBMISSIONS; write a gradebook, feedback and an item analysis.
+
+    SUBMISSIONS holds one folder (with attention.py and answers.yaml) or one <student>.py per
+    student, or is a Gradescope "export submissions" download. A rerun grades only new or changed
+    submissions (all of them with --force). Each student's variant comes from the course secret
+    (MHA_COURSE_SECRET or course.yaml). Exit 0 when everything was written, 2 for a bad
+    SUBMISSIONS folder, 3 for invalid problem files, 4 if the grader failed on some submission
+    (the others are still graded and reported).
+
+    \b
+    Example:
+      mha grade-all submissions/ --out graded/ --jobs 4 --timeout 5
+    """
+    from ..classroom import batch
+    from ..reports.class_report import Plotter
+    plotter = None
+    try:
+        assignment = obj.assignment()
+        seed_of = _seeds(obj.root)
+        if out.resolve() == submissions.resolve():
+            raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
+        found = batch.discover(submissions, exclude=out)
+        if not found:
+            raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
+                                  f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
+        rows, resumed = [], 0
+        plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
+        try:
+            with _progress(len(found), progress) as step:
+                for outcome in batch.grade_all(assignment, found, out, seed_of=seed_of, limits=limits,
+                                               jobs=jobs or _default_jobs(), force=force):
+                    rows.append(outcome.row)
+                    resumed += outcome.resumed
+                    step(outcome)
+                    if outcome.error:
+                        click.echo(f"{outcome.submission.student}: grading failed: {outcome.error}", err=True)
+            rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
+            report = _write_reports(assignment, rows, out, plotter)
+        except OSError as exc:
+            raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
+    except GraderError as exc:
+        fail(exc)
+    finally:
+        if plotter is not None:
+            plotter.close()
+    _summary(rows, resumed, report, out)
+
+
+def _write_reports(assignment, rows, out: Path, plotter=None):
+    """gradebook.csv, then the item analysis of every student graded (failures left out)."""
+    from ..classroom.analysis import analyse
+    from ..classroom.batch import ERROR, write_gradebook
+    from ..reports import class_report
+    items = [*assignment.problems, *(assignment.quiz.items if assignment.quiz else ())]
+    write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
+    analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
+    written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter)
+    if not any(p.suffix == ".png" for p in written):
+        click.echo("warning: matplotlib is not installed, so report.html has no plots "
+                   "(pip install 'mha-exercises[instructor]')", err=True)
+    return analysis
+
+
+def _summary(rows, resumed: int, analysis, out: Path) -> None:
+    from ..classroom.batch import EMPTY, ERROR, GRADED
+    count = {s: sum(r.status == s for r in rows) for s in (GRADED, EMPTY, ERROR)}
+    click.echo(f"{len(rows)} students: {count[GRADED]} graded, {count[EMPTY]} with no attention.py, "
+               f"{count[ERROR]} failed ({resumed} unchanged since the last run, not graded again); "
+               f"mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
+    click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
+    if count[ERROR]:
+        click.echo(f"the grader failed on {count[ERROR]} submission(s) (status 'error' in the gradebook); "
+                   "run again to retry them", err=True)
+        sys.exit(int(ExitCode.INTERNAL))

@@ -1,0 +1,357 @@
+"""The `mha` command line: thin wrappers that load, grade, render and map errors to exit codes."""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .base import CONTEXT, Group, fail
+from ..errors import ExitCode, GraderError, InternalError, SubmissionError
+
+
+
+class Ctx:
+    def __init__(self, exercises: Path | None):
+        self._exercises = exercises
+
+    @property
+    def root(self) -> Path:
+        from ..paths import find_assignment_root
+        return self._exercises or find_assignment_root()
+
+    def assignment(self):
+        from ..assignment.loader import load_assignment
+        return load_assignment(self.root)
+
+    def compiled(self, seed: int):
+        """The assignment with every case of variant `seed` prepared (compiled.py): read from the
+        cache when current, else loaded (and validated), prepared and stored."""
+        from ..grading.compiled import compiled
+        return compiled(self.root, seed, self.assignment)
+
+    def seed(self, student: str | None) -> int:
+        """The variant seed of `student`: a keyed hash with the course secret (0 without a student)."""
+        import os
+        from ..assignment.variants import course_secret, student_seed
+        if student is None:
+            return student_seed(None, None)
+        return student_seed(course_secret(self.root, os.environ), student)
+
+
+def limit_options(command):
+    """The sandbox limits as options (the same on `check` and `grade`), passed on as `limits=Limits(...)`."""
+    from ..sandbox.limits import Limits
+    default = Limits()
+
+    @functools.wraps(command)
+    def with_limits(*args, timeout: float | None, total_timeout: float, import_timeout: float, memory_mb: int,
+                    **kwargs):
+        limits = Limits(problem_seconds=timeout or default.problem_seconds, submission_seconds=total_timeout,
+                        load_seconds=import_timeout, memory_bytes=memory_mb << 20)
+        return command(*args, limits=limits, **kwargs)
+
+    options = (
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help=f"Seconds allowed per problem, all its cases together [default: {default.problem_seconds:g}; "
+                          "a problem file's own `timeout` wins]."),
+        click.option("--total-timeout", type=click.FloatRange(min=1), default=default.submission_seconds,
+                     show_default=True, help="Seconds allowed for the whole submission, imports included."),
+        click.option("--import-timeout", type=click.FloatRange(min=0.5), default=default.load_seconds,
+                     show_default=True, help="Seconds allowed to import attention.py."),
+        click.option("--memory-mb", type=click.IntRange(min=256), default=default.memory_bytes >> 20,
+                     show_default=True, help="Memory (address space) allowed to each student process, in MiB."),
+    )
+    for option in reversed(options):
+        with_limits = option(with_limits)
+    return with_limits
+
+
+def _student_options(command):
+    """--student ID / --gradescope-metadata FILE: whose variant to use (default: the default variant)."""
+    @functools.wraps(command)
+    def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
+        if student is None and gradescope_metadata is not None:
+            import os
+            from ..assignment.variants import course_secret, gradescope_student
+            # a course without a secret has no per-student variants: everyone gets the default
+            if course_secret(click.get_current_context().obj.root, os.environ):
+                student = gradescope_student(gradescope_metadata)
+        return command(*args, student=student, **kwargs)
+
+    with_student = click.option(
+        "--gradescope-metadata", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        help="Take the student id from Gradescope's submission_metadata.json (first user's sid).")(with_student)
+    return click.option("--student", default=None, metavar="ID",
+                        help="Use this student's variant (needs the course secret: course.yaml or "
+                             "MHA_COURSE_SECRET).")(with_student)
+
+
+@click.group(cls=Group, context_settings=CONTEXT)
+@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), envvar="MHA_EXERCISES",
+              help="Folder holding assignment.yaml and problems/ (default: found from the current folder).")
+@click.version_option(package_name="mha-exercises")
+@click.pass_context
+def main(ctx: click.Context, exercises: Path | None) -> None:
+    """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
+
+    \b
+    Example:
+      mha check                 # check exercises/attention.py on the public cases
+      mha grade solutions       # grade a submission on every case
+    """
+    ctx.obj = Ctx(exercises)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("problems", nargs=-1)
+@click.option("--path", "path", type=click.Path(path_type=Path), default=None,
+              help="Your attention.py (default: attention.py beside assignment.yaml).")
+@limit_options
+@_student_options
+@click.pass_obj
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, student: str | None) -> None:
+    """Check your work on the public cases, with hints; exit 1 if any case fails.
+
+    Quiz answers are read from answers.yaml beside your attention.py: public items are
+    graded with feedback, hidden items only have the form of their answer checked.
+
+    \b
+    Example:
+      mha check                        # every problem and quiz item
+      mha check softmax merge_heads    # just these
+    """
+    from ..sandbox.spawn import prestart
+    prestart()  # student processes' Python and numpy load while this one loads the assignment
+    from ..grading.grade import grade_fixtures, known_ids
+    from ..sandbox.isolation import private_paths
+    from ..grading.submission import resolve_submission
+    from ..reports import text
+    try:
+        compiled = obj.compiled(obj.seed(student))
+        known_ids(compiled, problems)
+        submission = resolve_submission(path or obj.root / "attention.py")
+        result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
+                                private=private_paths(obj.root))
+    except GraderError as exc:
+        fail(exc)
+    click.echo(text.render(result), nl=False)
+    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("submission", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github"]),
+              default="text", show_default=True,
+              help="Report format: text, json, Gradescope results.json, JUnit XML, or GitHub Classroom result JSON.")
+@click.option("--problem", "problem_ids", multiple=True, metavar="ID",
+              help="Grade only this problem or quiz item (repeatable); default: all.")
+@_student_options
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to this file (atomically) instead of stdout.")
+@click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
+              help="Exit 1 when the score is below this percentage (the report is still written).")
+@limit_options
+@click.pass_obj
+def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], output: Path | None,
+          fail_under: float | None, limits, student: str | None) -> None:
+    """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
+
+    Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
+    3 invalid problem files; 4 grader failure (a Gradescope report still says so).
+
+    \b
+    Example:
+      mha grade solutions --format gradescope --output results.json
+    """
+    from ..sandbox.spawn import prestart
+    prestart()  # student processes' Python and numpy load while this one loads the assignment
+    from ..grading.submission import resolve_submission
+    from ..reports import render
+    start = time.monotonic()
+    try:
+        try:
+            path = resolve_submission(submission)
+            compiled = obj.compiled(obj.seed(student))
+            from ..grading.grade import grade_fixtures, known_ids
+            from ..sandbox.isolation import private_paths
+            known_ids(compiled, problem_ids)
+            result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
+                                    private=private_paths(obj.root))
+            report = render(fmt, result)
+        except GraderError:
+            raise
+        except Exception as exc:  # the grader's own failure: say so, never a bare traceback
+            import traceback
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            raise InternalError(f"internal error: {detail}") from exc
+        _emit(report, output)
+    except GraderError as exc:
+        if fmt == "gradescope":  # the student must see why, even when nothing could be graded
+            from ..reports.gradescope import failure
+            try:
+                _emit(failure(str(exc), round(time.monotonic() - start, 3),
+                              submission_fault=exc.exit_code is ExitCode.USAGE), output)
+            except GraderError:
+                pass  # the output cannot be written either; the exit code still says what happened
+        fail(exc)
+    if fail_under is not None and result.percent < fail_under:
+        click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)
+        sys.exit(int(ExitCode.FAILED))
+
+
+def _emit(report: str, output: Path | None) -> None:
+    from ..paths import write_atomically
+    if output is None:
+        click.echo(report, nl=False)
+        return
+    try:
+        write_atomically(output, report)
+    except OSError as exc:
+        raise InternalError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("path", type=click.Path(exists=True, path_type=Path), required=False)
+@click.pass_obj
+def validate(obj: Ctx, path: Path | None) -> None:
+    """Validate problem files: every error as `file:line: message`; exit 3 if any.
+
+    PATH is an assignment folder (default: the current one) or a single problem file.
+    Explicit `expect` values are also checked against the reference.
+
+    \b
+    Example:
+      mha validate exercises/problems/softmax.yaml
+    """
+    from ..assignment.loader import load_assignment, load_problem
+    from ..assignment.quiz import check_quiz
+    from ..grading.validation import check_against_reference
+    quiz = None
+    try:
+        if path is not None and path.is_file():
+            problems = [load_problem(path)]
+        else:
+            root = path if path is not None else obj.root
+            if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
+                root = path.parent
+            assignment = load_assignment(root)
+            problems, quiz = list(assignment.problems), assignment.quiz
+        check_against_reference(problems)
+        if quiz is not None:
+            check_quiz(quiz)
+    except GraderError as exc:
+        fail(exc)
+    cases = [c for p in problems for c in p.cases]
+    hidden = sum(c.hidden for c in cases)
+    items = quiz.items if quiz else ()
+    note = f"; quiz: {len(items)} items ({sum(not i.hidden for i in items)} public, {sum(i.hidden for i in items)} hidden)" \
+        if quiz else ""
+    click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
+
+
+@main.command("compile", context_settings=CONTEXT)
+@click.option("--student", default=None, metavar="ID", help="Compile this student's variant (needs the course secret).")
+@click.pass_obj
+def compile_(obj: Ctx, student: str | None) -> None:
+    """Prepare every case and quiz item of a variant now, so cold grades skip it.
+
+    `mha grade` and `mha check` do this on their first run and reuse it while the problem
+    files and the grader are unchanged (README, "Performance"); an autograder image runs it
+    once when it is built. The result is kept where only this user can read it.
+
+    \b
+    Example:
+      mha compile
+    """
+    from ..grading.compiled import cache_dir
+    try:
+        compiled = obj.compiled(obj.seed(student))
+    except GraderError as exc:
+        fail(exc)
+    cases = sum(len(prepared) for _, prepared in compiled.problems)
+    folder = cache_dir()
+    where = f"into {folder}" if folder else "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)"
+    click.echo(f"compiled {len(compiled.problems)} problem(s), {cases} cases and {len(compiled.quiz)} quiz items {where}")
+
+
+@main.command("list", context_settings=CONTEXT)
+@click.pass_obj
+def list_(obj: Ctx) -> None:
+    """List the problems with their points and case counts.
+
+    \b
+    Example:
+      mha list
+    """
+    try:
+        assignment = obj.assignment()
+    except GraderError as exc:
+        fail(exc)
+    click.echo(assignment.title)
+    items = assignment.quiz.items if assignment.quiz else ()
+    width = max(len(x.id) for x in (*assignment.problems, *items))
+    for p in assignment.problems:
+        hidden = sum(c.hidden for c in p.cases)
+        click.echo(f"  {p.id:<{width}}  {p.points:>4g} pts  {len(p.cases) - hidden} public / {hidden} hidden  {p.title}")
+    if items:
+        click.echo(f"{assignment.quiz.title} (answers in answers.yaml)")
+    for i in items:
+        click.echo(f"  {i.id:<{width}}  {i.points:>4g} pts  {i.visibility.value:<6} {i.kind.value:<16}  {i.title}")
+    click.echo(f"  total {assignment.max_score:g} points")
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("problem")
+@_student_options
+@click.pass_obj
+def show(obj: Ctx, problem: str, student: str | None) -> None:
+    """Print a problem's prompt, signature and public cases, or a quiz item with its choices.
+
+    \b
+    Example:
+      mha show attention_reading
+      mha show count_routing_distributions --student s1234   # with that student's numbers
+    """
+    try:
+        assignment = obj.assignment()
+        known = [p.id for p in assignment.problems] + [i.id for i in (assignment.quiz.items if assignment.quiz else ())]
+        if problem not in known:
+            raise SubmissionError(f"unknown problem {problem!r} (known: {', '.join(known)})")
+        seed = obj.seed(student)
+    except GraderError as exc:
+        fail(exc)
+    from ..assignment.quiz import render_item
+    from ..assignment.render import render_problem
+    p = assignment.problem(problem)
+    text = render_problem(p, seed) if p is not None else render_item(assignment.quiz.item(problem), seed)
+    click.echo(text, nl=False)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("student")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the student's assignment to this Markdown file instead of stdout.")
+@click.pass_obj
+def variant(obj: Ctx, student: str, output: Path | None) -> None:
+    """Print STUDENT's version of the assignment: every prompt and quiz item with their numbers.
+
+    The numbers come from a keyed hash of the course secret (course.yaml or MHA_COURSE_SECRET)
+    and the student id, so they match `mha check --student`, `mha grade --student` and exports.
+
+    \b
+    Example:
+      MHA_COURSE_SECRET=... mha variant s1234 --output s1234.md
+    """
+    from ..assignment.render import render_assignment
+    try:
+        text = render_assignment(obj.assignment(), obj.seed(student))
+        _emit(text, output)
+    except GraderError as exc:
+        fail(exc)
+
+
+main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),
+             "release": (".release", "release")}

@@ -1,0 +1,162 @@
+"""`mha export ...`: the assignment in the formats other platforms read.
+
+Thin wrappers: load the assignment, call one exporter of grader.exports, write its output
+atomically. Errors are GraderErrors with their exit codes (grader.cli.commands' group prints them).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .commands import CONTEXT, Ctx
+from ..errors import InternalError, SpecError, SubmissionError
+
+_OUT_DIR = click.Path(file_okay=False, path_type=Path)
+_OUT_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    from ..paths import write_atomically
+    try:
+        write_atomically(path, data)
+    except OSError as exc:
+        raise InternalError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {path}", err=True)
+
+
+def _quiz(obj: Ctx):
+    assignment = obj.assignment()
+    if assignment.quiz is None:
+        raise SpecError(str(assignment.root / "assignment.yaml"), None, "this assignment has no quiz to export")
+    return assignment.quiz
+
+
+def _variant_options(command):
+    command = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                           help="Variant seed of the questions (with --variants: of the first variant).")(command)
+    return click.option("--variants", type=click.IntRange(min=2, max=100), default=None, metavar="N",
+                        help="Make N randomized variants of every item with params (default: one version).")(command)
+
+
+@click.group(context_settings=CONTEXT)
+def export() -> None:
+    """Export the assignment for another platform: otter, Jupyter, GitHub Classroom, Canvas, Moodle.
+
+    \b
+    Example:
+      mha export notebook --out attention.ipynb
+      mha export qti --out quiz.zip --variants 5
+    """
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True, help="Folder to write tests/ and the master notebook into.")
+@click.option("--solutions", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The model answers (default: solutions/attention.py beside the assignment folder).")
+@click.pass_obj
+def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
+    """Write otter-grader tests (one file per problem) and an `otter assign` master notebook.
+
+    Each otter test case grades with this package's checks, so otter's scores equal
+    `mha grade`'s; the grading environment needs this package installed.
+
+    \b
+    Example:
+      mha export otter --out otter && cd otter && otter assign mha-exercises.ipynb dist
+    """
+    from ..exports import otter as exporter
+    assignment = obj.assignment()
+    solutions = solutions or assignment.root.parent / "solutions" / "attention.py"
+    if not solutions.is_file():
+        raise SubmissionError(f"{solutions}: no model answers there (give them with --solutions)")
+    try:
+        written = exporter.write(out, assignment, solutions)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {len(written) - 1} test files and {written[-1]}", err=True)
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_FILE, required=True, help="The notebook to write (.ipynb).")
+@click.pass_obj
+def notebook(obj: Ctx, out: Path) -> None:
+    """Write a student notebook: each prompt, a stub cell and a check cell per problem.
+
+    Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its definitions.
+
+    \b
+    Example:
+      mha export notebook --out attention.ipynb
+    """
+    from ..exports import notebook as exporter
+    _write(out, exporter.render(obj.assignment()))
+
+
+@export.command("github-classroom", context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True,
+              help="Repository folder; the workflow goes to .github/workflows/classroom.yml in it.")
+@click.option("--fractional", is_flag=True,
+              help="Partial credit: each step reports mha's fractional score (default: all or nothing per step).")
+@click.option("--install", default="mha-exercises", show_default=True,
+              help="pip requirement that installs this grader in the workflow (a package name, a git URL...).")
+@click.pass_obj
+def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str) -> None:
+    """Write the GitHub Classroom workflow: one graded step per problem and quiz item.
+
+    \b
+    Example:
+      mha export github-classroom --out starter-repo --fractional
+    """
+    from ..exports import github_classroom as exporter
+    _write(out / exporter.WORKFLOW_PATH, exporter.render(obj.assignment(), install=install, fractional=fractional))
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_FILE, required=True, help="The QTI zip to write, for Canvas' quiz import.")
+@_variant_options
+@click.pass_obj
+def qti(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
+    """Write the concept quiz as a QTI 1.2 zip for Canvas (Settings > Import Course Content).
+
+    \b
+    Example:
+      mha export qti --out quiz.zip --variants 5
+    """
+    from ..exports import qti as exporter
+    _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_FILE, required=True, help="The Moodle XML file to write.")
+@_variant_options
+@click.pass_obj
+def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
+    """Write the concept quiz as Moodle XML (Question bank > Import > Moodle XML format).
+
+    \b
+    Example:
+      mha export moodle --out quiz.xml --variants 5
+    """
+    from ..exports import moodle as exporter
+    _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
+@click.pass_obj
+def gradescope(obj: Ctx, out: Path) -> None:
+    """Write a Gradescope autograder zip (setup.sh, run_autograder, the grader and the assignment).
+
+    The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
+    their own variant, identified by the sid in submission_metadata.json.
+
+    \b
+    Example:
+      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip
+    """
+    import os
+    from ..exports import gradescope as exporter
+    from ..assignment.variants import course_secret
+    assignment = obj.assignment()
+    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ)))

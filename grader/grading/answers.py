@@ -1,0 +1,244 @@
+"""Grade a student's `answers.yaml` against the concept quiz.
+
+The file is untrusted student data: it is read with a size bound, parsed by the safe,
+line-tracking YAML loader, inspected only shallowly (its values are shown through a bounded
+repr) and never evaluated. Every quiz item becomes a ProblemResult with one case, so every
+report shows quiz items like problems. A wrong choice or a known-wrong number sets
+CaseResult.mistake to the misconception's id and shows its feedback.
+"""
+from __future__ import annotations
+
+import math
+import re
+import reprlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..errors import SpecError
+from ..assignment.model import Choice, Quiz, QuizKind, Variant
+from .results import CaseResult, CaseStatus, ProblemResult
+from ..assignment.yamlio import line_of, load_yaml
+
+__all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answers", "grade_item", "grade_quiz"]
+
+ANSWERS_NAME = "answers.yaml"
+MAX_BYTES = 64 * 1024
+NOT_ANSWERED = "not answered yet"
+
+
+class _Repr(reprlib.Repr):
+    """reprlib for parsed YAML: its line-tracking containers must be cut short too, or an alias
+    bomb would be expanded in full by the built-in repr."""
+
+    repr_YList = reprlib.Repr.repr_list
+    repr_YMap = reprlib.Repr.repr_dict
+
+
+_repr = _Repr()
+_repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 40, 40, 4, 4, 2
+
+
+class _BadAnswer(ValueError):
+    """An answer of the wrong form; the message says what was expected and what was got."""
+
+
+def _shown(value: Any) -> str:
+    """A short description of a student's value; bounded, so an alias bomb cannot blow it up."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value:g}"
+    kind = "a list " if isinstance(value, list) else "a mapping " if isinstance(value, dict) else \
+        "" if isinstance(value, str) else f"{type(value).__name__} "
+    text = _repr.repr(value)
+    return kind + (text if len(text) <= 60 else text[:57] + "...")
+
+
+@dataclass(frozen=True)
+class AnswerSheet:
+    """What a student wrote: raw answers by item id, with their lines, or why the file is unusable."""
+
+    answers: Mapping[str, Any]
+    lines: Mapping[str, int]
+    error: str | None = None         # the whole file is unusable (too large, invalid YAML...)
+    missing: bool = False            # there is no answers file at all
+    unknown: tuple[str, ...] = ()    # one note per answer to an item that does not exist
+
+
+def read_answers(path: Path, item_ids: Iterable[str]) -> AnswerSheet:
+    """Read answers.yaml; never raises for anything the student wrote."""
+    path, name = Path(path), Path(path).name
+    if not path.exists():
+        return AnswerSheet({}, {}, missing=True)
+    if not path.is_file():
+        return AnswerSheet({}, {}, error=f"{name} is not a regular file")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return AnswerSheet({}, {}, error=f"{name} cannot be read ({exc.strerror or exc})")
+    if len(raw) > MAX_BYTES:
+        return AnswerSheet({}, {}, error=f"{name} is too large (more than {MAX_BYTES} bytes)")
+    try:
+        node = load_yaml(path, raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return AnswerSheet({}, {}, error=f"{name} is not UTF-8 text")
+    except SpecError as exc:
+        where = f"{name}:{exc.line}" if exc.line is not None else name
+        return AnswerSheet({}, {}, error=f"{where}: {exc.message}")
+    except RecursionError:
+        return AnswerSheet({}, {}, error=f"{name} is nested too deeply")
+    if node is None:
+        return AnswerSheet({}, {})
+    if not isinstance(node, dict):
+        return AnswerSheet({}, {}, error=f"{name}:{line_of(node, default=1)}: must map quiz item ids to answers, "
+                                         f"like `pruning: b` (got {_shown(node)})")
+    known = list(item_ids)
+    unknown = []
+    for key in node:
+        if key not in known:
+            import difflib  # only for a misspelt item id
+            close = difflib.get_close_matches(str(key), known, n=1)
+            advice = f"did you mean {close[0]!r}?" if close else "see `mha list`"
+            unknown.append(f"{name}:{line_of(node, key)}: unknown quiz item {_repr.repr(key)} ({advice})")
+    answers = {k: v for k, v in node.items() if k in known}
+    return AnswerSheet(answers, {k: line_of(node, k) for k in answers}, unknown=tuple(unknown))
+
+
+# ---------------------------------------------------------------- reading one answer
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value == []
+
+
+def _letter(value: Any, choices: tuple[Choice, ...], expected: str, where: str = "") -> str:
+    last = choices[-1].letter
+    if isinstance(value, str) and re.fullmatch(r"\s*[A-Za-z]\s*", value):
+        letter = value.strip().lower()
+        if letter > last:
+            raise _BadAnswer(f"answer must be {expected} (got {value.strip()!r}{where}: there is no choice {letter})")
+        return letter
+    raise _BadAnswer(f"answer must be {expected} (got {_shown(value)}{where})")
+
+
+def _parse(v: Variant, value: Any) -> Any:
+    """The answer in its graded form (a letter, a tuple of letters, a float), or _BadAnswer."""
+    kind, span = v.item.kind, f"a to {v.choices[-1].letter}" if v.choices else ""
+    if kind is QuizKind.MULTIPLE_CHOICE:
+        expected = f"one letter from {span}"
+        if isinstance(value, list):
+            raise _BadAnswer(f"answer must be {expected} (got {_shown(value)}); this item has one correct choice")
+        return _letter(value, v.choices, expected)
+    if kind is QuizKind.MULTIPLE_ANSWERS:
+        expected = f"a list of letters from {span}, like [a, c]"
+        if isinstance(value, str):  # "a, c" or a single letter
+            value = [part for part in re.split(r"[\s,]+", value) if part]
+        if not isinstance(value, list):
+            raise _BadAnswer(f"answer must be {expected} (got {_shown(value)})")
+        letters = [_letter(x, v.choices, expected, " in the list") for x in value]
+        twice = next((x for i, x in enumerate(letters) if x in letters[:i]), None)
+        if twice:
+            raise _BadAnswer(f"answer lists choice {twice} twice")
+        return tuple(sorted(letters))
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value):
+        value = float(value)  # a quoted number is still a number
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise _BadAnswer(f"answer must be a number, like 0.25 (got {_shown(value)})")
+    if not math.isfinite(value):
+        raise _BadAnswer(f"answer must be a finite number (got {value})")
+    return float(value)
+
+
+# ---------------------------------------------------------------- judging
+
+def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
+            mistake: str | None = None, mistake_message: str = "", message: str = "") -> ProblemResult:
+    item = v.item
+    case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
+                      mistake=mistake, mistake_message=mistake_message)
+    return ProblemResult(id=item.id, title=item.title, max_score=item.points, cases=(case,),
+                         hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message)
+
+
+def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
+    if chosen == v.correct_letters:
+        return _result(v, CaseStatus.PASSED, hidden=hidden,
+                       message=" ".join(c.feedback for c in v.choices if c.correct))
+    picked_wrong = [c for c in v.choices if c.letter in chosen and not c.correct]
+    left_out = [c for c in v.choices if c.correct and c.letter not in chosen]
+    if v.item.kind is QuizKind.MULTIPLE_CHOICE:
+        summary, feedback = f"you chose {chosen[0]}", picked_wrong[0].feedback
+    else:  # the feedback of each false statement chosen; true ones left out are counted, not named
+        summary = f"you chose [{', '.join(chosen)}]"
+        if left_out:
+            summary += f"; {len(left_out)} true statement{'s' if len(left_out) > 1 else ''} left out"
+        feedback = " ".join(f"({c.letter}) {c.feedback}" for c in picked_wrong) or \
+            "Every statement you chose is true, but you left out at least one more true statement."
+    mistake = next((c.mistake for c in picked_wrong + left_out if c.mistake), None)
+    return _result(v, CaseStatus.FAILED, hidden=hidden, summary=summary, mistake=mistake, mistake_message=feedback)
+
+
+def _judge_number(v: Variant, got: float, hidden: bool) -> ProblemResult:
+    tolerance = v.item.tolerance
+    if abs(got - v.answer) <= tolerance:
+        return _result(v, CaseStatus.PASSED, hidden=hidden, message=v.feedback)
+    known = next((w for w in v.wrong if abs(got - w.value) <= tolerance), None)
+    return _result(v, CaseStatus.FAILED, hidden=hidden, summary=f"{got:g} is not the answer",
+                   mistake=known.mistake if known else None, mistake_message=known.feedback if known else "")
+
+
+def grade_item(v: Variant, value: Any, line: int | None, *, include_hidden: bool) -> ProblemResult:
+    """One item's result. Without include_hidden, a hidden item's answer is only checked for form."""
+    hidden = v.item.hidden and include_hidden
+    if _blank(value):
+        return _result(v, CaseStatus.NOT_ANSWERED, hidden=hidden, summary=NOT_ANSWERED)
+    try:
+        answer = _parse(v, value)
+    except _BadAnswer as exc:
+        return _result(v, CaseStatus.ERROR, hidden=hidden, summary=f"{ANSWERS_NAME}:{line}: {exc}")
+    if v.item.hidden and not include_hidden:
+        return _result(v, CaseStatus.PASSED, hidden=False, name="answer format",
+                       message="answer recorded; this hidden item is graded by `mha grade`")
+    if v.item.kind is QuizKind.NUMERIC:
+        return _judge_number(v, answer, hidden)
+    return _judge_choices(v, answer if isinstance(answer, tuple) else (answer,), hidden)
+
+
+def _no_file(result: ProblemResult, name: str) -> ProblemResult:
+    case = replace(result.cases[0], summary=f"{NOT_ANSWERED} (no {name} beside attention.py)")
+    return replace(result, cases=(case,))
+
+
+@dataclass(frozen=True)
+class QuizResults:
+    items: tuple[ProblemResult, ...]
+    messages: tuple[str, ...] = ()   # notes about the answers file as a whole (unknown item ids)
+
+
+def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: bool = True,
+               item_ids: Iterable[str] | None = None) -> QuizResults:
+    """Grade `answers_path` on the quiz items (all, or those in item_ids) of the variant `seed`."""
+    from ..assignment.quiz import variant  # draws numbers and computes answers: the autograder's side only
+    wanted = None if item_ids is None else set(item_ids)
+    variants = [variant(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
+    return grade_variants(variants, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
+
+
+def grade_variants(variants: Iterable[Variant], answers_path: Path, known_ids: Iterable[str], *,
+                   include_hidden: bool = True) -> QuizResults:
+    """Grade `answers_path` on items whose numbers are already drawn (as the student bundle stores them)."""
+    answers_path = Path(answers_path)
+    variants = list(variants)
+    if not variants:
+        return QuizResults(())
+    sheet = read_answers(answers_path, list(known_ids))
+    results = []
+    for v in variants:
+        item = v.item
+        if sheet.error is not None:
+            results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden, summary=sheet.error))
+        else:
+            result = grade_item(v, sheet.answers.get(item.id), sheet.lines.get(item.id), include_hidden=include_hidden)
+            results.append(_no_file(result, answers_path.name) if sheet.missing else result)
+    return QuizResults(tuple(results), sheet.unknown)

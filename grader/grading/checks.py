@@ -1,0 +1,197 @@
+"""Comparisons of a student's answer with the expected one: cheapest check first, no I/O.
+
+Each check returns a Verdict: whether it passed, the kind of failure (safe to show for hidden
+cases) and a detail with expected versus got (shown for public cases only).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..sandbox.codec import Opaque
+from ..assignment.model import CompareKind, Comparison
+
+__all__ = ["Verdict", "check", "describe", "as_array"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    kind: str = ""     # e.g. "wrong shape"; never contains expected values
+    detail: str = ""   # expected vs got; public cases only
+
+    @classmethod
+    def ok(cls) -> "Verdict":
+        return cls(True)
+
+
+def describe(value: Any) -> str:
+    """A short, safe description of a student's value."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if isinstance(value, Opaque):
+        return f"an object of type {value.type_name}"
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return f"the bool {value}"
+    if isinstance(value, (int, float)):
+        return f"the {type(value).__name__} {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, (list, tuple, dict)):
+        return f"a {type(value).__name__} of length {len(value)}"
+    return type(value).__name__
+
+
+def as_array(value: Any) -> np.ndarray | None:
+    """A float64 array from an ndarray, a (nested) list/tuple of numbers, or a number."""
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float64) if value.dtype.kind in "iuf" else None
+    if isinstance(value, bool) or isinstance(value, (str, dict, Opaque)) or value is None:
+        return None
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return arr
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _index(idx: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def compare_arrays(expected: np.ndarray, got: Any, rtol: float, atol: float) -> Verdict:
+    arr = as_array(got)
+    if arr is None:
+        return Verdict(False, "wrong type", f"expected an array of shape {expected.shape}, got {describe(got)}")
+    if arr.shape != expected.shape:
+        return Verdict(False, "wrong shape", f"expected shape {expected.shape}, got shape {arr.shape}")
+    with np.errstate(all="ignore"):  # the usual case, decided without np.isclose's overhead: all finite and close
+        if (np.abs(arr - expected) <= atol + rtol * np.abs(expected)).all():
+            return Verdict.ok()
+    bad = ~np.isfinite(arr) & np.isfinite(expected)
+    if bad.any():
+        idx = np.unravel_index(int(np.argmax(bad)), arr.shape) if arr.ndim else ()
+        return Verdict(False, "not finite",
+                       f"{int(bad.sum())} element(s) are nan or inf, first at {_index(idx)}: got {arr[idx]}, expected {_fmt(expected[idx])}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.isclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True)
+        if close.all():
+            return Verdict.ok()
+        excess = np.where(close, -np.inf, np.abs(arr - expected) - (atol + rtol * np.abs(expected)))
+    idx = np.unravel_index(int(np.argmax(excess)), arr.shape) if arr.ndim else ()
+    where = f" at {_index(idx)}" if arr.ndim else ""
+    return Verdict(False, "wrong values",
+                   f"{int((~close).sum())} of {close.size} element(s) differ; worst{where}: "
+                   f"got {_fmt(arr[idx])}, expected {_fmt(expected[idx])}")
+
+
+def _check_allclose(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    if not parts:
+        return compare_arrays(np.asarray(expected, dtype=np.float64), got, cmp.rtol, cmp.atol)
+    if not isinstance(got, (tuple, list)) or len(got) != len(parts):
+        return Verdict(False, "wrong type",
+                       f"expected a tuple ({', '.join(parts)}), got {describe(got)}")
+    for name, exp, value in zip(parts, expected, got):
+        verdict = compare_arrays(np.asarray(exp, dtype=np.float64), value, cmp.rtol, cmp.atol)
+        if not verdict.passed:
+            return Verdict(False, f"{name}: {verdict.kind}", f"{name}: {verdict.detail}")
+    return Verdict.ok()
+
+
+def as_int(value: Any) -> int | None:
+    """An int from an int, a numpy integer (decoded as int) or an integral float."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iu":
+        return int(value)
+    return None
+
+
+def _check_equal(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    number = as_int(got)
+    if number is None:
+        return Verdict(False, "wrong type", f"expected an int, got {describe(got)}")
+    if number != int(expected):
+        return Verdict(False, "wrong value", f"got {number}, expected {int(expected)}")
+    return Verdict.ok()
+
+
+def as_shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iu":
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        sizes = [as_int(v) for v in value]
+        if all(s is not None for s in sizes):
+            return tuple(sizes)
+    return None
+
+
+def _check_shapes(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    if not isinstance(got, dict):
+        return Verdict(False, "wrong type", f"expected a dict with keys {', '.join(expected)}, got {describe(got)}")
+    for key, shape in expected.items():
+        if key not in got:
+            return Verdict(False, "missing key", f"the dict has no key {key!r}")
+        observed = as_shape(got[key])
+        if observed is None:
+            return Verdict(False, f"{key}: wrong type", f"{key}: expected a tuple of ints, got {describe(got[key])}")
+        if observed != tuple(shape):
+            return Verdict(False, f"{key}: wrong shape", f"{key}: got {observed}, expected {tuple(shape)}")
+    return Verdict.ok()
+
+
+def _check_head(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    """`expected` is seq_len; the weights are computed by the reference from the student's matrices."""
+    from ..attention.patterns import head_weights
+
+    seq_len = int(expected)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return Verdict(False, "wrong type", f"expected a tuple (W_Q, W_K), got {describe(got)}")
+    mats = []
+    for name, value in zip(("W_Q", "W_K"), got):
+        arr = as_array(value)
+        if arr is None or arr.shape != (seq_len, seq_len):
+            shown = describe(value) if arr is None else f"shape {arr.shape}"
+            return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {seq_len}), got {shown}")
+        if not np.isfinite(arr).all():
+            return Verdict(False, f"{name}: not finite", f"{name} contains nan or inf")
+        mats.append(arr)
+    with np.errstate(all="ignore"):
+        weights = head_weights(seq_len, *mats)
+    if not np.isfinite(weights).all():
+        return Verdict(False, "not finite", "the attention weights these matrices give contain nan")
+    target = (np.arange(seq_len) - 1) if cmp.pattern == "previous" else np.zeros(seq_len, dtype=int)
+    rows = range(1, seq_len) if cmp.pattern == "previous" else range(seq_len)
+    for i in rows:
+        got_weight = weights[i, target[i]]
+        if got_weight < cmp.min_weight:
+            row = np.array2string(weights[i, : i + 1], precision=2, suppress_small=True, separator=", ")
+            return Verdict(False, "pattern too weak",
+                           f"query {i} puts {got_weight:.3f} on position {target[i]} (needs >= {cmp.min_weight:g}); "
+                           f"its attention row over positions 0..{i} is {row}")
+    return Verdict.ok()
+
+
+_CHECKS: dict[CompareKind, Callable[[Comparison, Any, Any, Sequence[str]], Verdict]] = {
+    CompareKind.ALLCLOSE: _check_allclose,
+    CompareKind.EQUAL: _check_equal,
+    CompareKind.SHAPES: _check_shapes,
+    CompareKind.HEAD_PATTERN: _check_head,
+}
+
+
+def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -> Verdict:
+    """Compare `got` (decoded plain data) with `expected` (computed by the reference)."""
+    return _CHECKS[cmp.kind](cmp, expected, got, parts)

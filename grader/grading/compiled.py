@@ -1,0 +1,100 @@
+"""The compiled assignment: one variant's cases and quiz items, prepared once, for cold starts.
+
+A cold `mha grade` or `mha check` spent about a third of its own time parsing the problem
+files and running the reference on every case. Those depend only on the assignment files, the
+grader's code and the variant, so the first run stores them (full fixtures, fixtures.py) and
+later runs read one JSON file instead, as Python reuses its .pyc files.
+
+A compiled assignment is stored with its stamp: the grader's version, the variant seed, the
+size and modification time of every file of the grader package (its reference, generators,
+wrong variants...), and the size, modification time and CRC-32 of every YAML file of the
+assignment. It is used only when the stamp equals the current one exactly: change any of them
+and the next run compiles afresh. (The file name is a CRC-32 of the stamp; hashlib is not used
+because loading OpenSSL costs a cold start 5 ms.) A file that cannot be read, is damaged, or
+was written for another stamp is ignored and replaced; nothing here is ever needed for a
+correct grade.
+
+Where: $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises, in a
+folder only the grader's user may enter (mode 0700). A compiled assignment holds hidden cases
+and quiz answers: student code, which runs as another user when the grader is root, cannot
+read it (README, "Security model"). It is data only (JSON), never code.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from .fixtures import Fixtures, build
+from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
+
+__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp"]
+
+FORMAT = 1
+STUDENT_FILES = {"answers.yaml"}  # YAML in the assignment folder that is not the assignment's
+
+
+def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], bool]) -> list[Path]:
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not prune(d))
+        found += [Path(folder, name) for name in sorted(files) if wanted(name)]
+    return found
+
+
+def stamp(root: Path, seed: int) -> str:
+    """What a compiled assignment depends on: the grader, the assignment's YAML files, the variant."""
+    lines = [f"format {FORMAT}", f"mha-exercises {__version__}", f"seed {seed}"]
+    for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
+        info = path.stat()
+        lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")
+    root = Path(root).resolve()
+    for path in _files(root, lambda n: n.endswith((".yaml", ".yml")) and n not in STUDENT_FILES,
+                       lambda d: d.startswith(".")):
+        data, info = path.read_bytes(), path.stat()
+        lines.append(f"{path.relative_to(root)} {len(data)} {info.st_mtime_ns} {zlib.crc32(data):08x}")
+    return "\n".join(lines)
+
+
+def compiled(root: Path, seed: int, load_assignment: Callable[[], object]) -> Fixtures:
+    """The assignment at `root` with every case and quiz item of variant `seed` prepared: read from
+    the cache when it is there and current, else built (`load_assignment()` validates the files
+    and raises SpecErrors for invalid ones, exactly as without a cache) and stored."""
+    folder = cache_dir()
+    try:
+        current = stamp(root, seed)
+    except OSError:  # an unreadable assignment file: loading it says which
+        folder = None
+    if folder is None:
+        return _fixtures(build(load_assignment(), seed, "compiled", hidden=True))
+    path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
+    try:
+        data = json.loads(path.read_bytes())
+        if data.get("stamp") == current:
+            return Fixtures(data, path)
+    except Exception:  # none yet, damaged, or of another version: compile again
+        pass
+    data = {**build(load_assignment(), seed, "compiled", hidden=True), "stamp": current}
+    try:
+        write_private(path, json.dumps(data, separators=(",", ":")))
+        _prune(path.parent, keep=KEEP)
+    except OSError:
+        pass  # no cache this time (read-only home, full disk): grading does not need it
+    return _fixtures(data)
+
+
+KEEP = 16  # compiled assignments kept: every change of the files makes a new one
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Delete all but the `keep` most recently written compiled assignments."""
+    found = sorted(folder.glob("*-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in found[keep:]:
+        old.unlink(missing_ok=True)
+
+
+def _fixtures(data: dict) -> Fixtures:
+    return Fixtures(data, Path("<compiled>"))

@@ -1,0 +1,169 @@
+"""Fixtures: a variant's cases and quiz items computed ahead by the reference, as plain JSON.
+
+Public fixtures are what the student bundle's `mha check` needs. One JSON file per variant
+holds, for every problem, its rendered text, comparison and public cases (inputs, expected
+answers, and what each named mistake's wrong variant answers), and for the quiz, each public
+item with its numbers and feedback and each hidden item without its answer. Hidden cases,
+hidden answers, the reference and the wrong variants never go in.
+
+Full fixtures (`hidden=True`) hold every case and every answer, without the texts: the
+autograder's compiled assignment (compiled.py), which only the grader's user can read.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..attention.api import FUNCTIONS
+from ..errors import SubmissionError
+from ..assignment.model import (Case, Choice, CompareKind, Comparison, Mistake, Problem, QuizItem, QuizKind, Variant,
+                    Visibility, WrongValue)
+
+FORMAT = 1
+
+
+def encode(value: Any, binary: bool = False) -> Any:
+    """Plain JSON for an input or an expected answer (arrays keep their dtype and shape); with
+    `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back)."""
+    if isinstance(value, np.ndarray):
+        if binary:
+            data = np.ascontiguousarray(value)
+            return {"b64": base64.b64encode(data.tobytes()).decode(), "shape": list(value.shape),
+                    "dtype": data.dtype.str}
+        return {"nd": value.ravel().tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
+    if isinstance(value, tuple):
+        return {"tuple": [encode(v, binary) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": {str(k): encode(v, binary) for k, v in value.items()}}
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value
+
+
+def decode(data: Any) -> Any:
+    if isinstance(data, dict):
+        if "nd" in data:
+            return np.array(data["nd"], dtype=data["dtype"]).reshape(data["shape"])
+        if "b64" in data:
+            return np.frombuffer(base64.b64decode(data["b64"], validate=True),
+                                 dtype=np.dtype(data["dtype"])).reshape(data["shape"])
+        if "tuple" in data:
+            return tuple(decode(v) for v in data["tuple"])
+        if "dict" in data:
+            return {k: decode(v) for k, v in data["dict"].items()}
+    return data
+
+
+def _choice_public(c: Choice) -> dict:
+    return asdict(c)
+
+
+def _item_data(v: Variant, keep_answers: bool = False) -> dict:
+    """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
+    `keep_answers`: the autograder's own copy)."""
+    item = replace(v.item, prompt=v.prompt, params={})
+    if v.item.hidden and not keep_answers:
+        choices = tuple(replace(c, correct=False, feedback="", mistake=None) for c in v.choices)
+        item = replace(item, choices=choices, answer=None, feedback="", wrong=(), hint=v.hint)
+        v = replace(v, item=item, choices=choices, answer=None, feedback="", wrong=())
+    else:
+        item = replace(item, choices=v.choices, answer=v.answer, feedback=v.feedback, wrong=v.wrong, hint=v.hint)
+        v = replace(v, item=item)
+    data = asdict(v)
+    data["item"]["kind"] = v.item.kind.value
+    data["item"]["visibility"] = v.item.visibility.value
+    return data
+
+
+def _item_from(data: dict) -> Variant:
+    raw = dict(data["item"])
+    raw["kind"] = QuizKind(raw["kind"])
+    raw["visibility"] = Visibility(raw["visibility"])
+    raw["choices"] = tuple(Choice(**c) for c in raw["choices"])
+    raw["wrong"] = tuple(WrongValue(**w) for w in raw["wrong"])
+    item = QuizItem(**raw)
+    return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
+                   choices=item.choices, answer=data["answer"], feedback=data["feedback"],
+                   wrong=tuple(WrongValue(**w) for w in data["wrong"]), hint=data["hint"])
+
+
+def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
+    """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
+    the reference and the variants)."""
+    from .grade import prepare, wrong_answer
+    from ..assignment.quiz import variant as quiz_variant
+    from ..assignment.render import render_problem
+    problems = []
+    for problem in assignment.problems:
+        cases = []
+        for case in problem.visible_cases(include_hidden=hidden):
+            prepared = prepare(problem, case, variant)
+            wrong = []
+            for mistake in problem.mistakes:
+                try:
+                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args), hidden)])
+                except Exception:  # the mistake's variant does not apply to these inputs (or is a detector)
+                    continue
+            cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
+                          "raises": case.raises, "inputs": prepared.inputs,
+                          "args": [encode(a, hidden) for a in prepared.args],
+                          "expected": encode(prepared.expected, hidden),
+                          "wrong_answers": wrong})
+        problems.append({
+            "id": problem.id, "title": problem.title, "points": problem.points, "function": problem.function.name,
+            "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
+            "hints": list(problem.hints), "timeout": problem.timeout,
+            "text": "" if hidden else render_problem(problem, variant),
+            "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant} for m in problem.mistakes],
+            "cases": cases,
+        })
+    quiz = None
+    if assignment.quiz is not None:
+        quiz = {"ids": [i.id for i in assignment.quiz.items],
+                "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
+    return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
+
+
+class Fixtures:
+    """One variant's fixtures, loaded for checking (student side: no reference needed)."""
+
+    def __init__(self, data: dict, path: Path):
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise SubmissionError(f"{path}: not a fixtures file of this version of mha-exercises")
+        self.path = path
+        self.title: str = data["title"]
+        self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
+        quiz = data.get("quiz")
+        self.quiz_ids: list[str] = quiz["ids"] if quiz else []
+        self.quiz: list[Variant] = [_item_from(i) for i in quiz["items"]] if quiz else []
+        self.texts = {p["id"]: p["text"] for p in data["problems"]}
+
+    @classmethod
+    def load(cls, path: Path) -> "Fixtures":
+        try:
+            return cls(json.loads(Path(path).read_text(encoding="utf-8")), Path(path))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SubmissionError(f"{path}: cannot read the fixtures ({exc})") from None
+
+    @staticmethod
+    def _problem(p: dict):
+        from .grade import PreparedCase
+        compare = dict(p["compare"])
+        compare["kind"] = CompareKind(compare["kind"])
+        cases, prepared = [], []
+        for c in p["cases"]:
+            case = Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
+                        weight=c["weight"], raises=c["raises"])
+            cases.append(case)
+            prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
+                                         wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
+                                         inputs=c.get("inputs")))
+        problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=FUNCTIONS[p["function"]],
+                          prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
+                          mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"])
+        return problem, prepared

@@ -1,0 +1,324 @@
+"""Grade one submission: build each case's inputs, run the student's code in the sandbox,
+compute expected values with the reference, compare, name known mistakes, and score.
+
+Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResult.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .answers import ANSWERS_NAME, grade_variants
+from ..attention.api import FunctionSpec, ReturnKind
+from .checks import Verdict, check, describe
+from ..errors import InternalError
+from ..sandbox.isolation import private_paths
+from ..attention.detectors import DETECTORS
+from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
+from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
+from ..sandbox.session import CaseRun, Limits, RunStatus, Session
+from ..assignment.variants import DEFAULT_SEED
+
+
+@dataclass(frozen=True)
+class PreparedCase:
+    case: Case
+    args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
+    expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
+    # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
+    # None: run the variants of grader/attention/mistakes.py when a case fails
+    wrong_answers: tuple[tuple[str, Any], ...] | None = None
+    inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
+    # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
+    computed: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
+    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
+    from ..attention.mistakes import VARIANTS
+    with np.errstate(all="ignore"):
+        return VARIANTS[mistake.variant](*copy.deepcopy(args))
+
+
+def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
+    """Positional arguments up to the last one the case gives; gaps take the API default.
+
+    `variant` is the student's seed: it draws the problem's params and, unless the case fixes
+    its own `seed`, the case's random inputs, so each student gets their own numbers."""
+    from ..assignment import generators as gen  # not needed to grade on a compiled assignment
+    seed = gen.case_seed(problem.id, case.name, case.seed, variant)
+    env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
+    fn = problem.function
+    last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
+    return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
+                 for p in fn.params[: last + 1])
+
+
+def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
+    """An explicit `expect` from YAML, in the form the reference returns."""
+    if fn.returns is ReturnKind.ARRAY:
+        return np.asarray(expect, dtype=np.float64)
+    if fn.returns is ReturnKind.ARRAY_PAIR:
+        return tuple(np.asarray(e, dtype=np.float64) for e in expect)
+    if fn.returns is ReturnKind.SHAPES:
+        return {k: tuple(v) for k, v in expect.items()}
+    return expect
+
+
+def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
+    if fn.returns is ReturnKind.HEAD:
+        return args[0]  # the check runs the reference on the student's matrices for this seq_len
+    from ..attention import reference  # the autograder's side only: the student bundle has no reference
+    return getattr(reference, fn.name)(*copy.deepcopy(args))
+
+
+def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
+    args = build_args(problem, case, variant)
+    inputs = "" if case.hidden else summarize_inputs(problem.function, args)  # once per batch, not per student
+    if case.raises:
+        return PreparedCase(case, args, None, inputs=inputs)
+    try:
+        expected = literal_expected(problem.function, case.expect) if case.has_expect \
+            else reference_answer(problem.function, args)
+    except Exception as exc:  # a case the reference cannot answer is the problem file's fault
+        raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    return PreparedCase(case, args, expected, inputs=inputs)
+
+
+def _frozen(value: Any) -> Any:
+    """`value` with its arrays made read-only: a shared prepared case cannot be changed by mistake."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _frozen(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _frozen(item)
+    return value
+
+
+class PreparedCases:
+    """Prepared cases (and drawn quiz items) shared by the submissions of a batch, for one assignment.
+
+    A case's inputs and expected answer depend only on the problem, the case and the variant,
+    never on the submission, so a class on one variant computes them once; so do quiz items. The last `variants`
+    variants are kept (with per-student variants, one per student graded at the same time), so
+    memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
+
+    def __init__(self, variants: int = 8):
+        self._variants = variants
+        self._by_variant: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
+        self._lock = threading.Lock()
+
+    def get(self, problem: Problem, case: Case, variant: int) -> PreparedCase:
+        return self._kept(variant, (problem.id, case.name), lambda: self._prepare(problem, case, variant))
+
+    def quiz_item(self, item: QuizItem, variant: int) -> Variant:
+        """The quiz item with the variant's numbers drawn and its answers computed (once)."""
+        from ..assignment.quiz import variant as draw
+        return self._kept(variant, ("", item.id), lambda: draw(item, variant))  # "": no problem has that id
+
+    @staticmethod
+    def _prepare(problem: Problem, case: Case, variant: int) -> PreparedCase:
+        prepared = prepare(problem, case, variant)
+        _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
+        return prepared
+
+    def _kept(self, variant: int, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+        with self._lock:
+            known = self._by_variant.get(variant, {}).get(key)
+        if known is not None:
+            return known
+        made = make()
+        with self._lock:
+            kept = self._by_variant.setdefault(variant, {})
+            self._by_variant.move_to_end(variant)
+            while len(self._by_variant) > self._variants:
+                self._by_variant.popitem(last=False)
+            return kept.setdefault(key, made)
+
+
+def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
+    parts = []
+    for param, value in zip(fn.params, args):
+        if isinstance(value, np.ndarray):
+            shown = (np.array2string(value, precision=4, separator=", ", suppress_small=True).replace("\n", "")
+                     if value.size <= 8 else f"{value.dtype.name} array of shape {value.shape}")
+        else:
+            shown = repr(value)
+        parts.append(f"{param.name}={shown}")
+    return ", ".join(parts)
+
+
+def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: Any) -> bool:
+    """Whether a named mistake accounts for the student's (wrong) answer on this case.
+
+    A variant does when its answer matches the student's and differs from the right one (on
+    inputs where the mistake makes no difference, it names nothing); a detector says so itself.
+    """
+    if mistake.variant in DETECTORS:
+        return DETECTORS[mistake.variant](copy.deepcopy(prepared.args), got)
+    parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
+    if prepared.wrong_answers is not None:
+        known = dict(prepared.wrong_answers)
+        if mistake.id not in known:
+            return False
+        wrong = known[mistake.id]
+    else:
+        if mistake.id not in prepared.computed:
+            try:
+                prepared.computed[mistake.id] = (True, wrong_answer(mistake, prepared.args))
+            except Exception:  # the variant does not apply to these inputs
+                prepared.computed[mistake.id] = (False, None)
+        applies, wrong = prepared.computed[mistake.id]
+        if not applies:
+            return False
+    return (not check(problem.compare, wrong, prepared.expected, parts).passed
+            and check(problem.compare, wrong, got, parts).passed)
+
+
+def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
+    """The first named misconception that explains the student's answer."""
+    for mistake in problem.mistakes:
+        try:
+            with np.errstate(all="ignore"):
+                if _explains(mistake, problem, prepared, got):
+                    return mistake.id, mistake.message
+        except Exception:  # the mistake does not apply to these inputs or this answer
+            continue
+    return None
+
+
+def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
+    """Turn one sandbox run into a CaseResult, hiding details of hidden cases."""
+    case, fn = prepared.case, problem.function
+    base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
+                inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
+                else summarize_inputs(fn, prepared.args))
+    error = run.error
+    if run.status is RunStatus.RAISED and error is not None:
+        if "NotImplementedError" in error.bases:
+            return CaseResult(status=CaseStatus.NOT_IMPLEMENTED, summary="not implemented yet", **base)
+        where = f" at {error.where}" if error.where else ""
+        if case.raises and case.raises in error.bases:
+            return CaseResult(status=CaseStatus.PASSED, **base)
+        expected = f", expected {case.raises}" if case.raises else ""
+        return CaseResult(status=CaseStatus.ERROR, summary=f"raised {error.type}{where}: {error.message}{expected}", **base)
+    if run.status is not RunStatus.RETURNED:
+        status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
+        summary = {RunStatus.TIMEOUT: f"timed out ({run.detail})", RunStatus.CRASHED: f"crashed: {run.detail}",
+                   RunStatus.NO_FUNCTION: f"attention.py defines no function {fn.name}",
+                   RunStatus.LOAD_FAILED: "attention.py could not be imported"}.get(run.status, run.detail)
+        return CaseResult(status=status, summary=summary, **base)
+    if case.raises:
+        return CaseResult(status=CaseStatus.FAILED, summary=f"should raise {case.raises}",
+                          detail="" if case.hidden else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
+                          **base)
+    parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
+    verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
+    if verdict.passed:
+        return CaseResult(status=CaseStatus.PASSED, **base)
+    named = _named_mistake(problem, prepared, run.value)
+    return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
+                      detail="" if case.hidden else verdict.detail,
+                      mistake=named[0] if named else None, mistake_message=named[1] if named else "", **base)
+
+
+def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
+    results = list(results)
+    if session.load_failure is not None:
+        return session.load_failure.describe()
+    if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
+        return results[0].summary
+    if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
+        return "not implemented yet"
+    if any(r.status is CaseStatus.TIMEOUT for r in results):
+        return next(r.summary for r in results if r.status is CaseStatus.TIMEOUT)
+    return ""
+
+
+def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits,
+                then: tuple[Problem, list[PreparedCase]] | None = None) -> ProblemResult:
+    """Run the student's function on prepared cases and judge every answer. `then`: the problem
+    graded next, whose cases the student process may start on while this one is judged."""
+    ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
+    problem_run = session.run(problem.function.name, [p.args for p in prepared],
+                              problem.timeout or limits.problem_seconds, then=ahead)
+    results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
+                         hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
+                         stdout=(problem_run.stdout + problem_run.stderr)[:4000])
+
+
+def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = True,
+          problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
+          seed: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> GradeResult:
+    """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
+    assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers.
+    `cache`: cases prepared for earlier submissions of the same assignment (a batch)."""
+    from ..assignment.quiz import variant  # draws numbers and computes answers: the autograder's side only
+    wanted = set(problem_ids) if problem_ids else None
+    get = cache.get if cache is not None else prepare
+    draw = cache.quiz_item if cache is not None else variant
+    items = assignment.quiz.items if assignment.quiz else ()
+    quiz = [draw(i, seed) for i in items if wanted is None or i.id in wanted]
+    return grade_prepared(assignment.title, [p for p in assignment.problems if wanted is None or p.id in wanted],
+                          lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
+                          quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,
+                          private=private_paths(assignment.root))
+
+
+def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
+                   quiz: Sequence[Variant], quiz_ids: Sequence[str], submission: Path, *, include_hidden: bool,
+                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+    """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
+    is starting, so preparing them overlaps its start), and on quiz items whose numbers are
+    drawn; `quiz_ids`: every quiz item of the assignment (answers to others are reported as
+    unknown). The path shared by `mha grade` (fresh or compiled) and the bundle's `mha check`."""
+    limits = limits or Limits()
+    start = time.monotonic()
+    # the answers are read before any student code runs; grading them runs no student code
+    quiz_results = grade_variants(quiz, Path(submission).parent / ANSWERS_NAME, quiz_ids,
+                                  include_hidden=include_hidden)
+    results: tuple[ProblemResult, ...] = ()
+    messages: tuple[str, ...] = ()
+    if problems:
+        with Session(Path(submission), limits, private=private) as session:
+            current = (problems[0], cases(problems[0]))
+            for following in [*problems[1:], None]:
+                then = (following, cases(following)) if following is not None else None
+                results += (run_problem(*current, session, limits, then),)
+                current = then
+            messages = (session.load_failure.describe(),) if session.load_failure else ()
+    return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
+                       execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
+                       include_hidden=include_hidden)
+
+
+def grade_fixtures(fixtures, submission: Path, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
+                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+    """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
+    or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""
+    wanted = set(problem_ids) if problem_ids else None
+    prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in fixtures.problems}
+    return grade_prepared(fixtures.title, [p for p, _ in fixtures.problems if wanted is None or p.id in wanted],
+                          lambda p: prepared[p.id], [v for v in fixtures.quiz if wanted is None or v.item.id in wanted],
+                          fixtures.quiz_ids, submission, include_hidden=include_hidden, limits=limits, private=private)
+
+
+def known_ids(fixtures, ids: Iterable[str]) -> None:
+    """Raise SubmissionError for an id that is neither a problem nor a quiz item of `fixtures`."""
+    from ..errors import SubmissionError
+    known = [p.id for p, _ in fixtures.problems] + list(fixtures.quiz_ids)
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")

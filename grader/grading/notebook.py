@@ -1,0 +1,167 @@
+"""Jupyter notebooks as submissions: the code cells that define the API, as an attention.py.
+
+A notebook is student data: it is read with a size bound and parsed as JSON (no nbformat, no
+kernel); no cell is run here. From each code cell this keeps the top-level imports, function
+and class definitions and assignments, in order, and drops everything else: calls and prints
+(a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
+checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
+assignments that call a graded function, and the check cells the exported notebook tags
+`mha-check`. A cell that is not valid Python is kept as it is, so the grader reports its
+syntax error like any other. Later definitions win, as they do in the kernel.
+
+`check(problem)` is the helper the exported notebook's check cells call: it does the same with
+the cells the kernel has run and runs `mha check` on the result.
+"""
+from __future__ import annotations
+
+import ast
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from ..attention.api import FUNCTIONS
+from ..errors import SubmissionError
+
+__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "extract_source", "materialize", "check"]
+
+CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
+MAX_BYTES = 32 << 20        # notebooks with outputs can be large; this bounds what is read
+_KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+         ast.Assign, ast.AnnAssign, ast.AugAssign)
+_MAGIC = ("!", "%")
+TOOLS = frozenset({"grader", "otter"})   # checking tools: never part of a submission
+
+
+def _tool_names(node: ast.AST) -> set[str] | None:
+    """The names a tool import binds (None when `node` imports no tool)."""
+    if isinstance(node, ast.Import) and any(a.name.split(".")[0] in TOOLS for a in node.names):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in TOOLS:
+        return {a.asname or a.name for a in node.names}
+    return None
+
+
+def _uses(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _calls_api(node: ast.AST, api: frozenset[str]) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in api
+               for n in ast.walk(node))
+
+
+def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
+    """The statements of one cell that belong in attention.py (see the module docstring)."""
+    if source.lstrip().startswith("%%"):  # a cell magic: the whole cell is not Python
+        return ""
+    lines = source.split("\n")
+    python = "\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in lines)
+    try:
+        tree = ast.parse(python)
+    except SyntaxError:
+        return python  # kept as it is: the grader reports the error with its line
+    api = frozenset(api)
+    tools = set(TOOLS)
+    kept = []
+    for node in tree.body:
+        bound = _tool_names(node)
+        if bound is not None:
+            tools |= bound
+            continue
+        if not isinstance(node, _KEPT):
+            continue
+        value = getattr(node, "value", None)  # of an assignment (None for `x: int`)
+        if value is not None and (_calls_api(value, api) or _uses(value, tools)):
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        kept.append("\n".join(lines[first - 1:node.end_lineno]))
+    return "\n".join(kept)
+
+
+def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
+    parts = [f"# The definitions in {origin}, extracted by mha (calls, prints and magics are left out).\n"]
+    for label, source in cells:
+        code = definitions(source)
+        if code.strip():
+            parts.append(f"# {label}\n{code.rstrip()}\n")
+    return "\n".join(parts)
+
+
+def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+    path = Path(ipynb_path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise SubmissionError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise SubmissionError(f"{path}: notebook is too large (more than {MAX_BYTES >> 20} MiB)")
+    try:
+        node = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SubmissionError(f"{path}: not a Jupyter notebook (invalid JSON: {exc})") from None
+    if not isinstance(node, dict) or not isinstance(node.get("cells"), list):
+        raise SubmissionError(f"{path}: not a Jupyter notebook in format 4 (no 'cells' list)")
+    found = []
+    for number, cell in enumerate(node["cells"], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(tags, list) and CHECK_TAG in tags:
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise SubmissionError(f"{path}: cell {number} has a source that is neither text nor a list of lines")
+        found.append((f"cell {number}", source))
+    return found
+
+
+def extract_source(ipynb_path: Path) -> str:
+    """attention.py made of the notebook's definitions (see the module docstring)."""
+    return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)
+
+
+def materialize(ipynb_path: Path) -> Path:
+    """Write the notebook's attention.py to a private temporary folder (removed at exit) and
+    return its path; an answers.yaml beside the notebook is linked beside it."""
+    from .answers import ANSWERS_NAME
+    from ..paths import SUBMISSION_NAME
+    source = extract_source(ipynb_path)
+    folder = Path(tempfile.mkdtemp(prefix="mha-notebook-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    target = folder / SUBMISSION_NAME
+    target.write_text(source, encoding="utf-8")
+    answers = Path(ipynb_path).resolve().parent / ANSWERS_NAME
+    if answers.exists():
+        (folder / ANSWERS_NAME).symlink_to(answers)
+    return target
+
+
+def check(problem: str) -> None:
+    """In Jupyter: run `mha check PROBLEM` on the definitions of every cell run so far."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None
+    shell = get_ipython() if get_ipython else None
+    if shell is None:
+        raise RuntimeError("check() runs inside Jupyter; outside it, use `mha check PROBLEM --path attention.py`")
+    history = shell.history_manager.input_hist_raw
+    source = _assemble(((f"In[{i}]", text) for i, text in enumerate(history) if text), "this notebook")
+    with tempfile.TemporaryDirectory(prefix="mha-check-") as folder:
+        path = Path(folder) / "attention.py"
+        path.write_text(source, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "grader", "check", problem, "--path", str(path)],
+                              capture_output=True, text=True, cwd=os.getcwd())
+    print(done.stdout, end="")
+    if done.stderr:
+        print(done.stderr, end="", file=sys.stderr)

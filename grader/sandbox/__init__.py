@@ -1,0 +1,21 @@
+"""The sandbox: the one place where student code runs, and the trust boundary of the grader.
+
+What crosses the boundary, and in which form:
+- in: the submission's path, and each case's arguments as plain JSON (arrays as base64 bytes
+  with shape and dtype; `codec.encode_arg`), one request per problem on the student's stdin;
+- out: one JSON line per case on a dedicated pipe, holding tagged plain data made in the student
+  process (numbers, text, lists, arrays as base64 bytes) or an error's type, bases and message.
+  `codec.decode_value` checks every field and builds only plain values, ndarrays and `Opaque`;
+  nothing is unpickled or evaluated. The student's stdout and stderr are kept as bounded text.
+
+Nothing of the grader is imported in the student process (`worker.py` runs as a script and
+loads only `confine.py` beside it), so the reference, the cases and the expected answers
+never enter it. The rest of the package calls only:
+- `session.Session` (open, `run` a problem's cases, close) with `session.CaseRun`,
+  `session.RunStatus` and `session.StudentError` describing each run;
+- `limits.Limits` (time, memory and output bounds);
+- `isolation.private_paths` (the folders student code must not read);
+- `spawn.prestart` and `spawn.stop_fork_server` (start and stop the fork server early);
+- `codec.Opaque` and `codec.MAX_DEPTH` (how answers are represented).
+Everything else here (`spawn`, `isolation`, `proctable`, `worker`, `confine`) is internal.
+"""

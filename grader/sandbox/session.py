@@ -1,0 +1,476 @@
+"""Run student code in a separate, limited process and collect plain-data answers.
+
+One worker process per submission imports the student's file and runs one problem at a time.
+If a problem exceeds its time limit, the process dies, or it leaves other processes running,
+every process of the session is killed (see `isolation`) and a fresh worker serves the
+remaining problems, so one infinite loop costs one problem. Workers are forked from a zygote
+that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
+and stderr are drained into bounded buffers and never parsed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any, Sequence
+
+from .codec import DecodeError, clean_text, decode_value, encode_arg
+from ..errors import InternalError
+from .isolation import Isolation
+from .limits import Limits
+from .spawn import pipe, reap, start_student
+
+MAX_MESSAGE = 64 << 20  # bytes in one answer line
+
+
+class RunStatus(Enum):
+    RETURNED = "returned"
+    RAISED = "raised"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    NO_FUNCTION = "no_function"
+    LOAD_FAILED = "load_failed"
+    BAD_RESULT = "bad_result"
+
+
+@dataclass(frozen=True)
+class StudentError:
+    type: str
+    bases: tuple[str, ...]  # the exception class and its bases, by name
+    message: str
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """What happened when the student's function ran on one case."""
+
+    status: RunStatus
+    value: Any = None
+    error: StudentError | None = None
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    kind: str
+    message: str
+    line: int | None = None
+
+    def describe(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        if self.kind == "syntax":
+            return f"attention.py has a syntax error{where}: {self.message}"
+        if self.kind == "timeout":
+            return "importing attention.py did not finish within the time limit"
+        if self.kind == "crashed":
+            return f"the process stopped while importing attention.py: {self.message}"
+        return f"importing attention.py raised {self.kind}{where}: {self.message}"
+
+
+@dataclass
+class _Stream:
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.data), self.total
+
+    def since(self, mark: tuple[int, int]) -> str:
+        """What was written after `mark`, as far as it was kept, with a note of what was not."""
+        kept = self.data[mark[0]:]
+        text = kept.decode("utf-8", "replace")
+        dropped = self.total - mark[1] - len(kept)
+        return text + (f"\n[... {dropped} more bytes not shown]" if dropped else "")
+
+
+class Worker:
+    """One student process: import once, then run problems until killed or closed."""
+
+    def __init__(self, submission: Path, limits: Limits, home: Path, isolation: Isolation, deadline: float):
+        self.limits = limits
+        self.isolation = isolation
+        self.stdout = _Stream(limits.output_bytes)
+        self.stderr = _Stream(limits.output_bytes)
+        self.ready = False  # set once the worker has started and dropped privileges
+        read_fd, write_fd = pipe()
+        self._results = os.fdopen(read_fd, "rb", buffering=0)
+        rlimits = limits.rlimits(isolation.process_limit(limits.processes))
+        isolation.starting()
+        try:
+            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline)
+        except BaseException:
+            self._results.close()
+            raise
+        finally:
+            os.close(write_fd)
+        self._buffer = b""
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._results, selectors.EVENT_READ, "results")
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ, self.stdout)
+        self._sel.register(self.proc.stderr, selectors.EVENT_READ, self.stderr)
+
+    def next_event(self, deadline: float) -> dict | None:
+        """The next answer, or None on timeout; {'event': 'exited'} if the process is gone."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line, self._buffer = self._buffer[:newline], self._buffer[newline + 1:]
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    return {"event": "garbled"}
+                return event if isinstance(event, dict) else {"event": "garbled"}
+            if len(self._buffer) > MAX_MESSAGE:
+                return {"event": "garbled"}
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if not self._sel.get_map():
+                return {"event": "exited"}
+            for key, _ in self._sel.select(timeout=remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if key.data == "results":
+                    if not chunk:
+                        self._sel.unregister(key.fileobj)
+                        return {"event": "exited"}
+                    self._buffer += chunk
+                elif chunk:
+                    key.data.feed(chunk)
+                else:
+                    self._sel.unregister(key.fileobj)
+
+    def drain(self, seconds: float = 0.2) -> None:
+        """Collect output already written to stdout/stderr (it may trail the last answer).
+
+        Bounded in time: a child process of the student's may still be writing.
+        """
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready = [key for key, _ in self._sel.select(timeout=0) if key.data != "results"]
+            if not ready:
+                return
+            for key in ready:
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data.feed(chunk)
+                else:
+                    self._sel.unregister(key.fileobj)
+
+    def send(self, request: bytes) -> bool:
+        try:
+            self.proc.stdin.write(request)
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def exit_description(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "the process stopped answering"
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            hint = " (likely the memory limit)" if -code in (signal.SIGKILL, signal.SIGSEGV) else ""
+            return f"the process was killed by {name}{hint}"
+        return f"the process exited with code {code}"
+
+    def kill(self) -> None:
+        """Kill the worker and every other process of the session; output already sent stays readable."""
+        live = self.proc.returncode is None  # not reaped yet, so its pid is still its own (and its group's)
+        if live and self.isolation.separate_user:
+            # as root every process of the session is found by its uid: kill the worker's tree at
+            # once, then kill_all's scan finds what is left, usually nothing
+            self.isolation.kill_tree(self.proc.pid)
+        self.isolation.kill_all(self.proc.pid if live else None)
+        if live:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a backstop: kill_all found the group already
+            except OSError:
+                pass
+        self.proc.kill()
+        reap(self.proc)
+
+    def close(self) -> None:
+        self.kill()
+        self._sel.close()
+        for stream in (self._results, self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class ProblemRun:
+    """The student's answers for one problem's cases (in request order)."""
+
+    cases: tuple[CaseRun, ...]
+    stdout: str = ""
+    stderr: str = ""
+
+
+PREFETCH_BYTES = 256 << 10  # a larger next request is sent when its turn comes (pipes hold 1 MiB)
+
+
+@dataclass
+class _Ahead:
+    """A request sent before its turn: the next problem's, to the worker still on this one."""
+
+    worker: "Worker"
+    function: str
+    args: Sequence[Sequence[Any]]
+    seq: int
+    started: float = 0.0                          # when the worker could start on it
+    marks: tuple = ((0, 0), (0, 0))               # where its output begins in the worker's streams
+
+
+class Session:
+    """Runs one submission's problems, one worker at a time, within the submission budget.
+
+    `private`: folders student code must not read (made private when running as root).
+    `separate_user`: run student code as a fresh uid (default: exactly when the grader is root).
+    Create, use and close a session in one thread (a worker started directly, off Linux, dies
+    with the thread that started it).
+    """
+
+    def __init__(self, submission: Path, limits: Limits | None = None, *, private: Sequence[Path] = (),
+                 separate_user: bool | None = None):
+        self.limits = limits or Limits()
+        self.start = time.monotonic()
+        self.deadline = self.start + self.limits.submission_seconds
+        self.isolation = Isolation(separate_user, private)
+        self._tmp = Path(tempfile.mkdtemp(prefix="mha-run-"))
+        self._worker: Worker | None = None
+        self._ahead: _Ahead | None = None
+        self._seq = 0
+        self.load_failure: LoadFailure | None = None
+        try:
+            self.source = self._tmp / "attention.py"
+            shutil.copyfile(submission, self.source)
+            self._home = self.isolation.prepare(self._tmp)
+            self._spawn()  # start early: the submission's import overlaps the grader's own work
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self) -> None:
+        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        self._worker = Worker(self.source, self.limits, self._home, self.isolation, deadline)
+        self._loaded = False
+
+    def _ensure_loaded(self) -> bool:
+        if self.load_failure is not None:
+            return False
+        if self._worker is None:
+            self._spawn()
+        if self._loaded:
+            return True
+        worker = self._worker
+        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        event = worker.next_event(deadline)
+        if event is not None and event.get("event") == "ready" and not worker.ready:
+            worker.ready = True
+            event = worker.next_event(deadline)
+        if not worker.ready:  # no student code has run yet: the grader's environment is at fault
+            problem = "did not start in time" if event is None else worker.exit_description()
+            worker.drain()
+            said = worker.stderr.data.decode("utf-8", "replace").strip().splitlines()[-1:]
+            self._retire()
+            raise InternalError(f"the student process could not start ({problem})"
+                                + (f": {said[0][:300]}" if said else ""))
+        if event is not None and event.get("event") == "loaded":
+            self._loaded = True
+            return True
+        if event is None:
+            self.load_failure = LoadFailure("timeout", "time limit")
+        elif event.get("event") == "load_error":
+            line = event.get("line")
+            self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
+                                            self._scrub(clean_text(event.get("message", ""), 500)),
+                                            int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
+        else:
+            self.load_failure = LoadFailure("crashed", worker.exit_description())
+        self._retire()
+        return False
+
+    def _retire(self) -> None:
+        self._ahead = None  # a request sent ahead to this worker dies with it: it is sent again
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _request(self, worker: Worker, function: str, args: Sequence[Sequence[Any]]) -> int | None:
+        """Send a request; its sequence number, or None if the worker is gone."""
+        self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
+        request = b'{"seq": %d, "function": %s, "cases": %s}\n' % (
+            self._seq, json.dumps(function).encode(), _encoded_cases(args))
+        return self._seq if worker.send(request) else None
+
+    def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float,
+            then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> ProblemRun:
+        """Run `function` on each argument list; never raises for anything the student does.
+
+        `then`: the next problem's (function, argument lists), sent at once so the worker starts
+        on it while this problem is judged; its own `run` call then only collects the answers.
+        Its time limit counts from the end of this problem."""
+        if time.monotonic() >= self.deadline:
+            self._retire()
+            spent = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
+            return ProblemRun(tuple(spent for _ in args))
+        if not self._ensure_loaded():
+            return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args))
+        worker = self._worker
+        ahead, self._ahead = self._ahead, None
+        if (ahead is not None and ahead.worker is worker and ahead.function == function
+                and len(ahead.args) == len(args) and all(a is b for a, b in zip(ahead.args, args))):
+            seq, started, marks = ahead.seq, ahead.started or time.monotonic(), ahead.marks
+        else:
+            marks = worker.stdout.mark(), worker.stderr.mark()
+            seq, started = self._request(worker, function, args), time.monotonic()
+        if then is not None and seq is not None and len(_encoded_cases(then[1])) <= PREFETCH_BYTES:
+            next_seq = self._request(worker, *then)
+            if next_seq is not None:
+                self._ahead = _Ahead(worker, then[0], then[1], next_seq)
+        results: dict[int, CaseRun] = {}
+        deadline = min(self.deadline, started + seconds)
+        stop: CaseRun | None = None
+        wrote = True  # unless the worker says otherwise, what it printed so far is this problem's
+        if seq is None:
+            stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
+        while stop is None:
+            event = worker.next_event(deadline)
+            if event is None:
+                stop = CaseRun(RunStatus.TIMEOUT, detail=f"time limit of {seconds:g} s for this problem")
+                if deadline >= self.deadline:
+                    stop = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
+                break
+            kind = event.get("event")
+            if kind in ("done", "no_function", "case") and event.get("seq") != seq:
+                continue
+            if kind == "done":
+                wrote = event.get("wrote") is not False
+                break
+            if kind == "no_function":
+                stop = CaseRun(RunStatus.NO_FUNCTION)
+                wrote = False
+                break
+            if kind == "case" and isinstance(event.get("id"), int) and 0 <= event["id"] < len(args):
+                results[event["id"]] = _case_run(event)
+                continue
+            if kind == "exited":
+                stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
+            else:
+                stop = CaseRun(RunStatus.CRASHED, detail="the process sent an unreadable answer")
+        finished = time.monotonic()
+        failed = stop is not None and stop.status is not RunStatus.NO_FUNCTION
+        if failed:
+            worker.kill()  # every process of the session stops writing before its output is read
+        if self._ahead is not None and not failed and not wrote:
+            stdout = stderr = ""  # it printed nothing: what arrives now is the next problem's
+            self._ahead.marks = marks
+        else:
+            worker.drain()
+            stdout, stderr = worker.stdout.since(marks[0]), worker.stderr.since(marks[1])
+            if self._ahead is not None:
+                self._ahead.marks = worker.stdout.mark(), worker.stderr.mark()
+            if wrote and not failed:
+                worker.send(b'{"go": true}\n')  # it waits for this before the next problem
+        if self._ahead is not None:
+            self._ahead.started = finished
+        if failed or worker.proc.returncode is not None or self.isolation.others_running(worker.proc.pid):
+            self._retire()  # a fresh process, with no leftovers, serves the next problem
+        runs = []
+        for i in range(len(args)):
+            if i in results:
+                runs.append(results[i])
+            elif stop is None:
+                runs.append(CaseRun(RunStatus.CRASHED, detail="no answer for this case"))
+            else:  # the case that was running when it stopped, then the ones never reached
+                runs.append(stop)
+                if stop.status is not RunStatus.NO_FUNCTION:
+                    stop = CaseRun(stop.status, detail="not run: an earlier case of this problem did not finish")
+        return ProblemRun(tuple(self._scrub_run(r) for r in runs), stdout=self._scrub(stdout),
+                          stderr=self._scrub(stderr))
+
+    def _scrub(self, text: str) -> str:
+        """Student text without this session's temporary folder, so the same code reports the same bytes."""
+        return text.replace(f"{self._tmp}/", "").replace(str(self._tmp), ".")
+
+    def _scrub_run(self, run: CaseRun) -> CaseRun:
+        if run.error is None and not run.detail:
+            return run
+        error = run.error and replace(run.error, message=self._scrub(run.error.message))
+        return replace(run, error=error, detail=self._scrub(run.detail))
+
+    def close(self) -> None:
+        """Kill every process of the session, delete its files, release its uid."""
+        self._retire()
+        self.isolation.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], bytes]] = OrderedDict()
+_ENCODED_LOCK = threading.Lock()
+
+
+def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
+    """The cases of a request as JSON. Memoized by the identity of the argument lists, which the
+    memo keeps alive (so an id cannot be reused while its entry is kept): in a batch, every
+    submission is sent the very same prepared inputs."""
+    key = tuple(id(case) for case in args)
+    with _ENCODED_LOCK:
+        known = _ENCODED.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], args)):
+            _ENCODED.move_to_end(key)
+            return known[1]
+    encoded = json.dumps([{"id": i, "args": [encode_arg(a) for a in case]} for i, case in enumerate(args)]).encode()
+    with _ENCODED_LOCK:
+        _ENCODED[key] = (list(args), encoded)
+        while len(_ENCODED) > 64:
+            _ENCODED.popitem(last=False)
+    return encoded
+
+
+def _case_run(event: dict) -> CaseRun:
+    seconds = event.get("seconds") if isinstance(event.get("seconds"), (int, float)) else 0.0
+    if event.get("ok") is True:
+        try:
+            return CaseRun(RunStatus.RETURNED, value=decode_value(event.get("value")), seconds=float(seconds))
+        except (DecodeError, RecursionError) as exc:
+            return CaseRun(RunStatus.BAD_RESULT, detail=f"the returned value could not be read ({exc})")
+    error = event.get("error")
+    if not isinstance(error, dict):
+        return CaseRun(RunStatus.BAD_RESULT, detail="the process sent an unreadable answer")
+    mro = error.get("mro") if isinstance(error.get("mro"), list) else []
+    where = error.get("where")
+    err = StudentError(type=clean_text(error.get("type"), 80), bases=tuple(clean_text(m, 80) for m in mro[:20]),
+                       message=clean_text(error.get("message", ""), 500), where=clean_text(where, 40) if where else None)
+    if err.type == "BadResult":
+        return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=float(seconds))
+    return CaseRun(RunStatus.RAISED, error=err, seconds=float(seconds))

@@ -1,0 +1,388 @@
+"""How student processes start: forked from a zygote with Python and numpy loaded (Linux), or
+as a fresh `python -I worker.py` (elsewhere).
+
+Starting Python and importing numpy is most of what a fresh student process costs, and it
+was paid once per submission and again after every timeout or crash. The zygote is the
+worker script run with `--zygote`: it imports numpy and the preloaded standard modules and
+nothing of the grader (no reference, no problems, no expected values, no submission), never
+runs student code, and forks one student process per request. Each child then starts as a
+directly started worker does: its own session and process group, fresh pipes, only its own
+file descriptors, its session's folder and environment, the resource limits, the switch to
+the student's uid (as root), and only then the submission. So every submission, and every
+problem after a timeout, still gets a process of its own; it only skips the imports.
+
+The zygote runs as the grader's user and talks to the grader only over a unix socket pair. It
+exits (and its children die, by their parent-death signal) as soon as the grader closes the
+socket or dies. It is not dumpable, so without root a student process cannot trace it or read
+its memory (it can signal it, as it can signal the grader: README, "Security model"). One
+zygote serves every session of a grader process (threads included); a dead one is replaced at
+the next start.
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Protocol
+
+from ..errors import InternalError
+
+MARKER = "MHA_SANDBOX"  # environment variable carrying a session's marker (isolation.py)
+MARKER_LENGTH = 24      # characters of a marker (hex)
+
+__all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "prestart", "reap", "start_student",
+           "stop_fork_server", "student_env"]
+
+WORKER = Path(__file__).with_name("worker.py")
+FORK_SERVER = sys.platform == "linux" and hasattr(socket, "send_fds")  # else: one Python per student process
+
+
+class StudentProcess(Protocol):
+    """What the sandbox needs of a student process (a subprocess.Popen is one)."""
+
+    pid: int
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+def student_env(home: str, extra: dict[str, str]) -> dict[str, str]:
+    """The whole environment of a student process: nothing of the grader's but PATH."""
+    env = {**extra, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
+           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed on some CPUs (see env notes)
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class ForkedProcess:
+    """A student process forked by the zygote: Popen's surface, with the exit status from the zygote."""
+
+    def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]):
+        self.server, self.pid = server, pid
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self._code: int | None = None  # set once waited for
+        self._released = False         # then the zygote may reap it
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known; once released unawaited, that of the SIGKILL it was given."""
+        if self._code is None and self._released:
+            return -signal.SIGKILL
+        return self._code if self._code is not None else self.server.status(self.pid)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; then the zygote reaps the process (its pid is no longer ours)."""
+        if self._code is None and self._released:
+            return -signal.SIGKILL
+        if self._code is None:
+            code = self.server.wait(self.pid, timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired(f"student process {self.pid}", timeout or 0)
+            self._code = code
+            self.release()
+        return self._code
+
+    def release(self, seconds: float = 1.0) -> None:
+        """Let the zygote reap the process, and wait (up to `seconds`) until it has: a zombie is a
+        process left behind too. The grader does not signal it again (its pid may be reused)."""
+        if self._released:
+            return
+        self._released = True
+        try:
+            handle = os.pidfd_open(self.pid)  # before the release: surely this process
+        except (OSError, AttributeError):
+            handle = None
+        self.server.release(self.pid)
+        if handle is None:
+            return
+        try:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                if not self.server.alive:  # orphaned by the zygote, it came to us (a subreaper)
+                    try:
+                        os.waitpid(self.pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pass
+                try:
+                    signal.pidfd_send_signal(handle, 0)
+                except ProcessLookupError:
+                    return  # reaped
+                except OSError:
+                    return
+                time.sleep(0.0002)
+        finally:
+            os.close(handle)
+
+    def kill(self) -> None:
+        if not self._released:  # reaped only once released: the pid is still this process
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def library_paths() -> list[str]:
+    """Where the zygote, started without the site module, finds numpy and the other installed
+    packages: this Python's site-packages folders, and numpy's own folder if it is elsewhere."""
+    import importlib.util
+    import site
+    paths = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    spec = importlib.util.find_spec("numpy")
+    if spec is not None and spec.origin:
+        home = str(Path(spec.origin).resolve().parent.parent)
+        if home not in paths:
+            paths.append(home)
+    return paths
+
+
+class ForkServer:
+    """The zygote process and the grader's end of its socket."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._errors = tempfile.TemporaryFile()
+        try:
+            placeholder = {MARKER: "0" * MARKER_LENGTH}  # overwritten in each child (see confine.mark)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-u", "-B", str(WORKER), "--zygote", str(theirs.fileno()), *library_paths()],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors,
+                pass_fds=(theirs.fileno(),), cwd="/", env=student_env("/", placeholder),
+                start_new_session=True, close_fds=True)
+        except OSError as exc:
+            ours.close()
+            self._errors.close()
+            raise InternalError(f"cannot start the student process: {exc}") from exc
+        finally:
+            theirs.close()
+        self._sock = ours
+        self._send_lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._replies: dict[int, dict] = {}   # spawn request id -> {"pid": ...} or {"error": ...}
+        self._status: dict[int, int] = {}     # pid -> exit status (Popen's returncode)
+        self._released: set[int] = set()     # released before their exit status came
+        self._closed = False
+        self._ids = itertools.count(1)
+        self.spawned = 0  # student processes forked so far
+        threading.Thread(target=self._read, name="mha-fork-server", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self.proc.poll() is None
+
+    def _read(self) -> None:
+        """Replies and exit statuses from the zygote, until it closes the socket."""
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            with self._changed:
+                if not data:
+                    self._closed = True
+                    self._changed.notify_all()
+                    return
+                message = json.loads(data)
+                if "id" in message:
+                    self._replies[message["id"]] = message
+                elif "pid" in message and message["pid"] in self._released:
+                    self._released.discard(message["pid"])  # nobody waits for it
+                elif "pid" in message:
+                    self._status[message["pid"]] = int(message["status"])
+                self._changed.notify_all()
+
+    def _send(self, message: dict, fds: tuple[int, ...] = ()) -> bool:
+        try:
+            with self._send_lock:
+                socket.send_fds(self._sock, [json.dumps(message).encode()], list(fds))
+            return True
+        except OSError:
+            return False
+
+    def spawn(self, request: dict, fds: tuple[int, int, int, int], deadline: float) -> int:
+        """Fork a student process with these pipes (stdin, stdout, stderr, results); its pid."""
+        rid = next(self._ids)
+        sent = self._send({"op": "spawn", "id": rid, **request}, fds)
+        with self._changed:
+            while sent and rid not in self._replies and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise InternalError("the student process could not start (did not start in time)")
+                self._changed.wait(remaining)
+            reply = self._replies.pop(rid, None)
+        if reply is None:
+            raise InternalError(f"the student process could not start (the fork server stopped{self._said()})")
+        if "error" in reply:
+            raise InternalError(f"the student process could not start ({reply['error']})")
+        self.spawned += 1
+        return int(reply["pid"])
+
+    def _said(self) -> str:
+        """The last line the zygote wrote to stderr, if any."""
+        try:
+            self._errors.seek(0)
+            lines = self._errors.read(1 << 16).decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return f": {lines[-1][:300]}" if lines else ""
+
+    def status(self, pid: int) -> int | None:
+        with self._changed:
+            return self._status.get(pid, -signal.SIGKILL if self._closed else None)
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        """The exit status of `pid`, or None if it is still running after `timeout` seconds. If the
+        zygote died, its children died of SIGKILL (their parent-death signal)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while pid not in self._status and not self._closed:
+                remaining = None if end is None else end - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._changed.wait(remaining)
+            if pid in self._status:
+                return self._status[pid]
+        try:  # orphaned by the zygote, it came to us (a subreaper): collect it
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return -signal.SIGKILL
+
+    def release(self, pid: int) -> None:
+        """Let the zygote reap `pid` once it has exited; the grader no longer signals it."""
+        with self._changed:
+            if self._status.pop(pid, None) is None:
+                self._released.add(pid)  # its exit status, when it comes, is dropped
+        self._send({"op": "release", "pid": pid})
+
+    def close(self) -> None:
+        """Stop the zygote; children still running die with it (their parent-death signal)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader; the zygote sees the end
+        except OSError:
+            pass
+        self._sock.close()
+        self.proc.kill()
+        self.proc.wait()
+        self._errors.close()
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer:
+    """This grader process's zygote, started (or replaced, if it died) on first use."""
+    global _server
+    with _server_lock:
+        if _server is None or not _server.alive:
+            if _server is None:
+                atexit.register(_stop)
+            else:
+                _server.close()
+            _server = ForkServer()
+        return _server
+
+
+def stop_fork_server() -> None:
+    """Stop this process's zygote now (at exit it stops by itself; a forked process must call this)."""
+    _stop()
+
+
+def _stop() -> None:
+    global _server
+    with _server_lock:
+        if _server is not None:
+            _server.close()
+            _server = None
+
+
+def _forget() -> None:
+    """In a forked copy of the grader: the zygote is the parent's; this process starts its own."""
+    global _server, _server_lock
+    _server, _server_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+def prestart() -> None:
+    """Start the zygote now, so Python and numpy load while the grader does its own imports.
+
+    Never raises: a zygote that cannot start is reported when a student process is needed."""
+    if FORK_SERVER:
+        try:
+            fork_server()
+        except InternalError:
+            pass
+
+
+def reap(proc: StudentProcess) -> None:
+    """Collect a killed student process: the zygote reaps a forked one (without its exit status
+    coming back here), the grader a directly started one."""
+    if isinstance(proc, ForkedProcess):
+        proc.release()
+    else:
+        proc.wait()
+
+
+def pipe() -> tuple[int, int]:
+    """os.pipe() with a 1 MiB buffer where the system allows, so a request or an answer rarely
+    waits for the other side to read."""
+    read, write = os.pipe()
+    try:
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (OSError, AttributeError):
+        pass
+    return read, write
+
+
+def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, int] | None,
+                  env: dict[str, str], results_fd: int, deadline: float) -> StudentProcess:
+    """A student process for `submission`, writing answers on `results_fd` (the caller closes its copy)."""
+    env = student_env(str(home), env)
+    if not FORK_SERVER:
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-u", "-B", str(WORKER), str(submission), str(results_fd), rlimits,
+                 *(["--user", str(user[0]), str(user[1])] if user else [])],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(results_fd,), cwd=home, env=env, start_new_session=True, umask=0o077, close_fds=True)
+        except OSError as exc:
+            raise InternalError(f"cannot start the student process: {exc}") from exc
+    server = fork_server()
+    stdin, stdout, stderr = pipe(), os.pipe(), os.pipe()
+    try:
+        request = {"submission": str(submission), "home": str(home), "limits": rlimits,
+                   "user": list(user) if user else None, "env": env}
+        pid = server.spawn(request, (stdin[0], stdout[1], stderr[1], results_fd), deadline)
+    except BaseException:
+        for fd in (*stdin, *stdout, *stderr):
+            os.close(fd)
+        raise
+    for fd in (stdin[0], stdout[1], stderr[1]):  # the child has them now
+        os.close(fd)
+    return ForkedProcess(server, pid, os.fdopen(stdin[1], "wb"), os.fdopen(stdout[0], "rb", buffering=0),
+                         os.fdopen(stderr[0], "rb", buffering=0))
