@@ -263,8 +263,28 @@ class TestGradeQuiz:
         item = quiz.item("more_heads_fixed_width")
         assert case.summary == "you chose [b, c]; 1 true statement left out"
         assert (case.mistake, case.mistake_message) == ("narrow_heads_more_expressive", f"(c) {item.choices[2].feedback}")
-        partial = graded(quiz, tmp_path, "more_heads_fixed_width: [d]\n")["more_heads_fixed_width"].cases[0]
-        assert (partial.mistake, partial.summary) == ("heads_keep_width", "you chose [d]; 1 true statement left out")
+        partial = graded(quiz, tmp_path, "more_heads_fixed_width: [d]\n")["more_heads_fixed_width"]
+        assert (partial.cases[0].mistake, partial.cases[0].summary) == \
+            ("heads_keep_width", "you chose [d]; 1 true statement left out; partial credit 50%")
+        assert (partial.passed, partial.score) == (False, 1.0)  # one of two true statements: half of 2 points
+
+    @pytest.mark.parametrize("answer,score", [("[b, d]", 2.0), ("[d]", 1.0), ("[b]", 1.0), ("[b, c]", 0.0),
+                                              ("[b, c, d]", 1.0), ("[a, b, c, d]", 0.0), ("[c]", 0.0)])
+    def test_multiple_answers_partial_credit_with_penalty(self, quiz, tmp_path, answer, score):
+        """Each true statement chosen earns 1/n of the points, each false one takes 1/n away, never below 0."""
+        result = graded(quiz, tmp_path, f"more_heads_fixed_width: {answer}\n")["more_heads_fixed_width"]
+        assert result.score == score
+
+    @pytest.mark.parametrize("answer,passed", [("0.25", True), ("0.2501", True), ("0.24991", True),
+                                               ("0.2502", False), ("0.2498", False)])
+    def test_numeric_range_is_rounded_outward_to_4_decimals(self, quiz, tmp_path, answer, passed):
+        """A tolerance of 1e-6 accepts what Canvas accepts: [0.2499, 0.2501] around 0.25, bounds included."""
+        from dataclasses import replace
+        item = replace(quiz.item("distributions_one_head"), params={}, prompt="How much?", feedback="Right.",
+                       answer=0.25, tolerance=1e-6, wrong=())
+        (tmp_path / "answers.yaml").write_text(f"{item.id}: {answer}\n")
+        result = grade_quiz(replace(quiz, items=(item,)), tmp_path / "answers.yaml", seed=0).items[0]
+        assert result.passed is passed
 
     def test_answers_are_read_leniently_where_unambiguous(self, quiz, tmp_path):
         """Upper-case letters, 'b, d' as text and a quoted number are all accepted."""

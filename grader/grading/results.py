@@ -28,10 +28,16 @@ class CaseResult:
     inputs: str = ""           # short input summary (public cases only)
     mistake: str | None = None  # id of the named misconception the answer matches
     mistake_message: str = ""
+    credit: float | None = None  # partial credit of a case that did not pass (grading/scoring.py)
 
     @property
     def passed(self) -> bool:
         return self.status is CaseStatus.PASSED
+
+    @property
+    def earned(self) -> float:
+        """The share of the case's weight earned: 1 when it passed, else its partial credit (or 0)."""
+        return 1.0 if self.passed else self.credit or 0.0
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class ProblemResult:
     @property
     def fraction(self) -> float:
         total = sum(c.weight for c in self.cases)
-        return sum(c.weight for c in self.cases if c.passed) / total if total else 0.0
+        return sum(c.weight * c.earned for c in self.cases) / total if total else 0.0
 
     @property
     def score(self) -> float:
