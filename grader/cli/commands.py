@@ -189,17 +189,29 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             raise InternalError(f"internal error: {detail}") from exc
         _emit(report, output)
     except GraderError as exc:
-        if fmt == "gradescope":  # the student must see why, even when nothing could be graded
-            from ..reports.gradescope import failure
+        # the report that was asked for is still written, saying why nothing could be graded; text on the
+        # terminal would only repeat the message below
+        if fmt != "text" or output is not None:
             try:
-                _emit(failure(str(exc), round(time.monotonic() - start, 3),
-                              submission_fault=exc.exit_code is ExitCode.USAGE), output)
+                _emit(_failure_report(fmt, exc, submission, round(time.monotonic() - start, 3)), output)
             except GraderError:
                 pass  # the output cannot be written either; the exit code still says what happened
         fail(exc)
     if fail_under is not None and result.percent < fail_under:
         click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)
         sys.exit(int(ExitCode.FAILED))
+
+
+def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time: float) -> str:
+    """The report of a submission that could not be graded, in the format asked for."""
+    if fmt == "gradescope":  # its own wording: the student must see whether to resubmit
+        from ..reports.gradescope import failure
+        return failure(str(exc), execution_time, submission_fault=exc.exit_code is ExitCode.USAGE)
+    from ..grading.results import GradeResult
+    from ..reports import render
+    title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"
+    return render(fmt, GradeResult(title=title, submission=str(submission), problems=(),
+                                   execution_time=execution_time, messages=(str(exc),)))
 
 
 def _emit(report: str, output: Path | None) -> None:
