@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli.commands import main
-from grader.grading.fixtures import Fixtures
+from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.grade import prepare
+from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant as quiz_variant
 from grader.assignment.render import render_prompt
 from grader.assignment.variants import student_seed, student_token
@@ -21,6 +22,7 @@ from grader.assignment.variants import student_seed, student_token
 from .conftest import EXERCISES, SOLUTIONS
 
 SECRET = "test-course-secret"
+FIXTURES = Path("grader") / BUNDLE_FOLDER
 STUDENTS = ("alice@example.edu", "bob@example.edu")
 API = ("softmax", "attention_reading", "count_routing_distributions", "scaled_dot_product_attention",
        "split_heads", "merge_heads", "multi_head_attention", "predict_shapes", "parameter_count",
@@ -68,7 +70,7 @@ class TestVariants:
         prompt = render_prompt(problem, seed)
         assert prompt in run("variant", student).stdout
         assert prompt in run("show", "count_routing_distributions", "--student", student).stdout
-        fixtures = Fixtures.load(bundle / "student" / "fixtures" / f"{student_token(student)}.json")
+        fixtures = Fixtures.load(bundle / "student" / FIXTURES / f"{student_token(student)}.json")
         assert prompt in fixtures.texts["count_routing_distributions"]
         stored = next(prepared for p, prepared in fixtures.problems if p.id == problem.id)
         for prepared in stored:
@@ -133,7 +135,9 @@ class TestStudentBundle:
         assert hidden_cases
         for name in hidden_cases:
             assert f'"name":{json.dumps(name)}' not in everything and f"[hidden] {name}" not in everything, name
-        for fixtures in (bundle / "student" / "fixtures").glob("*.json"):
+        for fixtures in (bundle / "student" / FIXTURES).glob("*.json"):
+            if fixtures.name == "index.json":
+                continue
             data = json.loads(fixtures.read_text())
             for problem in data["problems"]:
                 public = [c.name for c in assignment.problem(problem["id"]).cases if not c.hidden]
@@ -156,31 +160,109 @@ class TestStudentBundle:
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
         assert not (root / "solutions").exists()
 
-    def test_check_works_in_a_fresh_virtualenv(self, bundle, tmp_path):
-        """pip install the student bundle into a new venv; its `mha check` grades with no reference."""
+    def test_check_works_in_a_fresh_virtualenv(self, assignment, bundle, tmp_path):
+        """pip install the student bundle into a new venv; its `mha check` grades with no reference, from any
+        folder, with the student's own numbers (and asks for the id when none is given)."""
         student = bundle / "student"
         venv = tmp_path / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(student)], capture_output=True, text=True)
         assert pip.returncode == 0, pip.stderr[-2000:]
         mha = str(venv / "bin" / "mha")
-        env = {k: v for k, v in os.environ.items() if k != "MHA_COURSE_SECRET"}
+        env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
         probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.attention.reference"], capture_output=True,
                                text=True, cwd=tmp_path)
         assert probe.returncode != 0 and "No module named 'grader.attention.reference'" in probe.stderr
-        stubs = subprocess.run([mha, "check"], cwd=student, capture_output=True, text=True, env=env)
+        stubs = subprocess.run([mha, "check", "--student", STUDENTS[0]], cwd=student, capture_output=True, text=True,
+                               env=env)
         assert stubs.returncode == 1 and "not implemented yet" in stubs.stdout
+        anonymous = subprocess.run([mha, "check"], cwd=student, capture_output=True, text=True, env=env)
+        assert anonymous.returncode == 2 and "add --student YOUR_EMAIL" in anonymous.stderr
         work = tmp_path / "work"
         work.mkdir()
-        for name in ("attention.py", "answers.yaml"):
-            (work / name).write_text((SOLUTIONS / name).read_text())
-        solved = subprocess.run([mha, "check", "--path", str(work / "attention.py")], cwd=student,
-                                capture_output=True, text=True, env=env)
+        (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+        (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, STUDENTS[0])))
+        elsewhere = tmp_path / "elsewhere"  # neither the bundle nor the work folder
+        elsewhere.mkdir()
+        solved = subprocess.run([mha, "check", "--path", str(work / "attention.py")], cwd=elsewhere,
+                                capture_output=True, text=True, env={**env, "MHA_STUDENT": STUDENTS[0]})
         assert solved.returncode == 0, solved.stdout[-3000:] + solved.stderr[-2000:]
-        assert "Score: 142/142 (100%)" in solved.stdout or re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
-        own = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(work / "attention.py"),
-                              "count_routing_distributions"], cwd=student, capture_output=True, text=True, env=env)
-        assert own.returncode == 0, own.stdout[-2000:]
-        unknown = subprocess.run([mha, "check", "--student", "nobody@example.edu"], cwd=student, capture_output=True,
+        assert re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
+        here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
+                              capture_output=True, text=True, env=env)
+        assert here.returncode == 0, here.stdout[-2000:]
+        unknown = subprocess.run([mha, "check", "--student", "nobody@example.edu"], cwd=work, capture_output=True,
                                  text=True, env=env)
         assert unknown.returncode == 2 and "ask your instructor" in unknown.stderr
+
+
+def key_answers(assignment, seed: int) -> str:
+    """answers.yaml holding the exact key of variant `seed`: what a student who gets everything right writes."""
+    lines = []
+    for item in assignment.quiz.items:
+        v = quiz_variant(item, seed)
+        value = repr(v.answer) if item.kind is QuizKind.NUMERIC else v.correct_letters[0] \
+            if item.kind is QuizKind.MULTIPLE_CHOICE else f"[{', '.join(v.correct_letters)}]"
+        lines.append(f"{item.id}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+class TestPersonalNumbers:
+    """A release with a course secret cannot hand out numbers that grading does not use."""
+
+    def test_a_secret_without_a_roster_is_refused(self, tmp_path):
+        """Exit 2, a message naming --roster, and nothing written."""
+        result = run("release", "--out", str(tmp_path / "r"))
+        assert result.exit_code == 2
+        assert "give --roster FILE (each student's email, one per line)" in result.stderr
+        assert not (tmp_path / "r").exists()
+
+    def test_each_student_checks_and_is_graded_on_the_same_numbers(self, assignment, bundle, tmp_path):
+        """For each student on the roster: the bundle's `mha check --student` shows their numbers, and the exact
+        key of those numbers scores full marks in the autograder bundle, on every quiz item, hidden ones included."""
+        autograder = bundle / "autograder" / "exercises"
+        env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
+        numeric = [i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC and not i.hidden]
+        assert numeric
+        for student, other in (STUDENTS, STUDENTS[::-1]):
+            work = tmp_path / student
+            work.mkdir()
+            (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+            (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, student)))
+            check = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student], cwd=work,
+                                   capture_output=True, text=True, timeout=120,
+                                   env={**env, "PYTHONPATH": str(bundle / "student")})
+            assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+            for item in numeric:  # the feedback names the numbers the answer was judged on
+                params = quiz_variant(item, student_seed(SECRET, student)).params
+                numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+                assert f"your numbers: {numbers}" in check.stdout
+            graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,
+                                               "--format", "json"], env={"MHA_COURSE_SECRET": ""})
+            report = json.loads(graded.stdout)
+            assert graded.exit_code == 0 and report["score"] == report["max_score"] == assignment.max_score
+            wrong = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", other,
+                                              "--format", "json"], env={"MHA_COURSE_SECRET": ""})
+            assert json.loads(wrong.stdout)["score"] < assignment.max_score  # the numbers do matter
+
+    def test_the_autograder_keeps_the_variant_key(self, tmp_path):
+        """course.yaml's variant_key goes into the autograder bundle with the secret; the roster is read by it."""
+        exercises = _exercises_with(tmp_path, "variant_key: sid\n")
+        roster = tmp_path / "roster.csv"
+        roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
+        result = CliRunner().invoke(main, ["--exercises", str(exercises), "release", "--out", str(tmp_path / "r"),
+                                           "--roster", str(roster)], env={"MHA_COURSE_SECRET": SECRET})
+        assert result.exit_code == 0, result.output
+        assert "variant_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
+        fixtures = {p.name for p in (tmp_path / "r" / "student" / FIXTURES).iterdir()}
+        assert fixtures == {"default.json", "index.json", *(f"{student_token(s)}.json" for s in ("2024001", "2024002"))}
+        assert "--student YOUR_SID" in (tmp_path / "r" / "student" / "README.md").read_text()
+
+
+def _exercises_with(tmp_path: Path, course_yaml: str) -> Path:
+    """A copy of the exercises with this course.yaml."""
+    import shutil
+    exercises = tmp_path / "exercises"
+    shutil.copytree(EXERCISES, exercises, ignore=shutil.ignore_patterns("course.yaml", "__pycache__"))
+    (exercises / "course.yaml").write_text(course_yaml)
+    return exercises

@@ -16,6 +16,7 @@ from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 class Ctx:
     def __init__(self, exercises: Path | None):
         self._exercises = exercises
+        self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose variant, when no --student
 
     @property
     def root(self) -> Path:
@@ -32,13 +33,24 @@ class Ctx:
         from ..grading.compiled import compiled
         return compiled(self.root, seed, self.assignment)
 
-    def seed(self, student: str | None) -> int:
-        """The variant seed of `student`: a keyed hash with the course secret (0 without a student)."""
+    def course(self):
+        """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""
         import os
-        from ..assignment.variants import course_secret, student_seed
+        from ..assignment.variants import course_config
+        return course_config(self.root, os.environ)
+
+    def seed(self, student: str | None) -> int:
+        """The variant seed of `student`: a keyed hash with the course secret (0 without a student).
+        Without --student, Gradescope's metadata names the student, when given and the course has a
+        secret (without one there are no per-student variants: everyone gets the default)."""
+        from ..assignment.variants import gradescope_student, student_seed
+        if student is None and self.gradescope_metadata is not None:
+            course = self.course()
+            if course.secret:
+                student = gradescope_student(self.gradescope_metadata, course)
         if student is None:
             return student_seed(None, None)
-        return student_seed(course_secret(self.root, os.environ), student)
+        return student_seed(self.course().secret, student)
 
 
 def limit_options(command):
@@ -73,20 +85,16 @@ def _student_options(command):
     """--student ID / --gradescope-metadata FILE: whose variant to use (default: the default variant)."""
     @functools.wraps(command)
     def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
-        if student is None and gradescope_metadata is not None:
-            import os
-            from ..assignment.variants import course_secret, gradescope_student
-            # a course without a secret has no per-student variants: everyone gets the default
-            if course_secret(click.get_current_context().obj.root, os.environ):
-                student = gradescope_student(gradescope_metadata)
+        click.get_current_context().obj.gradescope_metadata = gradescope_metadata  # read by Ctx.seed
         return command(*args, student=student, **kwargs)
 
     with_student = click.option(
         "--gradescope-metadata", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        help="Take the student id from Gradescope's submission_metadata.json (first user's sid).")(with_student)
+        help="Take the student id from Gradescope's submission_metadata.json (the first user's email, "
+             "or sid with 'variant_key: sid' in course.yaml).")(with_student)
     return click.option("--student", default=None, metavar="ID",
-                        help="Use this student's variant (needs the course secret: course.yaml or "
-                             "MHA_COURSE_SECRET).")(with_student)
+                        help="Use this student's variant: their email, or sid with 'variant_key: sid' in "
+                             "course.yaml (needs the course secret: course.yaml or MHA_COURSE_SECRET).")(with_student)
 
 
 @click.group(cls=Group, context_settings=CONTEXT)

@@ -156,7 +156,7 @@ def _parse(v: Variant, value: Any) -> Any:
 
 def your_numbers(v: Variant) -> str:
     """The item's numbers as this student sees them ("your numbers: p=75"), or "" if it has none."""
-    return "your numbers: " + ", ".join(f"{k}={x}" for k, x in v.params.items()) if v.params else ""
+    return "your numbers: " + ", ".join(f"{k}={v.params[k]}" for k in sorted(v.params)) if v.params else ""
 
 
 def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
