@@ -195,3 +195,23 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
     assert json.loads((tmp_path / "r.json").read_text())["score"] == 10
+
+
+class TestClosedStdout:
+    """`mha list | head -2`: when the reader stops reading, mha stops quietly with exit 0, like any Unix tool."""
+
+    @pytest.mark.parametrize("args", [("list",), ("--help",), ("--version",), ("show", "softmax"),
+                                      ("grade", str(SOLUTIONS), "--problem", "softmax", "--format", "junit")])
+    def test_a_closed_pipe_is_a_quiet_exit_0(self, args):
+        """stdout is a pipe whose reading end is already closed: no 'internal error', no traceback, exit 0."""
+        import os
+        import subprocess
+        import sys
+        read, write = os.pipe()
+        os.close(read)  # every write now fails with EPIPE, whenever it happens
+        try:
+            done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), *args], stdout=write,
+                                  stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (0, "")

@@ -17,7 +17,8 @@ from grader.grading.grade import prepare
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant as quiz_variant
 from grader.assignment.render import render_prompt
-from grader.assignment.variants import student_seed, student_token
+from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
+from grader.errors import SpecError
 
 from .conftest import EXERCISES, SOLUTIONS
 
@@ -266,3 +267,70 @@ def _exercises_with(tmp_path: Path, course_yaml: str) -> Path:
     shutil.copytree(EXERCISES, exercises, ignore=shutil.ignore_patterns("course.yaml", "__pycache__"))
     (exercises / "course.yaml").write_text(course_yaml)
     return exercises
+
+
+class TestVariantKey:
+    """One id per student picks their numbers everywhere: course.yaml's variant_key (email by default, or sid)."""
+
+    def metadata(self, tmp_path: Path, **user) -> Path:
+        path = tmp_path / "submission_metadata.json"
+        path.write_text(json.dumps({"id": 7, "users": [{"name": "Ann Lee", **user}]}))
+        return path
+
+    def test_email_by_default_even_when_a_sid_is_added(self, tmp_path):
+        """Adding a sid to a student mid-term changes nothing: the email (normalised) still picks the numbers."""
+        before = gradescope_student(self.metadata(tmp_path, email="Ann@Example.edu "))
+        after = gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid="2024001"))
+        assert student_seed(SECRET, before) == student_seed(SECRET, after)
+
+    def test_sid_when_course_yaml_says_so(self, tmp_path):
+        """variant_key: sid reads the sid, and a student without one is an error that names them and the setting."""
+        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
+        assert course.variant_key == "sid"
+        assert gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid=2024001), course) == "2024001"
+        with pytest.raises(SpecError) as error:
+            gradescope_student(self.metadata(tmp_path, email="ann@example.edu"), course)
+        assert str(error.value) == (
+            f"{tmp_path / 'exercises' / 'course.yaml'}:1: submission_metadata.json: no sid for ann@example.edu, and "
+            "variant_key is 'sid': each student's numbers come from their sid; add it to the roster, or set "
+            "'variant_key: email' in course.yaml before anything is released")
+
+    @pytest.mark.parametrize("text,message", [
+        ("variant_key: name\n", "1: 'variant_key' must be one of email, sid (got 'name')"),
+        ("secret: abcdefghij\nvariant: sid\n", "2: unknown setting 'variant' (known: secret, variant_key)"),
+    ])
+    def test_bad_settings_are_reported_with_their_line(self, tmp_path, text, message):
+        """A misspelt setting or key is a file:line error, never silently the default."""
+        with pytest.raises(SpecError) as error:
+            course_config(_exercises_with(tmp_path, text), {})
+        assert str(error.value) == f"{tmp_path / 'exercises' / 'course.yaml'}:{message}"
+
+    def test_environment_secret_wins_over_course_yaml(self, tmp_path):
+        """Both set: MHA_COURSE_SECRET is used (README says so); course.yaml's applies when it is unset or empty."""
+        root = _exercises_with(tmp_path, "secret: from-the-file\n")
+        assert course_config(root, {"MHA_COURSE_SECRET": "from-the-environment"}).secret == "from-the-environment"
+        assert course_config(root, {"MHA_COURSE_SECRET": ""}).secret == "from-the-file"
+
+    def test_gradescope_grade_without_the_key_says_why(self, tmp_path):
+        """`mha grade --gradescope-metadata` for a student without a sid (variant_key: sid): exit 3 and a
+        results.json whose visible test says which id is missing."""
+        exercises = _exercises_with(tmp_path, f"secret: {SECRET}\nvariant_key: sid\n")
+        out = tmp_path / "results.json"
+        result = CliRunner().invoke(main, ["--exercises", str(exercises), "grade", str(SOLUTIONS), "--format",
+                                           "gradescope", "--output", str(out), "--gradescope-metadata",
+                                           str(self.metadata(tmp_path, email="ann@example.edu"))],
+                                    env={"MHA_COURSE_SECRET": ""})
+        assert result.exit_code == 3
+        test = json.loads(out.read_text())["tests"][0]
+        assert test["name"] == "autograder failed" and "no sid for ann@example.edu" in test["output"]
+
+    def test_grade_all_names_gradescope_students_by_the_key(self, tmp_path):
+        """A Gradescope export: each folder's student is the first submitter's sid with variant_key: sid."""
+        from grader.classroom import batch
+        export = tmp_path / "export"
+        (export / "submission_1").mkdir(parents=True)
+        (export / "submission_metadata.yml").write_text(
+            "submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :email: ann@example.edu\n    :sid: '2024001'\n")
+        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
+        assert [s.student for s in batch.discover(export, course=course)] == ["2024001"]
+        assert [s.student for s in batch.discover(export)] == ["ann@example.edu"]
