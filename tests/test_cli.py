@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -215,3 +216,67 @@ class TestClosedStdout:
         finally:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, "")
+
+
+class TestSubmissionLevelMessages:
+    """Every report format says what went wrong with the submission as a whole, and is written even when
+    nothing could be graded."""
+
+    FORMATS = ("text", "json", "gradescope", "junit", "github")
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_a_syntax_error_and_its_line_reach_every_format(self, cli, write_submission, tmp_path, fmt):
+        """attention.py that does not parse: every format names the syntax error and its line."""
+        path = write_submission("def softmax(scores):\n    return scores\n\ndef broken(:\n    pass\n")
+        out = tmp_path / f"report.{fmt}"
+        result = cli("grade", str(path), "--format", fmt, "--output", str(out), "--problem", "softmax")
+        assert result.exit_code == 0, result.output
+        assert "attention.py has a syntax error (line 4)" in out.read_text()
+
+    def test_junit_carries_the_syntax_error_as_an_error(self, cli, write_submission):
+        """JUnit: a 'submission' testsuite with the error and its line, and each case's error repeats it."""
+        path = write_submission("def broken(:\n    pass\n")
+        result = cli("grade", str(path), "--format", "junit", "--problem", "softmax", "--problem", "pruning")
+        root = ET.fromstring(result.stdout.encode())
+        suites = {s.get("name"): s for s in root.iter("testsuite")}
+        assert list(suites) == ["submission", "softmax", "pruning"]
+        assert suites["submission"].find("testcase/error").get("message").startswith(
+            "attention.py has a syntax error (line 1)")
+        softmax = suites["softmax"]
+        assert softmax.get("errors") == str(len(softmax.findall("testcase"))) and softmax.get("failures") == "0"
+        assert all("syntax error (line 1)" in e.get("message") for e in softmax.iter("error"))
+        assert suites["pruning"].get("failures") == "1" and suites["pruning"].get("errors") == "0"  # not answered
+        assert root.get("errors") == str(1 + len(softmax.findall("testcase"))) and root.get("failures") == "1"
+
+    def test_wrong_answers_are_failures_and_exceptions_errors(self, cli, write_submission):
+        """A wrong value is a <failure>; a raised exception is an <error>."""
+        path = write_submission("""
+            def softmax(scores):
+                return scores
+            def attention_reading(weights, values):
+                raise RuntimeError("not today")
+        """)
+        result = cli("grade", str(path), "--format", "junit", "--problem", "softmax", "--problem", "attention_reading")
+        suites = {s.get("name"): s for s in ET.fromstring(result.stdout.encode()).iter("testsuite")}
+        assert suites["softmax"].get("errors") == "0" and int(suites["softmax"].get("failures")) > 0
+        assert suites["attention_reading"].get("failures") == "0" and int(suites["attention_reading"].get("errors")) > 0
+        assert "RuntimeError" in suites["attention_reading"].find("testcase/error").get("message")
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_nothing_to_grade_still_writes_the_report(self, cli, tmp_path, fmt):
+        """A folder without attention.py: exit 2, and the --output report in that format says why."""
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        out = tmp_path / f"report.{fmt}"
+        result = cli("grade", str(empty), "--format", fmt, "--output", str(out))
+        assert result.exit_code == ExitCode.USAGE
+        text = out.read_text()
+        assert f"{empty}: no attention.py" in text
+        if fmt == "junit":
+            root = ET.fromstring(text.encode())
+            assert (root.get("tests"), root.get("errors")) == ("1", "1")
+        elif fmt == "github":
+            data = json.loads(text)
+            assert data["status"] == "error" and data["tests"][0]["status"] == "error"
+        elif fmt != "text":
+            json.loads(text)
