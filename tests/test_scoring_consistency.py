@@ -15,6 +15,7 @@ import json
 import shutil
 import zipfile
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -26,7 +27,7 @@ from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant
 from grader.cli.commands import main
 from grader.exports import moodle, qti
-from grader.grading.scoring import numeric_range
+from grader.grading.scoring import choices_credit, numeric_range
 
 from .conftest import EXERCISES
 
@@ -220,3 +221,21 @@ def test_the_same_answers_earn_the_same_share_everywhere(exercises, tmp_path):
             if 0 < expected < 1:
                 partial.add(i)
     assert {i for i, v in variants.items() if v.item.kind is QuizKind.MULTIPLE_ANSWERS} <= partial
+
+
+class TestRules:
+    """grading/scoring.py: the rules themselves."""
+
+    @pytest.mark.parametrize("chosen,share", [("ace", 1), ("ac", Fraction(2, 3)), ("acb", Fraction(1, 3)),
+                                              ("abd", 0), ("bdf", 0), ("abcdef", 0), ("", 0)])
+    def test_partial_credit_with_penalty(self, chosen, share):
+        """3 true statements (a, c, e): +1/3 per true one chosen, -1/3 per false one, never below 0."""
+        assert choices_credit(chosen, "ace") == share
+
+    @pytest.mark.parametrize("answer,tolerance,low,high", [
+        (0.25, 1e-6, "0.2499", "0.2501"), (0.25, 0.001, "0.2490", "0.2510"), (1 / 3, 1e-6, "0.3333", "0.3334"),
+        (-2.5, 0.0, "-2.5000", "-2.5000"), (1e30, 1e-6, "999999999999999999999999999999.9999",
+                                           "1000000000000000000000000000000.0001")])
+    def test_numeric_range_rounds_outward_to_4_decimals(self, answer, tolerance, low, high):
+        """The accepted range always holds answer +- tolerance, on Canvas' 4-decimal grid, for any size of number."""
+        assert numeric_range(answer, tolerance) == (Decimal(low), Decimal(high))

@@ -359,7 +359,9 @@ def variant(obj: Ctx, student: str, output: Path | None) -> None:
     """Print STUDENT's version of the assignment: every prompt and quiz item with their numbers.
 
     The numbers come from a keyed hash of the course secret (course.yaml or MHA_COURSE_SECRET)
-    and the student id, so they match `mha check --student`, `mha grade --student` and exports.
+    and the student's id: their email, or sid with 'variant_key: sid' in course.yaml (spaces
+    around it and case do not matter). They match `mha check --student`, `mha grade --student`,
+    the released bundle and the Gradescope autograder.
 
     \b
     Example:

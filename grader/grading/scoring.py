@@ -15,7 +15,7 @@ Plain functions of plain data: the student bundle's `mha check` uses them too.
 """
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Iterable
 
@@ -33,8 +33,10 @@ def decimal(x: float) -> Decimal:
 def numeric_range(answer: float, tolerance: float) -> tuple[Decimal, Decimal]:
     """(low, high): the numbers accepted as `answer`, rounded outward to 4 decimals."""
     exact, width = decimal(answer), decimal(tolerance)
-    return ((exact - width).quantize(STEP, rounding=ROUND_FLOOR),
-            (exact + width).quantize(STEP, rounding=ROUND_CEILING))
+    with localcontext() as context:
+        context.prec = 400  # room for any float with 4 decimals (1e308 has 309 digits)
+        return ((exact - width).quantize(STEP, rounding=ROUND_FLOOR),
+                (exact + width).quantize(STEP, rounding=ROUND_CEILING))
 
 
 def in_range(got: float, answer: float, tolerance: float) -> bool:
