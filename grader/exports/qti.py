@@ -11,7 +11,7 @@ answer Canvas cannot hold, or a range that would then accept a known-wrong value
 Choice items are `multiple_choice_question` or `multiple_answers_question`, with one
 `respcondition` per choice for its feedback; a wrong choice's feedback names its misconception.
 A multiple-answers item that is not exactly right gets partial credit with penalty, written as
-per-choice Add/Subtract conditions (the rule of `mha grade` and Moodle). With `variants`, every item with params becomes a
+per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With `variants`, every item with params becomes a
 question group (a nested section that picks 1) of that many variants with distinct numbers.
 Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
 """
@@ -195,20 +195,22 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
 
 def _partial_credit(processing: ET.Element, v: Variant, choice_ids: list[str], path: str) -> None:
     """Reached only when the answer is not exactly right: each true statement chosen adds 100/n,
-    then each false one chosen takes 100/n away; SCORE is bounded to 0..100 (its decvar), so the
-    result is Canvas' "partial credit with penalty" and `mha grade`'s rule (grading/scoring.py).
-    The additions come first, so bounding after each step or at the end gives the same score."""
+    then each false one chosen adds -100/n; SCORE is bounded to 0..100 (its decvar), so the result
+    is Canvas' "partial credit with penalty" and `mha grade`'s rule (grading/scoring.py). The
+    positive additions come first, so bounding after each step or at the end gives the same score.
+    Canvas' importer reads a positive addition as a correct choice and a negative one as a wrong
+    one (its qti_exporter get_response_weight), the same split as the exact-match condition."""
     n = len(v.correct_letters)
     if n > MAX_CHOICES:
         raise SpecError(path, v.item.line, f"{v.item.id}: at most {MAX_CHOICES} true statements can get partial "
                         f"credit on every platform (got {n})")
-    share = _points(float(100 * abs(choice_fraction(True, n))))
     for wanted in (True, False):
         for choice, cid in zip(v.choices, choice_ids):
             if choice.correct is wanted:
                 condition = _sub(processing, "respcondition", **{"continue": "Yes"})
                 _sub(_sub(condition, "conditionvar"), "varequal", cid, respident="response1")
-                _sub(condition, "setvar", share, action="Add" if wanted else "Subtract", varname="SCORE")
+                _sub(condition, "setvar", _points(float(100 * choice_fraction(wanted, n))), action="Add",
+                     varname="SCORE")
 
 
 def _variant_title(item: QuizItem, v: Variant) -> str:
