@@ -314,7 +314,7 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
             else "fail their own cases"
         it = "it" if len(roots) == 1 else "them"
         pointer = (f"{name} calls your {_names(roots)}, which {'is' if len(roots) == 1 else 'are'} "
-                   f"{state}: fix {it} first." if unimplemented else
+                   f"{state}: implement {it} first." if unimplemented else
                    f"{name} calls your {_names(roots)}, which {state}: fix {it} first; "
                    f"{'its' if len(roots) == 1 else 'their'} failures can cause these.")
         message = pointer if not result.message or result.message == SEVERAL_CAUSES else f"{pointer} {result.message}"
