@@ -317,7 +317,8 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
                    f"{state}: implement {it} first." if unimplemented else
                    f"{name} calls your {_names(roots)}, which {state}: fix {it} first; "
                    f"{'its' if len(roots) == 1 else 'their'} failures can cause these.")
-        message = pointer if not result.message or result.message == SEVERAL_CAUSES else f"{pointer} {result.message}"
+        superseded = ("", SEVERAL_CAUSES, "not implemented yet")  # what the pointer explains better
+        message = pointer if result.message in superseded else f"{pointer} {result.message}"
         out.append(replace(result, message=message,
                            cases=tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)))
     return tuple(out)
