@@ -32,11 +32,13 @@ def with_function(source: str) -> str:
 
 
 class TestOneMistakePerProblem:
+    @pytest.mark.parametrize("include_hidden", [True, False], ids=["grade", "check"])
     @pytest.mark.parametrize("source", [b.source for b in BUGS] + [SQRT_QUERIES],
                              ids=[b.mistake for b in BUGS] + ["sqrt-number-of-queries"])
-    def test_no_problem_is_told_two_mistakes(self, assignment, write_submission, source):
-        """Every buggy submission, graded on every problem: at most one mistake id per problem."""
-        result = grade(assignment, write_submission(with_function(source)))
+    def test_no_problem_is_told_two_mistakes(self, assignment, write_submission, source, include_hidden):
+        """Every buggy submission, graded on every problem (all cases, and the public ones as
+        `mha check` does): at most one mistake id per problem."""
+        result = grade(assignment, write_submission(with_function(source)), include_hidden=include_hidden)
         told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
         assert told == {}
 
