@@ -1,11 +1,12 @@
 """Known-wrong answers: each one is a misconception a student may hold.
 
-A problem file names one under `mistakes:` (key `variant`). When a case fails, the grader asks
-each named mistake whether it explains the student's answer:
+A problem file names one under `mistakes:` (key `variant`). When a problem fails, the grader
+weighs each named mistake against all its cases together (grader/grading/diagnosis.py):
 
 - a **variant** (`@variant`) has the signature of the function it imitates and computes the
   wrong answer; it explains an answer that matches it, on a case where it differs from the
-  right one;
+  right one (it raises on inputs where the mistake cannot be told apart, e.g. averaged heads
+  when there is one head);
 - a **detector** (`@detector`) is a predicate `(args, got) -> bool` for mistakes that are
   easier to recognize in the answer than to reproduce, such as a designed head that looks at
   the wrong position.
