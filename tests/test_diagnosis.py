@@ -86,6 +86,20 @@ class TestOneMistakePerProblem:
         assert result.mistakes == ()
         assert result.message == SEVERAL_CAUSES
 
+    def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, assignment, write_submission):
+        """Inverting a causal mask leaves a query no key: -inf gives nan there, -1e9 a uniform row
+        (test_mistakes uses -1e9). Where the mistake's own answer is undefined, any answer fits it."""
+        result = grade(assignment, write_submission(with_function("""
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                scores = Q @ K.T / math.sqrt(Q.shape[1])
+                if mask is not None:
+                    scores = np.where(mask, -np.inf, scores)
+                weights = softmax(scores)
+                return weights @ V, weights
+        """)), problem_ids=["scaled_dot_product_attention"]).problems[0]
+        assert result.score < result.max_score
+        assert result.mistakes == ("attention-mask-inverted",)
+
     @pytest.mark.parametrize("formula", [
         "4 * num_heads * d_model * d_model + (4 * d_model if bias else 0)",
         "4 * num_heads * (d_model * d_model + (d_model if bias else 0))",

@@ -93,7 +93,7 @@ def _parts(problem: Problem) -> Sequence[str]:
     return problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
 
 
-def _variant_answer(mistake: Mistake, prepared: Any) -> tuple[bool, Any, bool]:
+def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool, Any, bool]:
     """(applies, the variant's answer, whether it differs from the right answer) on this case,
     computed once per prepared case (it does not depend on the submission)."""
     key = ("variant", mistake.id)
@@ -113,8 +113,7 @@ def _variant_answer(mistake: Mistake, prepared: Any) -> tuple[bool, Any, bool]:
             else:
                 try:
                     with np.errstate(all="ignore"):
-                        differs = not check(prepared.problem_compare, wrong, prepared.expected,
-                                            prepared.problem_parts).passed
+                        differs = not check(problem.compare, wrong, prepared.expected, _parts(problem)).passed
                 except Exception:
                     applies, differs = False, False
         prepared.computed[key] = (applies, wrong, differs)
@@ -146,7 +145,8 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
         return Fit.EXPLAINS if (not result.passed and prepared.case.raises and "AssertionError" in raised) \
             else Fit.NEUTRAL
     if mistake is FLOAT16_ANSWER:
-        if result.passed or run.status is not RunStatus.RETURNED or not _is_float16(run.value):
+        if result.passed or prepared.case.raises or run.status is not RunStatus.RETURNED \
+                or not _is_float16(run.value):
             return Fit.NEUTRAL
         return Fit.EXPLAINS if _close_at_float16(problem, prepared.expected, run.value) else Fit.NEUTRAL
     if mistake.variant in DETECTORS:
@@ -158,7 +158,7 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
         except Exception:  # the detector does not apply to this answer
             return Fit.NEUTRAL
         return Fit.EXPLAINS if found else Fit.NEUTRAL
-    applies, wrong, differs = _variant_answer(mistake, prepared)
+    applies, wrong, differs = _variant_answer(mistake, problem, prepared)
     if not applies or not differs:
         return Fit.NEUTRAL
     if result.passed or run.status is not RunStatus.RETURNED:
@@ -174,25 +174,17 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
 
 def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
     """`got` with the variant's own nan/inf copied in: where the mistake's answer is undefined
-    (a row with every key masked, an overflow), any answer fits it (-1e9 or -inf alike)."""
+    (a row with every key masked, an overflow), any answer fits it (-1e9 or -inf alike). A
+    variant with no finite element at all is matched strictly: it would fit anything."""
     if parts:
         if not isinstance(got, (tuple, list)) or len(got) != len(parts):
             return got
         return tuple(_where_defined(w, g, ()) for w, g in zip(wrong, got))
     w, g = as_array(wrong), as_array(got)
-    if w is None or g is None or w.shape != g.shape or np.isfinite(w).all():
+    finite = np.isfinite(w) if w is not None else None
+    if w is None or g is None or w.shape != g.shape or finite.all() or not finite.any():
         return got
-    return np.where(np.isfinite(w), g, w)
-
-
-class _Case:
-    """A prepared case seen through what the fits need (the compare settings travel with it)."""
-
-    def __init__(self, problem: Problem, prepared: Any):
-        self._prepared = prepared
-        self.case, self.args, self.expected = prepared.case, prepared.args, prepared.expected
-        self.wrong_answers, self.computed = prepared.wrong_answers, prepared.computed
-        self.problem_compare, self.problem_parts = problem.compare, _parts(problem)
+    return np.where(finite, g, w)
 
 
 def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
@@ -202,12 +194,14 @@ def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
                         and r.status is not CaseStatus.NOT_IMPLEMENTED)
     if not failing:
         return Diagnosis()
-    cases = [_Case(problem, p) for p in prepared]
     candidates, partial = [], False
     for mistake in (*problem.mistakes, *GENERIC_MISTAKES):
         explained, contradicted = set(), False
-        for i, (case, run, result) in enumerate(zip(cases, runs, results)):
-            fit = _fit(mistake, problem, case, run, result)
+        for i, (case, run, result) in enumerate(zip(prepared, runs, results)):
+            try:
+                fit = _fit(mistake, problem, case, run, result)
+            except Exception:  # an answer of a form the mistake cannot weigh: no evidence either way
+                fit = Fit.NEUTRAL
             if fit is Fit.CONTRADICTS:
                 contradicted = True
                 break
