@@ -233,6 +233,8 @@ def read_source(path: Path) -> str | None:
     link, at most _SOURCE_LIMIT bytes; None when it cannot be read that way."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # never open a link, a FIFO or a device
+            return None
         fd = os.open(path, flags)
     except OSError:
         return None
