@@ -144,6 +144,17 @@ class TestCascade:
         assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
                                               "implemented yet: implement it first.")
 
+    def test_a_callee_failing_only_to_raise_is_not_blamed(self, assignment, write_submission):
+        """split_heads with `assert` fails only its ValueError cases, which no caller's case
+        reaches: multi-head attention keeps its own diagnosis."""
+        assert_split = next(b for b in BUGS if b.mistake == "assert-instead-of-raise").source
+        sqrt_d_model = next(b for b in BUGS if b.mistake == "mha-scaled-by-d-model").source
+        result = grade(assignment, write_submission(with_function(assert_split + sqrt_d_model)),
+                       problem_ids=["split_heads", "multi_head_attention"])
+        split, mha = result.problems
+        assert split.mistakes == ("assert-instead-of-raise",)
+        assert mha.mistakes == ("mha-scaled-by-d-model",) and "calls your" not in mha.message
+
     def test_a_function_that_does_not_call_the_broken_one_keeps_its_own_diagnosis(self, assignment,
                                                                                    write_submission):
         """An attention written without the student's softmax is told its own mistake."""

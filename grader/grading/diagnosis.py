@@ -23,9 +23,11 @@ fits that no single mistake completes) are reported as "several causes fit", wit
 attention calling a broken softmax) inherits its failures. Which functions a function may call
 is read from the submission's source by static inspection (`ast.parse` only: the source is
 never executed in the grader, and the reference never enters the student process). When a
-failing problem's function may call another graded function that fails its own cases, the
-problem says so, points at that function first, and names none of its own mistakes (they may
-be caused by the callee).
+failing problem's function may call another graded function that fails its own cases on
+valid inputs, the problem says so, points at that function first (the root of a chain), and
+names none of its own mistakes: they may be caused by the callee. This is deliberately
+conservative: a problem whose own bug hides behind a failing callee is told to fix the callee
+first, never told a mistake the callee may have caused.
 """
 from __future__ import annotations
 
@@ -290,7 +292,11 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
     if source is None:
         return results
     function_of = {p.id: p.function.name for p in problems}
-    failing = {function_of[r.id]: r for r in results if r.id in function_of and not r.passed}
+    # a callee fails for its callers only on valid inputs: one that merely does not raise
+    # ValueError on bad ones (an `assert`) cannot break a caller's cases
+    must_raise = {(p.id, c.name) for p in problems for c in p.cases if c.raises}
+    failing = {function_of[r.id]: r for r in results if r.id in function_of
+               and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
     if not failing:
         return results
     graph = calls(source, function_of.values())
