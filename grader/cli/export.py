@@ -144,19 +144,31 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
 
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
+@click.option("--python", "python", default=None, metavar="X.Y",
+              help="Python version of the Gradescope image (its python3): the wheels in the zip are for it "
+                   "[default: this Python's version].")
 @click.pass_obj
-def gradescope(obj: Ctx, out: Path) -> None:
-    """Write a Gradescope autograder zip (setup.sh, run_autograder, the grader and the assignment).
+def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
+    """Write a Gradescope autograder zip (setup.sh, run_autograder, wheels, the assignment).
 
+    The image is built with no network: the zip carries this grader as a wheel and its
+    dependencies as wheels pinned to the versions installed here, for Linux x86_64 and one
+    Python version (the export downloads them once, from the package index or pip's cache).
+    setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
     their own variant, identified by the sid in submission_metadata.json.
 
     \b
     Example:
-      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip
+      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    from ..exports import gradescope as exporter
+    import re
+    from ..exports import gradescope as exporter, wheelhouse
     from ..assignment.variants import course_secret
+    python = python or wheelhouse.running_python()
+    if not re.fullmatch(r"3\.\d{1,2}", python):
+        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
     assignment = obj.assignment()
-    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ)))
+    wheels = wheelhouse.download(python)
+    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ), wheels, python))
