@@ -95,21 +95,30 @@ def notebook(obj: Ctx, out: Path) -> None:
 
 @export.command("github-classroom", context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True,
-              help="Repository folder; the workflow goes to .github/workflows/classroom.yml in it.")
+              help="The starter repository folder: the workflow, the grader's wheel (.mha/), the stubs.")
 @click.option("--fractional", is_flag=True,
               help="Partial credit: each step reports mha's fractional score (default: all or nothing per step).")
-@click.option("--install", default="mha-exercises", show_default=True,
-              help="pip requirement that installs this grader in the workflow (a package name, a git URL...).")
+@click.option("--install", default=None, metavar="REQUIREMENT",
+              help="pip arguments that install this grader in the workflow, for a grader you publish "
+                   "yourself [default: the wheel this export writes into the repository's .mha/].")
 @click.pass_obj
-def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str) -> None:
-    """Write the GitHub Classroom workflow: one graded step per problem and quiz item.
+def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str | None) -> None:
+    """Write a GitHub Classroom starter repository: one graded step per problem and quiz item.
+
+    The workflow installs the grader from the repository itself (.mha/), so it needs no
+    package index entry; the stubs and the answers template go beside it.
 
     \b
     Example:
       mha export github-classroom --out starter-repo --fractional
     """
     from ..exports import github_classroom as exporter
-    _write(out / exporter.WORKFLOW_PATH, exporter.render(obj.assignment(), install=install, fractional=fractional))
+    try:
+        written = exporter.write(out, obj.assignment(), install=install, fractional=fractional)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
 
 
 @export.command(context_settings=CONTEXT)
