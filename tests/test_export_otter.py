@@ -16,6 +16,7 @@ import pytest
 from grader.exports import otter as exporter
 from grader.exports.otter_checks import check_case, plain
 
+from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES
 
 BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount in parameter_count
@@ -24,10 +25,33 @@ BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount
 }
 
 
-def _otter(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
-    return subprocess.Popen([sys.executable, "-m", "otter", *args], cwd=cwd, env=env,
+def _otter(*args: str, cwd: Path, python: Path | None = None, env: dict | None = None) -> subprocess.Popen:
+    env = env or {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    return subprocess.Popen([str(python or sys.executable), "-m", "otter", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def declared_environment(zip_path: Path, tmp: Path) -> tuple[Path, dict]:
+    """A fresh venv built from what the autograder zip declares (environment.yml's pip list, run
+    from the unpacked zip as its setup does): the export's requirements are installed by pip;
+    otter-grader itself (otter's own line) and third-party packages come from this environment
+    by links, never this checkout or its grader (tests/_install.py)."""
+    import yaml
+    import zipfile
+    image = tmp / "image"
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(image)
+    environment = yaml.safe_load((image / "environment.yml").read_text())
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict) and "pip" in d)
+    declared = [line for line in pip if not line.startswith("otter-grader")]
+    assert any(line.startswith("./files/mha_exercises-") for line in declared), pip
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
+    env = clean_env(tmp)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *declared], cwd=image, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, env
 
 
 def _wait(process: subprocess.Popen) -> str:
@@ -45,7 +69,8 @@ def _buggy(notebook: str) -> str:
 
 @pytest.fixture(scope="module")
 def otter_run(tmp_path_factory):
-    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook."""
+    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook,
+    in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES, no checkout)."""
     from click.testing import CliRunner
     from grader.cli.commands import main
     tmp = tmp_path_factory.mktemp("otter")
@@ -54,15 +79,17 @@ def otter_run(tmp_path_factory):
     assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
     assert "All autograder tests passed" in assign
     autograder = tmp / "dist" / "autograder"
-    _wait(_otter("generate", "-o", "autograder.zip", cwd=autograder))
+    wheel, = autograder.glob("mha_exercises-*.whl")  # the config's autograder_files, copied by otter assign
+    _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
+    python, env = declared_environment(autograder / "autograder.zip", tmp)
     runs = {}
     for name, text in (("correct", solved), ("buggy", _buggy(solved))):
         folder = tmp / name
         (folder / "out").mkdir(parents=True)
         (folder / exporter.NOTEBOOK_NAME).write_text(text)
         runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
-                                     exporter.NOTEBOOK_NAME, cwd=folder))
+                                     exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
     for folder, process in runs.values():
         _wait(process)
     return {name: folder for name, (folder, _) in runs.items()}, tmp

@@ -74,7 +74,8 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
         written = exporter.write(out, assignment, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {len(written) - 1} test files and {written[-1]}", err=True)
+    click.echo(f"wrote {len(written) - 3} test files, {written[-3].name}, {written[-2].name} and {written[-1]}",
+               err=True)
 
 
 @export.command(context_settings=CONTEXT)
