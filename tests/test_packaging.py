@@ -68,6 +68,14 @@ class TestInstalledWheel:
         data = json.loads(done.stdout)
         assert data["score"] == data["max_score"] == 142
 
+    def test_check_reads_attention_py_of_the_working_folder(self, installed, tmp_path):
+        """With the packaged assignment, `mha check` checks ./attention.py (not the packaged stubs)."""
+        shutil.copyfile(SOLUTIONS / "attention.py", tmp_path / "attention.py")
+        done = subprocess.run([str(installed), "check", "softmax"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, env=clean_env(tmp_path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "PASS  softmax:" in done.stdout
+
     def test_says_it_uses_the_packaged_assignment(self, installed, tmp_path):
         """`mha list` names the assignment it uses: the one inside the installed package."""
         done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
