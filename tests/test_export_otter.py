@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,14 @@ def otter_run(tmp_path_factory):
     _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
     python, env = declared_environment(autograder / "autograder.zip", tmp)
+    student_python, student_env = student_environment(tmp / "dist" / "student", tmp / "student-env")
+    checks = {}
+    for name, text in (("correct", solved), ("buggy", _buggy(solved))):
+        folder = tmp / f"student-{name}"
+        shutil.copytree(tmp / "dist" / "student" / "tests", folder / "tests")
+        (folder / exporter.NOTEBOOK_NAME).write_text(text)
+        checks[name] = _otter("check", exporter.NOTEBOOK_NAME, "-t", "tests", cwd=folder, python=student_python,
+                              env=student_env)
     runs = {}
     for name, text in (("correct", solved), ("buggy", _buggy(solved))):
         folder = tmp / name
@@ -92,7 +101,22 @@ def otter_run(tmp_path_factory):
                                      exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
     for folder, process in runs.values():
         _wait(process)
-    return {name: folder for name, (folder, _) in runs.items()}, tmp
+    student_checks = {name: process.communicate(timeout=300)[0] for name, process in checks.items()}
+    return {name: folder for name, (folder, _) in runs.items()}, tmp, student_checks
+
+
+def student_environment(student: Path, tmp: Path) -> tuple[Path, dict]:
+    """A fresh venv with what otter assign gives students: the student wheel beside the notebook
+    (otter-grader and third-party packages linked from this environment, never this grader)."""
+    wheel, = student.glob("mha_exercises_student-*.whl")
+    assert not list(student.glob("mha_exercises-*.whl"))  # the full grader stays with the autograder
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
+    env = clean_env(tmp)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", str(wheel)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, env
 
 
 def _otter_scores(folder: Path) -> dict[str, float]:
@@ -112,7 +136,7 @@ class TestOtterRun:
     @pytest.mark.parametrize("submission", ["correct", "buggy"])
     def test_per_problem_scores_equal_mha_grade(self, otter_run, cli, assignment, submission):
         """otter's score for every problem is mha grade's score for the same notebook."""
-        folders, _ = otter_run
+        folders, _, _ = otter_run
         ids = [p.id for p in assignment.problems]
         otter_scores = _otter_scores(folders[submission])
         mha_scores = _mha_scores(cli, folders[submission] / exporter.NOTEBOOK_NAME, ids)
@@ -128,11 +152,32 @@ class TestOtterRun:
     @pytest.mark.slow
     def test_hidden_cases_are_hidden_in_the_student_tests(self, otter_run, assignment):
         """otter assign keeps hidden cases out of the student's copy of the tests."""
-        _, tmp = otter_run
+        _, tmp, _ = otter_run
         source = (tmp / "dist" / "student" / "tests" / "softmax.py").read_text()
         public = [c.name for c in assignment.problem("softmax").cases if not c.hidden]
         assert source.count("@test_case(") == len(public)
         assert "hidden=True" not in source
+
+
+class TestStudentChecks:
+    @pytest.mark.slow
+    def test_students_check_on_precomputed_public_cases(self, otter_run, assignment):
+        """`otter check` with only the student wheel: a correct notebook passes every public test,
+        a buggy one fails softmax's; that wheel has no reference, no loader and no hidden case."""
+        _, tmp, checks = otter_run
+        assert "All tests passed!" in checks["correct"], checks["correct"][-3000:]
+        assert "softmax results:" in checks["buggy"] and "All tests passed!" not in checks["buggy"]
+        python = tmp / "student-env" / "venv" / "bin" / "python"
+        probe = subprocess.run([str(python), "-c", "import importlib.util as u, grader, pathlib; "
+                                "print([m for m in ('grader.attention.reference', 'grader.attention.mistakes', "
+                                "'grader.assignment.loader', 'grader.assignment.quiz') if u.find_spec(m)]); "
+                                "print(pathlib.Path(grader.__file__).parent)"],
+                               capture_output=True, text=True, timeout=60, cwd=tmp)
+        found, location = probe.stdout.splitlines()
+        assert found == "[]" and "student-env/venv" in location
+        fixtures = json.loads((Path(location) / "_fixtures" / "default.json").read_text())
+        hidden = sum(c.hidden for p in assignment.problems for c in p.cases)
+        assert hidden and all(c["visibility"] == "public" for p in fixtures["problems"] for c in p["cases"])
 
 
 class TestTestFiles:

@@ -74,7 +74,7 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
         written = exporter.write(out, assignment, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {len(written) - 3} test files, {written[-3].name}, {written[-2].name} and {written[-1]}",
+    click.echo(f"wrote {len(written) - 4} test files, {', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
                err=True)
 
 

@@ -5,7 +5,11 @@
     OUT/tests/<problem>.py      one test file per problem, one test case per case: public cases
                                 visible, hidden cases `hidden=True`; points split by case weight
     OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
-    OUT/<wheel>                 this grader as a wheel, the assignment packaged in it (`wheel.py`)
+    OUT/<wheel>                 this grader as a wheel, the assignment packaged in it (`wheel.py`),
+                                for the autograder only (`autograder_files`)
+    OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
+                                cases; the public cases' expected answers precomputed), given to
+                                students with the notebook (`files`): their checks run on it
     OUT/requirements.txt        what the grading environment needs besides otter: the wheel (as
                                 otter places it, files/<wheel>) and numpy, PyYAML, click pinned
 
@@ -100,6 +104,9 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
 
 
 REQUIREMENTS = "requirements.txt"
+STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
+                 "`pip install otter-grader mha_exercises_student-*.whl`. `grader.check(\"softmax\")` then "
+                 "checks one problem on its public cases.")
 
 
 def requirements() -> str:
@@ -115,6 +122,7 @@ def _config(assignment: Assignment) -> str:
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             f"requirements: {REQUIREMENTS}\n"
+            f"files:\n  - {wheel.filename(wheel.STUDENT_DISTRIBUTION)}\n"
             f"autograder_files:\n  - {wheel.filename()}\n"
             "export_cell: false\n"
             "check_all_cell: false\n"
@@ -142,7 +150,7 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
         cells.append(cell)
 
     add(new_raw_cell, _config(assignment), "config")
-    add(new_markdown_cell, f"# {assignment.title}", "title")
+    add(new_markdown_cell, f"# {assignment.title}\n\n{STUDENT_SETUP}", "title")
     add(new_code_cell, solutions.imports or "import numpy as np", "imports")
     for problem in assignment.problems:
         fn = problem.function
@@ -181,8 +189,10 @@ def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
     from . import wheel
     name, data = wheel.build(assignment.root)
     write_atomically(out / name, data)
+    student, data = wheel.build_student(assignment)
+    write_atomically(out / student, data)
     write_atomically(out / REQUIREMENTS, requirements())
-    written += [out / name, out / REQUIREMENTS]
+    written += [out / student, out / name, out / REQUIREMENTS]
     path = out / NOTEBOOK_NAME
     write_atomically(path, master_notebook(assignment, solutions))
     return written + [path]
