@@ -177,3 +177,11 @@ class TestGradescopeZip:
     def test_zip_is_deterministic(self, assignment):
         """Two exports of the same assignment are byte-identical."""
         assert build(assignment, SECRET) == build(assignment, SECRET)
+
+
+def test_cli_refuses_a_python_that_is_not_a_version(cli, tmp_path):
+    """`--python three`: a usage error naming the expected form, and no zip."""
+    result = cli("export", "gradescope", "--out", str(tmp_path / "a.zip"), "--python", "three")
+    assert result.exit_code == 2
+    assert "--python must be a version like 3.11 (got 'three')" in result.stderr
+    assert not (tmp_path / "a.zip").exists()
