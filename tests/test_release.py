@@ -189,6 +189,16 @@ class TestStudentBundle:
                                 capture_output=True, text=True, env={**env, "MHA_STUDENT": STUDENTS[0]})
         assert solved.returncode == 0, solved.stdout[-3000:] + solved.stderr[-2000:]
         assert re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
+        broken = work / "broken" / "attention.py"  # a wrong-axis softmax: named, and its caller points at it
+        broken.parent.mkdir()
+        broken.write_text((SOLUTIONS / "attention.py").read_text() + "\n\ndef softmax(scores):\n"
+                          "    e = np.exp(scores - scores.max(axis=0, keepdims=True))\n"
+                          "    return e / e.sum(axis=0, keepdims=True)\n")
+        told = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(broken), "softmax",
+                               "scaled_dot_product_attention"], cwd=student, capture_output=True, text=True, env=env)
+        assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout, told.stdout[-3000:]
+        assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
+        assert "attention-softmax-over-queries" not in told.stdout
         here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
                               capture_output=True, text=True, env=env)
         assert here.returncode == 0, here.stdout[-2000:]

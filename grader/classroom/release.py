@@ -2,7 +2,7 @@
 
 student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and a pruned grader package
              whose `mha check` needs no reference, solutions or hidden cases, with its fixtures in
-             grader/student_fixtures/<variant>.json (public cases with expected answers precomputed
+             grader/_fixtures/<variant>.json (public cases with expected answers precomputed
              by the reference; installed with the package, so `mha` finds them from any folder).
 autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
              secret is known, course.yaml (mode 0600) so per-student variants can be graded.
@@ -34,7 +34,8 @@ STUDENT_EXCLUDE = ("attention/reference.py", "attention/mistakes.py", "assignmen
                    "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
                    "grading/validation.py", "grading/compiled.py", "classroom", "exports",
                    "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
-                   "cli/release.py", "__main__.py")
+                   "cli/release.py", "__main__.py",
+                   "_assignment")  # the assignment an installed wheel carries (hidden cases, quiz key)
 STUDENT_PYPROJECT = """[build-system]
 requires = ["setuptools>=64"]
 build-backend = "setuptools.build_meta"

@@ -2,7 +2,7 @@
 
 The bundle has no reference, no wrong variants, no hidden cases and no quiz answer key: every
 expected answer was computed by the instructor's `mha release` and stored in
-grader/student_fixtures/*.json, installed with the package.
+grader/_fixtures/*.json, installed with the package.
 Student code still runs in the same sandbox as in the autograder.
 """
 from __future__ import annotations

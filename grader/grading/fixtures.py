@@ -25,9 +25,9 @@ from ..assignment.model import (Case, Choice, CompareKind, Comparison, Mistake, 
                     Visibility, WrongValue)
 
 FORMAT = 1
-# In the student bundle, the fixtures live inside its grader package (grader/student_fixtures/), so
+# In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
-BUNDLE_FOLDER = "student_fixtures"
+BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (exports/otter_checks.py)
 INDEX = "index.json"
 
 
@@ -99,7 +99,8 @@ def _item_from(data: dict) -> Variant:
 def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
     the reference and the variants)."""
-    from .grade import prepare, wrong_answer
+    from .grade import prepare
+    from .diagnosis import wrong_answer
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
     problems = []
