@@ -1,7 +1,8 @@
 """Jupyter notebooks as submissions: the code cells that define the API, as an attention.py.
 
-A notebook is student data: it is read with a size bound and parsed as JSON (no nbformat, no
-kernel); no cell is run here. From each code cell this keeps the top-level imports, function
+A notebook is student data: it is read like any student file (student_files: no link, a
+regular file, at most MAX_BYTES) and parsed as JSON within bounds on its nesting and size (no
+nbformat, no kernel); no cell is run here. From each code cell this keeps the top-level imports, function
 and class definitions and assignments, in order, and drops everything else: calls and prints
 (a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
 checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
@@ -15,10 +16,7 @@ the cells the kernel has run and runs `mha check` on the result.
 from __future__ import annotations
 
 import ast
-import atexit
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,11 +25,16 @@ from typing import Iterable
 
 from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError
+from ..sandbox.codec import Bounds, DecodeError, loads_bounded
+from .student_files import open_folder, read_student_file
 
-__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "extract_source", "materialize", "check"]
+__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "notebook_cells", "extract_source",
+           "notebook_source", "check"]
 
 CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
 MAX_BYTES = 32 << 20        # notebooks with outputs can be large; this bounds what is read
+# a notebook is a few levels deep (cells, outputs, their data); images are single strings
+BOUNDS = Bounds(bytes=MAX_BYTES, nodes=1 << 19, depth=32)
 _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
          ast.Assign, ast.AnnAssign, ast.AugAssign)
 _MAGIC = ("!", "%")
@@ -64,8 +67,8 @@ def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
     python = "\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in lines)
     try:
         tree = ast.parse(python)
-    except SyntaxError:
-        return python  # kept as it is: the grader reports the error with its line
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # `1+1+...` 100,000 long recurses
+        return python  # kept as it is: the sandbox reports the error (with its line) when it imports it
     api = frozenset(api)
     tools = set(TOOLS)
     kept = []
@@ -94,21 +97,33 @@ def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
 
 
 def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
-    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+    """(label, source) of every code cell not tagged mha-check; SubmissionError if the file
+    cannot be read (a link, too large...) or is not a notebook."""
     path = Path(ipynb_path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        folder = open_folder(path.parent, follow=True)
     except OSError as exc:
         raise SubmissionError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_BYTES:
-        raise SubmissionError(f"{path}: notebook is too large (more than {MAX_BYTES >> 20} MiB)")
     try:
-        node = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SubmissionError(f"{path}: not a Jupyter notebook (invalid JSON: {exc})") from None
+        file = read_student_file(folder, path.name, MAX_BYTES)
+    finally:
+        os.close(folder)
+    if file.data is None:
+        raise SubmissionError(f"{path}: {file.problem or 'no such file'}")
+    return notebook_cells(file.data, str(path))
+
+
+def notebook_cells(raw: bytes, where: str) -> list[tuple[str, str]]:
+    """(label, source) of every code cell of the notebook `raw` not tagged mha-check;
+    SubmissionError naming `where` if it is not a notebook."""
+    try:
+        node = loads_bounded(raw.decode("utf-8"), BOUNDS, "the notebook")
+    except UnicodeDecodeError as exc:
+        raise SubmissionError(f"{where}: not a Jupyter notebook (not UTF-8: {exc.reason})") from None
+    except DecodeError as exc:
+        raise SubmissionError(f"{where}: not a Jupyter notebook ({exc})") from None
     if not isinstance(node, dict) or not isinstance(node.get("cells"), list):
-        raise SubmissionError(f"{path}: not a Jupyter notebook in format 4 (no 'cells' list)")
+        raise SubmissionError(f"{where}: not a Jupyter notebook in format 4 (no 'cells' list)")
     found = []
     for number, cell in enumerate(node["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -120,7 +135,7 @@ def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):
-            raise SubmissionError(f"{path}: cell {number} has a source that is neither text nor a list of lines")
+            raise SubmissionError(f"{where}: cell {number} has a source that is neither text nor a list of lines")
         found.append((f"cell {number}", source))
     return found
 
@@ -130,20 +145,9 @@ def extract_source(ipynb_path: Path) -> str:
     return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)
 
 
-def materialize(ipynb_path: Path) -> Path:
-    """Write the notebook's attention.py to a private temporary folder (removed at exit) and
-    return its path; an answers.yaml beside the notebook is linked beside it."""
-    from .answers import ANSWERS_NAME
-    from ..paths import SUBMISSION_NAME
-    source = extract_source(ipynb_path)
-    folder = Path(tempfile.mkdtemp(prefix="mha-notebook-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    target = folder / SUBMISSION_NAME
-    target.write_text(source, encoding="utf-8")
-    answers = Path(ipynb_path).resolve().parent / ANSWERS_NAME
-    if answers.exists():
-        (folder / ANSWERS_NAME).symlink_to(answers)
-    return target
+def notebook_source(raw: bytes, name: str) -> str:
+    """attention.py made of the definitions of the notebook `raw`, read from the file `name`."""
+    return _assemble(notebook_cells(raw, name), name)
 
 
 def check(problem: str) -> None:
