@@ -21,6 +21,7 @@ import yaml
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
 from grader.assignment.variants import DEFAULT_SEED
+from grader.paths import remove_tree
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 from .test_hostile import PROBLEMS, leftovers, snapshot, still_there, strays, SHARED_DIRS
@@ -145,7 +146,7 @@ def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None
     text = peak.read_text().strip()
     peak.unlink()
     left = sorted(os.listdir(tmp))
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_tree(tmp)
     return GraderRun(done.returncode, done.stdout, done.stderr, int(text) / 1024 if text else 0.0, output, left)
 
 
