@@ -119,13 +119,14 @@ class GraderRun:
 
 
 def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
-               umask: int | None = None, limit: float = 120.0) -> GraderRun:
-    """`mha --exercises COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`."""
+               umask: int | None = None, env: dict | None = None, limit: float = 120.0) -> GraderRun:
+    """`mha --exercises COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`
+    (with `umask`, and `env` added to the environment)."""
     peak = Path(tempfile.mkstemp(prefix="mha-peak-", dir=course.base)[1])
     os.chmod(peak, 0o666)
     tmp = new_folder(course, "tmp")  # the grader's own temporary files go here, to be counted
     os.chmod(tmp, 0o1777)
-    env = {**os.environ, "MHA_TEST_PEAK": str(peak), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    env = {**os.environ, "MHA_TEST_PEAK": str(peak), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})}
     if user is not None:
         cache = course.base / f"cache-{user}"
         cache.mkdir(exist_ok=True)
