@@ -21,7 +21,6 @@ import io
 import json
 import os
 import re
-import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -37,9 +36,9 @@ from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..errors import SubmissionError
 from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
-from ..paths import SUBMISSION_NAME, kind_of, write_atomically
+from ..paths import SUBMISSION_NAME, write_atomically
 from ..grading.results import GradeResult
-from ..grading.student_files import StudentFile, open_folder, read_student_file
+from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 
 __all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "GRADED", "EMPTY", "ERROR"]
@@ -86,14 +85,8 @@ class Outcome:
 # ---------------------------------------------------------------- finding submissions
 
 def _kind(path: Path) -> str | None:
-    """None for a regular file; 'missing', or what else it is ('a link', 'a FIFO'...), never followed."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return "missing"
-    except OSError:
-        return "unreadable"
-    return None if stat.S_ISREG(mode) else kind_of(mode)
+    """None for a regular file; 'missing', 'a link', 'a folder'... (never followed)."""
+    return entry_kind(None, path)
 
 
 def _in_folder(student: str, folder: Path, root: Path) -> Submission:
@@ -109,14 +102,9 @@ def _in_folder(student: str, folder: Path, root: Path) -> Submission:
         return Submission(student, folder, None, answers, note, root)
     source, kind = where / SUBMISSION_NAME, _kind(where / SUBMISSION_NAME)
     if kind is not None:
-        note = _refused(source.relative_to(folder).as_posix(), kind)
+        note = refusal(source.relative_to(folder).as_posix(), kind)
         return Submission(student, folder, None, answers, note, root)
     return Submission(student, folder, source, answers, "", root)
-
-
-def _refused(name: str, kind: str) -> str:
-    return (f"{name} is a link: it was not read (submit the file itself)" if kind == "a link"
-            else f"{name} is not a regular file ({kind}): it was not read")
 
 
 def read_files(submission: Submission) -> SubmissionFiles:
@@ -202,7 +190,7 @@ def _folders(root: Path, exclude: Path | None) -> list[Submission]:
         elif entry.suffix == ".py" or (kind == "a link" and entry.is_dir()):
             student = entry.stem if entry.suffix == ".py" else entry.name
             found.append(Submission(student, root, entry if kind is None else None, None,
-                                    "" if kind is None else _refused(entry.name, kind), root))
+                                    "" if kind is None else refusal(entry.name, kind), root))
     return found
 
 

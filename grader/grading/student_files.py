@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..paths import kind_of
 
-__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind"]
+__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal"]
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -49,8 +49,9 @@ def open_folder(path: Path | str, parent: int | None = None, follow: bool = Fals
     return os.open(path, _FOLDER & ~os.O_NOFOLLOW if follow else _FOLDER, dir_fd=parent)
 
 
-def entry_kind(folder: int, name: str) -> str | None:
-    """None for a regular file; 'missing', or 'a link', 'a FIFO'... for anything else."""
+def entry_kind(folder: int | None, name: str | Path) -> str | None:
+    """None for a regular file; 'missing', or 'a link', 'a FIFO'... for anything else (never
+    followed). `name` is inside the open folder `folder`, or a path when `folder` is None."""
     try:
         mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
     except FileNotFoundError:
@@ -69,19 +70,19 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     if kind == "missing":
         return StudentFile(name)
     if kind is not None:
-        return StudentFile(name, problem=_refusal(name, kind))
+        return StudentFile(name, problem=refusal(name, kind))
     try:
         fd = os.open(name, _READ, dir_fd=folder)
     except FileNotFoundError:
         return StudentFile(name)
     except OSError as exc:
         what = "a link" if exc.errno == errno.ELOOP else None
-        return StudentFile(name, problem=_refusal(name, what) if what else
+        return StudentFile(name, problem=refusal(name, what) if what else
                            f"{name} cannot be read ({exc.strerror or exc}): it was not read")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # replaced between the two looks
-            return StudentFile(name, problem=_refusal(name, kind_of(info.st_mode)))
+            return StudentFile(name, problem=refusal(name, kind_of(info.st_mode)))
         if info.st_size > limit:
             return StudentFile(name, problem=_too_large(name, limit))
         chunks, size = [], 0
@@ -100,7 +101,8 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     return StudentFile(name, data=b"".join(chunks))
 
 
-def _refusal(name: str, kind: str) -> str:
+def refusal(name: str, kind: str) -> str:
+    """What the reports say about a file that was not read because of what it is."""
     if kind == "a link":
         return f"{name} is a link: it was not read (submit the file itself)"
     return f"{name} is not a regular file ({kind}): it was not read"
