@@ -13,9 +13,11 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from grader.assignment.loader import load_assignment
@@ -172,6 +174,32 @@ def deserved(course: Course, lost: tuple[str, ...] = (), quiz: bool = True) -> d
     return {i: 0.0 if i in lost or (not quiz and i in course.quiz_points) else p for i, p in points.items()}
 
 
+def graded_in_every_mode(course: Course, cases, make, *, timeout: float, workers: int) -> dict:
+    """Each case laid out by `make(course, case, folder)` and graded in every mode that can run
+    here (see `users`), `workers` at a time: {(case, user): GraderRun, or the exception}."""
+    todo = [(case, user) for case in cases for user in users() if user is None or not dropped_uid_problem()]
+
+    def attempt(job):
+        case, user = job
+        folder = new_folder(course, case.name)
+        make(course, case, folder)
+        try:
+            return grade(course, folder, user=user, timeout=timeout)
+        except Exception as exc:  # reported by that case's test
+            return exc
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(todo, pool.map(attempt, todo)))
+
+
+@pytest.fixture(scope="module")
+def course():
+    """The course of a test module; deleted however deep what the tests left in it."""
+    course = make_course()
+    yield course
+    remove_tree(course.base)
+
+
 def users() -> list[int | None]:
     """The modes to run in: the tests' own user (None: root here, as on CI) and, as root, a dropped uid."""
     return [None, DROPPED_UID] if ROOT_MODE else [None]
@@ -195,12 +223,11 @@ def dropped_uid_problem() -> str | None:
 
 def skip_unless_runnable(user: int | None) -> None:
     """Skip a dropped-uid run where that uid cannot run this Python at all."""
-    import pytest
     if user is not None and dropped_uid_problem():
         pytest.skip(dropped_uid_problem())
 
 
 __all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
-           "dropped_uid_problem", "leftovers", "snapshot",
+           "dropped_uid_problem", "graded_in_every_mode", "course", "leftovers", "snapshot",
            "still_there", "strays", "SHARED_DIRS"]

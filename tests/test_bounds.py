@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +20,8 @@ import pytest
 from grader.paths import remove_tree
 from grader.sandbox.codec import ANSWER, Bounds, DecodeError, loads_bounded, read_event
 
-from ._edges import (AR, ROOT_MODE, Course, deserved, dropped_uid_problem, grade, make_course, new_folder,
-                     scores, skip_unless_runnable, users, write_submission)
+from ._edges import (AR, ROOT_MODE, Course, course, deserved, grade, graded_in_every_mode, new_folder, scores,
+                     skip_unless_runnable, users, write_submission)
 from .conftest import solution_source
 
 GRADER_MB = 300  # the grader process's peak, whatever the submission sends
@@ -75,29 +74,14 @@ SENT = (
 )
 
 
-@pytest.fixture(scope="module")
-def course():
-    course = make_course()
-    yield course
-    remove_tree(course.base)  # however deep: some tests leave 3,000 nested folders
+def _send(course: Course, case: Sent, folder: Path) -> None:
+    write_submission(folder, solution_source() + "\n\n" + LINES[case.name] + RAW_LINE, answers=course.key)
 
 
 @pytest.fixture(scope="module")
 def sent(course):
     """Every raw answer line graded in every mode, two at a time (the large ones take memory)."""
-    todo = [(s, u) for s in SENT for u in users() if u is None or not dropped_uid_problem()]
-
-    def attempt(job):
-        case, user = job
-        folder = new_folder(course, case.name)
-        write_submission(folder, solution_source() + "\n\n" + LINES[case.name] + RAW_LINE, answers=course.key)
-        try:
-            return grade(course, folder, user=user, timeout=20)
-        except Exception as exc:  # reported by that case's test
-            return exc
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(todo, pool.map(attempt, todo)))
+    return graded_in_every_mode(course, SENT, _send, timeout=20, workers=2)
 
 
 @pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
@@ -219,7 +203,6 @@ def test_thousands_of_nested_folders_are_deleted(course, user):
         assert run.left == []
         assert not os.path.lexists(shared)
     finally:
-        from grader.paths import remove_tree
         remove_tree(shared)
 
 

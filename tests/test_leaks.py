@@ -10,7 +10,6 @@ Gradescope's Markdown, GitHub's log and the text report.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from grader.paths import remove_tree
 from grader.reports.gradescope import fenced
 
-from ._edges import AR, Course, deserved, grade, make_course, new_folder, run_grader, scores, write_submission
+from ._edges import AR, deserved, grade, make_course, new_folder, run_grader, scores, write_submission
 from .conftest import solution_source
 
 LEAKY = '''

@@ -19,16 +19,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ExitCode, OutputError
-from grader.paths import check_output, remove_tree, write_atomically
+from grader.paths import check_output, write_atomically
 
-from ._edges import ROOT, Course, grade, make_course, new_folder, run_grader, write_submission
-
-
-@pytest.fixture(scope="module")
-def course():
-    course = make_course()
-    yield course
-    remove_tree(course.base)
+from ._edges import ROOT, course, grade, new_folder, run_grader, write_submission
 
 
 @pytest.fixture(scope="module")

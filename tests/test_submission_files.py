@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,9 +19,9 @@ import pytest
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
-from grader.paths import PACKAGE, remove_tree
+from grader.paths import PACKAGE
 
-from ._edges import (ROOT_MODE, Course, deserved, dropped_uid_problem, grade, make_course, new_folder, run_grader,
+from ._edges import (ROOT_MODE, Course, course, deserved, grade, graded_in_every_mode, new_folder, run_grader,
                      scores, skip_unless_runnable, users, write_submission)
 
 LINKED = "is a link: it was not read (submit the file itself)"
@@ -120,28 +119,10 @@ ATTACKS = (
 
 
 @pytest.fixture(scope="module")
-def course():
-    course = make_course()
-    yield course
-    remove_tree(course.base)  # however deep: some tests leave 3,000 nested folders
-
-
-@pytest.fixture(scope="module")
 def graded(course):
     """Every attack graded in every mode (root and a dropped uid), three at a time."""
-    todo = [(a, u) for a in ATTACKS for u in users() if u is None or not dropped_uid_problem()]
-
-    def attempt(job):
-        attack, user = job
-        folder = new_folder(course, attack.name)
-        attack.make(course, folder)
-        try:
-            return grade(course, folder, user=user, timeout=5)
-        except Exception as exc:  # reported by that attack's test
-            return exc
-
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        return dict(zip(todo, pool.map(attempt, todo)))
+    return graded_in_every_mode(course, ATTACKS, lambda course, attack, folder: attack.make(course, folder),
+                                timeout=5, workers=3)
 
 
 @pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
