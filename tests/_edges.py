@@ -111,6 +111,7 @@ class GraderRun:
     peak_mb: float      # the grader process's own peak resident memory (VmHWM)
     output: Path | None
     left: list[str]     # what is left in the run's own temporary folder ($TMPDIR): should be nothing
+    processes: list[str]  # processes still working in that folder (student code runs there): none
 
     def results(self) -> dict:
         return json.loads(self.output.read_text())
@@ -148,9 +149,23 @@ def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=limit, preexec_fn=become)
     text = peak.read_text().strip()
     peak.unlink()
-    left = sorted(os.listdir(tmp))
+    left, processes = sorted(os.listdir(tmp)), working_in(tmp)
     remove_tree(tmp)
-    return GraderRun(done.returncode, done.stdout, done.stderr, int(text) / 1024 if text else 0.0, output, left)
+    return GraderRun(done.returncode, done.stdout, done.stderr, int(text) / 1024 if text else 0.0, output, left,
+                     processes)
+
+
+def working_in(folder: Path) -> list[str]:
+    """Processes whose working folder is inside `folder` (read as a link's text: nothing is opened)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+            found.append(f"{pid} {cwd}")
+    return found
 
 
 def grade(course: Course, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
@@ -229,5 +244,5 @@ def skip_unless_runnable(user: int | None) -> None:
 
 __all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
-           "dropped_uid_problem", "graded_in_every_mode", "course", "leftovers", "snapshot",
+           "dropped_uid_problem", "graded_in_every_mode", "course", "working_in", "leftovers", "snapshot",
            "still_there", "strays", "SHARED_DIRS"]

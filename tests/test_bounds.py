@@ -97,7 +97,7 @@ def test_answer_line_out_of_bounds_costs_its_problem(course, sent, case, user):
     assert scores(data) == deserved(course, case.lost)
     report = run.report()
     assert case.says in report and "autograder failed" not in report
-    assert run.left == []
+    assert run.left == [] and run.processes == []
     assert 0 < run.peak_mb < GRADER_MB
 
 
@@ -200,7 +200,7 @@ def test_thousands_of_nested_folders_are_deleted(course, user):
         run = grade(course, folder, user=user, timeout=30)
         assert run.code == 0, run.stderr
         assert scores(run.results()) == deserved(course)
-        assert run.left == []
+        assert run.left == [] and run.processes == []
         assert not os.path.lexists(shared)
     finally:
         remove_tree(shared)
@@ -260,3 +260,17 @@ class TestLoadsBounded:
         assert read_event(b"[" * 100 + b"]" * 100) == {
             "event": "garbled", "why": "the answer is nested too deeply (more than 64 levels)"}
         assert read_event(b"[1]") == {"event": "garbled", "why": "the answer is not an object"}
+
+
+def test_the_leftover_process_check_finds_one(tmp_path):
+    """The helper behind `run.processes` sees a process working in a folder (and then none)."""
+    import subprocess
+    import sys
+    from ._edges import working_in
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path)
+    try:
+        assert [line.split()[0] for line in working_in(tmp_path)] == [str(sleeper.pid)]
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=10)
+    assert working_in(tmp_path) == []

@@ -146,7 +146,7 @@ def test_link_or_special_file_is_not_read(course, graded, attack, user):
     assert "unknown quiz item" not in report
     assert not any(text in report for text in _shadow_text())
     assert sorted(os.listdir(run.output.parent)) == ["results.json"]
-    assert run.left == []  # the private copy and the session's folder are gone
+    assert run.left == [] and run.processes == []  # the private copy and the session's folder are gone
 
 
 def test_grade_all_refuses_links_and_special_files(course, tmp_path):
