@@ -19,9 +19,9 @@ import numpy as np
 from .answers import grade_variants
 from ..attention.api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
+from .diagnosis import diagnose, name_mistakes, point_at_callees
 from ..errors import InternalError
 from ..sandbox.isolation import private_paths
-from ..attention.detectors import DETECTORS
 from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
 from .results import CaseResult, CaseStatus, GradeResult, ProblemResult, one_line
 from ..sandbox.session import CaseRun, Limits, RunStatus, Session
@@ -40,13 +40,6 @@ class PreparedCase:
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
     computed: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
-    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
-    from ..attention.mistakes import VARIANTS
-    with np.errstate(all="ignore"):
-        return VARIANTS[mistake.variant](*copy.deepcopy(args))
 
 
 def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
@@ -161,45 +154,6 @@ def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
     return ", ".join(parts)
 
 
-def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: Any) -> bool:
-    """Whether a named mistake accounts for the student's (wrong) answer on this case.
-
-    A variant does when its answer matches the student's and differs from the right one (on
-    inputs where the mistake makes no difference, it names nothing); a detector says so itself.
-    """
-    if mistake.variant in DETECTORS:
-        return DETECTORS[mistake.variant](copy.deepcopy(prepared.args), got)
-    parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
-    if prepared.wrong_answers is not None:
-        known = dict(prepared.wrong_answers)
-        if mistake.id not in known:
-            return False
-        wrong = known[mistake.id]
-    else:
-        if mistake.id not in prepared.computed:
-            try:
-                prepared.computed[mistake.id] = (True, wrong_answer(mistake, prepared.args))
-            except Exception:  # the variant does not apply to these inputs
-                prepared.computed[mistake.id] = (False, None)
-        applies, wrong = prepared.computed[mistake.id]
-        if not applies:
-            return False
-    return (not check(problem.compare, wrong, prepared.expected, parts).passed
-            and check(problem.compare, wrong, got, parts).passed)
-
-
-def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
-    """The first named misconception that explains the student's answer."""
-    for mistake in problem.mistakes:
-        try:
-            with np.errstate(all="ignore"):
-                if _explains(mistake, problem, prepared, got):
-                    return mistake.id, mistake.message
-        except Exception:  # the mistake does not apply to these inputs or this answer
-            continue
-    return None
-
-
 def _exception_kind(bases: tuple[str, ...]) -> str:
     """The first built-in exception among an exception's classes: a kind from a fixed list,
     where the student's own class name could spell out anything (a hidden input included)."""
@@ -223,8 +177,14 @@ def _hidden_summary(run: CaseRun) -> str:
 
 
 def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
-    """Turn one sandbox run into a CaseResult, hiding details of hidden cases: they show the
-    kind of failure only (no exception text, no values, nothing the student wrote)."""
+    """Turn one sandbox run into a CaseResult, hiding details of hidden cases (they show the kind
+    of failure only: no exception text, no values, nothing the student wrote); a failed case is
+    told the mistake this case alone shows (run_problem weighs all the problem's cases together)."""
+    result = _judged(problem, prepared, run)
+    return result if result.passed else name_mistakes((result,), diagnose(problem, (prepared,), (run,), (result,)))[0]
+
+
+def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     case, fn = prepared.case, problem.function
     base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
                 inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
@@ -255,10 +215,8 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
-    named = _named_mistake(problem, prepared, run.value)
     return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
-                      detail="" if case.hidden else verdict.detail,
-                      mistake=named[0] if named else None, mistake_message=named[1] if named else "", **base)
+                      detail="" if case.hidden else verdict.detail, **base)
 
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
@@ -281,12 +239,15 @@ def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session
     ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
                               problem.timeout or limits.problem_seconds, then=ahead)
-    results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    results = tuple(_judged(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    diagnosis = diagnose(problem, prepared, problem_run.cases, results)
+    results = name_mistakes(results, diagnosis)
     # what a problem printed is shown only when every case is public: printing a hidden case's
     # inputs would put them in the feedback
     shown = "" if any(p.case.hidden for p in prepared) else (problem_run.stdout + problem_run.stderr)[:4000]
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
-                         hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
+                         hints=problem.hints,
+                         message=_problem_message(results, session, problem_run.cases) or diagnosis.note,
                          stdout=shown)
 
 
@@ -337,13 +298,17 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         reason = files.source.problem or f"no {files.source.name} was submitted"
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
-        with private_copy(files.source) as source, Session(source, limits, private=private) as session:
+        # the text read before any student code runs (it could rewrite its own copy): which of
+        # its functions call which, for pointing a failing problem at the failing function it calls
+        source = files.source.text()
+        with private_copy(files.source) as copy_path, Session(copy_path, limits, private=private) as session:
             current = (problems[0], cases(problems[0]))
             for following in [*problems[1:], None]:
                 then = (following, cases(following)) if following is not None else None
                 results += (run_problem(*current, session, limits, then),)
                 current = then
             messages += (one_line(session.load_failure.describe()),) if session.load_failure else ()
+        results = point_at_callees(problems, results, source) if session.load_failure is None else results
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden)

@@ -10,6 +10,10 @@ assignments that call a graded function, and the check cells the exported notebo
 `mha-check`. A cell that is not valid Python is kept as it is, so the grader reports its
 syntax error like any other. Later definitions win, as they do in the kernel.
 
+Quiz answers: raw cells tagged `mha-answers` (the exported notebook has one per quiz item) are
+joined, in order, into the submission's answers.yaml; a notebook without them is graded with
+the answers.yaml beside it, if any.
+
 `check(problem)` is the helper the exported notebook's check cells call: it does the same with
 the cells the kernel has run and runs `mha check` on the result.
 """
@@ -28,10 +32,11 @@ from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
 from .student_files import open_folder, read_student_file
 
-__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "notebook_cells", "extract_source",
-           "notebook_source", "check"]
+__all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "answer_cells", "extract_source",
+           "extract_answers", "notebook_parts", "check"]
 
 CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
+ANSWERS_TAG = "mha-answers"  # raw cells with this tag are the quiz answers (answers.yaml lines)
 MAX_BYTES = 32 << 20        # notebooks with outputs can be large; this bounds what is read
 # a notebook is a few levels deep (cells, outputs, their data); images are single strings
 BOUNDS = Bounds(bytes=MAX_BYTES, nodes=1 << 19, depth=32)
@@ -96,9 +101,8 @@ def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
     return "\n".join(parts)
 
 
-def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
-    """(label, source) of every code cell not tagged mha-check; SubmissionError if the file
-    cannot be read (a link, too large...) or is not a notebook."""
+def _read(ipynb_path: Path) -> bytes:
+    """The notebook file's bytes, read as any student file; SubmissionError if it cannot be (a link, too large...)."""
     path = Path(ipynb_path)
     try:
         folder = open_folder(path.parent, follow=True)
@@ -110,11 +114,11 @@ def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
         os.close(folder)
     if file.data is None:
         raise SubmissionError(f"{path}: {file.problem or 'no such file'}")
-    return notebook_cells(file.data, str(path))
+    return file.data
 
 
-def notebook_cells(raw: bytes, where: str) -> list[tuple[str, str]]:
-    """(label, source) of every code cell of the notebook `raw` not tagged mha-check;
+def _cells(raw: bytes, where: str) -> list[tuple[int, dict, str]]:
+    """(number, cell, source text) of every cell of the notebook `raw`, parsed within BOUNDS;
     SubmissionError naming `where` if it is not a notebook."""
     try:
         node = loads_bounded(raw.decode("utf-8"), BOUNDS, "the notebook")
@@ -126,18 +130,48 @@ def notebook_cells(raw: bytes, where: str) -> list[tuple[str, str]]:
         raise SubmissionError(f"{where}: not a Jupyter notebook in format 4 (no 'cells' list)")
     found = []
     for number, cell in enumerate(node["cells"], start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
-        if isinstance(tags, list) and CHECK_TAG in tags:
+        if not isinstance(cell, dict):
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):
             raise SubmissionError(f"{where}: cell {number} has a source that is neither text nor a list of lines")
-        found.append((f"cell {number}", source))
+        found.append((number, cell, source))
     return found
+
+
+def _tags(cell: dict) -> list:
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return tags if isinstance(tags, list) else []
+
+
+def _code(cells: list[tuple[int, dict, str]]) -> list[tuple[str, str]]:
+    return [(f"cell {number}", source) for number, cell, source in cells
+            if cell.get("cell_type") == "code" and CHECK_TAG not in _tags(cell)]
+
+
+def _answers(cells: list[tuple[int, dict, str]]) -> str | None:
+    found = [(f"cell {number}", source) for number, cell, source in cells
+             if cell.get("cell_type") == "raw" and ANSWERS_TAG in _tags(cell)]
+    return "".join(f"# {label}\n{source.rstrip()}\n" for label, source in found) if found else None
+
+
+def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+    return _code(_cells(_read(ipynb_path), str(ipynb_path)))
+
+
+def answer_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every raw cell tagged mha-answers, in order."""
+    return [(f"cell {number}", source) for number, cell, source in _cells(_read(ipynb_path), str(ipynb_path))
+            if cell.get("cell_type") == "raw" and ANSWERS_TAG in _tags(cell)]
+
+
+def extract_answers(ipynb_path: Path) -> str | None:
+    """The notebook's answer cells as answers.yaml text (None when it has none)."""
+    return _answers(_cells(_read(ipynb_path), str(ipynb_path)))
 
 
 def extract_source(ipynb_path: Path) -> str:
@@ -145,9 +179,13 @@ def extract_source(ipynb_path: Path) -> str:
     return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)
 
 
-def notebook_source(raw: bytes, name: str) -> str:
-    """attention.py made of the definitions of the notebook `raw`, read from the file `name`."""
-    return _assemble(notebook_cells(raw, name), name)
+def notebook_parts(raw: bytes, name: str) -> tuple[str, str | None]:
+    """The notebook `raw` (read from the file `name`) as attention.py text and answers.yaml text
+    (None when it has no answer cells); SubmissionError if it is not a notebook."""
+    cells = _cells(raw, name)
+    return _assemble(_code(cells), name), _answers(cells)
+
+
 
 
 def check(problem: str) -> None:

@@ -18,7 +18,7 @@ from typing import Iterator
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME, remove_tree
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
-from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_source
+from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_parts
 from .student_files import StudentFile, entry_kind, open_folder, read_student_file
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files", "private_copy"]
@@ -88,20 +88,27 @@ def read_folder(folder: int, label: str) -> SubmissionFiles:
 
 
 def read_files(folder: int, name: str, label: str) -> SubmissionFiles:
-    """The code file `name` (.py, or .ipynb whose definitions become the code) and answers.yaml
-    of the open folder `folder`."""
-    answers = read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES)
+    """The code file `name` (.py, or .ipynb whose definitions become the code and whose answer
+    cells, if it has any, the answers) and answers.yaml of the open folder `folder`."""
     if not name.endswith(".ipynb"):
-        return SubmissionFiles(read_student_file(folder, name, SOURCE_BYTES), answers, label)
+        return SubmissionFiles(read_student_file(folder, name, SOURCE_BYTES),
+                               read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
     notebook = read_student_file(folder, name, NOTEBOOK_BYTES)
+    answers = None
     if notebook.data is None:
         source = StudentFile(SUBMISSION_NAME, problem=notebook.problem or f"{name} is missing")
     else:
         try:
-            source = StudentFile(SUBMISSION_NAME, data=notebook_source(notebook.data, name).encode("utf-8"))
+            code, answers = notebook_parts(notebook.data, name)
+            source = StudentFile(SUBMISSION_NAME, data=code.encode("utf-8"))
         except SubmissionError as exc:  # not a notebook: it costs the problems, the quiz still counts
             source = StudentFile(SUBMISSION_NAME, problem=str(exc))
-    return SubmissionFiles(source, answers, label)
+    if answers is not None and len(answers.encode("utf-8")) > ANSWERS_BYTES:
+        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, problem=f"the answer cells of {name} are too large "
+                                                                         f"(more than {ANSWERS_BYTES} bytes)"), label)
+    if answers is not None:  # the notebook's own answer cells
+        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, data=answers.encode("utf-8")), label)
+    return SubmissionFiles(source, read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
 
 
 @contextlib.contextmanager
