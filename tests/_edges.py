@@ -26,7 +26,7 @@ from grader.assignment.variants import DEFAULT_SEED
 from grader.paths import remove_tree
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
-from .test_hostile import PROBLEMS, leftovers, snapshot, still_there, strays, SHARED_DIRS
+from .test_hostile import PROBLEMS
 
 ROOT_MODE = os.geteuid() == 0
 DROPPED_UID = 65534  # a non-root uid for the non-root runs (kept in group 0 to read this checkout)
@@ -244,5 +244,4 @@ def skip_unless_runnable(user: int | None) -> None:
 
 __all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
-           "dropped_uid_problem", "graded_in_every_mode", "course", "working_in", "leftovers", "snapshot",
-           "still_there", "strays", "SHARED_DIRS"]
+           "dropped_uid_problem", "graded_in_every_mode", "course", "working_in"]
