@@ -302,10 +302,10 @@ class TestGradeAllInputs:
         import grader.grading.grade
         real = grader.grading.grade.grade
 
-        def fragile(assignment, path, *, limits, seed, cache=None):
-            if "BOOM" in path.read_text():
+        def fragile(assignment, files, *, limits, seed, cache=None):  # the student's files as read
+            if b"BOOM" in files.source.data:
                 raise RuntimeError("boom")
-            return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
         monkeypatch.setattr(grader.grading.grade, "grade", fragile)
         for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
             (tmp_path / "class" / student).mkdir(parents=True)
@@ -336,7 +336,7 @@ class TestDiscover:
         (tmp_path / "ann").mkdir()
         (tmp_path / "ann" / "attention.py").symlink_to(SOLUTIONS / "attention.py")
         (found,) = batch.discover(tmp_path)
-        assert (found.source, found.note) == (None, "attention.py links to a file outside the submission: it was not read")
+        assert (found.source, found.note) == (None, "attention.py is a link: it was not read (submit the file itself)")
 
     def test_students_whose_file_names_collide_are_refused(self, tmp_path):
         """Two ids that would write the same file name are a usage error naming it."""

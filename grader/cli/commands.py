@@ -152,12 +152,12 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from ..grading.grade import grade_fixtures, known_ids
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     from ..reports import text
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
-        submission = resolve_submission(path or obj.default_submission())
+        submission = read_submission(path or obj.default_submission())
         result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
                                 private=private_paths(obj.root))
     except GraderError as exc:
@@ -175,7 +175,8 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to this file (atomically) instead of stdout.")
+              help="Write the report to this file (atomically, mode per the umask) instead of stdout; "
+                   "a link, FIFO or device is refused, except a character device such as /dev/stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
 @limit_options
@@ -193,12 +194,15 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     """
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     from ..reports import render
     start = time.monotonic()
     try:
         try:
-            path = resolve_submission(submission)
+            if output is not None:
+                from ..paths import check_output
+                check_output(output)  # a link, a FIFO...: refused before any grading
+            path = read_submission(submission)  # every file read once, before anything else
             compiled = obj.compiled(obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
@@ -233,7 +237,7 @@ def _emit(report: str, output: Path | None) -> None:
         click.echo(report, nl=False)
         return
     try:
-        write_atomically(output, report)
+        write_atomically(output, report)  # OutputError (exit 2) for a link, a FIFO...
     except OSError as exc:
         raise InternalError(f"cannot write {output}: {exc.strerror or exc}") from exc
 

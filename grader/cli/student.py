@@ -71,12 +71,12 @@ def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> 
     """
     from ..grading.grade import grade_fixtures
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     from ..reports import text
     try:
         root, fixtures = load(student)
         known_ids(fixtures, problems)
-        submission = resolve_submission(path or root / "attention.py")
+        submission = read_submission(path or root / "attention.py")
         result = grade_fixtures(fixtures, submission, include_hidden=False, problem_ids=problems,
                                 private=private_paths(root))
     except GraderError as exc:

@@ -1,8 +1,21 @@
 """Results of grading: plain frozen data that reporters read. Scoring lives here, once."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
+
+
+def one_line(text: str) -> str:
+    """Student text (an exception's message...) on one line, inert: line breaks and every other
+    control character (a terminal's escape sequences) as visible escapes, so it cannot start a
+    line of its own in a report (a fake "Score: 142/142" or "PASS" line) nor drive a terminal."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                                            else f"\\u{ord(m.group()):04x}"), text)
 
 
 class CaseStatus(Enum):
