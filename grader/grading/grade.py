@@ -22,7 +22,8 @@ from ..errors import InternalError
 from ..sandbox.isolation import private_paths
 from ..attention.detectors import DETECTORS
 from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
-from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
+from .grids import weight_grids
+from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult
 from ..sandbox.session import CaseRun, Limits, RunStatus, Session
 from ..assignment.variants import DEFAULT_SEED
 
@@ -230,13 +231,15 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     named = _named_mistake(problem, prepared, run.value)
     return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
                       detail="" if case.hidden else verdict.detail,
-                      mistake=named[0] if named else None, mistake_message=named[1] if named else "", **base)
+                      mistake=named[0] if named else None, mistake_message=named[1] if named else "",
+                      grids=() if case.hidden else weight_grids(problem, prepared.expected, run.value), **base)
 
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
     results = list(results)
     if session.load_failure is not None:
-        return session.load_failure.describe()
+        failure = session.load_failure
+        return LoadError(failure.kind, failure.message, failure.line).describe()
     if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
         return results[0].summary
     if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
@@ -291,6 +294,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                                   include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = ()
+    load_error: LoadError | None = None
     if problems:
         with Session(Path(submission), limits, private=private) as session:
             current = (problems[0], cases(problems[0]))
@@ -298,10 +302,44 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                 then = (following, cases(following)) if following is not None else None
                 results += (run_problem(*current, session, limits, then),)
                 current = then
-            messages = (session.load_failure.describe(),) if session.load_failure else ()
+            if session.load_failure is not None:
+                load_error = _load_error(session.load_failure, session.source)
+                messages = (load_error.describe(),)
     return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
-                       include_hidden=include_hidden)
+                       include_hidden=include_hidden, load_error=load_error, empty=_no_code(Path(submission)))
+
+
+def _source_line(source: Path, line: int | None) -> str:
+    """Line `line` of the grader's private copy of attention.py (plain text, never run), cut short."""
+    if not line:
+        return ""
+    try:
+        with open(source, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, start=1):
+                if number == line:
+                    return text.rstrip("\r\n").expandtabs(4)[:200]
+                if number > line:
+                    break
+    except OSError:
+        pass
+    return ""
+
+
+def _load_error(failure, source: Path) -> LoadError:
+    """The session's load failure as plain result data, with the text of the line it names."""
+    return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
+                     source=_source_line(source, failure.line))
+
+
+def _no_code(submission: Path) -> bool:
+    """attention.py holds nothing but blank lines and comments (or is not there at all)."""
+    try:
+        with open(submission, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return all(not line.strip() or line.lstrip().startswith(b"#") for line in head.splitlines())
 
 
 def grade_fixtures(fixtures, submission: Path, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
