@@ -173,7 +173,7 @@ _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f3f3f3}td.n{text-align:right;white-space:nowrap}tr.flag td{background:#fff6dc}
 .note{background:#fff6dc;border-left:4px solid #e0a800;padding:.5em 1em}.bad{color:#a61b1b;font-weight:600}
-img{max-width:100%;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots img{max-width:680px}"""
+img{max-width:100%;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots img{max-width:calc(50% - 1em)}td.d{white-space:nowrap}"""
 
 
 def _status_counts(students: Sequence[StudentRow]) -> str:
@@ -210,7 +210,7 @@ def render_html(analysis: Analysis, titles: Mapping[str, str], plots: list[Path]
         f"<tr{' class=flag' if flag(i, analysis.students) else ''}><td><code>{e(i.id)}</code></td>"
         f"<td>{e(titles.get(i.id, ''))}</td><td class=n>{i.max_score:g}</td>"
         f"<td class=n>{i.mean:.0%}</td><td class=n>{_fmt(i.discrimination)}</td><td class=n>{_fmt(i.item_rest)}</td>"
-        f"<td class=n>{i.full_marks}</td><td class=n>{i.zero}</td><td>{e(_distribution(i))}</td>"
+        f"<td class=n>{i.full_marks}</td><td class=n>{i.zero}</td><td class=d>{e(_distribution(i))}</td>"
         f"<td>{e(flag(i, analysis.students))}</td></tr>" for i in analysis.items)
     mistakes = "".join(f"<tr><td><code>{e(item)}</code></td><td><code>{e(m)}</code></td><td class=n>{n}</td>"
                        f"<td>{e(messages.get((item, m), ''))}</td></tr>"

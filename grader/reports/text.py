@@ -139,7 +139,8 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if p.message:
         out.text(p.message, IND)
     failing = [c for c in p.cases if not c.passed]
-    if len(failing) > 1 and len({c.summary for c in failing}) == 1 and not any(c.detail or c.mistake for c in failing):
+    if len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(c.status is not CaseStatus.FAILED
+                                                                             for c in failing):
         if failing[0].summary != p.message:  # one cause for every case (an import failure, a missing function)
             out.text(f"{'every case' if len(failing) == len(p.cases) else f'{len(failing)} cases'}: "
                      f"{failing[0].summary}", IND, SUB)
@@ -156,7 +157,7 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     named = _mistakes(out, failing)
     drawn = max((c for c in public if c.grids), default=None, key=lambda c: len(c.grids[0].got) * len(c.grids[0].got[0]))
     if drawn is not None:
-        out.text(f"weights in case '{drawn.name}' (a row per query, a column per key; darker = more weight):", IND)
+        out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
     if show_hints and p.hints and not named:
         out.labelled("hint:", p.hints[0], "code")
@@ -238,9 +239,9 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     done_q = sum(p.passed for p in counted)
     quiz_part = f" and {done_q} of {len(counted)} quiz items" if counted else ""
     out.lines.append("")
-    out.lines.append(out.style.paint(
-        f"Score: {_pts(result.score)}/{_pts(result.max_score)} ({result.percent:.0f}%), {done_p} of {len(problems)} "
-        f"problems{quiz_part} fully correct" + ("" if result.include_hidden else " (public cases only)"), "bold"))
+    out.text(f"Score: {_pts(result.score)}/{_pts(result.max_score)} ({result.percent:.0f}%), {done_p} of {len(problems)} "
+             f"problems{quiz_part} fully correct" + ("" if result.include_hidden else " (public cases only)"),
+             role="bold")
 
 
 def problem_lines(problem: ProblemResult, style: Style | None = None) -> list[str]:
