@@ -212,7 +212,7 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
-    width = max((len(p.id) for p in problems), default=0)
+    width = 4 if result.load_error is not None else max((len(p.id) for p in problems), default=4)
     if result.load_error is not None and problems:
         out.marked("fail", f"{len(problems)} problems not run, 0 of {_pts(sum(p.max_score for p in problems))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
