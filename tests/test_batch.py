@@ -631,3 +631,26 @@ class TestGraderProcesses:
         assert leftovers(token) == []
         assert multiprocessing.active_children() == []
         assert left_behind(before) == set()
+
+
+class TestStatusPerStudent:
+    def test_gradebook_status_of_each_kind_of_submission(self, assignment, tmp_path):
+        """The gradebook tells a syntax error, an import failure, an import that runs out of time, a
+        file with no code and a folder with no file apart from a graded submission (one problem, 1 s)."""
+        found = write_class(tmp_path / "class", {
+            "ann": solution_source(), "ben": solution_source().replace("np.exp(", "np.exp((", 1),
+            "cy": "import numpy as np\nimport no_such_module_here\n", "dee": "while True:\n    pass\n",
+            "eve": "\n# I will write it tomorrow\n\n", "fay": None})
+
+        def grader(a, path, seed):
+            return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=1, load_seconds=1), seed=seed)
+
+        rows = [o.row for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1,
+                                               grader=grader)]
+        batch.write_gradebook(tmp_path / "gradebook.csv", ["softmax"], rows)
+        assert [(r["student"], r["status"], r["softmax"]) for r in read_csv(tmp_path / "gradebook.csv")] == [
+            ("ann", "graded", "10"), ("ben", "syntax error", "0"), ("cy", "import failure", "0"),
+            ("dee", "timeout", "0"), ("eve", "empty", "0"), ("fay", "empty", "0")]
+        feedback = (tmp_path / "out" / "feedback" / "cy.txt").read_text()
+        assert "FAIL  attention.py raised ModuleNotFoundError while being imported on line 2" in feedback
+        assert "      2 | import no_such_module_here\n" in feedback
