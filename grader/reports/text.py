@@ -120,7 +120,7 @@ def _mistakes(out: _Out, failing: list[CaseResult]) -> bool:
 
 
 def _case(out: _Out, case: CaseResult) -> None:
-    out.marked("fail", f"{case.name}: {case.summary}", IND, SUB)
+    out.marked("fail", f"{'[hidden] ' if case.hidden else ''}{case.name}: {case.summary}", IND, SUB)
     if case.inputs:
         out.text(f"inputs: {case.inputs}", SUB, SUB + "  ", role="dim")
     if case.detail:
