@@ -244,9 +244,13 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
              role="bold")
 
 
+UNWRAPPED = Style(width=100_000)  # for platforms that wrap text themselves (Gradescope, GitHub, otter)
+
+
 def problem_lines(problem: ProblemResult, style: Style | None = None) -> list[str]:
-    """One problem's block (its first line is the PASS/FAIL header), as other reports quote it."""
-    out = _Out(style or Style(), grid_lines)
+    """One problem's block (its first line is the PASS/FAIL header), as other reports quote it:
+    unwrapped unless `style` says otherwise."""
+    out = _Out(style or UNWRAPPED, grid_lines)
     if problem.quiz:
         _quiz_item(out, problem)
     else:
@@ -255,8 +259,8 @@ def problem_lines(problem: ProblemResult, style: Style | None = None) -> list[st
 
 
 def case_lines(case: CaseResult, style: Style | None = None) -> list[str]:
-    """One case's lines: ok, or FAIL with its inputs, expected vs got and a likely mistake."""
-    out = _Out(style or Style(), grid_lines)
+    """One case's lines: ok, or FAIL with its inputs, expected vs got and a likely mistake (unwrapped)."""
+    out = _Out(style or UNWRAPPED, grid_lines)
     if case.passed:
         out.text(f"ok    {case.name}", "    ")
         return out.lines
