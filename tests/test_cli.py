@@ -54,7 +54,7 @@ class TestGrade:
         result = cli("grade", str(SOLUTIONS / "attention.py"), "--format", "json")
         data = json.loads(result.stdout)
         assert result.exit_code == 0
-        assert data["score"] == data["max_score"]
+        assert data["score"] == data["max_score"] and data["status"] == "graded"
         assert all(c["status"] == "passed" for p in data["problems"] for c in p["cases"])
 
     def test_fail_under_exits_1_but_writes_report(self, cli, tmp_path):

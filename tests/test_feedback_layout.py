@@ -298,3 +298,36 @@ def test_mha_check_on_a_wrong_axis_softmax_draws_no_hidden_grids(cli, tmp_path):
     assert "│" in plain.stdout and "yours" in plain.stdout and "[hidden]" not in plain.stdout
     page = cli("check", "scaled_dot_product_attention", "--path", str(tmp_path / "attention.py"), "--format", "html")
     assert page.stdout.startswith('<div class="mha-report"') and page.stdout.count("<svg") >= 1
+
+
+def test_mha_grade_html_page_draws_the_weights(cli, tmp_path):
+    """`mha grade --format html --output`: one page, the report text and an SVG per failing problem with weights."""
+    source = (SOLUTIONS / "attention.py").read_text().replace("Q @ K.T / math.sqrt(d_k)", "Q @ K.T", 1)
+    (tmp_path / "attention.py").write_text(source)
+    out = tmp_path / "report.html"
+    result = cli("grade", str(tmp_path), "--problem", "scaled_dot_product_attention", "--format", "html",
+                 "--output", str(out))
+    page = out.read_text()
+    assert result.exit_code == 0 and page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert "FAIL  scaled_dot_product_attention" in page and page.count("<svg") == 1
+
+
+class TestHiddenQuizItemsInCheck:
+    def check(self, cli, tmp_path, answers: str):
+        (tmp_path / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+        (tmp_path / "answers.yaml").write_text(answers)
+        return cli("check", "two_relations", "pruning", "--path", str(tmp_path / "attention.py"))
+
+    def test_a_wrong_hidden_answer_is_recorded_not_scored(self, cli, tmp_path):
+        """A wrong answer to a hidden item: 'recorded', no PASS, no FAIL, not in the score; exit 0."""
+        result = self.check(cli, tmp_path, "two_relations: a\npruning: a\n")
+        assert result.exit_code == 0
+        assert "Recorded, graded later by `mha grade` (hidden items): two_relations" in result.stdout
+        assert "two_relations: " not in result.stdout and "Score: 1/1 (100%)" in result.stdout
+
+    def test_a_hidden_answer_of_the_wrong_form_fails_check(self, cli, tmp_path):
+        """An answer of the wrong form is told at once, even for a hidden item, and check exits 1."""
+        result = self.check(cli, tmp_path, "two_relations: [c]\npruning: a\n")
+        assert result.exit_code == 1
+        assert "FAIL  two_relations: Two relations for one token  [hidden: graded by `mha grade`]" in result.stdout
+        assert "Score: 1/1 (100%)" in result.stdout

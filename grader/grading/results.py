@@ -134,8 +134,10 @@ class GradeResult:
 
     @property
     def passed(self) -> bool:
-        """Every problem and item graded here passed (those only recorded do not count)."""
-        return all(p.passed for p in self.problems if p.counted)
+        """Every problem and item graded here passed; an item only recorded here (not scored) passes
+        unless its answer has the wrong form."""
+        return all(p.passed if p.counted else all(c.status is not CaseStatus.ERROR for c in p.cases)
+                   for p in self.problems)
 
     @property
     def status(self) -> Status:
