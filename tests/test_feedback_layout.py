@@ -331,3 +331,30 @@ class TestHiddenQuizItemsInCheck:
         assert result.exit_code == 1
         assert "FAIL  two_relations: Two relations for one token  [hidden: graded by `mha grade`]" in result.stdout
         assert "Score: 1/1 (100%)" in result.stdout
+
+
+def test_case_lists_are_split_by_semicolons():
+    """Case names may hold commas, so lists of cases are split by semicolons."""
+    p = ProblemResult("count", "Count", 10, (case("one head, width 2"), case("two heads, one query"),
+                                             case("x", CaseStatus.FAILED, summary="wrong value", detail="got 2")))
+    assert "passed: one head, width 2; two heads, one query\n" in text.render(GradeResult("t", "a.py", (p,)), PLAIN)
+
+
+def test_a_timeout_is_told_once_and_the_cases_it_stopped_by_name():
+    """An infinite loop: the case that ran out of time in full, those never run on one line, no hint."""
+    late = "timed out (not run: an earlier case of this problem did not finish)"
+    p = ProblemResult("attention_reading", "Reading values", 10, (
+        case("worked example", CaseStatus.TIMEOUT, summary="timed out (time limit of 1 s for this problem)",
+             inputs="weights=[0.8, 0.2]"),
+        case("two heads", CaseStatus.TIMEOUT, summary=late, inputs="weights=[[0.8, 0.2]]"),
+        case("one-hot", CaseStatus.TIMEOUT, summary=late, inputs="weights=[0, 1]"),
+        case("many queries", CaseStatus.TIMEOUT, summary=late, hidden=True),
+    ), hints=("Which numpy product computes that?",), message="timed out (time limit of 1 s for this problem)")
+    assert section(text.render(GradeResult("t", "a.py", (p,)), PLAIN), "Problems") == golden("""
+        Problems
+        FAIL  attention_reading: Reading values  [0/10]
+              FAIL  worked example: timed out (time limit of 1 s for this problem)
+                    inputs: weights=[0.8, 0.2]
+              also timed out (not run: an earlier case of this problem did not finish):
+                    two heads; one-hot; [hidden] many queries
+        """)

@@ -103,7 +103,7 @@ def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult]) -> N
 
 def _hidden_line(out: _Out, hidden: list[CaseResult], total: int) -> None:
     if hidden:
-        shown = ", ".join(f"{c.name} ({c.summary})" for c in hidden)
+        shown = "; ".join(f"{c.name} ({c.summary})" for c in hidden)  # names may hold commas
         out.text(f"hidden cases failing, {len(hidden)} of {total}: {shown}", IND, SUB)
 
 
@@ -127,6 +127,31 @@ def _case(out: _Out, case: CaseResult) -> None:
         out.text(case.detail, SUB, SUB + "  ")
 
 
+def _failing_cases(out: _Out, failing: list[CaseResult], public: list[CaseResult], hidden_total: int) -> None:
+    """The first few failing public cases in full; a case that broke the same way as one shown
+    (timed out, not run, raised the same error) only by name, on one line per cause; the other
+    wrong answers on one line, public then hidden."""
+    detailed: list[CaseResult] = []
+    causes: set[CaseStatus] = set()   # one case in full per way of breaking (a timeout, an error...)
+    for c in public:
+        if len(detailed) < CASES_SHOWN and (c.status is CaseStatus.FAILED or c.status not in causes):
+            detailed.append(c)
+            causes.add(c.status)
+    for c in detailed:
+        _case(out, c)
+    rest = [c for c in failing if all(c is not d for d in detailed)]
+    broken: dict[tuple[CaseStatus, str], list[str]] = {}
+    for c in rest:
+        if c.status is not CaseStatus.FAILED:
+            broken.setdefault((c.status, c.summary), []).append(("[hidden] " if c.hidden else "") + c.name)
+    wrong = [c for c in rest if c.status is CaseStatus.FAILED and not c.hidden]
+    if wrong:
+        out.text("also failing: " + "; ".join(f"{c.name} ({c.summary})" for c in wrong), IND, SUB)
+    for (status, summary), names in broken.items():
+        out.text(f"{'also ' if status in causes else ''}{summary}: {'; '.join(names)}", IND, SUB)
+    _hidden_line(out, [c for c in rest if c.hidden and c.status is CaseStatus.FAILED], hidden_total)
+
+
 def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     score = f"[{_pts(p.score)}/{_pts(p.max_score)}]"
     if p.passed:
@@ -136,9 +161,9 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
         out.marked("todo", f"{p.id}: {p.title}  {score}  not implemented yet")
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
-    if p.message:
-        out.text(p.message, IND)
     failing = [c for c in p.cases if not c.passed]
+    if p.message and all(c.summary != p.message for c in failing):  # else the case that says it is shown
+        out.text(p.message, IND)
     if len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(c.status is not CaseStatus.FAILED
                                                                              for c in failing):
         if failing[0].summary != p.message:  # one cause for every case (an import failure, a missing function)
@@ -146,20 +171,16 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
                      f"{failing[0].summary}", IND, SUB)
         return
     public = [c for c in failing if not c.hidden]
-    for case in public[:CASES_SHOWN]:
-        _case(out, case)
-    if public[CASES_SHOWN:]:
-        out.text("also failing: " + ", ".join(f"{c.name} ({c.summary})" for c in public[CASES_SHOWN:]), IND, SUB)
-    _hidden_line(out, [c for c in failing if c.hidden], sum(c.hidden for c in p.cases))
+    _failing_cases(out, failing, public, sum(c.hidden for c in p.cases))
     passed = [c.name for c in p.cases if c.passed]
     if passed:
-        out.text("passed: " + ", ".join(passed), IND, SUB, role="dim")
+        out.text("passed: " + "; ".join(passed), IND, SUB, role="dim")
     named = _mistakes(out, failing)
     drawn = max((c for c in public if c.grids), default=None, key=lambda c: len(c.grids[0].got) * len(c.grids[0].got[0]))
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
-    if show_hints and p.hints and not named:
+    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR) for c in failing):
         out.labelled("hint:", p.hints[0], "code")
     if p.stdout.strip():
         out.lines.append(f"{IND}your code printed:")
