@@ -10,6 +10,7 @@ between MIN_WIDTH and MAX_WIDTH so long lines stay readable.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 40, 120, 100
 _CODES = {"pass": "32", "fail": "31", "todo": "33", "bold": "1", "dim": "2", "mistake": "35", "code": "36",
           "differs": "31"}
 SHADES, ASCII_SHADES = " ░▒▓█", " .:+#"  # weight 0 .. 1 in five steps
+_SGR = re.compile(r"\033\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -128,5 +130,4 @@ def grid_lines(grids: Sequence[WeightGrid], style: Style, indent: str) -> list[s
 
 def _visible(text: str) -> int:
     """Columns `text` takes on screen (ANSI codes take none)."""
-    import re
-    return len(re.sub(r"\033\[[0-9;]*m", "", text))
+    return len(_SGR.sub("", text))
