@@ -135,7 +135,7 @@ class TestCheck:
         assert result.exit_code == ExitCode.FAILED
         assert "inputs: num_heads=1, d_v=128" in result.stdout
         assert "got 128, expected 1" in result.stdout
-        assert "likely mistake (counts-value-width), on 'one head, value width 128, one query'" in result.stdout
+        assert "likely mistake (counts-heads-times-width): You multiply the heads by the value width." in result.stdout
         assert "hint:" not in result.stdout  # the named mistake is the advice; the general hint would repeat it
 
     def test_unknown_problem_is_usage_error(self, cli):

@@ -18,9 +18,9 @@ import numpy as np
 from .answers import ANSWERS_NAME, grade_variants
 from ..attention.api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
+from .diagnosis import diagnose, name_mistakes, point_at_callees, read_source
 from ..errors import InternalError
 from ..sandbox.isolation import private_paths
-from ..attention.detectors import DETECTORS
 from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
 from .grids import weight_grids
 from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult
@@ -39,13 +39,6 @@ class PreparedCase:
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
     computed: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
-    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
-    from ..attention.mistakes import VARIANTS
-    with np.errstate(all="ignore"):
-        return VARIANTS[mistake.variant](*copy.deepcopy(args))
 
 
 def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
@@ -160,47 +153,14 @@ def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
     return ", ".join(parts)
 
 
-def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: Any) -> bool:
-    """Whether a named mistake accounts for the student's (wrong) answer on this case.
-
-    A variant does when its answer matches the student's and differs from the right one (on
-    inputs where the mistake makes no difference, it names nothing); a detector says so itself.
-    """
-    if mistake.variant in DETECTORS:
-        return DETECTORS[mistake.variant](copy.deepcopy(prepared.args), got)
-    parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
-    if prepared.wrong_answers is not None:
-        known = dict(prepared.wrong_answers)
-        if mistake.id not in known:
-            return False
-        wrong = known[mistake.id]
-    else:
-        if mistake.id not in prepared.computed:
-            try:
-                prepared.computed[mistake.id] = (True, wrong_answer(mistake, prepared.args))
-            except Exception:  # the variant does not apply to these inputs
-                prepared.computed[mistake.id] = (False, None)
-        applies, wrong = prepared.computed[mistake.id]
-        if not applies:
-            return False
-    return (not check(problem.compare, wrong, prepared.expected, parts).passed
-            and check(problem.compare, wrong, got, parts).passed)
-
-
-def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
-    """The first named misconception that explains the student's answer."""
-    for mistake in problem.mistakes:
-        try:
-            with np.errstate(all="ignore"):
-                if _explains(mistake, problem, prepared, got):
-                    return mistake.id, mistake.message
-        except Exception:  # the mistake does not apply to these inputs or this answer
-            continue
-    return None
-
-
 def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
-    """Turn one sandbox run into a CaseResult, hiding details of hidden cases."""
+    """Turn one sandbox run into a CaseResult, hiding details of hidden cases; a failed case is
+    told the mistake this case alone shows (run_problem weighs all the problem's cases together)."""
+    result = _judged(problem, prepared, run)
+    return result if result.passed else name_mistakes((result,), diagnose(problem, (prepared,), (run,), (result,)))[0]
+
+
+def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     case, fn = prepared.case, problem.function
     base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
                 inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
@@ -228,10 +188,8 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
-    named = _named_mistake(problem, prepared, run.value)
     return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
                       detail="" if case.hidden else verdict.detail,
-                      mistake=named[0] if named else None, mistake_message=named[1] if named else "",
                       grids=() if case.hidden else weight_grids(problem, prepared.expected, run.value), **base)
 
 
@@ -256,9 +214,12 @@ def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session
     ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
                               problem.timeout or limits.problem_seconds, then=ahead)
-    results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    results = tuple(_judged(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    diagnosis = diagnose(problem, prepared, problem_run.cases, results)
+    results = name_mistakes(results, diagnosis)
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
-                         hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
+                         hints=problem.hints,
+                         message=_problem_message(results, session, problem_run.cases) or diagnosis.note,
                          stdout=(problem_run.stdout + problem_run.stderr)[:4000])
 
 
@@ -295,6 +256,10 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = ()
     load_error: LoadError | None = None
+    # read before any student code runs (it could rewrite its own copy): which of its functions
+    # call which, for pointing a failing problem at the failing function it calls; whether it
+    # has any code at all; the line an import failure names
+    source = read_source(Path(submission))
     if problems:
         with Session(Path(submission), limits, private=private) as session:
             current = (problems[0], cases(problems[0]))
@@ -303,43 +268,30 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                 results += (run_problem(*current, session, limits, then),)
                 current = then
             if session.load_failure is not None:
-                load_error = _load_error(session.load_failure, session.source)
+                load_error = _load_error(session.load_failure, source)
                 messages = (load_error.describe(),)
+        results = point_at_callees(problems, results, source) if load_error is None else results
     return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
-                       include_hidden=include_hidden, load_error=load_error, empty=_no_code(Path(submission)))
+                       include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
 
 
-def _source_line(source: Path, line: int | None) -> str:
-    """Line `line` of the grader's private copy of attention.py (plain text, never run), cut short."""
-    if not line:
-        return ""
-    try:
-        with open(source, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, start=1):
-                if number == line:
-                    return text.rstrip("\r\n").expandtabs(4)[:200]
-                if number > line:
-                    break
-    except OSError:
-        pass
-    return ""
+def _source_line(source: str | None, line: int | None) -> str:
+    """Line `line` of the submission's text (read before it ran, never run here), cut short."""
+    lines = source.splitlines() if source and line else []
+    return lines[line - 1].expandtabs(4)[:200] if 0 < (line or 0) <= len(lines) else ""
 
 
-def _load_error(failure, source: Path) -> LoadError:
+def _load_error(failure, source: str | None) -> LoadError:
     """The session's load failure as plain result data, with the text of the line it names."""
     return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
                      source=_source_line(source, failure.line))
 
 
-def _no_code(submission: Path) -> bool:
-    """attention.py holds nothing but blank lines and comments (or is not there at all)."""
-    try:
-        with open(submission, "rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError:
-        return False
-    return all(not line.strip() or line.lstrip().startswith(b"#") for line in head.splitlines())
+def _no_code(source: str | None) -> bool:
+    """attention.py holds nothing but blank lines and comments (False when it could not be read)."""
+    return source is not None and all(not line.strip() or line.lstrip().startswith("#")
+                                      for line in source.splitlines())
 
 
 def grade_fixtures(fixtures, submission: Path, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,

@@ -54,8 +54,8 @@ globals().update({name: getattr(builtins, name) for name in (
 
 # Imported before the switch to the student's uid, for a Python installation that uid cannot read
 # (e.g. under /root): anything else is importable only if "others" may read it.
-PRELOAD = ("numpy.random", "numpy.fft", "bisect", "cmath", "collections", "collections.abc", "copy",
-           "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
+PRELOAD = ("numpy.random", "numpy.fft", "__future__", "bisect", "cmath", "collections", "collections.abc",
+           "copy", "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
            "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
 def _sibling(name):
     """A module beside this file, loaded by its path: run as a script with -I, this process has no
