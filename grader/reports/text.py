@@ -69,7 +69,7 @@ def first_fix(problem: ProblemResult) -> str:
     if problem.not_implemented:
         return "not implemented yet"
     if problem.message:
-        return problem.message
+        return _first_sentence(problem.message)
     failing = [c for c in problem.cases if not c.passed]
     named = next((c for c in failing if c.mistake), None)
     if named is not None:
