@@ -10,14 +10,45 @@ PACKAGE = Path(__file__).resolve().parent  # the grader package's own folder
 SUBMISSION_NAME = "attention.py"
 
 
-def find_assignment_root(start: Path | None = None) -> Path:
-    """The nearest folder with assignment.yaml: ./, ./exercises, then the same upward; then the package's."""
-    here = Path(start or Path.cwd()).resolve()
+EXERCISES_ENV = "MHA_EXERCISES"
+ASSIGNMENT_FILE = "assignment.yaml"
+
+
+def packaged_assignment() -> Path:
+    """The default assignment that ships with the package: grader/_assignment in an installed
+    wheel (built from exercises/, pyproject.toml), exercises/ beside the package in a checkout."""
+    inside = PACKAGE / "_assignment"
+    return inside if (inside / ASSIGNMENT_FILE).is_file() else PACKAGE.parent / "exercises"
+
+
+def _found_upwards(start: Path) -> Path | None:
+    here = Path(start).resolve()
     for folder in (here, *here.parents):
         for candidate in (folder, folder / "exercises"):
-            if (candidate / "assignment.yaml").is_file():
+            if (candidate / ASSIGNMENT_FILE).is_file():
                 return candidate
-    return PACKAGE.parent / "exercises"
+    return None
+
+
+def locate_assignment(option: Path | None = None, env=None, start: Path | None = None) -> tuple[Path, str]:
+    """The assignment folder and why it was chosen, by the one precedence README states:
+    `--exercises` (`option`), then $MHA_EXERCISES, then the working folder or the nearest folder
+    above it that holds assignment.yaml or exercises/assignment.yaml, then the packaged one.
+    The reason is "--exercises", "MHA_EXERCISES", "found from the working folder" or "packaged"."""
+    env = os.environ if env is None else env
+    if option is not None:
+        return Path(option), "--exercises"
+    if env.get(EXERCISES_ENV):
+        return Path(env[EXERCISES_ENV]), EXERCISES_ENV
+    found = _found_upwards(start or Path.cwd())
+    if found is not None:
+        return found, "found from the working folder"
+    return packaged_assignment(), "packaged"
+
+
+def find_assignment_root(start: Path | None = None) -> Path:
+    """The assignment folder by `locate_assignment`'s precedence (no --exercises)."""
+    return locate_assignment(None, start=start)[0]
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:

@@ -72,7 +72,8 @@ class TestRender:
         result = cli("export", "github-classroom", "--out", str(tmp_path), "--install", "git+https://example.org/g")
         assert result.exit_code == 0, result.output
         text = (tmp_path / WORKFLOW_PATH).read_text()
-        assert "python -m pip install git+https://example.org/g" in text
+        assert "python -m pip install --disable-pip-version-check git+https://example.org/g" in text
+        assert not (tmp_path / github_classroom.VENDOR).exists()
         assert yaml.safe_load(text)["name"] == "Autograding Tests"
 
 

@@ -16,11 +16,33 @@ from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 class Ctx:
     def __init__(self, exercises: Path | None):
         self._exercises = exercises
+        self._located: tuple[Path, str] | None = None
+
+    @property
+    def located(self) -> tuple[Path, str]:
+        """(assignment folder, why it was chosen): `--exercises`, `MHA_EXERCISES`, found from
+        the working folder, or the packaged one (grader/paths.py, README "For students")."""
+        if self._located is None:
+            from ..paths import locate_assignment
+            self._located = locate_assignment(self._exercises)
+        return self._located
 
     @property
     def root(self) -> Path:
-        from ..paths import find_assignment_root
-        return self._exercises or find_assignment_root()
+        """The assignment folder; SpecError (exit 3) naming both ways to choose it when it has none."""
+        from ..errors import SpecError
+        from ..paths import ASSIGNMENT_FILE
+        root, reason = self.located
+        if not (root / ASSIGNMENT_FILE).is_file():
+            raise SpecError(str(root / ASSIGNMENT_FILE), None,
+                            f"assignment file not found (folder chosen by {reason}); give the folder holding "
+                            "assignment.yaml with --exercises DIR or MHA_EXERCISES=DIR")
+        return root
+
+    def default_submission(self) -> Path:
+        """attention.py beside the assignment; with the packaged one, in the working folder."""
+        root, reason = self.located
+        return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
 
     def assignment(self):
         from ..assignment.loader import load_assignment
@@ -90,8 +112,10 @@ def _student_options(command):
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), envvar="MHA_EXERCISES",
-              help="Folder holding assignment.yaml and problems/ (default: found from the current folder).")
+@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder holding assignment.yaml and problems/. Without it: $MHA_EXERCISES, else the "
+                   "working folder or the nearest one above it with assignment.yaml or exercises/, else "
+                   "the assignment packaged with mha (`mha list` says which one it uses).")
 @click.version_option(package_name="mha-exercises")
 @click.pass_context
 def main(ctx: click.Context, exercises: Path | None) -> None:
@@ -108,7 +132,8 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @main.command(context_settings=CONTEXT)
 @click.argument("problems", nargs=-1)
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
-              help="Your attention.py (default: attention.py beside assignment.yaml).")
+              help="Your attention.py (default: attention.py beside assignment.yaml; with the packaged "
+                   "assignment, attention.py in the working folder).")
 @click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
               help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
                    "fragment with pictures of the attention weights (what a notebook's check cell shows).")
@@ -134,7 +159,7 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
-        submission = resolve_submission(path or obj.root / "attention.py")
+        submission = resolve_submission(path or obj.default_submission())
         result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
                                 private=private_paths(obj.root))
     except GraderError as exc:
@@ -290,7 +315,7 @@ def compile_(obj: Ctx, student: str | None) -> None:
 @main.command("list", context_settings=CONTEXT)
 @click.pass_obj
 def list_(obj: Ctx) -> None:
-    """List the problems with their points and case counts.
+    """List the problems with their points and case counts (stderr: which assignment, and why).
 
     \b
     Example:
@@ -300,6 +325,8 @@ def list_(obj: Ctx) -> None:
         assignment = obj.assignment()
     except GraderError as exc:
         fail(exc)
+    root, reason = obj.located
+    click.echo(f"assignment: {root} ({reason})", err=True)
     click.echo(assignment.title)
     items = assignment.quiz.items if assignment.quiz else ()
     width = max(len(x.id) for x in (*assignment.problems, *items))

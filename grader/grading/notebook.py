@@ -9,6 +9,10 @@ assignments that call a graded function, and the check cells the exported notebo
 `mha-check`. A cell that is not valid Python is kept as it is, so the grader reports its
 syntax error like any other. Later definitions win, as they do in the kernel.
 
+Quiz answers: raw cells tagged `mha-answers` (the exported notebook has one per quiz item) are
+joined, in order, into the submission's answers.yaml; a notebook without them is graded with
+the answers.yaml beside it, if any.
+
 `check(problem)` is the helper the exported notebook's check cells call: it does the same with
 the cells the kernel has run and runs `mha check` on the result.
 """
@@ -28,9 +32,11 @@ from typing import Iterable
 from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError
 
-__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "extract_source", "materialize", "check"]
+__all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "answer_cells", "extract_source",
+           "extract_answers", "materialize", "check"]
 
 CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
+ANSWERS_TAG = "mha-answers"  # raw cells with this tag are the quiz answers (answers.yaml lines)
 MAX_BYTES = 32 << 20        # notebooks with outputs can be large; this bounds what is read
 _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
          ast.Assign, ast.AnnAssign, ast.AugAssign)
@@ -93,8 +99,8 @@ def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
     return "\n".join(parts)
 
 
-def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
-    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+def _cells(ipynb_path: Path) -> list[tuple[int, dict, str]]:
+    """(number, cell, source text) of every cell; SubmissionError if not a notebook."""
     path = Path(ipynb_path)
     try:
         with path.open("rb") as handle:
@@ -111,18 +117,41 @@ def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
         raise SubmissionError(f"{path}: not a Jupyter notebook in format 4 (no 'cells' list)")
     found = []
     for number, cell in enumerate(node["cells"], start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
-        if isinstance(tags, list) and CHECK_TAG in tags:
+        if not isinstance(cell, dict):
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):
             raise SubmissionError(f"{path}: cell {number} has a source that is neither text nor a list of lines")
-        found.append((f"cell {number}", source))
+        found.append((number, cell, source))
     return found
+
+
+def _tags(cell: dict) -> list:
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return tags if isinstance(tags, list) else []
+
+
+def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+    return [(f"cell {number}", source) for number, cell, source in _cells(ipynb_path)
+            if cell.get("cell_type") == "code" and CHECK_TAG not in _tags(cell)]
+
+
+def answer_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every raw cell tagged mha-answers, in order."""
+    return [(f"cell {number}", source) for number, cell, source in _cells(ipynb_path)
+            if cell.get("cell_type") == "raw" and ANSWERS_TAG in _tags(cell)]
+
+
+def extract_answers(ipynb_path: Path) -> str | None:
+    """The notebook's answer cells as answers.yaml text (None when it has none)."""
+    cells = answer_cells(ipynb_path)
+    if not cells:
+        return None
+    return "".join(f"# {label}\n{source.rstrip()}\n" for label, source in cells)
 
 
 def extract_source(ipynb_path: Path) -> str:
@@ -132,7 +161,8 @@ def extract_source(ipynb_path: Path) -> str:
 
 def materialize(ipynb_path: Path) -> Path:
     """Write the notebook's attention.py to a private temporary folder (removed at exit) and
-    return its path; an answers.yaml beside the notebook is linked beside it."""
+    return its path; beside it goes answers.yaml made of the notebook's answer cells, or, when it
+    has none, a link to the answers.yaml beside the notebook."""
     from .answers import ANSWERS_NAME
     from ..paths import SUBMISSION_NAME
     source = extract_source(ipynb_path)
@@ -140,8 +170,11 @@ def materialize(ipynb_path: Path) -> Path:
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     target = folder / SUBMISSION_NAME
     target.write_text(source, encoding="utf-8")
+    answers_text = extract_answers(ipynb_path)
     answers = Path(ipynb_path).resolve().parent / ANSWERS_NAME
-    if answers.exists():
+    if answers_text is not None:
+        (folder / ANSWERS_NAME).write_text(answers_text, encoding="utf-8")
+    elif answers.exists():
         (folder / ANSWERS_NAME).symlink_to(answers)
     return target
 
