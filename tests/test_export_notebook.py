@@ -110,8 +110,10 @@ class TestSolvedNotebook:
         checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
         assert len(checks) == len(assignment.problems)
         for cell, problem in zip(checks, assignment.problems):
-            text = "".join(o.get("text", "") for o in cell.outputs)
+            text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
             assert f"PASS  {problem.id}:" in text and "FAIL" not in text, text
+            html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+            assert html.startswith('<div class="mha-report"') and f"PASS  {problem.id}:" in html
         path = tmp_path / "attention.ipynb"
         nbformat.write(nb, path)
         shutil.copy(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")

@@ -37,16 +37,19 @@ from ..errors import SubmissionError
 from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
 from ..paths import SUBMISSION_NAME, write_atomically
-from ..grading.results import GradeResult
+from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 
-__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "GRADED", "EMPTY", "ERROR"]
+__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
+           "ERROR"]
 
 RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
 GRADESCOPE_METADATA = "submission_metadata.yml"
-FORMAT_VERSION = 2
-GRADED, EMPTY, ERROR = "graded", "empty", "error"  # a student's status in the gradebook
+FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, timeout...)
+# a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
+STATUSES = tuple(s.value for s in Status)
+GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
 
 Grader = Callable[[Assignment, Path, int], GradeResult]
 
@@ -273,7 +276,8 @@ def _stored(path: Path, key: str) -> dict | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # none yet, or damaged: graded again
-    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in (GRADED, EMPTY)
+    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in STATUSES \
+        and record.get("status") != ERROR
     return record if ok else None
 
 
@@ -317,7 +321,8 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             if record is not None:
                 return record, True
             result = _grade_one(assignment, submission, files, seed, grader)
-            record = result_record(submission, result, GRADED if files.source.data is not None else EMPTY, seed, key)
+            record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
+                                   seed, key)
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, fail
+from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
@@ -134,10 +134,13 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py beside assignment.yaml; with the packaged "
                    "assignment, attention.py in the working folder).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
+              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
+                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
 @limit_options
 @_student_options
 @click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, student: str | None) -> None:
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limits, student: str | None) -> None:
     """Check your work on the public cases, with hints; exit 1 if any case fails.
 
     Quiz answers are read from answers.yaml beside your attention.py: public items are
@@ -153,7 +156,6 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
     from ..grading.grade import grade_fixtures, known_ids
     from ..sandbox.isolation import private_paths
     from ..grading.submission import read_submission
-    from ..reports import text
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
@@ -162,15 +164,16 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
                                 private=private_paths(obj.root))
     except GraderError as exc:
         fail(exc)
-    click.echo(text.render(result), nl=False)
-    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+    echo_report(result, fmt)
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github"]),
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github", "html"]),
               default="text", show_default=True,
-              help="Report format: text, json, Gradescope results.json, JUnit XML, or GitHub Classroom result JSON.")
+              help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
+                   "or an HTML page (the text report with pictures of the attention weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
@@ -209,7 +212,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             known_ids(compiled, problem_ids)
             result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
                                     private=private_paths(obj.root))
-            report = render(fmt, result)
+            report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: say so, never a bare traceback
@@ -229,6 +232,13 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     if fail_under is not None and result.percent < fail_under:
         click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)
         sys.exit(int(ExitCode.FAILED))
+
+
+def _terminal_text(result) -> str:
+    """The text report as the terminal can show it: its width, and colour unless NO_COLOR."""
+    from ..reports import text
+    from ..reports.terminal import Style
+    return text.render(result, Style.detect(sys.stdout))
 
 
 def _emit(report: str, output: Path | None) -> None:

@@ -175,7 +175,8 @@ def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer
     case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
                       mistake=mistake, mistake_message=mistake_message)
     return ProblemResult(id=item.id, title=item.title, max_score=item.points, cases=(case,),
-                         hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message)
+                         hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message,
+                         quiz=True)
 
 
 def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
@@ -215,7 +216,7 @@ def grade_item(v: Variant, value: Any, line: int | None, *, include_hidden: bool
     except _BadAnswer as exc:
         return _result(v, CaseStatus.ERROR, hidden=hidden, summary=f"{ANSWERS_NAME}:{line}: {exc}")
     if v.item.hidden and not include_hidden:
-        return _result(v, CaseStatus.PASSED, hidden=False, name="answer format",
+        return _result(v, CaseStatus.RECORDED, hidden=False, name="answer format",
                        message="answer recorded; this hidden item is graded by `mha grade`")
     if v.item.kind is QuizKind.NUMERIC:
         return _judge_number(v, answer, hidden)
@@ -258,4 +259,6 @@ def grade_variants(variants: Iterable[Variant], answers: Path | StudentFile, kno
         else:
             result = grade_item(v, sheet.answers.get(item.id), sheet.lines.get(item.id), include_hidden=include_hidden)
             results.append(_no_file(result, answers.name) if sheet.missing else result)
+        if item.hidden and not include_hidden:  # graded by `mha grade` only: left out of this score
+            results[-1] = replace(results[-1], counted=False)
     return QuizResults(tuple(results), sheet.unknown)

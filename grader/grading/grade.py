@@ -22,8 +22,9 @@ from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from ..errors import InternalError
 from ..sandbox.isolation import private_paths
-from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
-from .results import CaseResult, CaseStatus, GradeResult, ProblemResult, one_line
+from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from .grids import weight_grids
+from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
 from ..sandbox.session import CaseRun, Limits, RunStatus, Session
 from .submission import SubmissionFiles, private_copy, read_submission
 from ..assignment.variants import DEFAULT_SEED
@@ -216,13 +217,15 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
     return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
-                      detail="" if case.hidden else verdict.detail, **base)
+                      detail="" if case.hidden else verdict.detail,
+                      grids=() if case.hidden else weight_grids(problem, prepared.expected, run.value), **base)
 
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
     results = list(results)
     if session.load_failure is not None:
-        return one_line(session.load_failure.describe())
+        failure = session.load_failure
+        return one_line(LoadError(failure.kind, failure.message, failure.line).describe())
     if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
         return results[0].summary
     if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
@@ -294,24 +297,46 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     quiz_results = grade_variants(quiz, files.answers, quiz_ids, include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = files.notes
+    load_error: LoadError | None = None
+    # read before any student code runs (it could rewrite its own copy): which of its functions
+    # call which, for pointing a failing problem at the failing function it calls; whether it
+    # has any code at all; the line an import failure names
+    source = files.source.text() if files.source.data is not None else None
     if problems and files.source.data is None:
         reason = files.source.problem or f"no {files.source.name} was submitted"
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
-        # the text read before any student code runs (it could rewrite its own copy): which of
-        # its functions call which, for pointing a failing problem at the failing function it calls
-        source = files.source.text()
         with private_copy(files.source) as copy_path, Session(copy_path, limits, private=private) as session:
             current = (problems[0], cases(problems[0]))
             for following in [*problems[1:], None]:
                 then = (following, cases(following)) if following is not None else None
                 results += (run_problem(*current, session, limits, then),)
                 current = then
-            messages += (one_line(session.load_failure.describe()),) if session.load_failure else ()
-        results = point_at_callees(problems, results, source) if session.load_failure is None else results
+            if session.load_failure is not None:
+                load_error = _load_error(session.load_failure, source)
+                messages += (one_line(load_error.describe()),)
+        results = point_at_callees(problems, results, source) if load_error is None else results
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
-                       include_hidden=include_hidden)
+                       include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
+
+
+def _source_line(source: str | None, line: int | None) -> str:
+    """Line `line` of the submission's text (read before it ran, never run here), cut short."""
+    lines = source.splitlines() if source and line else []
+    return lines[line - 1].expandtabs(4)[:200] if 0 < (line or 0) <= len(lines) else ""
+
+
+def _load_error(failure, source: str | None) -> LoadError:
+    """The session's load failure as plain result data, with the text of the line it names."""
+    return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
+                     source=_source_line(source, failure.line))
+
+
+def _no_code(source: str | None) -> bool:
+    """attention.py holds nothing but blank lines and comments (False when it could not be read)."""
+    return source is not None and all(not line.strip() or line.lstrip().startswith("#")
+                                      for line in source.splitlines())
 
 
 def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,

@@ -202,8 +202,15 @@ def check(problem: str) -> None:
     with tempfile.TemporaryDirectory(prefix="mha-check-") as folder:
         path = Path(folder) / "attention.py"
         path.write_text(source, encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "grader", "check", problem, "--path", str(path)],
+        done = subprocess.run([sys.executable, "-m", "grader", "check", problem, "--path", str(path), "--format", "html"],
                               capture_output=True, text=True, cwd=os.getcwd())
-    print(done.stdout, end="")
+    import html
+    import re
+    plain = html.unescape(re.sub(r"<[^>]*>", "", re.sub(r"<svg.*?</svg>", "", done.stdout, flags=re.S)))
+    try:  # the report with pictures of the weights, and as plain text where HTML cannot be shown
+        from IPython.display import display
+        display({"text/html": done.stdout, "text/plain": plain.strip("\n") + "\n"}, raw=True)
+    except ImportError:
+        print(plain, end="")
     if done.stderr:
         print(done.stderr, end="", file=sys.stderr)

@@ -22,7 +22,6 @@ import json
 import os
 import pwd
 import select
-import shutil
 import signal
 import socket
 import stat

@@ -68,16 +68,7 @@ class LoadFailure:
     kind: str
     message: str
     line: int | None = None
-
-    def describe(self) -> str:
-        where = f" (line {self.line})" if self.line else ""
-        if self.kind == "syntax":
-            return f"attention.py has a syntax error{where}: {self.message}"
-        if self.kind == "timeout":
-            return "importing attention.py did not finish within the time limit"
-        if self.kind == "crashed":
-            return f"the process stopped while importing attention.py: {self.message}"
-        return f"importing attention.py raised {self.kind}{where}: {self.message}"
+    column: int | None = None  # syntax errors: 1-based offset in the line
 
 
 @dataclass
@@ -301,11 +292,9 @@ class Session:
         if event is None:
             self.load_failure = LoadFailure("timeout", "time limit")
         elif event.get("event") == "load_error":
-            line = event.get("line")
+            line, column = (_number(event.get(key)) for key in ("line", "column"))
             self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
-                                            self._scrub(clean_text(event.get("message", ""), 500)),
-                                            int(line) if isinstance(line, (int, str)) and str(line).isdigit()
-                                            and len(str(line)) < 10 else None)
+                                            self._scrub(clean_text(event.get("message", ""), 500)), line, column)
         else:
             self.load_failure = LoadFailure("crashed", worker.exit_description())
         self._retire()
@@ -436,6 +425,12 @@ class Session:
 
 _ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], bytes]] = OrderedDict()
 _ENCODED_LOCK = threading.Lock()
+
+
+def _number(value: Any) -> int | None:
+    """A line or column number from the worker's event (an int or digits), else None."""
+    text = str(value) if isinstance(value, (int, str)) else ""
+    return int(text) if text.isdigit() and len(text) < 10 else None  # never a 400-digit "line"
 
 
 def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
