@@ -81,13 +81,20 @@ class TestDefinitions:
         """%%timeit and the like make the whole cell non-Python."""
         assert definitions("%%timeit\nsoftmax(1)") == ""
 
-    def test_not_a_notebook_is_a_usage_error(self, cli, tmp_path):
-        """A .ipynb that is not JSON is exit 2 with a message naming the file."""
+    def test_not_a_notebook_costs_the_problems(self, cli, tmp_path):
+        """A .ipynb that is not JSON is graded (exit 0): every problem 0, saying why; the quiz still counts."""
         path = tmp_path / "attention.ipynb"
         path.write_text("{not json")
-        result = cli("grade", str(path))
-        assert result.exit_code == ExitCode.USAGE
-        assert f"{path}: not a Jupyter notebook" in result.stderr
+        (tmp_path / "answers.yaml").write_text("pruning: a\n")
+        result = cli("grade", str(path), "--format", "json")
+        assert result.exit_code == ExitCode.OK, result.output
+        data = json.loads(result.stdout)
+        problems = [p for p in data["problems"] if p["cases"][0]["name"] != "answer"]
+        assert problems and {p["score"] for p in problems} == {0}
+        assert {p["message"] for p in problems} == {"attention.ipynb: not a Jupyter notebook (the notebook is not "
+                                                    "valid JSON (Expecting property name enclosed in double quotes: "
+                                                    "line 1 column 2 (char 1)))"}
+        assert next(p for p in data["problems"] if p["id"] == "pruning")["score"] > 0
 
 
 @pytest.mark.slow
@@ -103,8 +110,10 @@ class TestSolvedNotebook:
         checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
         assert len(checks) == len(assignment.problems)
         for cell, problem in zip(checks, assignment.problems):
-            text = "".join(o.get("text", "") for o in cell.outputs)
+            text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
             assert f"PASS  {problem.id}:" in text and "FAIL" not in text, text
+            html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+            assert html.startswith('<div class="mha-report"') and f"PASS  {problem.id}:" in html
         path = tmp_path / "attention.ipynb"
         nbformat.write(nb, path)
         shutil.copy(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")
@@ -120,8 +129,8 @@ class TestSolvedNotebook:
         source = extract_source(path)
         assert "def softmax(scores):" in source and "check(" not in source
         from grader.grading.grade import grade
-        from grader.grading.submission import resolve_submission
-        result = grade(assignment, resolve_submission(path), problem_ids=[p.id for p in assignment.problems])
+        from grader.grading.submission import read_submission
+        result = grade(assignment, read_submission(path), problem_ids=[p.id for p in assignment.problems])
         assert result.score == 0
         assert all(p.message == "not implemented yet" for p in result.problems)
 

@@ -240,14 +240,21 @@ class TestPersonalNumbers:
             work.mkdir()
             (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
             (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, student)))
+            bundle_env = {**env, "PYTHONPATH": str(bundle / "student")}
             check = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student], cwd=work,
-                                   capture_output=True, text=True, timeout=120,
-                                   env={**env, "PYTHONPATH": str(bundle / "student")})
+                                   capture_output=True, text=True, timeout=120, env=bundle_env)
             assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
-            for item in numeric:  # the feedback names the numbers the answer was judged on
+            elsewhere = tmp_path / f"{student}-wrong"  # a wrong number is told the numbers it was judged on
+            elsewhere.mkdir()
+            (elsewhere / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+            (elsewhere / "answers.yaml").write_text("".join(f"{item.id}: 12345\n" for item in numeric))
+            told = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student, "--path",
+                                   str(elsewhere / "attention.py"), *(item.id for item in numeric)], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=120, env=bundle_env)
+            for item in numeric:
                 params = quiz_variant(item, student_seed(SECRET, student)).params
                 numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-                assert f"your numbers: {numbers}" in check.stdout
+                assert f"12345 is not the answer (your numbers: {numbers})" in told.stdout, told.stdout[-2000:]
             graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,
                                                "--format", "json"], env={"MHA_COURSE_SECRET": ""})
             report = json.loads(graded.stdout)

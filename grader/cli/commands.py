@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, fail
+from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
@@ -142,10 +142,13 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py beside assignment.yaml; with the packaged "
                    "assignment, attention.py in the working folder).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
+              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
+                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
 @limit_options
 @_student_options
 @click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, student: str | None) -> None:
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limits, student: str | None) -> None:
     """Check your work on the public cases, with hints; exit 1 if any case fails.
 
     Quiz answers are read from answers.yaml beside your attention.py: public items are
@@ -160,30 +163,31 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from ..grading.grade import grade_fixtures, known_ids
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import resolve_submission
-    from ..reports import text
+    from ..grading.submission import read_submission
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
-        submission = resolve_submission(path or obj.default_submission())
+        submission = read_submission(path or obj.default_submission())
         result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
                                 private=private_paths(obj.root))
     except GraderError as exc:
         fail(exc)
-    click.echo(text.render(result), nl=False)
-    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+    echo_report(result, fmt)
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github"]),
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github", "html"]),
               default="text", show_default=True,
-              help="Report format: text, json, Gradescope results.json, JUnit XML, or GitHub Classroom result JSON.")
+              help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
+                   "or an HTML page (the text report with pictures of the attention weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to this file (atomically) instead of stdout.")
+              help="Write the report to this file (atomically, mode per the umask) instead of stdout; "
+                   "a link, FIFO or device is refused, except a character device such as /dev/stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
 @limit_options
@@ -201,19 +205,22 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     """
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     from ..reports import render
     start = time.monotonic()
     try:
         try:
-            path = resolve_submission(submission)
+            if output is not None:
+                from ..paths import check_output
+                check_output(output)  # a link, a FIFO...: refused before any grading
+            path = read_submission(submission)  # every file read once, before anything else
             compiled = obj.compiled(obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
             known_ids(compiled, problem_ids)
             result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
                                     private=private_paths(obj.root))
-            report = render(fmt, result)
+            report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: say so, never a bare traceback
@@ -247,13 +254,20 @@ def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time
                                    execution_time=execution_time, messages=(str(exc),)))
 
 
+def _terminal_text(result) -> str:
+    """The text report as the terminal can show it: its width, and colour unless NO_COLOR."""
+    from ..reports import text
+    from ..reports.terminal import Style
+    return text.render(result, Style.detect(sys.stdout))
+
+
 def _emit(report: str, output: Path | None) -> None:
     from ..paths import write_atomically
     if output is None:
         click.echo(report, nl=False)
         return
     try:
-        write_atomically(output, report)
+        write_atomically(output, report)  # OutputError (exit 2) for a link, a FIFO...
     except OSError as exc:
         raise InternalError(f"cannot write {output}: {exc.strerror or exc}") from exc
 

@@ -16,10 +16,11 @@ _OUT_DIR = click.Path(file_okay=False, path_type=Path)
 _OUT_FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _write(path: Path, data: str | bytes) -> None:
+def _write(path: Path, data: str | bytes, private: bool = False) -> None:
+    """Write an export; `private`: it holds the course secret, so mode 0600 whatever the umask."""
     from ..paths import write_atomically
     try:
-        write_atomically(path, data)
+        write_atomically(path, data, mode=0o600 if private else None)
     except OSError as exc:
         raise InternalError(f"cannot write {path}: {exc.strerror or exc}") from exc
     click.echo(f"wrote {path}", err=True)
@@ -181,4 +182,5 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
         raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
     assignment = obj.assignment()
     wheels = wheelhouse.download(python)
-    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ), wheels, python))
+    secret = course_secret(assignment.root, os.environ)
+    _write(out, exporter.build(assignment, secret, wheels, python), private=secret is not None)

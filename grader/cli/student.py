@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, fail
+from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
 PACKAGE = Path(__file__).resolve().parents[1]  # grader/cli/student.py -> the bundle's grader package
@@ -56,14 +56,14 @@ def load(student: str | None, own_numbers: bool = True):
     return folder, Fixtures.load(path)
 
 
-def _submission(path: Path | None) -> Path:
+def _submission(path: Path | None):
     """--path, else attention.py in the current folder, else the bundle's own (run from the bundle)."""
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     if path is not None:
-        return resolve_submission(path)
+        return read_submission(path)
     for candidate in (Path.cwd() / "attention.py", BUNDLE / "attention.py"):
         if candidate.is_file():
-            return resolve_submission(candidate)
+            return read_submission(candidate)
     raise SubmissionError(f"no attention.py in {Path.cwd()}: run `mha check` in the folder of your attention.py, "
                           "or give --path FILE")
 
@@ -92,8 +92,11 @@ student_option = click.option("--student", default=None, metavar="ID", envvar="M
 @click.argument("problems", nargs=-1)
 @click.option("--path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py in the current folder).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
+              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
+                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
 @student_option
-def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> None:
+def check(problems: tuple[str, ...], path: Path | None, fmt: str, student: str | None) -> None:
     """Check your work on the public cases; exit 1 if any case fails.
 
     \b
@@ -102,7 +105,6 @@ def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> 
     """
     from ..grading.grade import grade_fixtures
     from ..sandbox.isolation import private_paths
-    from ..reports import text
     try:
         folder, fixtures = load(student)
         known_ids(fixtures, problems)
@@ -111,8 +113,8 @@ def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> 
                                 private=private_paths(folder))
     except GraderError as exc:
         _fail(exc)
-    click.echo(text.render(result), nl=False)
-    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+    echo_report(result, fmt)
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 @main.command(context_settings=CONTEXT)

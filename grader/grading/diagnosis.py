@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import copy
 import os
-import stat
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -48,6 +47,7 @@ from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check
 from .results import CaseResult, CaseStatus, ProblemResult
+from .student_files import open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
            "FLOAT16_ANSWER", "SEVERAL_CAUSES", "name_mistakes", "read_source", "calls", "point_at_callees"]
@@ -231,27 +231,18 @@ def name_mistakes(results: Sequence[CaseResult], diagnosis: Diagnosis) -> tuple[
 # --- cascades --------------------------------------------------------------------------------
 
 def read_source(path: Path) -> str | None:
-    """The submission's text for static inspection: a regular file read without following a
-    link, at most _SOURCE_LIMIT bytes; None when it cannot be read that way."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    """The submission's text for static inspection, read as any student file (student_files: a
+    regular file, never through a link, at most _SOURCE_LIMIT bytes); None when it cannot be."""
+    path = Path(path)
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):  # never open a link, a FIFO or a device
-            return None
-        fd = os.open(path, flags)
+        folder = open_folder(path.parent, follow=True)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(_SOURCE_LIMIT + 1)
-    except OSError:
-        return None
+        file = read_student_file(folder, path.name, _SOURCE_LIMIT)
     finally:
-        os.close(fd)
-    if len(data) > _SOURCE_LIMIT:
-        return None
-    return data.decode("utf-8", errors="replace")
+        os.close(folder)
+    return None if file.data is None else file.data.decode("utf-8", errors="replace")
 
 
 def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:

@@ -8,6 +8,11 @@ cases are worth the same, more when partial credit needs it (a multiple-answers 
 true statements is n tests). When that would take more than MAX_TESTS tests (many problems of
 unrelated sizes in one result), each problem is one test with its fractional score: the points
 are still right, the table then counts whole problems only.
+
+The reporter prints each message in the Actions log, where a line that starts with `::` (after
+its indentation) is a workflow command (`::add-mask::`, `::error::`...). Student text never
+starts a line (it follows the grader's words and its line breaks are escaped: results.one_line),
+and a line that would start with `::` all the same is quoted.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ def _test(name: str, passed: bool, score: float, max_score: float, message: str,
 
 
 def _message(p: ProblemResult, notes: str) -> str:
-    return (notes + "\n".join(problem_lines(p)[1:])).strip() or "All cases passed."
+    return _inert((notes + "\n".join(problem_lines(p)[1:])).strip()) or "All cases passed."
 
 
 def _shares(p: ProblemResult) -> list[tuple[Fraction, Fraction]]:
@@ -61,11 +66,16 @@ def _unit_tests(result: GradeResult, unit: Fraction, notes: str) -> list[dict]:
     return tests
 
 
+def _inert(text: str) -> str:
+    """`text` with every line that would read as a workflow command quoted."""
+    return "\n".join("| " + line if line.lstrip().startswith("::") else line for line in text.split("\n"))
+
+
 def as_dict(result: GradeResult) -> dict:
     notes = "".join(f"{m}\n" for m in result.messages)
     if not result.problems:  # nothing could be graded: say why
         return {"version": 1, "status": "error", "max_score": 0,
-                "tests": [_test("submission", False, 0, 0, notes.strip() or "nothing was graded", "error")]}
+                "tests": [_test("submission", False, 0, 0, _inert(notes.strip()) or "nothing was graded", "error")]}
     unit = _unit(result)
     tests = _unit_tests(result, unit, notes) if unit is not None else [
         _test(f"{p.id}: {p.title}", p.passed, p.score, p.max_score, _message(p, notes)) for p in result.problems]

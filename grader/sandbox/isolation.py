@@ -22,7 +22,6 @@ import json
 import os
 import pwd
 import select
-import shutil
 import signal
 import socket
 import stat
@@ -34,7 +33,7 @@ from typing import Callable, Iterable
 
 from . import proctable
 from ..errors import InternalError
-from ..paths import PACKAGE
+from ..paths import PACKAGE, remove_tree
 from .proctable import Proc, processes
 from .spawn import MARKER, MARKER_LENGTH
 
@@ -296,7 +295,7 @@ def _sweep(uid: int, folders: Iterable[str]) -> None:
                 if info.st_uid != uid:
                     continue
                 if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(Path(entry.path))  # however deep: shutil.rmtree recurses
                 else:
                     os.unlink(entry.path)
             except OSError:

@@ -161,7 +161,8 @@ def load(path):
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        send({"event": "load_error", "kind": "syntax", "message": f"{exc.msg}", "line": exc.lineno})
+        send({"event": "load_error", "kind": "syntax", "message": f"{exc.msg}", "line": exc.lineno,
+              "column": exc.offset})
         return None
     except BaseException as exc:  # ImportError, SystemExit, KeyboardInterrupt, anything
         send({"event": "load_error", "kind": type(exc).__name__, "message": _error(exc)["message"],
