@@ -148,7 +148,10 @@ def _check_shapes(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]
         if observed is None:
             return Verdict(False, f"{key}: wrong type", f"{key}: expected a tuple of ints, got {describe(got[key])}")
         if observed != tuple(shape):
-            return Verdict(False, f"{key}: wrong shape", f"{key}: got {observed}, expected {tuple(shape)}")
+            # the expected shape is the answer itself: it is never shown, even for a public case
+            return Verdict(False, f"{key}: wrong shape",
+                           f"{key}: got {observed}, which is not the shape of {key} in this layer; "
+                           f"name every axis (batch, heads, queries, keys, width) and check each")
     return Verdict.ok()
 
 
@@ -195,3 +198,42 @@ _CHECKS: dict[CompareKind, Callable[[Comparison, Any, Any, Sequence[str]], Verdi
 def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -> Verdict:
     """Compare `got` (decoded plain data) with `expected` (computed by the reference)."""
     return _CHECKS[cmp.kind](cmp, expected, got, parts)
+
+
+# --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------
+
+PAIR_TARGETS = (("head 0 (previous-token)", "previous"), ("head 1 (sink)", "sink"))
+
+
+def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    """`expected` is seq_len; each head's weights come from the student's (seq_len, 2*seq_len) matrices."""
+    from ..attention.patterns import pair_head_weights
+
+    seq_len = int(expected)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return Verdict(False, "wrong type", f"expected a tuple (W_Q, W_K), got {describe(got)}")
+    mats = []
+    for name, value in zip(("W_Q", "W_K"), got):
+        arr = as_array(value)
+        if arr is None or arr.shape != (seq_len, 2 * seq_len):
+            shown = describe(value) if arr is None else f"shape {arr.shape}"
+            return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {2 * seq_len}), got {shown}")
+        if not np.isfinite(arr).all():
+            return Verdict(False, f"{name}: not finite", f"{name} contains nan or inf")
+        mats.append(arr)
+    with np.errstate(all="ignore"):
+        weights = pair_head_weights(seq_len, *mats)
+    if not np.isfinite(weights).all():
+        return Verdict(False, "not finite", "the attention weights these matrices give contain nan")
+    for head, ((label, pattern), w) in enumerate(zip(PAIR_TARGETS, weights)):
+        for i in range(1, seq_len):
+            target = i - 1 if pattern == "previous" else 0
+            if w[i, target] < cmp.min_weight:
+                row = np.array2string(w[i, : i + 1], precision=2, suppress_small=True, separator=", ")
+                return Verdict(False, f"head {head}: pattern missed",
+                               f"{label}: query {i} puts {w[i, target]:.3f} on position {target} "
+                               f"(needs >= {cmp.min_weight:g}); its row over positions 0..{i} is {row}")
+    return Verdict.ok()
+
+
+_CHECKS[CompareKind.HEAD_PAIR] = _check_head_pair
