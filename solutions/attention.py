@@ -20,8 +20,8 @@ def attention_reading(weights, values):
     return np.asarray(weights, dtype=np.float64) @ np.asarray(values, dtype=np.float64)
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
-                                num_layers=1, batch=1, causal=False):
+def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1,
+                                batch=1, causal=False):
     """One softmax row per query, per head, per sequence of the batch, per layer.
 
     d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
@@ -120,7 +120,7 @@ def multi_head_reading(weights, values, W_O):
     one_query = weights.ndim == 2
     rows = weights[:, None, :] if one_query else weights   # (h, n, T)
     readings = rows @ values                               # (h, n, d_v)
-    concat = merge_heads(readings)                         # (n, h * d_v)
+    concat = np.concatenate(list(readings), axis=-1)       # (n, h * d_v): head 0's coordinates first
     output = concat @ W_O                                  # (n, d_model)
     if one_query:
         return readings[:, 0], concat[0], output[0]

@@ -113,7 +113,7 @@ class TestGradeAllClass:
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
             "6 students: 5 graded, 1 with no attention.py, 0 failed (0 unchanged since the last run, "
-            "not graded again); mean 83.1 of 142",
+            "not graded again); mean 111.1 of 188",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
         ]
@@ -126,11 +126,11 @@ class TestGradeAllClass:
         items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items]
         assert list(rows[0]) == ["student", "status", *items, "total"]
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "142"), ("bob", "graded", "99.3333"), ("carol", "empty", "17"),
-            ("dave", "graded", "115"), ("erin", "graded", "0"), ("frank", "graded", "125")]
+            ("alice", "graded", "188"), ("bob", "graded", "145.333"), ("carol", "empty", "33"),
+            ("dave", "graded", "145"), ("erin", "graded", "0"), ("frank", "graded", "155")]
         bob = {k: v for k, v in rows[1].items() if v not in ("10", "15", "20", "1", "2")}
         assert bob == {"student": "bob", "status": "graded", "softmax": "3.3333", "scaled_dot_product_attention": "0",
-                       "multi_head_attention": "0", "pruning": "0", "total": "99.3333"}
+                       "multi_head_attention": "0", "pruning": "0", "total": "145.333"}
         assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -140,15 +140,15 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 142), "bob": ("graded", 0, 99.3333), "carol": ("empty", 0, 17),
-            "dave": ("graded", 0, 115), "erin": ("graded", 0, 0), "frank": ("graded", 0, 125)}
+            "alice": ("graded", 0, 188), "bob": ("graded", 0, 145.3333), "carol": ("empty", 0, 33),
+            "dave": ("graded", 0, 145), "erin": ("graded", 0, 0), "frank": ("graded", 0, 155)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
         assert "FAIL  attention_reading: Reading values with one row of weights  [0/10]" in feedback["dave"]
         assert "timed out (time limit of 2 s for this problem)" in feedback["dave"]
         assert "the process stopped while importing attention.py: the process exited with code 3" in feedback["erin"]
-        assert feedback["alice"].endswith("Score: 142/142 (100%), 23 of 23 problems fully correct\n")
+        assert feedback["alice"].endswith("Score: 188/188 (100%), 38 of 38 problems fully correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
         """Results name the student, not a path, and carry no execution time."""
@@ -162,8 +162,8 @@ class TestGradeAllClass:
         """Per item: exact full-marks and zero counts, distribution and mean; 6 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (6, 142.0, round(498.3333 / 6, 4))
-        assert sorted(data["totals"]) == [0.0, 17.0, 99.3333, 115.0, 125.0, 142.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (6, 188.0, round(666.3333 / 6, 4))
+        assert sorted(data["totals"]) == [0.0, 33.0, 145.0, 145.3333, 155.0, 188.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
         assert counts["softmax"] == (3, 2)                       # alice, dave, frank / carol, erin
         assert counts["attention_reading"] == (3, 3)             # alice, bob, frank / carol, dave, erin
@@ -194,7 +194,7 @@ class TestGradeAllClass:
         page = (out / "report.html").read_text()
         assert page.count('src="data:image/png;base64,') == 2
         assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 3
-        assert "6 students; mean total 83.06 of 142." in page
+        assert "6 students; mean total 111.06 of 188." in page
 
 
 class TestGradeAllRerun:
@@ -211,7 +211,7 @@ class TestGradeAllRerun:
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert "(5 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
-        assert read_csv(out / "gradebook.csv")[5]["total"] == "125"
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "155"
 
     def test_changed_limits_grade_everybody_again(self, regradable):
         """Results depend on the limits: a new --timeout grades every student again."""
