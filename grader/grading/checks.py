@@ -5,7 +5,7 @@ cases) and a detail with expected versus got (shown for public cases only).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -206,33 +206,21 @@ PAIR_TARGETS = (("head 0 (previous-token)", "previous"), ("head 1 (sink)", "sink
 
 
 def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
-    """`expected` is seq_len; each head's weights come from the student's (seq_len, 2*seq_len) matrices."""
-    from ..attention.patterns import pair_head_weights
-
+    """`expected` is seq_len; the matrices are (seq_len, 2*seq_len) and each head's block of
+    columns is judged as a designed head of its own (its own softmax, scaled by its own width)."""
     seq_len = int(expected)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return Verdict(False, "wrong type", f"expected a tuple (W_Q, W_K), got {describe(got)}")
-    mats = []
-    for name, value in zip(("W_Q", "W_K"), got):
-        arr = as_array(value)
+    arrays = [as_array(value) for value in got]
+    for name, value, arr in zip(("W_Q", "W_K"), got, arrays):
         if arr is None or arr.shape != (seq_len, 2 * seq_len):
             shown = describe(value) if arr is None else f"shape {arr.shape}"
             return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {2 * seq_len}), got {shown}")
-        if not np.isfinite(arr).all():
-            return Verdict(False, f"{name}: not finite", f"{name} contains nan or inf")
-        mats.append(arr)
-    with np.errstate(all="ignore"):
-        weights = pair_head_weights(seq_len, *mats)
-    if not np.isfinite(weights).all():
-        return Verdict(False, "not finite", "the attention weights these matrices give contain nan")
-    for head, ((label, pattern), w) in enumerate(zip(PAIR_TARGETS, weights)):
-        for i in range(1, seq_len):
-            target = i - 1 if pattern == "previous" else 0
-            if w[i, target] < cmp.min_weight:
-                row = np.array2string(w[i, : i + 1], precision=2, suppress_small=True, separator=", ")
-                return Verdict(False, f"head {head}: pattern missed",
-                               f"{label}: query {i} puts {w[i, target]:.3f} on position {target} "
-                               f"(needs >= {cmp.min_weight:g}); its row over positions 0..{i} is {row}")
+    for head, (label, pattern) in enumerate(PAIR_TARGETS):
+        block = slice(head * seq_len, (head + 1) * seq_len)
+        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (arrays[0][:, block], arrays[1][:, block]), parts)
+        if not verdict.passed:
+            return Verdict(False, f"head {head}: {verdict.kind}", f"{label}: {verdict.detail}")
     return Verdict.ok()
 
 
