@@ -158,6 +158,41 @@ class TestDiagnoses:
         assert {case.mistake for case in result.cases if case.mistake} == {bug.mistake}
 
 
+def _sizes(problem_id: str, args: tuple) -> dict[str, float]:
+    """The sizes a diagnosis could confuse in one case: n queries, m keys, d_k, d_v, sqrt(d_k)."""
+    if problem_id == "attention_reading":
+        weights, values = args
+        return {"n": weights.shape[0] if weights.ndim == 2 else 1, "m": values.shape[0], "d_v": values.shape[1]}
+    if problem_id in ("multi_head_reading", "head_contributions"):
+        weights, values, W_O = args
+        n = weights.shape[1] if weights.ndim == 3 else 1
+        return {"n": n, "m": values.shape[1], "d_v": values.shape[2], "d_model": W_O.shape[1]}
+    if problem_id == "count_routing_distributions":
+        h, d_v, n, m, d_k, *_ = args + (None,) * (8 - len(args))
+        sizes = {"n": n, "m": m, "d_v": d_v, "d_k": d_k}
+        return {k: v for k, v in {**sizes, "sqrt(d_k)": d_k ** 0.5 if d_k else None}.items() if v is not None}
+    seq_len, d_model, h, src_len, batch, d_v, *_ = args + (None,) * (7 - len(args))
+    d_k = d_model // h
+    return {"n": seq_len, "m": src_len, "d_k": d_k, "d_v": d_v, "sqrt(d_k)": d_k ** 0.5}
+
+
+class TestCaseSizes:
+    @pytest.mark.parametrize("problem_id", ["attention_reading", "multi_head_reading", "head_contributions",
+                                            "count_routing_distributions", "predict_shapes"])
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_public_sizes_are_pairwise_distinct(self, assignment, problem_id, seed):
+        """In every public case, n, m, d_k, d_v and sqrt(d_k) differ, so no two diagnoses can coincide
+        (predict_shapes' self-attention baseline, where m = n and d_v = d_k by definition, is the exception)."""
+        problem = assignment.problem(problem_id)
+        for case in problem.cases:
+            if case.hidden or case.raises or case.name == "self-attention, two heads":
+                continue
+            sizes = _sizes(problem_id, build_args(problem, case, seed))
+            named = {k: v for k, v in sizes.items() if v is not None}
+            for (a, x), (b, y) in itertools.combinations(named.items(), 2):
+                assert x != y, f"{problem_id}/{case.name} (seed {seed}): {a} = {b} = {x}"
+
+
 class TestNothingAnsweredAhead:
     @pytest.mark.parametrize("problem_id", FLAGSHIPS)
     def test_public_cases_differ_between_students(self, assignment, problem_id):
