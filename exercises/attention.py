@@ -19,8 +19,10 @@ def attention_reading(weights, values):
     raise NotImplementedError("attention_reading: not implemented yet (see `mha show attention_reading`)")
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
-    """How many separately normalized distributions over key positions one layer forms."""
+def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
+                                num_layers=1, batch=1, causal=False):
+    """How many separately normalized distributions over key positions the model forms
+    (see `mha show count_routing_distributions`: some parameters may not matter)."""
     raise NotImplementedError("count_routing_distributions: not implemented yet (see `mha show count_routing_distributions`)")
 
 
@@ -47,9 +49,10 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     raise NotImplementedError("multi_head_attention: not implemented yet (see `mha show multi_head_attention`)")
 
 
-def predict_shapes(seq_len, d_model, num_heads):
-    """Shapes of the intermediates, keys "q_head", "scores", "weights", "head_output",
-    "concat", "output" (see `mha show predict_shapes`); ValueError if d_model % num_heads."""
+def predict_shapes(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
+    """Shapes of the intermediates, keys "q_head", "k_head", "v_head", "scores", "weights",
+    "head_output", "concat", "output", "returned_weights" (see `mha show predict_shapes`);
+    ValueError if d_model % num_heads."""
     raise NotImplementedError("predict_shapes: not implemented yet (see `mha show predict_shapes`)")
 
 
@@ -66,3 +69,20 @@ def previous_token_head(seq_len):
 def sink_head(seq_len):
     """Design W_Q, W_K (seq_len x seq_len) so every query attends to position 0 (X = identity)."""
     raise NotImplementedError("sink_head: not implemented yet (see `mha show sink_head`)")
+
+
+def multi_head_reading(weights, values, W_O):
+    """weights (h, T) or (h, n, T), values (h, T, d_v), W_O (h*d_v, d_model).
+    Return (readings, concat, output) (see `mha show multi_head_reading`)."""
+    raise NotImplementedError("multi_head_reading: not implemented yet (see `mha show multi_head_reading`)")
+
+
+def head_contributions(weights, values, W_O):
+    """weights (h, n, m), values (h, m, d_v), W_O (h*d_v, d_model).
+    Return (contributions (h, n, d_model), ablated (h, n, d_model))."""
+    raise NotImplementedError("head_contributions: not implemented yet (see `mha show head_contributions`)")
+
+
+def two_head_layer(seq_len):
+    """Design W_Q, W_K (seq_len x 2*seq_len): head 0 attends to i - 1, head 1 to position 0 (X = identity)."""
+    raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")

@@ -20,9 +20,13 @@ def attention_reading(weights, values):
     return np.asarray(weights, dtype=np.float64) @ np.asarray(values, dtype=np.float64)
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
-    """One softmax row per query per head; the value width d_v adds no routing choices."""
-    return num_heads * num_queries
+def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1,
+                                batch=1, causal=False):
+    """One softmax row per query, per head, per sequence of the batch, per layer.
+
+    d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
+    A causal mask shortens rows but never removes one (every query may see itself)."""
+    return num_layers * batch * num_heads * num_queries
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -63,18 +67,25 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return concat @ W_O, np.stack(weights)    # (n, d_model), (h, n, n)
 
 
-def predict_shapes(seq_len, d_model, num_heads):
-    """Shapes of the stacked per-head intermediates of multi-head attention."""
+def predict_shapes(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
+    """Shapes inside multi-head attention, batch first: L queries, S keys, N sequences."""
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    d_k = d_model // num_heads
+    h, L = num_heads, seq_len
+    S = seq_len if src_len is None else src_len   # self-attention reads its own positions
+    d_k = d_model // h
+    d_v = d_k if d_v is None else d_v
+    N = () if batch is None else (batch,)          # an optional leading batch axis
     return {
-        "q_head": (num_heads, seq_len, d_k),
-        "scores": (num_heads, seq_len, seq_len),
-        "weights": (num_heads, seq_len, seq_len),
-        "head_output": (num_heads, seq_len, d_k),
-        "concat": (seq_len, d_model),
-        "output": (seq_len, d_model),
+        "q_head": (*N, h, L, d_k),
+        "k_head": (*N, h, S, d_k),
+        "v_head": (*N, h, S, d_v),
+        "scores": (*N, h, L, S),                   # every query against every key, per head
+        "weights": (*N, h, L, S),
+        "head_output": (*N, h, L, d_v),
+        "concat": (*N, L, h * d_v),
+        "output": (*N, L, d_model),
+        "returned_weights": (*N, L, S) if average_weights else (*N, h, L, S),  # nn.MultiheadAttention
     }
 
 
@@ -101,3 +112,33 @@ def sink_head(seq_len):
     W_K = np.zeros((seq_len, seq_len))
     W_K[0, 0] = 1.0
     return W_Q, W_K
+
+
+def multi_head_reading(weights, values, W_O):
+    """Each head reads its own values with its own row; join the readings head after head; then W_O."""
+    weights, values = np.asarray(weights, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    one_query = weights.ndim == 2
+    rows = weights[:, None, :] if one_query else weights   # (h, n, T)
+    readings = rows @ values                               # (h, n, d_v)
+    concat = np.concatenate(list(readings), axis=-1)       # (n, h * d_v): head 0's coordinates first
+    output = concat @ W_O                                  # (n, d_model)
+    if one_query:
+        return readings[:, 0], concat[0], output[0]
+    return readings, concat, output
+
+
+def head_contributions(weights, values, W_O):
+    """Head i adds z_i W_O^(i) (rows i*d_v:(i+1)*d_v of W_O); removing it takes exactly that away."""
+    z = np.asarray(weights, dtype=np.float64) @ np.asarray(values, dtype=np.float64)  # (h, n, d_v)
+    h, n, d_v = z.shape
+    blocks = np.asarray(W_O, dtype=np.float64).reshape(h, d_v, -1)                     # (h, d_v, d_model)
+    contributions = z @ blocks                                                         # (h, n, d_model)
+    output = contributions.sum(axis=0)
+    return contributions, output - contributions
+
+
+def two_head_layer(seq_len):
+    """Columns 0:T are head 0 (previous-token), columns T:2T head 1 (sink): each its own softmax."""
+    prev_q, prev_k = previous_token_head(seq_len)
+    sink_q, sink_k = sink_head(seq_len)
+    return np.hstack([prev_q, sink_q]), np.hstack([prev_k, sink_k])

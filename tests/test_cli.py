@@ -129,15 +129,14 @@ class TestCheck:
     def test_wrong_answer_shows_expected_got_and_mistake(self, cli, write_submission):
         """A public failure shows the inputs, expected vs got, and the named mistake instead of the hint."""
         path = write_submission("""
-            def count_routing_distributions(num_heads, d_v, num_queries=1):
+            def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
                 return num_heads * d_v
         """)
         result = cli("check", "count_routing_distributions", "--path", str(path))
         assert result.exit_code == ExitCode.FAILED
-        assert "inputs: num_heads=1, d_v=128" in result.stdout
-        assert "got 128, expected 1" in result.stdout
-        assert "likely mistake (counts-heads-times-width): You multiply the heads by the value width." in result.stdout
-        assert "hint:" not in result.stdout  # the named mistake is the advice; the general hint would repeat it
+        assert "inputs: num_heads=1, d_v=20, num_queries=4" in result.stdout
+        assert "got 20, expected 4" in result.stdout
+        assert "hint: Softmax is applied once per query row" in result.stdout
 
     def test_unknown_problem_is_usage_error(self, cli):
         """Naming a problem that does not exist is exit 2 and lists the known ones."""
@@ -157,10 +156,11 @@ class TestOtherCommands:
         """An explicit `expect` that the reference does not produce is an invalid spec."""
         problem = tmp_path / "attention_reading.yaml"
         problem.write_text((EXERCISES / "problems" / "attention_reading.yaml").read_text()
-                           .replace("expect: [0.8, 0.2, 8, 4]", "expect: [0.8, 0.2, 8, 5]"))
+                           .replace("      values: [[1, 2], [3, 4], [5, 6]]\n",
+                                    "      values: [[1, 2], [3, 4], [5, 6]]\n    expect: [3, 5]\n"))
         result = cli("validate", str(problem))
         assert result.exit_code == ExitCode.INVALID_SPEC
-        assert "case 'worked example': 'expect' disagrees with the reference" in result.stderr
+        assert "case 'one-hot weights copy a value': 'expect' disagrees with the reference" in result.stderr
 
     def test_list_and_show(self, cli):
         """list names every problem; show renders a prompt with the signature."""

@@ -100,8 +100,8 @@ class TestStarterRepository:
             futures = {name: pool.submit(run_workflow, starter, tmp_path / name, files) for name, files in runs.items()}
             results = {name: future.result(timeout=900) for name, future in futures.items()}
         points, maximum, per_step = results["solution"]
-        assert maximum == assignment.max_score == 142
-        assert points == 142, {k: v for k, v in per_step.items() if v == 0}
+        assert maximum == assignment.max_score > 0
+        assert points == maximum, {k: v for k, v in per_step.items() if v == 0}
         points, maximum, per_step = results["stubs"]
-        assert (points, maximum) == (0, 142)
+        assert (points, maximum) == (0, assignment.max_score)
         assert len(per_step) == len(assignment.problems) + len(assignment.quiz.items)

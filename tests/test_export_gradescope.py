@@ -110,13 +110,13 @@ class TestOfflineImage:
         root = autograder(tmp_path, assignment, secret=None)
         done = setup_offline(root)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "compiled 11 problem(s)" in done.stdout
+        assert f"compiled {len(assignment.problems)} problem(s)" in done.stdout
         assert (root / "venv" / "bin" / "mha").is_file()
         assert os.stat(root / "source").st_mode & 0o077 == 0  # the source is root-only afterwards
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
                  "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
         result = run_autograder(root, files, image=True)
-        assert result["score"] == assignment.max_score == 142
+        assert result["score"] == assignment.max_score > 0
 
     def test_another_python_is_a_clear_error(self, tmp_path, assignment):
         """Wheels for another Python version: setup.sh stops at once and says how to export again."""

@@ -362,9 +362,9 @@ class TestLimitOptions:
         """300 MiB of touched memory passes with the default limit and fails with --memory-mb 256."""
         (tmp_path / "attention.py").write_text(solution_source() + (
             "\n\n_solved = count_routing_distributions\n\n\n"
-            "def count_routing_distributions(num_heads, d_v, num_queries=1):\n"
+            "def count_routing_distributions(*layer):\n"
             "    block = np.ones(300 << 17)  # 300 MiB of float64, written\n"
-            "    return _solved(num_heads, d_v, num_queries) + int(block[0]) - 1\n"))
+            "    return _solved(*layer) + int(block[0]) - 1\n"))
 
         def score(*options):
             run = run_mha("--exercises", str(course.exercises), "grade", str(tmp_path), "--format", "json",

@@ -50,18 +50,6 @@ BUGS = [
             e = np.exp(scores - np.max(scores))
             return e / np.sum(e)
     """),
-    Bug("count_routing_distributions", "counts-value-width", """
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
-            return d_v
-    """),
-    Bug("count_routing_distributions", "counts-heads-times-width", """
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
-            return num_heads * d_v
-    """),
-    Bug("count_routing_distributions", "ignores-queries", """
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
-            return num_heads
-    """),
     Bug("scaled_dot_product_attention", "attention-no-scale", f"""
         {_SDPA}
             scores = Q @ K.T
@@ -223,6 +211,142 @@ BUGS = [
     """),
 ]
 
+
+# --- the flagship problems and the several-heads problems (reading, counting, shapes, heads) --
+
+_COUNT = "def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, " \
+         "num_layers=1, batch=1, causal=False):"
+_READ = "def multi_head_reading(weights, values, W_O):"
+_CONTRIB = """
+        def head_contributions(weights, values, W_O):
+            z = np.asarray(weights) @ np.asarray(values)
+            h = z.shape[0]
+            output = merge_heads(z) @ W_O"""
+_SHAPE_AXES = dict(S="seq_len if src_len is None else src_len", d_v="d_k if d_v is None else d_v",
+                   q="(*N, h, L, d_k)", k="(*N, h, S, d_k)", v="(*N, h, S, d_v)", scores="(*N, h, L, S)",
+                   out="(*N, h, L, d_v)", ret="(*N, L, S) if average_weights else (*N, h, L, S)")
+
+
+def _shapes_bug(**wrong: str) -> str:
+    """predict_shapes written out axis by axis, with some of the expressions replaced."""
+    axes = {**_SHAPE_AXES, **wrong}
+    return f"""
+        def predict_shapes(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
+            if d_model % num_heads:
+                raise ValueError("d_model is not divisible by num_heads")
+            h, L, d_k = num_heads, seq_len, d_model // num_heads
+            S = {axes["S"]}
+            d_v = {axes["d_v"]}
+            N = () if batch is None else (batch,)
+            return {{"q_head": {axes["q"]}, "k_head": {axes["k"]}, "v_head": {axes["v"]},
+                    "scores": {axes["scores"]}, "weights": {axes["scores"]}, "head_output": {axes["out"]},
+                    "concat": (*N, L, h * d_v), "output": (*N, L, d_model), "returned_weights": {axes["ret"]}}}
+    """
+
+
+FLAGSHIP_BUGS = [
+    Bug("attention_reading", "reading-transposed", """
+        def attention_reading(weights, values):
+            return np.asarray(values).T @ np.asarray(weights).T
+    """),
+    Bug("attention_reading", "reading-normalized-per-coordinate", """
+        def attention_reading(weights, values):
+            values = np.asarray(values)
+            return np.asarray(weights) @ values / values.sum(axis=0)
+    """),
+    Bug("multi_head_reading", "reading-heads-averaged", f"""
+        {_READ}
+            shared = np.mean(weights, axis=0)             # one row for every head
+            readings = np.stack([shared @ v for v in values])
+            concat = np.concatenate(list(readings), axis=-1)
+            return readings, concat, concat @ W_O
+    """),
+    Bug("multi_head_reading", "reading-concat-interleaved", f"""
+        {_READ}
+            readings = np.stack([w @ v for w, v in zip(weights, values)])
+            concat = np.stack(list(readings), axis=-1)    # (..., d_v, h): coordinate by coordinate
+            concat = concat.reshape(concat.shape[:-2] + (-1,))
+            return readings, concat, concat @ W_O
+    """),
+    Bug("multi_head_reading", "reading-no-output-projection", f"""
+        {_READ}
+            readings = np.stack([w @ v for w, v in zip(weights, values)])
+            concat = np.concatenate(list(readings), axis=-1)
+            return readings, concat, concat
+    """),
+    Bug("head_contributions", "contribution-own-slice", _CONTRIB + """
+            width = output.shape[-1] // h
+            contributions = np.zeros((h,) + output.shape)
+            for i in range(h):
+                contributions[i][:, i * width:(i + 1) * width] = output[:, i * width:(i + 1) * width]
+            return contributions, output - contributions
+    """),
+    Bug("head_contributions", "contribution-equal-split", _CONTRIB + """
+            contributions = np.stack([output / h] * h)
+            return contributions, output - contributions
+    """),
+    Bug("head_contributions", "ablation-rescaled", _CONTRIB + """
+            contributions = z @ np.asarray(W_O).reshape(h, z.shape[-1], -1)
+            return contributions, (output - contributions) * h / (h - 1)
+    """),
+    Bug("count_routing_distributions", "counts-value-width", f"""
+        {_COUNT}
+            return num_layers * batch * num_heads * num_queries * d_v
+    """),
+    Bug("count_routing_distributions", "counts-key-width", f"""
+        {_COUNT}
+            return num_layers * batch * num_heads * num_queries * (d_v if d_k is None else d_k)
+    """),
+    Bug("count_routing_distributions", "counts-per-key", f"""
+        {_COUNT}
+            return num_layers * batch * num_heads * (num_queries if num_keys is None else num_keys)
+    """),
+    Bug("count_routing_distributions", "counts-weights", f"""
+        {_COUNT}
+            m = num_queries if num_keys is None else num_keys
+            allowed = np.tri(num_queries, m).sum() if causal else num_queries * m
+            return int(num_layers * batch * num_heads * allowed)
+    """),
+    Bug("count_routing_distributions", "ignores-queries", f"""
+        {_COUNT}
+            return num_layers * batch * num_heads
+    """),
+    Bug("count_routing_distributions", "ignores-layers", f"""
+        {_COUNT}
+            return batch * num_heads * num_queries
+    """),
+    Bug("count_routing_distributions", "ignores-batch", f"""
+        {_COUNT}
+            return num_layers * num_heads * num_queries
+    """),
+    Bug("predict_shapes", "shapes-head-output-full-width", _shapes_bug(out="(*N, h, L, d_model)")),
+    Bug("predict_shapes", "shapes-scores-like-queries",
+        _shapes_bug(scores="(*N, h, L, d_k)", ret="(*N, L, d_k) if average_weights else (*N, h, L, d_k)")),
+    Bug("predict_shapes", "shapes-missing-head-axis",
+        _shapes_bug(q="(*N, L, d_k)", k="(*N, S, d_k)", v="(*N, S, d_v)", scores="(*N, L, S)", out="(*N, L, d_v)",
+                    ret="(*N, L, S)")),
+    Bug("predict_shapes", "shapes-keys-from-queries", _shapes_bug(S="seq_len")),
+    Bug("predict_shapes", "shapes-value-width-from-keys", _shapes_bug(d_v="d_k")),
+    Bug("predict_shapes", "shapes-weights-layout-swapped",
+        _shapes_bug(ret="(*N, h, L, S) if average_weights else (*N, L, S)")),
+    Bug("two_head_layer", "pair-heads-swapped", """
+        def two_head_layer(seq_len):
+            (pq, pk), (sq, sk) = previous_token_head(seq_len), sink_head(seq_len)
+            return np.hstack([sq, pq]), np.hstack([sk, pk])
+    """),
+    Bug("two_head_layer", "pair-heads-same-pattern", """
+        def two_head_layer(seq_len):
+            pq, pk = previous_token_head(seq_len)
+            return np.hstack([pq, pq]), np.hstack([pk, pk])
+    """),
+    Bug("two_head_layer", "pair-one-head-does-both", """
+        def two_head_layer(seq_len):
+            (pq, pk), (sq, sk) = previous_token_head(seq_len), sink_head(seq_len)
+            blank = np.zeros((seq_len, seq_len))
+            return np.hstack([pq + sq, blank]), np.hstack([pk + sk, blank])   # both patterns in head 0
+    """),
+]
+BUGS += FLAGSHIP_BUGS
 
 def buggy_submission(bug: Bug) -> str:
     """The model answer with one function redefined (the later definition wins)."""

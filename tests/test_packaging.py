@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.loader import load_assignment
 from grader.paths import locate_assignment, packaged_assignment
 
 from ._install import clean_env, fresh_venv, link_farm
@@ -66,7 +67,7 @@ class TestInstalledWheel:
                               capture_output=True, text=True, timeout=300, env=clean_env(tmp_path))
         assert done.returncode == 0, done.stderr
         data = json.loads(done.stdout)
-        assert data["score"] == data["max_score"] == 142
+        assert data["score"] == data["max_score"] == load_assignment(ROOT / "exercises").max_score
 
     def test_check_reads_attention_py_of_the_working_folder(self, installed, tmp_path):
         """With the packaged assignment, `mha check` checks ./attention.py (not the packaged stubs)."""
@@ -84,7 +85,7 @@ class TestInstalledWheel:
         line = done.stderr.strip().splitlines()[-1]
         assert line.startswith("assignment: ") and line.endswith(" (packaged)")
         assert "/site-packages/grader/_assignment" in line
-        assert "total 142 points" in done.stdout
+        assert f"total {load_assignment(ROOT / 'exercises').max_score:g} points" in done.stdout
 
     def test_missing_assignment_names_both_ways_to_choose_one(self, installed, tmp_path):
         """MHA_EXERCISES naming an empty folder: exit 3, and the message says how to choose one."""

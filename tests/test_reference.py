@@ -142,8 +142,18 @@ class TestObservedAnswers:
     def test_predicted_shapes_are_observed(self):
         """predict_shapes reports what a run of the layer produced."""
         assert ref.predict_shapes(4, 768, 12) == {
-            "q_head": (12, 4, 64), "scores": (12, 4, 4), "weights": (12, 4, 4),
-            "head_output": (12, 4, 64), "concat": (4, 768), "output": (4, 768)}
+            "q_head": (12, 4, 64), "k_head": (12, 4, 64), "v_head": (12, 4, 64), "scores": (12, 4, 4),
+            "weights": (12, 4, 4), "head_output": (12, 4, 64), "concat": (4, 768), "output": (4, 768),
+            "returned_weights": (4, 4)}
+
+    def test_predicted_shapes_of_batched_cross_attention(self):
+        """L = 3 queries, S = 7 keys, N = 2, h = 4, d_k = 5, d_v = 6: scores L x S, values d_v wide, batch first."""
+        shapes = ref.predict_shapes(3, 20, 4, src_len=7, batch=2, d_v=6, average_weights=False)
+        assert shapes == {"q_head": (2, 4, 3, 5), "k_head": (2, 4, 7, 5), "v_head": (2, 4, 7, 6),
+                          "scores": (2, 4, 3, 7), "weights": (2, 4, 3, 7), "head_output": (2, 4, 3, 6),
+                          "concat": (2, 3, 24), "output": (2, 3, 20), "returned_weights": (2, 4, 3, 7)}
+        assert ref.predict_shapes(3, 20, 4, src_len=7, batch=2, d_v=6)["returned_weights"] == (2, 3, 7)
+        assert ref.predict_shapes(3, 20, 4, src_len=7, batch=2, d_v=6)["concat"] == (2, 3, 24)
 
     @pytest.mark.parametrize("h", [1, 2, 8, 16])
     def test_parameter_count_does_not_grow_with_heads(self, h):

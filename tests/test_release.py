@@ -58,7 +58,7 @@ class TestVariants:
         a, b = (student_seed(SECRET, s) for s in STUDENTS)
         problem = assignment.problem("count_routing_distributions")
         assert render_prompt(problem, a) != render_prompt(problem, b)
-        case = next(c for c in problem.cases if c.name == "your own layer from the prompt")
+        case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         assert prepare(problem, case, a).args != prepare(problem, case, b).args
         quiz_numbers = [(quiz_variant(i, a).params, quiz_variant(i, b).params) for i in assignment.quiz.items if i.params]
         assert any(x != y for x, y in quiz_numbers)
@@ -83,11 +83,12 @@ class TestVariants:
     def test_hidden_grading_uses_the_students_variant(self, assignment, tmp_path):
         """`mha grade --student` grades with that student's numbers: an answer hard-coded for one fails the other."""
         problem = assignment.problem("count_routing_distributions")
-        case = next(c for c in problem.cases if c.name == "your own layer from the prompt")
+        case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         layer = tuple(prepare(problem, case, student_seed(SECRET, STUDENTS[0])).args)
         submission = tmp_path / "attention.py"
-        submission.write_text("def count_routing_distributions(num_heads, d_v, num_queries=1):\n"
-                              f"    return num_heads * num_queries if (num_heads, d_v, num_queries) == {layer} else 0\n")
+        submission.write_text("def count_routing_distributions(*layer):\n"
+                              "    heads, _, queries, _, _, layers, batch = layer\n"
+                              f"    return layers * batch * heads * queries if layer == {layer} else 0\n")
         status = {}
         for student in STUDENTS:
             result = run("grade", str(submission), "--student", student, "--problem", problem.id, "--format", "json")

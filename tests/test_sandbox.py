@@ -35,7 +35,7 @@ def test_infinite_loop_costs_one_problem(assignment, write_submission):
 def test_exception_is_a_failed_case_with_line(assignment, write_submission):
     """An exception in student code is reported with its type, message and line."""
     path = write_submission("""
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
+        def count_routing_distributions(num_heads, d_v, *layer):
             return 1 / 0
     """)
     result = grade(assignment, path, problem_ids=["count_routing_distributions"])
@@ -75,8 +75,8 @@ def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submissio
     """)
     problem = grade(assignment, path, problem_ids=["attention_reading"]).problems[0]
     summaries = {c.name: (c.summary, c.detail) for c in problem.cases}
-    assert summaries["worked example"] == ("wrong shape", "expected shape (4,), got shape (3,)")
-    assert summaries["two heads over the same values"][0] == "wrong type"
+    assert summaries["one query over three positions"] == ("wrong shape", "expected shape (5,), got shape (3,)")
+    assert summaries["two queries over five positions"][0] == "wrong type"
     assert summaries["one-hot weights copy a value"][0] == "not finite"
     assert problem.score == 0
 
@@ -84,7 +84,7 @@ def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submissio
 def test_hidden_case_never_shows_expected_values(assignment, write_submission):
     """A hidden failure has a kind but no detail and no inputs."""
     path = write_submission("""
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
+        def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
             return num_heads * d_v * num_queries
     """)
     problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
@@ -95,8 +95,8 @@ def test_hidden_case_never_shows_expected_values(assignment, write_submission):
 def test_partial_credit_is_weighted_fraction(assignment, write_submission):
     """Passing some cases earns points times the weighted fraction passed."""
     path = write_submission("""
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
-            return num_heads
+        def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
+            return num_heads * num_queries  # right for one layer and one sequence only
     """)
     problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
     passed = sum(c.weight for c in problem.cases if c.passed)
@@ -138,9 +138,9 @@ class TestNextProblemSentAhead:
             print("from softmax")
             return _softmax(scores)
 
-        def count_routing_distributions(num_heads, d_v, num_queries=1):
+        def count_routing_distributions(*args):
             print("from count")
-            return _count(num_heads, d_v, num_queries)
+            return _count(*args)
     """
 
     def test_each_problem_keeps_its_own_output(self, assignment, write_submission):

@@ -12,11 +12,12 @@ SUBMISSIONS = ROOT / "tests" / "submissions"
 ARRAYS = ["softmax", "attention_reading", "scaled_dot_product_attention", "split_heads", "merge_heads",
           "multi_head_attention"]
 HEADS = ["previous_token_head", "sink_head"]
+SEVERAL_HEADS = ["multi_head_reading", "head_contributions", "two_head_layer"]
 COUNTS = ["count_routing_distributions", "parameter_count"]
 
 # each correct variant and the problems it answers
 CORRECT = {
-    "correct_float32.py": ARRAYS + HEADS,
+    "correct_float32.py": ARRAYS + HEADS + SEVERAL_HEADS,
     "correct_einsum.py": ARRAYS,
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],

@@ -34,6 +34,7 @@ _DEFAULT_COMPARE = {
     ReturnKind.INT: CompareKind.EQUAL,
     ReturnKind.SHAPES: CompareKind.SHAPES,
     ReturnKind.HEAD: CompareKind.HEAD_PATTERN,
+    ReturnKind.HEAD_PAIR: CompareKind.HEAD_PAIR,
 }
 
 
@@ -115,7 +116,7 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
         errors.at(line_of(node, "raises"), "a case has either 'expect' or 'raises', not both")
     if "raises" in node and node["raises"] not in RAISABLE:
         errors.at(line_of(node, "raises"), f"'raises' must be one of {', '.join(RAISABLE)} (got {got(node['raises'])})")
-    if "expect" in node and fn.returns is ReturnKind.HEAD:
+    if "expect" in node and fn.returns in (ReturnKind.HEAD, ReturnKind.HEAD_PAIR):
         errors.at(line_of(node, "expect"), f"{fn.name} is graded by the pattern it makes; 'expect' is not allowed")
     if len(errors.items) > before:
         return None

@@ -23,6 +23,7 @@ class CompareKind(Enum):
     EQUAL = "equal"                # integers, exactly
     SHAPES = "shapes"              # dict of shape tuples, exactly
     HEAD_PATTERN = "head_pattern"  # (W_Q, W_K) judged by the attention weights they produce
+    HEAD_PAIR = "head_pair"        # (W_Q, W_K) of two heads: head 0 previous-token, head 1 sink
 
 
 # Defaults chosen so a correct float32 implementation passes (float32 eps is 1.2e-7).

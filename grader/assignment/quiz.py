@@ -127,9 +127,46 @@ def unweighted_sum_reading(coord: int) -> float:
     return _reading(np.ones(2), coord)
 
 
+# --- the practice counterpart of two_head_reading: its own values, weights in tenths per student
+
+PRACTICE_VALUES = np.array([[2, 0, 6], [0, 3, 12]], dtype=np.float64)  # (T=2, d_v=3): v1, v2
+
+
+def _practice(first_tenths: float, coord: int) -> float:
+    weights = np.array([first_tenths / 10, 1 - first_tenths / 10])
+    return float(reference.attention_reading(weights, PRACTICE_VALUES)[coord - 1])  # coord counts from 1
+
+
+def practice_head2_reading(b: int, coord: int) -> float:
+    """Coordinate `coord` of head 2's reading, weights [b/10, 1 - b/10] over (v1, v2)."""
+    return _practice(b, coord)
+
+
+def practice_head1_reading(a: int, coord: int) -> float:
+    """The same coordinate of head 1's reading (a known-wrong answer: the other head's weights)."""
+    return _practice(a, coord)
+
+
+def practice_heads_averaged_reading(a: int, b: int, coord: int) -> float:
+    """The mean of both heads' readings (a known-wrong answer)."""
+    return (_practice(a, coord) + _practice(b, coord)) / 2
+
+
+def practice_head2_reversed_reading(b: int, coord: int) -> float:
+    """Head 2's weights applied to (v2, v1) (a known-wrong answer)."""
+    return _practice(10 - b, coord)
+
+
+def practice_unweighted_reading(coord: int) -> float:
+    """v1 + v2 with the weights left out (a known-wrong answer)."""
+    return float(PRACTICE_VALUES.sum(axis=0)[coord - 1])
+
+
 ANSWER_FUNCTIONS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
     one_head_distributions, budget_left, budget_referent, budget_left_percent, head_count,
     head2_reading, head1_reading, head2_reversed_reading, heads_averaged_reading, unweighted_sum_reading,
+    practice_head2_reading, practice_head1_reading, practice_heads_averaged_reading,
+    practice_head2_reversed_reading, practice_unweighted_reading,
 )}
 
 

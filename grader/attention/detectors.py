@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .patterns import head_weights
+from .patterns import head_weights, pair_head_weights
 
 __all__ = ["DETECTORS", "detector"]
 
@@ -90,3 +90,43 @@ def parameter_count_grows_with_heads(args, got) -> bool:
         weights = per_head * h * d * d + (4 - per_head) * d * d
         counts.update({weights + 4 * d, weights + per_head * h * d + (4 - per_head) * d} if bias else {weights})
     return got in counts
+
+
+# --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------
+
+def _pair_weights(args: tuple, got: Any) -> np.ndarray:
+    """The (2, seq_len, seq_len) patterns of the student's two heads in the graded setting."""
+    W_Q, W_K = (np.asarray(m, dtype=np.float64) for m in got)
+    return pair_head_weights(args[0], W_Q, W_K)
+
+
+def _later_rows(weights: np.ndarray) -> np.ndarray:
+    """Queries 2.. : there position i - 1 and position 0 differ, so the two patterns can be told apart."""
+    return np.arange(2, weights.shape[-1])
+
+
+@detector
+def pair_heads_swapped(args, got) -> bool:
+    """Head 0 favours position 0 and head 1 favours the previous position: the roles in the wrong heads."""
+    weights = _pair_weights(args, got)
+    rows = _later_rows(weights)
+    return _favours(weights[0], rows, np.zeros_like(rows)) and _favours(weights[1], rows, rows - 1)
+
+
+@detector
+def pair_heads_same_pattern(args, got) -> bool:
+    """Both heads favour the same position (both previous-token, or both sink)."""
+    weights = _pair_weights(args, got)
+    rows = _later_rows(weights)
+    return any(_favours(weights[0], rows, target) and _favours(weights[1], rows, target)
+               for target in (rows - 1, np.zeros_like(rows)))
+
+
+@detector
+def pair_one_head_does_both(args, got) -> bool:
+    """One head splits each row between position i - 1 and position 0 (at least 0.25 on each)."""
+    weights = _pair_weights(args, got)
+    rows = _later_rows(weights)
+    if rows.size == 0:
+        return False
+    return any(bool(((w[rows, rows - 1] >= 0.25) & (w[rows, 0] >= 0.25)).all()) for w in weights)

@@ -22,10 +22,11 @@ import numpy as np
 
 from . import reference as ref
 from .detectors import DETECTORS, detector  # noqa: F401 - one registry of mistakes
+from .mistakes_flagship import FLAGSHIP_VARIANTS
 
 __all__ = ["VARIANTS", "DETECTORS", "variant", "detector", "has_variant"]
 
-VARIANTS: dict[str, Callable] = {}
+VARIANTS: dict[str, Callable] = dict(FLAGSHIP_VARIANTS)  # the flagship problems' own: mistakes_flagship.py
 
 
 def variant(fn: Callable) -> Callable:
@@ -178,25 +179,7 @@ def mha_weights_averaged(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return output, weights.mean(axis=0)
 
 
-# --- counting --------------------------------------------------------------------------------
-
-@variant
-def count_value_width(num_heads, d_v, num_queries=1):
-    """One distribution per value coordinate."""
-    return d_v
-
-
-@variant
-def count_heads_times_width(num_heads, d_v, num_queries=1):
-    """One distribution per value coordinate of every head."""
-    return num_heads * d_v
-
-
-@variant
-def count_ignoring_queries(num_heads, d_v, num_queries=1):
-    """One distribution per head, whatever the number of queries."""
-    return num_heads
-
+# --- parameter counts ------------------------------------------------------------------------
 
 def _matrix(d_model: int, bias: bool) -> int:
     """Parameters of one d_model x d_model projection and its bias."""

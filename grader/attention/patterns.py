@@ -32,3 +32,11 @@ def head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
     except ImportError:  # the student bundle ships no reference
         return direct_head_weights(seq_len, W_Q, W_K)
     return head_pattern_weights(seq_len, W_Q, W_K)
+
+
+def pair_head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
+    """The (2, seq_len, seq_len) weights of a designed two-head layer: W_Q, W_K are
+    (seq_len, 2*seq_len); head i uses columns i*seq_len:(i+1)*seq_len, each head as above."""
+    w_q, w_k = (np.asarray(m, dtype=np.float64) for m in (W_Q, W_K))
+    return np.stack([head_weights(seq_len, w_q[:, i * seq_len:(i + 1) * seq_len], w_k[:, i * seq_len:(i + 1) * seq_len])
+                     for i in range(2)])

@@ -27,7 +27,8 @@ __all__ = [
     "Trace", "tracing", "softmax", "attention_reading", "count_routing_distributions",
     "scaled_dot_product_attention", "split_heads", "merge_heads", "multi_head_attention",
     "predict_shapes", "build_parameters", "parameter_count", "previous_token_head", "sink_head",
-    "causal_mask", "head_pattern_weights",
+    "causal_mask", "head_pattern_weights", "attention_layer", "multi_head_reading", "head_contributions",
+    "two_head_layer", "layer_pattern_weights",
 ]
 
 
@@ -142,24 +143,77 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads: int, mask=None):
     return output, weights
 
 
-def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1) -> int:
-    """Run one layer of `num_heads` heads of value width d_v and count its softmax rows."""
+def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1, num_keys: int | None = None,
+                                d_k: int | None = None, num_layers: int = 1, batch: int = 1,
+                                causal: bool = False) -> int:
+    """Run `num_layers` layers of `num_heads` heads over a batch and count their softmax rows.
+
+    Queries come from `num_queries` positions, keys and values from `num_keys` (cross-attention;
+    None: self-attention, as many keys as queries); d_k (None: d_v) is the query/key width.
+    """
+    m = num_queries if num_keys is None else num_keys
+    width = d_v if d_k is None else d_k
     rng = np.random.default_rng(0)
-    shape = (num_heads, num_queries, d_v)  # (h, n, d_v); keys come from the same n positions
-    q, k, v = (rng.standard_normal(shape) for _ in range(3))
+    mask = causal_mask(num_queries, m) if causal else None
     with tracing() as trace:
-        _attend(q, k, v, mask=None)
+        for _ in range(num_layers):  # every layer runs its own heads on its own scores
+            q = rng.standard_normal((batch, num_heads, num_queries, width))  # (N, h, n, d_k)
+            k = rng.standard_normal((batch, num_heads, m, width))            # (N, h, m, d_k)
+            v = rng.standard_normal((batch, num_heads, m, d_v))              # (N, h, m, d_v)
+            _attend(q, k, v, mask)
     return trace.normalizations
 
 
-def predict_shapes(seq_len: int, d_model: int, num_heads: int) -> dict[str, tuple[int, ...]]:
-    """Run multi-head attention once and report the shapes it actually produced."""
+def _split(x: np.ndarray, num_heads: int) -> np.ndarray:
+    """(..., n, h*d) -> (..., h, n, d): head i gets columns i*d:(i+1)*d."""
+    *lead, n, width = x.shape
+    return np.swapaxes(x.reshape(*lead, n, num_heads, width // num_heads), -2, -3)
+
+
+def _merge(heads: np.ndarray) -> np.ndarray:
+    """(..., h, n, d) -> (..., n, h*d), the inverse of _split."""
+    *lead, h, n, d = heads.shape
+    return np.swapaxes(heads, -2, -3).reshape(*lead, n, h * d)
+
+
+def attention_layer(x_q, x_kv, W_Q, W_K, W_V, W_O, num_heads: int, average_weights: bool = True):
+    """Multi-head attention in PyTorch's batch-first layout, cross-attention allowed.
+
+    x_q (N, L, d_model) queries' inputs, x_kv (N, S, d_model) keys' and values' inputs (the
+    batch axis N is optional); W_Q, W_K (d_model, h*d_k), W_V (d_model, h*d_v), W_O (h*d_v, d_model).
+    Returns the output (N, L, d_model) and the weights as nn.MultiheadAttention returns them:
+    averaged over the heads (N, L, S), or per head (N, h, L, S).
+    """
+    q = _record("q_head", _split(x_q @ W_Q, num_heads))   # (N, h, L, d_k)
+    k = _record("k_head", _split(x_kv @ W_K, num_heads))  # (N, h, S, d_k)
+    v = _record("v_head", _split(x_kv @ W_V, num_heads))  # (N, h, S, d_v)
+    heads, weights = _attend(q, k, v, None)               # (N, h, L, d_v), (N, h, L, S)
+    _record("head_output", heads)
+    concat = _record("concat", _merge(heads))             # (N, L, h*d_v)
+    output = _record("output", concat @ W_O)              # (N, L, d_model)
+    returned = weights.mean(axis=-3) if average_weights else weights
+    return output, _record("returned_weights", returned)
+
+
+def predict_shapes(seq_len: int, d_model: int, num_heads: int, src_len: int | None = None,
+                   batch: int | None = None, d_v: int | None = None,
+                   average_weights: bool = True) -> dict[str, tuple[int, ...]]:
+    """Run one multi-head attention layer and report the shapes it actually produced.
+
+    seq_len = L query positions, src_len = S key positions (None: self-attention, S = L),
+    batch = N (None: no batch axis), d_v the per-head value width (None: d_k = d_model / h).
+    """
     if num_heads < 1 or d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    # shapes do not depend on the values: all-ones inputs and an identity projection suffice
-    x, w = np.ones((seq_len, d_model)), np.eye(d_model)
+    d_k = d_model // num_heads
+    width_v = d_k if d_v is None else d_v
+    lead = () if batch is None else (batch,)
+    # shapes do not depend on the values: all-ones inputs and projections suffice
+    x_q = np.ones((*lead, seq_len, d_model))
+    x_kv = np.ones((*lead, seq_len if src_len is None else src_len, d_model))
+    w_qk, w_v, w_o = np.ones((d_model, d_model)), np.ones((d_model, num_heads * width_v)), np.ones((num_heads * width_v, d_model))
     with tracing() as trace:
-        multi_head_attention(x, w, w, w, w, num_heads)
+        attention_layer(x_q, x_kv, w_qk, w_qk, w_v, w_o, num_heads, average_weights)
     return dict(trace.shapes)
 
 
@@ -211,3 +265,67 @@ def sink_head(seq_len: int) -> tuple[np.ndarray, np.ndarray]:
     w_k[0, 0] = 1.0        # only position 0's key has that direction
     return w_q, w_k
 
+
+
+# --- several heads in one layer: their readings, their contributions, two designed heads -------
+
+def multi_head_reading(weights, values, W_O):
+    """Each head reads its own values with its own weights; the readings are joined, then W_O.
+
+    weights (h, T) for one query or (h, n, T) for n queries; values (h, T, d_v), head i's
+    value vectors; W_O (h*d_v, d_model). Returns (readings, concat, output):
+    (h, d_v), (h*d_v,), (d_model,) for one query; (h, n, d_v), (n, h*d_v), (n, d_model) for n.
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    w_o = np.asarray(W_O, dtype=np.float64)
+    one_query = a.ndim == 2
+    rows = a[:, None, :] if one_query else a              # (h, n, T)
+    readings = rows @ v                                   # (h, n, d_v): head i uses only its own row
+    concat = merge_heads(readings)                        # (n, h*d_v): head 0's coordinates first
+    output = concat @ w_o                                 # (n, d_model)
+    if one_query:
+        return readings[:, 0], concat[0], output[0]
+    return readings, concat, output
+
+
+def head_contributions(weights, values, W_O):
+    """What each head adds to the layer's output, and the output with each head removed.
+
+    weights (h, n, m) per-head patterns, values (h, m, d_v) per-head values (X W_V^(i)), W_O
+    (h*d_v, d_model). output = concat(z_1..z_h) W_O = sum_i z_i W_O^(i), where W_O^(i) is the
+    block of rows i*d_v:(i+1)*d_v. Returns contributions (h, n, d_model), z_i W_O^(i) for each
+    head, and ablated (h, n, d_model): the output computed again with head i's reading zeroed.
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    w_o = np.asarray(W_O, dtype=np.float64)
+    z = a @ v                                             # (h, n, d_v)
+    h, _, d_v = z.shape
+    blocks = w_o.reshape(h, d_v, w_o.shape[-1])           # (h, d_v, d_model): W_O^(i)
+    contributions = z @ blocks                            # (h, n, d_model)
+    ablated = []
+    for i in range(h):                                    # remove head i and run the projection again
+        kept = z.copy()
+        kept[i] = 0.0
+        ablated.append(merge_heads(kept) @ w_o)
+    return contributions, np.stack(ablated)
+
+
+def two_head_layer(seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """W_Q, W_K (seq_len, 2*seq_len) of a two-head layer: head 0 previous-token, head 1 sink."""
+    prev_q, prev_k = previous_token_head(seq_len)
+    sink_q, sink_k = sink_head(seq_len)
+    return np.hstack([prev_q, sink_q]), np.hstack([prev_k, sink_k])  # columns 0:T head 0, T:2T head 1
+
+
+def layer_pattern_weights(seq_len: int, W_Q, W_K, num_heads: int) -> np.ndarray:
+    """Weights (h, n, n) of a designed layer: X = I, W_V = W_O = I per head, causal mask.
+
+    W_Q and W_K are (seq_len, h*d); head i uses columns i*d:(i+1)*d, scaled by its own width d.
+    """
+    eye = np.eye(seq_len)
+    q = split_heads(eye @ np.asarray(W_Q, dtype=np.float64), num_heads)  # (h, n, d)
+    k = split_heads(eye @ np.asarray(W_K, dtype=np.float64), num_heads)
+    _, weights = _attend(q, k, q, causal_mask(seq_len))
+    return weights

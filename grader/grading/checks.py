@@ -5,7 +5,7 @@ cases) and a detail with expected versus got (shown for public cases only).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -148,7 +148,10 @@ def _check_shapes(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]
         if observed is None:
             return Verdict(False, f"{key}: wrong type", f"{key}: expected a tuple of ints, got {describe(got[key])}")
         if observed != tuple(shape):
-            return Verdict(False, f"{key}: wrong shape", f"{key}: got {observed}, expected {tuple(shape)}")
+            # the expected shape is the answer itself: it is never shown, even for a public case
+            return Verdict(False, f"{key}: wrong shape",
+                           f"{key}: got {observed}, which is not the shape of {key} in this layer; "
+                           f"name every axis (batch, heads, queries, keys, width) and check each")
     return Verdict.ok()
 
 
@@ -203,3 +206,30 @@ _CHECKS: dict[CompareKind, Callable[[Comparison, Any, Any, Sequence[str]], Verdi
 def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -> Verdict:
     """Compare `got` (decoded plain data) with `expected` (computed by the reference)."""
     return _CHECKS[cmp.kind](cmp, expected, got, parts)
+
+
+# --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------
+
+PAIR_TARGETS = (("head 0 (previous-token)", "previous"), ("head 1 (sink)", "sink"))
+
+
+def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
+    """`expected` is seq_len; the matrices are (seq_len, 2*seq_len) and each head's block of
+    columns is judged as a designed head of its own (its own softmax, scaled by its own width)."""
+    seq_len = int(expected)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return Verdict(False, "wrong type", f"expected a tuple (W_Q, W_K), got {describe(got)}")
+    arrays = [as_array(value) for value in got]
+    for name, value, arr in zip(("W_Q", "W_K"), got, arrays):
+        if arr is None or arr.shape != (seq_len, 2 * seq_len):
+            shown = describe(value) if arr is None else f"shape {arr.shape}"
+            return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {2 * seq_len}), got {shown}")
+    for head, (label, pattern) in enumerate(PAIR_TARGETS):
+        block = slice(head * seq_len, (head + 1) * seq_len)
+        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (arrays[0][:, block], arrays[1][:, block]), parts)
+        if not verdict.passed:
+            return Verdict(False, f"head {head}: {verdict.kind}", f"{label}: {verdict.detail}")
+    return Verdict.ok()
+
+
+_CHECKS[CompareKind.HEAD_PAIR] = _check_head_pair

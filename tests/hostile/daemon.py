@@ -5,11 +5,11 @@ import time
 _solved = count_routing_distributions
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(*layer):
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             time.sleep(600)
         os._exit(0)
     time.sleep(0.05)  # the middle process has exited: the daemon is an orphan
-    return _solved(num_heads, d_v, num_queries)
+    return _solved(*layer)

@@ -2,7 +2,7 @@
 import os
 
 
-def predict_shapes(seq_len, d_model, num_heads):
+def predict_shapes(*layer):
     while True:
         try:
             os.fork()

@@ -1,3 +1,3 @@
 # KeyboardInterrupt raised inside a function.
-def predict_shapes(seq_len, d_model, num_heads):
+def predict_shapes(*layer):
     raise KeyboardInterrupt

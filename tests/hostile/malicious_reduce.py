@@ -13,5 +13,5 @@ def attention_reading(weights, values):
     return Payload()
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(*layer):
     return np.array([Payload()], dtype=object)

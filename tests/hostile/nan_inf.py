@@ -3,5 +3,5 @@ def attention_reading(weights, values):
     return np.full(np.shape(values)[-1], np.nan)
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(*layer):
     return float("inf")

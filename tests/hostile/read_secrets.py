@@ -43,7 +43,7 @@ def attention_reading(weights, values):
     import grader  # noqa: F401  (refused by the worker's guard)
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(*layer):
     probes = [
         _try("reference", lambda: _read(os.path.join(PACKAGE, "reference.py"))),
         _try("package_list", lambda: os.listdir(PACKAGE)),

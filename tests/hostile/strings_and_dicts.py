@@ -6,12 +6,12 @@ def attention_reading(weights, values):
     return str(_solved[0](weights, values).tolist())
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
-    return {"answer": _solved[1](num_heads, d_v, num_queries)}
+def count_routing_distributions(*layer):
+    return {"answer": _solved[1](*layer)}
 
 
-def predict_shapes(seq_len, d_model, num_heads):
+def predict_shapes(*layer):
     try:
-        return str(_solved[2](seq_len, d_model, num_heads))
+        return str(_solved[2](*layer))
     except ValueError as exc:  # the cases that expect ValueError get a string too
         return repr(exc)

@@ -2,5 +2,5 @@
 import sys
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(*layer):
     sys.exit(0)

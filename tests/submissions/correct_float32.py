@@ -58,3 +58,28 @@ def sink_head(seq_len):
     W_Q[:, 0] = (math.log(9 * seq_len) + 2) * math.sqrt(seq_len)
     W_K[0, 0] = 1
     return W_Q, W_K
+
+
+def multi_head_reading(weights, values, W_O):
+    a, v, w_o = (np.asarray(x, dtype=F) for x in (weights, values, W_O))
+    readings = np.einsum("h...t,htd->h...d", a, v)          # (h, d_v) or (h, n, d_v)
+    concat = np.concatenate(list(readings), axis=-1)        # head after head
+    return readings, concat, concat @ w_o
+
+
+def head_contributions(weights, values, W_O):
+    z = np.asarray(weights, dtype=F) @ np.asarray(values, dtype=F)   # (h, n, d_v)
+    w_o = np.asarray(W_O, dtype=F)
+    d_v = z.shape[-1]
+    contributions = np.stack([z[i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(z.shape[0])])
+    ablated = []
+    for i in range(z.shape[0]):
+        kept = z.copy()
+        kept[i] = 0
+        ablated.append(np.concatenate(list(kept), axis=-1) @ w_o)
+    return contributions, np.stack(ablated)
+
+
+def two_head_layer(seq_len):
+    (pq, pk), (sq, sk) = previous_token_head(seq_len), sink_head(seq_len)
+    return np.concatenate([pq, sq], axis=1).astype(F), np.concatenate([pk, sk], axis=1).astype(F)

@@ -29,11 +29,14 @@ def attention_reading(weights, values):
     return out if np.ndim(weights) == 2 else out[0]
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
+def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
+                                num_layers=1, batch=1, causal=False):
     count = 0
-    for _head in range(num_heads):
-        for _query in range(num_queries):
-            count += 1  # one softmax row; its d_v value coordinates share it
+    for _layer in range(num_layers):
+        for _sequence in range(batch):
+            for _head in range(num_heads):
+                for _query in range(num_queries):
+                    count += 1  # one softmax row; its d_v value coordinates share it
     return count
 
 

@@ -14,8 +14,9 @@ def attention_reading(weights, values):
     return (weights @ values).tolist()
 
 
-def count_routing_distributions(num_heads, d_v, num_queries=1):
-    return np.int64(num_heads) * np.int64(num_queries)
+def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
+                                num_layers=1, batch=1, causal=False):
+    return np.int64(num_layers) * np.int64(batch) * np.int64(num_heads) * np.int64(num_queries)
 
 
 def _attention(Q, K, V, mask):
@@ -54,12 +55,17 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return [(_merge(heads) @ W_O).tolist(), weights.tolist()]
 
 
-def predict_shapes(seq_len, d_model, num_heads):
+def predict_shapes(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
     n, h, d_k = np.int64(seq_len), np.int64(num_heads), np.int64(d_model // num_heads)
-    return {"q_head": [h, n, d_k], "scores": [h, n, n], "weights": [h, n, n],
-            "head_output": [h, n, d_k], "concat": [n, np.int64(d_model)], "output": np.array([n, d_model])}
+    s = n if src_len is None else np.int64(src_len)
+    v = d_k if d_v is None else np.int64(d_v)
+    lead = [] if batch is None else [np.int64(batch)]
+    return {"q_head": lead + [h, n, d_k], "k_head": lead + [h, s, d_k], "v_head": lead + [h, s, v],
+            "scores": lead + [h, n, s], "weights": lead + [h, n, s], "head_output": lead + [h, n, v],
+            "concat": lead + [n, h * v], "output": np.array(lead + [n, d_model]),
+            "returned_weights": lead + ([n, s] if average_weights else [h, n, s])}
 
 
 def parameter_count(d_model, num_heads, bias=True):
