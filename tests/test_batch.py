@@ -249,7 +249,8 @@ class TestGradeAllRerun:
 
 class TestGradeAllInputs:
     def test_gradescope_export_layout(self, tmp_path):
-        """submission_metadata.yml names each folder's submitters: the first sid is the student."""
+        """submission_metadata.yml names each folder's submitters: the first one's email is the student (the
+        default variant_key)."""
         export = tmp_path / "export"
         (export / "submission_101").mkdir(parents=True)
         (export / "submission_101" / "attention.py").write_text(EXIT_AT_IMPORT)
@@ -274,16 +275,18 @@ class TestGradeAllInputs:
               :submitters:
               - :name: Di Eve
                 :sid: 2024004
+                :email: di@example.edu
             """))
         found = batch.discover(export)
         assert [(s.student, s.folder.name, s.source is not None) for s in found] == [
-            ("2024001", "submission_101", True), ("2024004", "export", False), ("cy@example.edu", "submission_102", False)]
-        assert found[1].note == "the export has no folder 'submission_103'"
+            ("ann@example.edu", "submission_101", True), ("cy@example.edu", "submission_102", False),
+            ("di@example.edu", "export", False)]
+        assert found[2].note == "the export has no folder 'submission_103'"
         result = grade_all(str(export), "--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", TIMEOUT)
         assert result.exit_code == 0, result.output
         rows = read_csv(tmp_path / "out" / "gradebook.csv")
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("2024001", "import failure", "0"), ("2024004", "empty", "0"), ("cy@example.edu", "empty", "0")]
+            ("ann@example.edu", "import failure", "0"), ("cy@example.edu", "empty", "0"), ("di@example.edu", "empty", "0")]
         assert "no attention.py was submitted (found: notes.txt)" in (tmp_path / "out" / "feedback" /
                                                                       "cy@example.edu.txt").read_text()
 

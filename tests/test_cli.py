@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -201,3 +202,88 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
     assert json.loads((tmp_path / "r.json").read_text())["score"] == 10
+
+
+class TestClosedStdout:
+    """`mha list | head -2`: when the reader stops reading, mha stops quietly with exit 0, like any Unix tool."""
+
+    @pytest.mark.parametrize("args", [("list",), ("--help",), ("--version",), ("show", "softmax"),
+                                      ("grade", str(SOLUTIONS), "--problem", "softmax", "--format", "junit")])
+    def test_a_closed_pipe_is_a_quiet_exit_0(self, args):
+        """stdout is a pipe whose reading end is already closed: no 'internal error', no traceback, exit 0."""
+        import os
+        import subprocess
+        import sys
+        read, write = os.pipe()
+        os.close(read)  # every write now fails with EPIPE, whenever it happens
+        try:
+            done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), *args], stdout=write,
+                                  stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+        finally:
+            os.close(write)
+        assert done.returncode == 0, done.stderr
+        assert "error" not in done.stderr.lower() and "Traceback" not in done.stderr  # `list` names its assignment
+
+
+class TestSubmissionLevelMessages:
+    """Every report format says what went wrong with the submission as a whole, and is written even when
+    nothing could be graded."""
+
+    FORMATS = ("text", "json", "gradescope", "junit", "github")
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_a_syntax_error_and_its_line_reach_every_format(self, cli, write_submission, tmp_path, fmt):
+        """attention.py that does not parse: every format names the syntax error and its line."""
+        path = write_submission("def softmax(scores):\n    return scores\n\ndef broken(:\n    pass\n")
+        out = tmp_path / f"report.{fmt}"
+        result = cli("grade", str(path), "--format", fmt, "--output", str(out), "--problem", "softmax")
+        assert result.exit_code == 0, result.output
+        assert re.search(r"attention\.py has a syntax error (\(line 4\)|on line 4)", out.read_text())
+
+    def test_junit_carries_the_syntax_error_as_an_error(self, cli, write_submission):
+        """JUnit: a 'submission' testsuite with the error and its line, and each case's error repeats it."""
+        path = write_submission("def broken(:\n    pass\n")
+        result = cli("grade", str(path), "--format", "junit", "--problem", "softmax", "--problem", "pruning")
+        root = ET.fromstring(result.stdout.encode())
+        suites = {s.get("name"): s for s in root.iter("testsuite")}
+        assert list(suites) == ["submission", "softmax", "pruning"]
+        assert suites["submission"].find("testcase/error").get("message").startswith(
+            "attention.py has a syntax error (line 1)")
+        softmax = suites["softmax"]
+        assert softmax.get("errors") == str(len(softmax.findall("testcase"))) and softmax.get("failures") == "0"
+        assert all("syntax error (line 1)" in e.get("message") for e in softmax.iter("error"))
+        assert suites["pruning"].get("failures") == "1" and suites["pruning"].get("errors") == "0"  # not answered
+        assert root.get("errors") == str(1 + len(softmax.findall("testcase"))) and root.get("failures") == "1"
+
+    def test_wrong_answers_are_failures_and_exceptions_errors(self, cli, write_submission):
+        """A wrong value is a <failure>; a raised exception is an <error>."""
+        path = write_submission("""
+            def softmax(scores):
+                return scores
+            def attention_reading(weights, values):
+                raise RuntimeError("not today")
+        """)
+        result = cli("grade", str(path), "--format", "junit", "--problem", "softmax", "--problem", "attention_reading")
+        suites = {s.get("name"): s for s in ET.fromstring(result.stdout.encode()).iter("testsuite")}
+        assert suites["softmax"].get("errors") == "0" and int(suites["softmax"].get("failures")) > 0
+        assert suites["attention_reading"].get("failures") == "0" and int(suites["attention_reading"].get("errors")) > 0
+        assert "RuntimeError" in suites["attention_reading"].find("testcase/error").get("message")
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_nothing_to_grade_still_writes_the_report(self, cli, tmp_path, fmt):
+        """A folder without attention.py: exit 2, and the --output report in that format says why."""
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        out = tmp_path / f"report.{fmt}"
+        result = cli("grade", str(empty), "--format", fmt, "--output", str(out))
+        assert result.exit_code == ExitCode.USAGE
+        text = out.read_text()
+        assert f"{empty}: no attention.py" in text
+        if fmt == "junit":
+            root = ET.fromstring(text.encode())
+            assert (root.get("tests"), root.get("errors")) == ("1", "1")
+        elif fmt == "github":
+            data = json.loads(text)
+            assert data["status"] == "error" and data["tests"][0]["status"] == "error"
+        elif fmt != "text":
+            json.loads(text)

@@ -113,6 +113,6 @@ class TestJunitEscaping:
         result = cli("grade", str(path), "--problem", "softmax", "--format", "junit")
         assert result.exit_code == 0, result.output
         root = ET.fromstring(result.stdout.encode("utf-8"))
-        messages = [f.get("message") for f in root.iter("failure")]
+        messages = [f.get("message") for f in root.iter("error")]  # an exception: an error, not a failure
         public = [m for m in messages if m != "raised ValueError"]  # hidden cases show the kind only
         assert public and all("\\x00" in m and "\\x1b" in m and "\\ud800" in m for m in public)

@@ -165,9 +165,10 @@ class TestGradescopeZip:
         assert "no attention.py" in data["tests"][0]["output"]
 
     def test_each_student_is_graded_on_their_variant(self, tmp_path, assignment):
-        """With the secret in the zip, the sid in submission_metadata.json picks the quiz numbers."""
+        """With the secret in the zip, the email in submission_metadata.json (the default variant_key) picks the
+        quiz numbers."""
         root = autograder(tmp_path, assignment, secret=SECRET)
-        key = answers_template(assignment.quiz, answer_key(assignment.quiz, student_seed(SECRET, "s42")))
+        key = answers_template(assignment.quiz, answer_key(assignment.quiz, student_seed(SECRET, "s42@example.edu")))
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(), "answers.yaml": key}
         own = run_autograder(root, files, sid="s42")
         assert own["score"] == assignment.max_score

@@ -1,6 +1,7 @@
 """Moodle XML export: parses, names and texts every question, keeps the misconception answers."""
 from __future__ import annotations
 
+from decimal import Decimal
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from grader.exports import moodle
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant
+from grader.grading.scoring import numeric_range
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +44,17 @@ class TestRender:
             assert positive and abs(sum(positive) - 100) < 1e-3
 
     def test_numerical_answers_with_tolerance_and_known_wrong_values_at_zero(self, questions, assignment):
-        """numerical: the answer at 100 with the item's tolerance; each known-wrong value at 0 with its feedback."""
+        """numerical: 100 for the range `mha grade` accepts (midpoint and half-width); each known-wrong value at 0
+        with the item's tolerance and its feedback."""
         by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "numerical"}
         numeric = [i for i in assignment.quiz.items if i.kind is QuizKind.NUMERIC]
         assert set(by_name) == {i.id for i in numeric}
         for item in numeric:
             v = variant(item, 0)
             answers = _answers(by_name[item.id])
-            assert answers[0][0] == 100 and float(answers[0][1]) == pytest.approx(v.answer)
-            assert float(answers[0][3]) == item.tolerance
+            low, high = numeric_range(v.answer, item.tolerance)
+            assert answers[0][0] == 100 and Decimal(answers[0][1]) == (low + high) / 2
+            assert Decimal(answers[0][3]) == (high - low) / 2 and float(answers[0][3]) >= item.tolerance
             wrong = answers[1:]
             assert [float(text) for _, text, _, _ in wrong] == pytest.approx([w.value for w in v.wrong])
             assert all(f == 0 for f, *_ in wrong)
@@ -73,7 +77,9 @@ class TestRender:
                 if not choice.correct:
                     assert choice.mistake in feedback
             if item.kind is QuizKind.MULTIPLE_ANSWERS:
-                assert sum(f for f, *_ in answers if f < 0) == pytest.approx(-100, abs=1e-3)
+                right = sum(c.correct for c in item.choices)  # partial credit with penalty: -100/n per false one
+                assert all(f == pytest.approx(100 / right if c.correct else -100 / right, abs=1e-5)
+                           for (f, *_), c in zip(answers, item.choices))
 
     def test_variants_go_to_a_subcategory_per_item(self, assignment):
         """--variants N: the variants of each item with params follow a category named after it."""

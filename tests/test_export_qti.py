@@ -212,6 +212,26 @@ class TestContent:
                 if not choice.correct:
                     assert f"Misconception: &lt;code&gt;{choice.mistake}&lt;/code&gt;" in questions
 
+    def test_partial_credit_adds_plus_or_minus_100_over_n_per_choice(self, assignment):
+        """Multiple answers: after the exact-match condition, one Add per choice, +100/n for a true statement and
+        -100/n for a false one, positives first (Canvas' importer reads the sign as right or wrong)."""
+        ns = f"{{{qti._QTI_NS['xmlns']}}}"
+        root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz)))["questions"])
+        items = {i.title: i for i in assignment.quiz.items if i.kind.value == "multiple_answers"}
+        assert items
+        for element in root.iter(f"{ns}item"):
+            item = items.get(element.get("title"))
+            if item is None:
+                continue
+            n = sum(c.correct for c in item.choices)
+            idents = [label.get("ident") for label in element.iter(f"{ns}response_label")]
+            adds = [(c.find(f"{ns}conditionvar/{ns}varequal").text, float(c.find(f"{ns}setvar").text))
+                    for c in element.iter(f"{ns}respcondition")
+                    if c.find(f"{ns}setvar") is not None and c.find(f"{ns}setvar").get("action") == "Add"]
+            expected = [(ident, 100 / n if choice.correct else -100 / n) for wanted in (True, False)
+                        for ident, choice in zip(idents, item.choices) if choice.correct is wanted]
+            assert adds == [(ident, pytest.approx(share)) for ident, share in expected]
+
     def test_groups_pick_one_of_distinct_variants(self, assignment):
         """--variants N: each item with params is a section selecting 1 of up to N distinct variants."""
         root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz, variants=4)))["questions"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.grading.answers import MAX_BYTES, grade_quiz
+from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
 from grader.cli.commands import main
 from grader.errors import ExitCode, SpecErrors
 from grader.grading.grade import grade
@@ -248,14 +248,18 @@ class TestGradeQuiz:
             v = variant(item, DEFAULT_SEED)
             for wrong in v.wrong:
                 case = graded(quiz, tmp_path, f"{item.id}: {wrong.value!r}\n")[item.id].cases[0]
-                assert case.status is CaseStatus.FAILED and case.summary == f"{wrong.value:g} is not the answer"
+                numbers = your_numbers(v)
+                assert case.status is CaseStatus.FAILED and case.summary == \
+                    f"{wrong.value:g} is not the answer" + (f" ({numbers})" if numbers else "")
                 assert (case.mistake, case.mistake_message) == (wrong.mistake, wrong.feedback)
                 assert "{" not in case.mistake_message
 
     def test_unknown_wrong_number_gets_the_hint(self, quiz, tmp_path):
         """A wrong number that no misconception explains names no mistake and shows the item's hint."""
         result = graded(quiz, tmp_path, "distributions_one_head: 7\n")["distributions_one_head"]
-        assert result.cases[0].summary == "7 is not the answer" and result.cases[0].mistake is None
+        w = variant(quiz.item("distributions_one_head"), DEFAULT_SEED).params["W"]
+        assert result.cases[0].summary == f"7 is not the answer (your numbers: W={w})"  # the numbers it was judged on
+        assert result.cases[0].mistake is None
         assert result.hints == ("Count softmax normalizations, not coordinates.",)
 
     def test_multiple_answers_name_false_choices_and_count_missing_ones(self, quiz, tmp_path):
@@ -264,8 +268,28 @@ class TestGradeQuiz:
         item = quiz.item("more_heads_fixed_width")
         assert case.summary == "you chose [b, c]; 1 true statement left out"
         assert (case.mistake, case.mistake_message) == ("narrow_heads_more_expressive", f"(c) {item.choices[2].feedback}")
-        partial = graded(quiz, tmp_path, "more_heads_fixed_width: [d]\n")["more_heads_fixed_width"].cases[0]
-        assert (partial.mistake, partial.summary) == ("heads_keep_width", "you chose [d]; 1 true statement left out")
+        partial = graded(quiz, tmp_path, "more_heads_fixed_width: [d]\n")["more_heads_fixed_width"]
+        assert (partial.cases[0].mistake, partial.cases[0].summary) == \
+            ("heads_keep_width", "you chose [d]; 1 true statement left out; partial credit 50%")
+        assert (partial.passed, partial.score) == (False, 1.0)  # one of two true statements: half of 2 points
+
+    @pytest.mark.parametrize("answer,score", [("[b, d]", 2.0), ("[d]", 1.0), ("[b]", 1.0), ("[b, c]", 0.0),
+                                              ("[b, c, d]", 1.0), ("[a, b, c, d]", 0.0), ("[c]", 0.0)])
+    def test_multiple_answers_partial_credit_with_penalty(self, quiz, tmp_path, answer, score):
+        """Each true statement chosen earns 1/n of the points, each false one takes 1/n away, never below 0."""
+        result = graded(quiz, tmp_path, f"more_heads_fixed_width: {answer}\n")["more_heads_fixed_width"]
+        assert result.score == score
+
+    @pytest.mark.parametrize("answer,passed", [("0.25", True), ("0.2501", True), ("0.24991", True),
+                                               ("0.2502", False), ("0.2498", False)])
+    def test_numeric_range_is_rounded_outward_to_4_decimals(self, quiz, tmp_path, answer, passed):
+        """A tolerance of 1e-6 accepts what Canvas accepts: [0.2499, 0.2501] around 0.25, bounds included."""
+        from dataclasses import replace
+        item = replace(quiz.item("distributions_one_head"), params={}, prompt="How much?", feedback="Right.",
+                       answer=0.25, tolerance=1e-6, wrong=())
+        (tmp_path / "answers.yaml").write_text(f"{item.id}: {answer}\n")
+        result = grade_quiz(replace(quiz, items=(item,)), tmp_path / "answers.yaml", seed=0).items[0]
+        assert result.passed is passed
 
     def test_answers_are_read_leniently_where_unambiguous(self, quiz, tmp_path):
         """Upper-case letters, 'b, d' as text and a quoted number are all accepted."""

@@ -12,15 +12,18 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli.commands import main
-from grader.grading.fixtures import Fixtures
+from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.grade import prepare
+from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant as quiz_variant
 from grader.assignment.render import render_prompt
-from grader.assignment.variants import student_seed, student_token
+from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
+from grader.errors import SpecError
 
 from .conftest import EXERCISES, SOLUTIONS
 
 SECRET = "test-course-secret"
+FIXTURES = Path("grader") / BUNDLE_FOLDER
 STUDENTS = ("alice@example.edu", "bob@example.edu")
 API = ("softmax", "attention_reading", "count_routing_distributions", "scaled_dot_product_attention",
        "split_heads", "merge_heads", "multi_head_attention", "predict_shapes", "parameter_count",
@@ -68,7 +71,7 @@ class TestVariants:
         prompt = render_prompt(problem, seed)
         assert prompt in run("variant", student).stdout
         assert prompt in run("show", "count_routing_distributions", "--student", student).stdout
-        fixtures = Fixtures.load(bundle / "student" / "fixtures" / f"{student_token(student)}.json")
+        fixtures = Fixtures.load(bundle / "student" / FIXTURES / f"{student_token(student)}.json")
         assert prompt in fixtures.texts["count_routing_distributions"]
         stored = next(prepared for p, prepared in fixtures.problems if p.id == problem.id)
         for prepared in stored:
@@ -134,7 +137,9 @@ class TestStudentBundle:
         assert hidden_cases
         for name in hidden_cases:
             assert f'"name":{json.dumps(name)}' not in everything and f"[hidden] {name}" not in everything, name
-        for fixtures in (bundle / "student" / "fixtures").glob("*.json"):
+        for fixtures in (bundle / "student" / FIXTURES).glob("*.json"):
+            if fixtures.name == "index.json":
+                continue
             data = json.loads(fixtures.read_text())
             for problem in data["problems"]:
                 public = [c.name for c in assignment.problem(problem["id"]).cases if not c.hidden]
@@ -157,41 +162,193 @@ class TestStudentBundle:
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
         assert not (root / "solutions").exists()
 
-    def test_check_works_in_a_fresh_virtualenv(self, bundle, tmp_path):
-        """pip install the student bundle into a new venv; its `mha check` grades with no reference."""
+    def test_check_works_in_a_fresh_virtualenv(self, assignment, bundle, tmp_path):
+        """pip install the student bundle into a new venv; its `mha check` grades with no reference, from any
+        folder, with the student's own numbers (and asks for the id when none is given)."""
         student = bundle / "student"
         venv = tmp_path / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(student)], capture_output=True, text=True)
         assert pip.returncode == 0, pip.stderr[-2000:]
         mha = str(venv / "bin" / "mha")
-        env = {k: v for k, v in os.environ.items() if k != "MHA_COURSE_SECRET"}
+        env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
         probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.attention.reference"], capture_output=True,
                                text=True, cwd=tmp_path)
         assert probe.returncode != 0 and "No module named 'grader.attention.reference'" in probe.stderr
-        stubs = subprocess.run([mha, "check"], cwd=student, capture_output=True, text=True, env=env)
+        stubs = subprocess.run([mha, "check", "--student", STUDENTS[0]], cwd=student, capture_output=True, text=True,
+                               env=env)
         assert stubs.returncode == 1 and "not implemented yet" in stubs.stdout
+        anonymous = subprocess.run([mha, "check"], cwd=student, capture_output=True, text=True, env=env)
+        assert anonymous.returncode == 2 and "add --student YOUR_EMAIL" in anonymous.stderr
         work = tmp_path / "work"
         work.mkdir()
-        for name in ("attention.py", "answers.yaml"):
-            (work / name).write_text((SOLUTIONS / name).read_text())
-        solved = subprocess.run([mha, "check", "--path", str(work / "attention.py")], cwd=student,
-                                capture_output=True, text=True, env=env)
+        (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+        (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, STUDENTS[0])))
+        elsewhere = tmp_path / "elsewhere"  # neither the bundle nor the work folder
+        elsewhere.mkdir()
+        solved = subprocess.run([mha, "check", "--path", str(work / "attention.py")], cwd=elsewhere,
+                                capture_output=True, text=True, env={**env, "MHA_STUDENT": STUDENTS[0]})
         assert solved.returncode == 0, solved.stdout[-3000:] + solved.stderr[-2000:]
-        assert "Score: 188/188 (100%)" in solved.stdout or re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
+        assert re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
         broken = work / "broken" / "attention.py"  # a wrong-axis softmax: named, and its caller points at it
         broken.parent.mkdir()
         broken.write_text((SOLUTIONS / "attention.py").read_text() + "\n\ndef softmax(scores):\n"
                           "    e = np.exp(scores - scores.max(axis=0, keepdims=True))\n"
                           "    return e / e.sum(axis=0, keepdims=True)\n")
-        told = subprocess.run([mha, "check", "--path", str(broken), "softmax", "scaled_dot_product_attention"],
-                              cwd=student, capture_output=True, text=True, env=env)
+        told = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(broken), "softmax",
+                               "scaled_dot_product_attention"], cwd=student, capture_output=True, text=True, env=env)
         assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout, told.stdout[-3000:]
         assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
         assert "attention-softmax-over-queries" not in told.stdout
-        own = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(work / "attention.py"),
-                              "count_routing_distributions"], cwd=student, capture_output=True, text=True, env=env)
-        assert own.returncode == 0, own.stdout[-2000:]
-        unknown = subprocess.run([mha, "check", "--student", "nobody@example.edu"], cwd=student, capture_output=True,
+        here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
+                              capture_output=True, text=True, env=env)
+        assert here.returncode == 0, here.stdout[-2000:]
+        unknown = subprocess.run([mha, "check", "--student", "nobody@example.edu"], cwd=work, capture_output=True,
                                  text=True, env=env)
         assert unknown.returncode == 2 and "ask your instructor" in unknown.stderr
+
+
+def key_answers(assignment, seed: int) -> str:
+    """answers.yaml holding the exact key of variant `seed`: what a student who gets everything right writes."""
+    lines = []
+    for item in assignment.quiz.items:
+        v = quiz_variant(item, seed)
+        value = repr(v.answer) if item.kind is QuizKind.NUMERIC else v.correct_letters[0] \
+            if item.kind is QuizKind.MULTIPLE_CHOICE else f"[{', '.join(v.correct_letters)}]"
+        lines.append(f"{item.id}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+class TestPersonalNumbers:
+    """A release with a course secret cannot hand out numbers that grading does not use."""
+
+    def test_a_secret_without_a_roster_is_refused(self, tmp_path):
+        """Exit 2, a message naming --roster, and nothing written."""
+        result = run("release", "--out", str(tmp_path / "r"))
+        assert result.exit_code == 2
+        assert "give --roster FILE (each student's email, one per line)" in result.stderr
+        assert not (tmp_path / "r").exists()
+
+    def test_each_student_checks_and_is_graded_on_the_same_numbers(self, assignment, bundle, tmp_path):
+        """For each student on the roster: the bundle's `mha check --student` shows their numbers, and the exact
+        key of those numbers scores full marks in the autograder bundle, on every quiz item, hidden ones included."""
+        autograder = bundle / "autograder" / "exercises"
+        env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
+        numeric = [i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC and not i.hidden]
+        assert numeric
+        for student, other in (STUDENTS, STUDENTS[::-1]):
+            work = tmp_path / student
+            work.mkdir()
+            (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+            (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, student)))
+            bundle_env = {**env, "PYTHONPATH": str(bundle / "student")}
+            check = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student], cwd=work,
+                                   capture_output=True, text=True, timeout=120, env=bundle_env)
+            assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+            elsewhere = tmp_path / f"{student}-wrong"  # a wrong number is told the numbers it was judged on
+            elsewhere.mkdir()
+            (elsewhere / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+            (elsewhere / "answers.yaml").write_text("".join(f"{item.id}: 12345\n" for item in numeric))
+            told = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student, "--path",
+                                   str(elsewhere / "attention.py"), *(item.id for item in numeric)], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=120, env=bundle_env)
+            for item in numeric:
+                params = quiz_variant(item, student_seed(SECRET, student)).params
+                numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+                assert f"12345 is not the answer (your numbers: {numbers})" in told.stdout, told.stdout[-2000:]
+            graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,
+                                               "--format", "json"], env={"MHA_COURSE_SECRET": ""})
+            report = json.loads(graded.stdout)
+            assert graded.exit_code == 0 and report["score"] == report["max_score"] == assignment.max_score
+            wrong = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", other,
+                                              "--format", "json"], env={"MHA_COURSE_SECRET": ""})
+            assert json.loads(wrong.stdout)["score"] < assignment.max_score  # the numbers do matter
+
+    def test_the_autograder_keeps_the_variant_key(self, tmp_path):
+        """course.yaml's variant_key goes into the autograder bundle with the secret; the roster is read by it."""
+        exercises = _exercises_with(tmp_path, "variant_key: sid\n")
+        roster = tmp_path / "roster.csv"
+        roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
+        result = CliRunner().invoke(main, ["--exercises", str(exercises), "release", "--out", str(tmp_path / "r"),
+                                           "--roster", str(roster)], env={"MHA_COURSE_SECRET": SECRET})
+        assert result.exit_code == 0, result.output
+        assert "variant_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
+        fixtures = {p.name for p in (tmp_path / "r" / "student" / FIXTURES).iterdir()}
+        assert fixtures == {"default.json", "index.json", *(f"{student_token(s)}.json" for s in ("2024001", "2024002"))}
+        assert "--student YOUR_SID" in (tmp_path / "r" / "student" / "README.md").read_text()
+
+
+def _exercises_with(tmp_path: Path, course_yaml: str) -> Path:
+    """A copy of the exercises with this course.yaml."""
+    import shutil
+    exercises = tmp_path / "exercises"
+    shutil.copytree(EXERCISES, exercises, ignore=shutil.ignore_patterns("course.yaml", "__pycache__"))
+    (exercises / "course.yaml").write_text(course_yaml)
+    return exercises
+
+
+class TestVariantKey:
+    """One id per student picks their numbers everywhere: course.yaml's variant_key (email by default, or sid)."""
+
+    def metadata(self, tmp_path: Path, **user) -> Path:
+        path = tmp_path / "submission_metadata.json"
+        path.write_text(json.dumps({"id": 7, "users": [{"name": "Ann Lee", **user}]}))
+        return path
+
+    def test_email_by_default_even_when_a_sid_is_added(self, tmp_path):
+        """Adding a sid to a student mid-term changes nothing: the email (normalised) still picks the numbers."""
+        before = gradescope_student(self.metadata(tmp_path, email="Ann@Example.edu "))
+        after = gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid="2024001"))
+        assert student_seed(SECRET, before) == student_seed(SECRET, after)
+
+    def test_sid_when_course_yaml_says_so(self, tmp_path):
+        """variant_key: sid reads the sid, and a student without one is an error that names them and the setting."""
+        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
+        assert course.variant_key == "sid"
+        assert gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid=2024001), course) == "2024001"
+        with pytest.raises(SpecError) as error:
+            gradescope_student(self.metadata(tmp_path, email="ann@example.edu"), course)
+        assert str(error.value) == (
+            f"{tmp_path / 'exercises' / 'course.yaml'}:1: submission_metadata.json: no sid for ann@example.edu, and "
+            "variant_key is 'sid': each student's numbers come from their sid; add it to the roster, or set "
+            "'variant_key: email' in course.yaml before anything is released")
+
+    @pytest.mark.parametrize("text,message", [
+        ("variant_key: name\n", "1: 'variant_key' must be one of email, sid (got 'name')"),
+        ("secret: abcdefghij\nvariant: sid\n", "2: unknown setting 'variant' (known: secret, variant_key)"),
+    ])
+    def test_bad_settings_are_reported_with_their_line(self, tmp_path, text, message):
+        """A misspelt setting or key is a file:line error, never silently the default."""
+        with pytest.raises(SpecError) as error:
+            course_config(_exercises_with(tmp_path, text), {})
+        assert str(error.value) == f"{tmp_path / 'exercises' / 'course.yaml'}:{message}"
+
+    def test_environment_secret_wins_over_course_yaml(self, tmp_path):
+        """Both set: MHA_COURSE_SECRET is used (README says so); course.yaml's applies when it is unset or empty."""
+        root = _exercises_with(tmp_path, "secret: from-the-file\n")
+        assert course_config(root, {"MHA_COURSE_SECRET": "from-the-environment"}).secret == "from-the-environment"
+        assert course_config(root, {"MHA_COURSE_SECRET": ""}).secret == "from-the-file"
+
+    def test_gradescope_grade_without_the_key_says_why(self, tmp_path):
+        """`mha grade --gradescope-metadata` for a student without a sid (variant_key: sid): exit 3 and a
+        results.json whose visible test says which id is missing."""
+        exercises = _exercises_with(tmp_path, f"secret: {SECRET}\nvariant_key: sid\n")
+        out = tmp_path / "results.json"
+        result = CliRunner().invoke(main, ["--exercises", str(exercises), "grade", str(SOLUTIONS), "--format",
+                                           "gradescope", "--output", str(out), "--gradescope-metadata",
+                                           str(self.metadata(tmp_path, email="ann@example.edu"))],
+                                    env={"MHA_COURSE_SECRET": ""})
+        assert result.exit_code == 3
+        test = json.loads(out.read_text())["tests"][0]
+        assert test["name"] == "autograder failed" and "no sid for ann@example.edu" in test["output"]
+
+    def test_grade_all_names_gradescope_students_by_the_key(self, tmp_path):
+        """A Gradescope export: each folder's student is the first submitter's sid with variant_key: sid."""
+        from grader.classroom import batch
+        export = tmp_path / "export"
+        (export / "submission_1").mkdir(parents=True)
+        (export / "submission_metadata.yml").write_text(
+            "submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :email: ann@example.edu\n    :sid: '2024001'\n")
+        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
+        assert [s.student for s in batch.discover(export, course=course)] == ["2024001"]
+        assert [s.student for s in batch.discover(export)] == ["ann@example.edu"]

@@ -1,22 +1,29 @@
 """Per-student variants: a seed from a keyed hash of the course secret and the student's id.
 
 The same student id always gives the same seed, so `mha check`, hidden grading and every export
-agree. Without a student, the default variant (seed 0) is used. The secret never leaves the
+agree. Which id: `variant_key` in course.yaml, `email` (the default) or `sid`, the same for
+Gradescope (its submission metadata), `grade-all`, `release` (the roster) and `mha variant`.
+Without a student, the default variant (seed 0) is used. The secret never leaves the
 instructor's side: it is read at the CLI boundary (course.yaml or MHA_COURSE_SECRET) and passed in.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from ..errors import SpecError, SubmissionError
 from .yamlio import load_yaml
 
 DEFAULT_SEED = 0
 SECRET_ENV = "MHA_COURSE_SECRET"
+VARIANT_KEYS = ("email", "sid")  # which id of a student picks their numbers (course.yaml `variant_key`)
+DEFAULT_KEY = "email"            # every Gradescope user has one; a sid may be added later in the term
 
 
 def normalize_student(student: str) -> str:
+    """The id as it is hashed: no surrounding whitespace, lower case (Ann@X.edu is ann@x.edu)."""
     return student.strip().lower()
 
 
@@ -39,22 +46,59 @@ def student_token(student: str) -> str:
     return hashlib.sha256(normalize_student(student).encode()).hexdigest()[:16]
 
 
-def course_secret(root: Path, environ: dict) -> str | None:
-    """MHA_COURSE_SECRET wins; otherwise `secret:` in course.yaml beside assignment.yaml."""
-    if environ.get(SECRET_ENV):
-        return environ[SECRET_ENV]
+@dataclass(frozen=True)
+class Course:
+    """course.yaml (and the environment): the secret, and which id of a student picks their numbers."""
+
+    secret: str | None = None
+    variant_key: str = DEFAULT_KEY
+    path: Path | None = None         # course.yaml, when it exists
+    key_line: int | None = None      # the line of `variant_key:` in it
+
+    def key_error(self, where: str, student: str) -> SpecError:
+        """The error for a student whose id of kind `variant_key` is missing."""
+        other = next(k for k in VARIANT_KEYS if k != self.variant_key)
+        setting = f"variant_key is {self.variant_key!r}" + ("" if self.key_line else " (the default)")
+        return SpecError(str(self.path or "course.yaml"), self.key_line,
+                         f"{where}: no {self.variant_key} for {student}, and {setting}: each student's numbers come "
+                         f"from their {self.variant_key}; add it to the roster, or set 'variant_key: {other}' in "
+                         "course.yaml before anything is released")
+
+
+def course_config(root: Path, environ: Mapping[str, str]) -> Course:
+    """course.yaml beside assignment.yaml, if any. MHA_COURSE_SECRET, when set and not empty, wins over
+    its `secret:`; `variant_key:` (email or sid, default email) is read from course.yaml only."""
     config = Path(root) / "course.yaml"
-    if not config.is_file():
-        return None
-    data = load_yaml(config)
-    secret = data.get("secret") if isinstance(data, dict) else None
+    data = load_yaml(config) if config.is_file() else None
+    if data is not None and not isinstance(data, dict):
+        raise SpecError(str(config), 1, "must map settings to values, like 'secret: ...'")
+    data = data or {}
+    lines = getattr(data, "key_lines", {})
+    unknown = sorted(set(data) - {"secret", "variant_key"})
+    if unknown:
+        raise SpecError(str(config), lines.get(unknown[0]), f"unknown setting {unknown[0]!r} "
+                        "(known: secret, variant_key)")
+    secret = data.get("secret")
     if secret is not None and (not isinstance(secret, str) or len(secret) < 8):
-        raise SpecError(str(config), data.key_lines.get("secret"), "'secret' must be text of at least 8 characters")
-    return secret
+        raise SpecError(str(config), lines.get("secret"), "'secret' must be text of at least 8 characters")
+    key = data.get("variant_key", DEFAULT_KEY)
+    if key not in VARIANT_KEYS:
+        raise SpecError(str(config), lines.get("variant_key"),
+                        f"'variant_key' must be one of {', '.join(VARIANT_KEYS)} (got {key!r})")
+    return Course(secret=environ.get(SECRET_ENV) or secret, variant_key=key,
+                  path=config if config.is_file() else None, key_line=lines.get("variant_key"))
 
 
-def gradescope_student(metadata_path: Path) -> str | None:
-    """The first submitter's sid (else email) from Gradescope's submission_metadata.json."""
+def course_secret(root: Path, environ: Mapping[str, str]) -> str | None:
+    """MHA_COURSE_SECRET wins; otherwise `secret:` in course.yaml beside assignment.yaml."""
+    return course_config(root, environ).secret
+
+
+def gradescope_student(metadata_path: Path, course: Course | None = None) -> str | None:
+    """The first submitter's id of the course's kind (variant_key: email or sid) from Gradescope's
+    submission_metadata.json; None when the file is missing or unreadable. A submitter without that
+    id is an error naming it: falling back to another id would give the student other numbers."""
+    course = course or Course()
     try:
         data = json.loads(Path(metadata_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -62,8 +106,8 @@ def gradescope_student(metadata_path: Path) -> str | None:
     users = data.get("users") if isinstance(data, dict) else None
     if not isinstance(users, list) or not users or not isinstance(users[0], dict):
         return None
-    for key in ("sid", "email", "name"):
-        value = users[0].get(key)
-        if isinstance(value, (str, int)) and str(value).strip():
-            return str(value)
-    return None
+    value = users[0].get(course.variant_key)
+    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    who = next((str(users[0][k]) for k in ("email", "sid", "name") if users[0].get(k)), "the first submitter")
+    raise course.key_error(Path(metadata_path).name, who)

@@ -6,7 +6,8 @@ Layouts understood:
   (or one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` file per
   student;
 - Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
-  submission; the student id is the first submitter's sid (else email, else name).
+  submission; the student id is the first submitter's email, or sid with `variant_key: sid`
+  in course.yaml (a submitter without it is an error: another id would give other numbers).
 
 Every file is read as `mha grade` reads it (grader.grading.student_files): a link, a FIFO or a
 device is never read, nor is a student folder that is a link; a student's files are read once,
@@ -36,6 +37,7 @@ from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..errors import SubmissionError
 from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
+from ..assignment.variants import Course
 from ..paths import SUBMISSION_NAME, write_atomically
 from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
@@ -147,17 +149,18 @@ def _untagged(loader: _MetadataLoader, suffix: str, node: yaml.Node):
 _MetadataLoader.add_multi_constructor("!", _untagged)
 
 
-def _gradescope_student(entry: object, folder_name: str) -> str:
+def _gradescope_student(entry: object, folder_name: str, course: Course) -> str:
+    """The first submitter's id of the course's kind (variant_key); another id would give other numbers."""
     submitters = entry.get(":submitters") if isinstance(entry, dict) else None
-    if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict):
-        for key in (":sid", ":email", ":name"):
-            value = submitters[0].get(key)
-            if value is not None and str(value).strip():
-                return str(value).strip()
-    return folder_name
+    first = submitters[0] if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict) else {}
+    value = first.get(f":{course.variant_key}")
+    if value is not None and str(value).strip():
+        return str(value).strip()
+    who = next((str(first[k]) for k in (":email", ":sid", ":name") if first.get(k)), "its first submitter")
+    raise course.key_error(f"{GRADESCOPE_METADATA}, {folder_name}", who)
 
 
-def _gradescope(root: Path, metadata: Path) -> list[Submission]:
+def _gradescope(root: Path, metadata: Path, course: Course) -> list[Submission]:
     try:
         data = yaml.load(metadata.read_text(encoding="utf-8"), Loader=_MetadataLoader)  # noqa: S506 - a SafeLoader
     except (OSError, UnicodeDecodeError) as exc:
@@ -173,7 +176,7 @@ def _gradescope(root: Path, metadata: Path) -> list[Submission]:
                               f"(got {type(data).__name__})")
     found = []
     for name, entry in data.items():
-        folder, student = root / str(name), _gradescope_student(entry, str(name))
+        folder, student = root / str(name), _gradescope_student(entry, str(name), course)
         if Path(str(name)).name == str(name) and str(name) not in (".", "..") and _kind(folder) == "a folder":
             found.append(_in_folder(student, folder, root))
         else:
@@ -197,13 +200,14 @@ def _folders(root: Path, exclude: Path | None) -> list[Submission]:
     return found
 
 
-def discover(root: Path, exclude: Path | None = None) -> list[Submission]:
-    """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id."""
+def discover(root: Path, exclude: Path | None = None, course: Course | None = None) -> list[Submission]:
+    """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id.
+    `course`: whose id names a Gradescope export's students (its variant_key; default email)."""
     root = Path(root)
     if not root.is_dir():
         raise SubmissionError(f"{root}: not a folder of submissions")
     metadata = root / GRADESCOPE_METADATA
-    found = _gradescope(root, metadata) if metadata.is_file() else _folders(root, exclude)
+    found = _gradescope(root, metadata, course or Course()) if metadata.is_file() else _folders(root, exclude)
     for attribute, what in (("student", "more than one submission for student"),
                             ("key", "more than one student would write the files named")):
         values = [getattr(s, attribute) for s in found]

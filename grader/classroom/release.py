@@ -1,10 +1,16 @@
 """`mha release`: the student bundle (nothing secret) and the autograder bundle (everything to grade).
 
-student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, fixtures/<variant>.json
-             (public cases with expected answers precomputed by the reference), and a pruned
-             grader package whose `mha check` needs no reference, solutions or hidden cases.
+student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and a pruned grader package
+             whose `mha check` needs no reference, solutions or hidden cases, with its fixtures in
+             grader/_fixtures/<variant>.json (public cases with expected answers precomputed
+             by the reference; installed with the package, so `mha` finds them from any folder).
 autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
              secret is known, course.yaml (mode 0600) so per-student variants can be graded.
+
+With a course secret every student is graded on their own numbers, so a release then needs the
+roster: one fixtures file per student (`mha check --student ID` picks it, and refuses to check
+without an id); a bundle with only the default numbers would have students answer numbers that
+grading does not use.
 """
 from __future__ import annotations
 
@@ -16,10 +22,10 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import SubmissionError
-from ..grading.fixtures import build
+from ..grading.fixtures import BUNDLE_FOLDER, INDEX, build
 from ..assignment.model import Assignment
 from ..paths import PACKAGE, write_atomically
-from ..assignment.variants import DEFAULT_SEED, student_seed, student_token
+from ..assignment.variants import DEFAULT_KEY, DEFAULT_SEED, course_config, normalize_student, student_seed, student_token
 
 # Grader modules a student bundle never carries: whatever answers (the reference, the wrong
 # variants, the quiz's answer functions), reads the hidden cases (the loader), or serves only
@@ -46,6 +52,9 @@ mha = "grader.cli.launch:student"
 
 [tool.setuptools.packages.find]
 include = ["grader*"]
+
+[tool.setuptools.package-data]
+grader = ["{fixtures}/*.json"]
 """
 STUDENT_README = """# {title}
 
@@ -56,26 +65,50 @@ pip install .
 mha list                      # problems and quiz items
 mha show softmax              # one problem's prompt
 mha check                     # check attention.py and answers.yaml (public cases)
-mha check --student YOUR_ID   # if your instructor gave you personal numbers
 ```
-
+{personal}
 Write your code in `attention.py` and your quiz answers in `answers.yaml`; submit both.
-`ASSIGNMENT.md` has every prompt in one file.
+`ASSIGNMENT.md` has every prompt in one file{numbers}. `mha check` checks the `attention.py` of
+the folder you run it in (or `--path FILE`) and the `answers.yaml` beside it.
 """
+PERSONAL_README = """
+Every student has their own numbers, and you are graded on yours. Give your {key} (as your
+instructor has it) to every command, or set it once in `MHA_STUDENT`:
+
+```sh
+mha show attention_budget --student YOUR_{KEY}
+mha check --student YOUR_{KEY}          # or: export MHA_STUDENT=YOUR_{KEY}; mha check
+```
+"""
+PERSONAL_MARKDOWN = ("> Every student has their own numbers: the numbers below are an example. "
+                     "`mha show ITEM --student YOUR_{KEY}` shows yours.\n\n")
 
 
-def read_roster(path: Path) -> list[str]:
-    """Student ids: the first comma-separated field of each non-blank, non-# line (a 'student' header is skipped)."""
-    ids = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        field = line.split(",")[0].strip()
-        if field and not field.startswith("#") and field.lower() not in ("student", "id", "sid"):
-            ids.append(field)
+def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
+    """Student ids (of the course's variant_key: email or sid), one per non-blank, non-# line: the
+    column headed `key` when the first line is a header that names it (a Gradescope roster export),
+    else the first comma-separated field (a 'student', 'id', 'sid' or 'email' header is skipped)."""
+    import csv
+    rows = [row for row in csv.reader(Path(path).read_text(encoding="utf-8-sig").splitlines())
+            if row and row[0].strip() and not row[0].strip().startswith("#")]
+    column = 0
+    if rows:
+        header = [cell.strip().lower() for cell in rows[0]]
+        if key in header:
+            column, rows = header.index(key), rows[1:]
+        elif header[0] in ("student", "id", "sid", "email"):
+            rows = rows[1:]
+    ids = [row[column].strip() for row in rows if len(row) > column and row[column].strip()]
+    seen = {}
+    for student in ids:
+        if normalize_student(student) in seen:
+            raise SubmissionError(f"{path}: {student!r} is listed twice (as {seen[normalize_student(student)]!r})")
+        seen[normalize_student(student)] = student
     return ids
 
 
-def _assignment_markdown(fixtures: dict) -> str:
-    parts = [f"# {fixtures['title']}\n"]
+def _assignment_markdown(fixtures: dict, note: str = "") -> str:
+    parts = [f"# {fixtures['title']}\n\n{note}".rstrip() + "\n"]
     parts += [p["text"] for p in fixtures["problems"]]
     for item in (fixtures["quiz"] or {"items": []})["items"]:
         lines = [f"## Quiz: {item['item']['title']} (`{item['item']['id']}`, {item['item']['points']:g} points)",
@@ -97,24 +130,34 @@ def _copy_package(out: Path, exclude: Iterable[str] = ()) -> None:
     shutil.copytree(PACKAGE, out, ignore=ignore)
 
 
-def write_student(assignment: Assignment, out: Path, roster: list[str], secret: str | None) -> list[str]:
-    """The student bundle; returns the fixture files written (default first)."""
+def write_student(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
+                  variant_key: str = DEFAULT_KEY) -> list[str]:
+    """The student bundle; returns the fixture files written (default first). With a roster, each
+    listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
     from .. import __version__
     out.mkdir(parents=True)
     _copy_package(out / "grader", STUDENT_EXCLUDE)
     (out / "grader" / "__main__.py").write_text("from .cli.launch import student\n\nstudent()\n")
+    fixtures = out / "grader" / BUNDLE_FOLDER
     default = build(assignment, DEFAULT_SEED, "default")
-    written = [_write_json(out / "fixtures" / "default.json", default)]
+    written = [_write_json(fixtures / "default.json", default)]
     for student in roster:
         seed = student_seed(secret, student)
-        written.append(_write_json(out / "fixtures" / f"{student_token(student)}.json",
+        written.append(_write_json(fixtures / f"{student_token(student)}.json",
                                    build(assignment, seed, student_token(student))))
+    personal = bool(roster)
+    _write_json(fixtures / INDEX, {"personal": personal, "variant_key": variant_key})
     shutil.copyfile(assignment.root / "attention.py", out / "attention.py")
     if (assignment.root / "answers.yaml").is_file():
         shutil.copyfile(assignment.root / "answers.yaml", out / "answers.yaml")
-    write_atomically(out / "ASSIGNMENT.md", _assignment_markdown(default))
-    write_atomically(out / "README.md", STUDENT_README.format(title=assignment.title))
-    write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(version=__version__, title=assignment.title))
+    words = {"key": variant_key, "KEY": variant_key.upper()}
+    write_atomically(out / "ASSIGNMENT.md",
+                     _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
+    write_atomically(out / "README.md", STUDENT_README.format(
+        title=assignment.title, personal=PERSONAL_README.format(**words) if personal else "",
+        numbers=" (with example numbers: see above for yours)" if personal else ""))
+    write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(version=__version__, title=assignment.title,
+                                                                      fixtures=BUNDLE_FOLDER))
     return written
 
 
@@ -135,20 +178,27 @@ def write_autograder(assignment: Assignment, out: Path, secret: str | None) -> N
     exercises = out / "exercises"
     shutil.copytree(assignment.root, exercises,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "course.yaml"))
-    if secret:
+    if secret:  # the secret, and which id of a student picks their numbers (as the instructor chose)
+        key = course_config(assignment.root, {}).variant_key
         config = exercises / "course.yaml"
-        config.write_text(f"secret: {json.dumps(secret)}\n")
+        config.write_text(f"secret: {json.dumps(secret)}\nvariant_key: {key}\n")
         os.chmod(config, 0o600)
 
 
-def release(assignment: Assignment, out: Path, roster: list[str], secret: str | None) -> dict:
-    """Write out/student and out/autograder; refuses to overwrite an existing folder."""
+def release(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
+            variant_key: str = DEFAULT_KEY) -> dict:
+    """Write out/student and out/autograder; refuses to overwrite an existing folder, and refuses a
+    course secret without a roster (the students would see numbers that grading does not use)."""
     out = Path(out)
     for part in ("student", "autograder"):
         if (out / part).exists():
             raise SubmissionError(f"{out / part} already exists; remove it or choose another --out")
     if roster and not secret:
         raise SubmissionError("a roster needs the course secret (course.yaml 'secret' or MHA_COURSE_SECRET)")
-    fixtures = write_student(assignment, out / "student", roster, secret)
+    if secret and not roster:
+        raise SubmissionError(f"with a course secret each student is graded on their own numbers: give --roster "
+                              f"FILE (each student's {variant_key}, one per line) so the student bundle holds them; "
+                              "without per-student numbers, release with no secret")
+    fixtures = write_student(assignment, out / "student", roster, secret, variant_key)
     write_autograder(assignment, out / "autograder", secret)
     return {"student": out / "student", "autograder": out / "autograder", "fixtures": fixtures}

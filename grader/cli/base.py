@@ -11,6 +11,19 @@ from ..errors import ExitCode, GraderError
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+def closed_stdout() -> None:
+    """Exit 0 without a word: whoever read stdout has stopped reading. stdout now points at the null
+    device, so Python's own flush at exit cannot fail on the closed pipe again."""
+    import os
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test runner's buffer): nothing to redirect
+        pass
+    sys.exit(int(ExitCode.OK))
+
+
 def fail(exc: GraderError) -> None:
     """Print a GraderError once, on stderr, and exit with its code."""
     click.echo(str(exc), err=True)
@@ -48,6 +61,12 @@ class Group(click.Group):
             self.add_command(getattr(importlib.import_module(module, __package__), attribute), name)
         return super().get_command(ctx, name)
 
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:  # `mha --help` and `mha --version` print here, before any command runs
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            closed_stdout()
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -55,6 +74,8 @@ class Group(click.Group):
             fail(exc)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # the reader went away (`mha list | head -2`): a quiet exit, as for any Unix tool
+            closed_stdout()
         except Exception as exc:  # the grader's own bug
             import traceback  # here: it costs a cold start 6 ms
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

@@ -88,7 +88,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         seed_of = _seeds(obj.root)
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
-        found = batch.discover(submissions, exclude=out)
+        found = batch.discover(submissions, exclude=out, course=obj.course())
         if not found:
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")

@@ -17,6 +17,7 @@ class Ctx:
     def __init__(self, exercises: Path | None):
         self._exercises = exercises
         self._located: tuple[Path, str] | None = None
+        self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose variant, when no --student
 
     @property
     def located(self) -> tuple[Path, str]:
@@ -54,13 +55,24 @@ class Ctx:
         from ..grading.compiled import compiled
         return compiled(self.root, seed, self.assignment)
 
-    def seed(self, student: str | None) -> int:
-        """The variant seed of `student`: a keyed hash with the course secret (0 without a student)."""
+    def course(self):
+        """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""
         import os
-        from ..assignment.variants import course_secret, student_seed
+        from ..assignment.variants import course_config
+        return course_config(self.root, os.environ)
+
+    def seed(self, student: str | None) -> int:
+        """The variant seed of `student`: a keyed hash with the course secret (0 without a student).
+        Without --student, Gradescope's metadata names the student, when given and the course has a
+        secret (without one there are no per-student variants: everyone gets the default)."""
+        from ..assignment.variants import gradescope_student, student_seed
+        if student is None and self.gradescope_metadata is not None:
+            course = self.course()
+            if course.secret:
+                student = gradescope_student(self.gradescope_metadata, course)
         if student is None:
             return student_seed(None, None)
-        return student_seed(course_secret(self.root, os.environ), student)
+        return student_seed(self.course().secret, student)
 
 
 def limit_options(command):
@@ -95,20 +107,16 @@ def _student_options(command):
     """--student ID / --gradescope-metadata FILE: whose variant to use (default: the default variant)."""
     @functools.wraps(command)
     def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
-        if student is None and gradescope_metadata is not None:
-            import os
-            from ..assignment.variants import course_secret, gradescope_student
-            # a course without a secret has no per-student variants: everyone gets the default
-            if course_secret(click.get_current_context().obj.root, os.environ):
-                student = gradescope_student(gradescope_metadata)
+        click.get_current_context().obj.gradescope_metadata = gradescope_metadata  # read by Ctx.seed
         return command(*args, student=student, **kwargs)
 
     with_student = click.option(
         "--gradescope-metadata", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        help="Take the student id from Gradescope's submission_metadata.json (first user's sid).")(with_student)
+        help="Take the student id from Gradescope's submission_metadata.json (the first user's email, "
+             "or sid with 'variant_key: sid' in course.yaml).")(with_student)
     return click.option("--student", default=None, metavar="ID",
-                        help="Use this student's variant (needs the course secret: course.yaml or "
-                             "MHA_COURSE_SECRET).")(with_student)
+                        help="Use this student's variant: their email, or sid with 'variant_key: sid' in "
+                             "course.yaml (needs the course secret: course.yaml or MHA_COURSE_SECRET).")(with_student)
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -221,17 +229,29 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             raise InternalError(f"internal error: {detail}") from exc
         _emit(report, output)
     except GraderError as exc:
-        if fmt == "gradescope":  # the student must see why, even when nothing could be graded
-            from ..reports.gradescope import failure
+        # the report that was asked for is still written, saying why nothing could be graded; text on the
+        # terminal would only repeat the message below
+        if fmt != "text" or output is not None:
             try:
-                _emit(failure(str(exc), round(time.monotonic() - start, 3),
-                              submission_fault=exc.exit_code is ExitCode.USAGE), output)
+                _emit(_failure_report(fmt, exc, submission, round(time.monotonic() - start, 3)), output)
             except GraderError:
                 pass  # the output cannot be written either; the exit code still says what happened
         fail(exc)
     if fail_under is not None and result.percent < fail_under:
         click.echo(f"score {result.percent:.1f}% is below --fail-under {fail_under:g}%", err=True)
         sys.exit(int(ExitCode.FAILED))
+
+
+def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time: float) -> str:
+    """The report of a submission that could not be graded, in the format asked for."""
+    if fmt == "gradescope":  # its own wording: the student must see whether to resubmit
+        from ..reports.gradescope import failure
+        return failure(str(exc), execution_time, submission_fault=exc.exit_code is ExitCode.USAGE)
+    from ..grading.results import GradeResult
+    from ..reports import render
+    title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"
+    return render(fmt, GradeResult(title=title, submission=str(submission), problems=(),
+                                   execution_time=execution_time, messages=(str(exc),)))
 
 
 def _terminal_text(result) -> str:
@@ -380,7 +400,9 @@ def variant(obj: Ctx, student: str, output: Path | None) -> None:
     """Print STUDENT's version of the assignment: every prompt and quiz item with their numbers.
 
     The numbers come from a keyed hash of the course secret (course.yaml or MHA_COURSE_SECRET)
-    and the student id, so they match `mha check --student`, `mha grade --student` and exports.
+    and the student's id: their email, or sid with 'variant_key: sid' in course.yaml (spaces
+    around it and case do not matter). They match `mha check --student`, `mha grade --student`,
+    the released bundle and the Gradescope autograder.
 
     \b
     Example:

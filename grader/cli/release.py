@@ -1,7 +1,6 @@
 """`mha release`: write the student and autograder bundles."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -14,21 +13,26 @@ from ..errors import GraderError
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder to write student/ and autograder/ into (they must not exist yet).")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Student ids, one per line (or the first CSV column): a fixtures file per student.")
+              help="Each student's id (their email, or sid with 'variant_key: sid' in course.yaml), one per "
+                   "line, or a CSV whose header names that column: a fixtures file per student. Required "
+                   "with a course secret.")
 @click.pass_obj
 def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     """Write the student bundle (no reference, solutions or hidden cases) and the autograder bundle.
+
+    With a course secret each student has their own numbers, so --roster is required: the
+    student bundle then holds every listed student's numbers (`mha check --student ID`).
 
     \b
     Example:
       MHA_COURSE_SECRET=... mha release --out release --roster roster.csv
     """
     from ..classroom.release import read_roster, release as run_release
-    from ..assignment.variants import course_secret
     try:
         assignment = obj.assignment()
-        students = read_roster(roster) if roster else []
-        written = run_release(assignment, out, students, course_secret(assignment.root, os.environ))
+        course = obj.course()
+        students = read_roster(roster, course.variant_key) if roster else []
+        written = run_release(assignment, out, students, course.secret, course.variant_key)
     except GraderError as exc:
         fail(exc)
     except OSError as exc:

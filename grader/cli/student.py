@@ -1,7 +1,8 @@
 """`mha` in the student bundle: check, show and list from precomputed public fixtures.
 
 The bundle has no reference, no wrong variants, no hidden cases and no quiz answer key: every
-expected answer was computed by the instructor's `mha release` and stored in fixtures/*.json.
+expected answer was computed by the instructor's `mha release` and stored in
+grader/_fixtures/*.json, installed with the package.
 Student code still runs in the same sandbox as in the autograder.
 """
 from __future__ import annotations
@@ -14,28 +15,57 @@ import click
 from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
-BUNDLE = Path(__file__).resolve().parents[2]  # grader/cli/student.py -> the bundle's folder
+PACKAGE = Path(__file__).resolve().parents[1]  # grader/cli/student.py -> the bundle's grader package
+BUNDLE = PACKAGE.parent                          # the bundle's folder, when it is run from there
 
 
-def _bundle_root() -> Path:
-    """The bundle folder: the current folder or one above it holding fixtures/, else the installed one."""
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "fixtures" / "default.json").is_file():
-            return folder
-    return BUNDLE
+def _fixtures_folder() -> Path:
+    from ..grading.fixtures import BUNDLE_FOLDER
+    return PACKAGE / BUNDLE_FOLDER  # installed with the package: found from any folder
 
 
-def load(student: str | None):
+def _index() -> dict:
+    """index.json: whether every student has their own numbers, and which id names them."""
+    import json
+    from ..grading.fixtures import INDEX
+    try:
+        data = json.loads((_fixtures_folder() / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load(student: str | None, own_numbers: bool = True):
+    """The fixtures of `student` (the default numbers without one), and their folder. `own_numbers`:
+    when every student has their own numbers, a command that shows or checks them needs the id."""
     from ..grading.fixtures import Fixtures
     from ..assignment.variants import student_token
-    root = _bundle_root()
-    name = "default" if student is None else student_token(student)
-    path = root / "fixtures" / f"{name}.json"
+    student = student if student and student.strip() else None
+    index, folder = _index(), _fixtures_folder()
+    key = index.get("variant_key") or "id"
+    if student is None and index.get("personal") and own_numbers:
+        raise SubmissionError(f"every student has their own numbers in this assignment: add --student YOUR_{key.upper()} "
+                              f"(your {key}, as your instructor has it), or set MHA_STUDENT")
+    path = folder / f"{'default' if student is None else student_token(student)}.json"
     if not path.is_file():
-        raise SubmissionError(f"no variant for student {student!r} in this bundle ({path.name} is missing); "
-                              "ask your instructor")
-    return root, Fixtures.load(path)
+        if student is None:
+            raise SubmissionError(f"{path} is missing: this grader package was not installed from a student bundle "
+                                  "(`pip install .` in the folder your instructor gave you)")
+        raise SubmissionError(f"no numbers for {key} {student!r} in this bundle: check the spelling, "
+                              "or ask your instructor")
+    return folder, Fixtures.load(path)
+
+
+def _submission(path: Path | None):
+    """--path, else attention.py in the current folder, else the bundle's own (run from the bundle)."""
+    from ..grading.submission import read_submission
+    if path is not None:
+        return read_submission(path)
+    for candidate in (Path.cwd() / "attention.py", BUNDLE / "attention.py"):
+        if candidate.is_file():
+            return read_submission(candidate)
+    raise SubmissionError(f"no attention.py in {Path.cwd()}: run `mha check` in the folder of your attention.py, "
+                          "or give --path FILE")
 
 
 _fail = fail
@@ -53,14 +83,15 @@ def main() -> None:
     """
 
 
-student_option = click.option("--student", default=None, metavar="ID",
-                              help="Your student id, if your instructor gave you personal numbers.")
+student_option = click.option("--student", default=None, metavar="ID", envvar="MHA_STUDENT",
+                              help="Your id (email or student number, as your instructor says), when every "
+                                   "student has their own numbers [env: MHA_STUDENT].")
 
 
 @main.command(context_settings=CONTEXT)
 @click.argument("problems", nargs=-1)
 @click.option("--path", type=click.Path(path_type=Path), default=None,
-              help="Your attention.py (default: attention.py in this bundle).")
+              help="Your attention.py (default: attention.py in the current folder).")
 @click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
               help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
                    "fragment with pictures of the attention weights (what a notebook's check cell shows).")
@@ -74,13 +105,12 @@ def check(problems: tuple[str, ...], path: Path | None, fmt: str, student: str |
     """
     from ..grading.grade import grade_fixtures
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import read_submission
     try:
-        root, fixtures = load(student)
+        folder, fixtures = load(student)
         known_ids(fixtures, problems)
-        submission = read_submission(path or root / "attention.py")
+        submission = _submission(path)
         result = grade_fixtures(fixtures, submission, include_hidden=False, problem_ids=problems,
-                                private=private_paths(root))
+                                private=private_paths(folder))
     except GraderError as exc:
         _fail(exc)
     echo_report(result, fmt)
@@ -121,7 +151,7 @@ def list_(student: str | None) -> None:
       mha list
     """
     try:
-        _, fixtures = load(student)
+        _, fixtures = load(student, own_numbers=False)  # titles and points: the same for everyone
     except GraderError as exc:
         _fail(exc)
     click.echo(fixtures.title)

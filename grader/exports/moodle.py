@@ -3,23 +3,27 @@
 UTF-8, a `<quiz>` root, a category, then one `<question>` per item, each with `<name><text>`
 (the import fails without it) and `<questiontext format="html">`:
 
-- numeric items are `numerical`: the answer with fraction 100, its absolute `<tolerance>` and
-  feedback, then one fraction-0 answer per known-wrong value (same tolerance) whose feedback
-  explains that misconception;
+- numeric items are `numerical`: fraction 100 for the range `mha grade` accepts (the answer
+  plus or minus its tolerance, rounded outward to 4 decimals: grading/scoring.py), written as
+  its midpoint and absolute `<tolerance>`, with feedback; then one fraction-0 answer per
+  known-wrong value (the item's tolerance) whose feedback explains that misconception;
 - multiple choice is `multichoice` with `<single>true`, the correct choice at 100 and the
   others at 0, each with its feedback (a wrong one names its misconception);
-- multiple answers is `multichoice` with `<single>false`: the correct choices' fractions sum
-  to 100 and the wrong ones' to -100, so choosing everything earns nothing.
+- multiple answers is `multichoice` with `<single>false`: each true statement at +100/n and
+  each false one at -100/n (n true statements). Moodle adds the chosen fractions and keeps the
+  sum within 0..100%: partial credit with penalty, the rule of `mha grade` and Canvas.
 
 With `variants`, the variants of each item with params go into a subcategory named after the
 item, for a "random question from category" slot in the Moodle quiz.
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from xml.etree import ElementTree as ET
 
 from ..assignment.model import Quiz, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..grading.scoring import choice_fraction, numeric_range
 from .markup import to_html
 from .qti import variant_seeds
 
@@ -33,6 +37,13 @@ def fraction(share: float) -> str:
 
 def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.12g}"
+
+
+def _decimal_text(x) -> str:
+    """A number (float or Decimal) as plain decimal text: 0.0001, not 1e-04."""
+    if isinstance(x, Decimal):
+        return format(x.normalize(), "f")
+    return _number(x)
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -69,13 +80,14 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
     _sub(question, "penalty", "0.3333333")
     _sub(question, "hidden", "0")
     if item.kind is QuizKind.NUMERIC:
-        answers = [("100", v.answer, to_html(v.feedback))] + \
-                  [("0", w.value, _wrong_feedback(to_html(w.feedback), w.mistake)) for w in v.wrong]
-        for share, value, feedback in answers:
+        low, high = numeric_range(v.answer, item.tolerance)
+        answers = [("100", (low + high) / 2, (high - low) / 2, to_html(v.feedback))] + \
+                  [("0", w.value, item.tolerance, _wrong_feedback(to_html(w.feedback), w.mistake)) for w in v.wrong]
+        for share, value, tolerance, feedback in answers:
             answer = _sub(question, "answer", fraction=share, format="moodle_auto_format")
-            _sub(answer, "text", _number(value))
+            _sub(answer, "text", _decimal_text(value))
             _text(answer, "feedback", feedback, format="html")
-            _sub(answer, "tolerance", repr(float(item.tolerance)))
+            _sub(answer, "tolerance", _decimal_text(tolerance))
         _sub(question, "unitgradingtype", "0")
         _sub(question, "unitpenalty", "0.1000000")
         _sub(question, "showunits", "3")
@@ -83,7 +95,6 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
         return
     single = item.kind is QuizKind.MULTIPLE_CHOICE
     right = sum(c.correct for c in v.choices)
-    wrong = len(v.choices) - right
     _sub(question, "single", "true" if single else "false")
     _sub(question, "shuffleanswers", "false")  # the choices were written in an order
     _sub(question, "answernumbering", "abc")
@@ -96,7 +107,7 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
         if single:
             share = 100.0 if choice.correct else 0.0
         else:
-            share = 100.0 / right if choice.correct else -100.0 / wrong
+            share = float(100 * choice_fraction(choice.correct, right))
         answer = _sub(question, "answer", fraction=fraction(share), format="html")
         _sub(answer, "text", to_html(choice.text))
         feedback = to_html(choice.feedback)

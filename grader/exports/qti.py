@@ -6,22 +6,25 @@
 
 Numeric items are `numerical_question`s (`render_fib fibtype="Decimal"`) scored by a range
 `vargte`/`varlte`. Canvas keeps 4 decimals, rounding magnitudes below 1e-4 to 0, so the range
-is rounded outward to 4 decimals; an answer Canvas cannot hold, or a range that would then
-accept a known-wrong value, is an error. Choice items are `multiple_choice_question` or
-`multiple_answers_question`, with one `respcondition` per choice for its feedback; a wrong
-choice's feedback names its misconception. With `variants`, every item with params becomes a
+is rounded outward to 4 decimals, the range `mha grade` accepts too (grading/scoring.py); an
+answer Canvas cannot hold, or a range that would then accept a known-wrong value, is an error.
+Choice items are `multiple_choice_question` or `multiple_answers_question`, with one
+`respcondition` per choice for its feedback; a wrong choice's feedback names its misconception.
+A multiple-answers item that is not exactly right gets partial credit with penalty, written as
+per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With `variants`, every item with params becomes a
 question group (a nested section that picks 1) of that many variants with distinct numbers.
 Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
 """
 from __future__ import annotations
 
 import hashlib
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
 from ..errors import SpecError
 from ..assignment.model import Quiz, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
 from .markup import to_html
 
@@ -29,7 +32,6 @@ __all__ = ["QUESTION_TYPES", "variant_seeds", "numeric_range", "render"]
 
 QUESTION_TYPES = {QuizKind.NUMERIC: "numerical_question", QuizKind.MULTIPLE_CHOICE: "multiple_choice_question",
                   QuizKind.MULTIPLE_ANSWERS: "multiple_answers_question"}
-CANVAS_STEP = Decimal("0.0001")  # Canvas keeps 4 decimals of a numeric answer
 _QTI_NS = {"xmlns": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2",
            "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
            "xsi:schemaLocation": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2 "
@@ -81,23 +83,19 @@ def variant_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
     return seeds
 
 
-def _dec(x: float) -> Decimal:
-    return Decimal(repr(float(x)))
-
-
 def numeric_range(v: Variant, path: str = "quiz.yaml") -> tuple[str, str, str]:
-    """(exact, low, high) as Canvas will store them: 4 decimals, the range rounded outward."""
-    item, answer = v.item, _dec(v.answer)
-    if answer and abs(answer) < CANVAS_STEP:
+    """(exact, low, high) as Canvas will store them: 4 decimals, the range that `mha grade` accepts
+    (grading/scoring.py)."""
+    item, answer = v.item, decimal(v.answer)
+    if answer and abs(answer) < STEP:
         raise SpecError(path, item.line, f"{item.id}: Canvas rounds {v.answer:g} to 0 (it keeps 4 decimals); "
                         "ask for the answer in other units")
-    low = (answer - _dec(item.tolerance)).quantize(CANVAS_STEP, rounding=ROUND_FLOOR)
-    high = (answer + _dec(item.tolerance)).quantize(CANVAS_STEP, rounding=ROUND_CEILING)
+    low, high = scoring_range(v.answer, item.tolerance)
     for wrong in v.wrong:
-        if low <= _dec(wrong.value) <= high:
+        if low <= decimal(wrong.value) <= high:
             raise SpecError(path, wrong.line, f"{item.id}: Canvas keeps 4 decimals, so its range [{low}, {high}] "
                             f"would accept the known-wrong value {wrong.value:g}; widen the gap or rescale")
-    return str(answer.quantize(CANVAS_STEP, rounding=ROUND_HALF_EVEN)), str(low), str(high)
+    return str(answer.quantize(STEP, rounding=ROUND_HALF_EVEN)), str(low), str(high)
 
 
 def _feedback(item_el: ET.Element, ident: str, html: str) -> None:
@@ -188,9 +186,31 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
         for choice, cid in zip(v.choices, choice_ids):
             _sub(every if choice.correct else _sub(every, "not"), "varequal", cid, respident="response1")
     _sub(correct, "setvar", "100", action="Set", varname="SCORE")
+    if item.kind is QuizKind.MULTIPLE_ANSWERS:
+        _partial_credit(processing, v, choice_ids, path)
     for choice, cid in zip(v.choices, choice_ids):
         _feedback(element, f"{cid}_fb", _choice_feedback(choice))
     return item.points
+
+
+def _partial_credit(processing: ET.Element, v: Variant, choice_ids: list[str], path: str) -> None:
+    """Reached only when the answer is not exactly right: each true statement chosen adds 100/n,
+    then each false one chosen adds -100/n; SCORE is bounded to 0..100 (its decvar), so the result
+    is Canvas' "partial credit with penalty" and `mha grade`'s rule (grading/scoring.py). The
+    positive additions come first, so bounding after each step or at the end gives the same score.
+    Canvas' importer reads a positive addition as a correct choice and a negative one as a wrong
+    one (its qti_exporter get_response_weight), the same split as the exact-match condition."""
+    n = len(v.correct_letters)
+    if n > MAX_CHOICES:
+        raise SpecError(path, v.item.line, f"{v.item.id}: at most {MAX_CHOICES} true statements can get partial "
+                        f"credit on every platform (got {n})")
+    for wanted in (True, False):
+        for choice, cid in zip(v.choices, choice_ids):
+            if choice.correct is wanted:
+                condition = _sub(processing, "respcondition", **{"continue": "Yes"})
+                _sub(_sub(condition, "conditionvar"), "varequal", cid, respident="response1")
+                _sub(condition, "setvar", _points(float(100 * choice_fraction(wanted, n))), action="Add",
+                     varname="SCORE")
 
 
 def _variant_title(item: QuizItem, v: Variant) -> str:

@@ -20,9 +20,11 @@ from ..errors import SpecError
 from .student_files import StudentFile, open_folder, read_student_file
 from ..assignment.model import Choice, Quiz, QuizKind, Variant
 from .results import CaseResult, CaseStatus, ProblemResult
+from .scoring import choices_credit, in_range
 from ..assignment.yamlio import line_of, load_yaml
 
-__all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answers", "grade_item", "grade_quiz"]
+__all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answers", "grade_item", "grade_quiz",
+           "your_numbers"]
 
 ANSWERS_NAME = "answers.yaml"
 MAX_BYTES = 64 * 1024
@@ -169,11 +171,19 @@ def _parse(v: Variant, value: Any) -> Any:
 
 # ---------------------------------------------------------------- judging
 
+def your_numbers(v: Variant) -> str:
+    """The item's numbers as this student sees them ("your numbers: p=75"), or "" if it has none."""
+    return "your numbers: " + ", ".join(f"{k}={v.params[k]}" for k in sorted(v.params)) if v.params else ""
+
+
 def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
-            mistake: str | None = None, mistake_message: str = "", message: str = "") -> ProblemResult:
+            mistake: str | None = None, mistake_message: str = "", message: str = "",
+            credit: float | None = None) -> ProblemResult:
     item = v.item
     case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
-                      mistake=mistake, mistake_message=mistake_message)
+                      mistake=mistake, mistake_message=mistake_message, credit=credit)
+    numbers = your_numbers(v)  # graded on these: a student who answered other numbers sees why
+    message = f"{message} ({numbers})" if message and numbers else message or numbers
     return ProblemResult(id=item.id, title=item.title, max_score=item.points, cases=(case,),
                          hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message,
                          quiz=True)
@@ -194,15 +204,22 @@ def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> Problem
         feedback = " ".join(f"({c.letter}) {c.feedback}" for c in picked_wrong) or \
             "Every statement you chose is true, but you left out at least one more true statement."
     mistake = next((c.mistake for c in picked_wrong + left_out if c.mistake), None)
-    return _result(v, CaseStatus.FAILED, hidden=hidden, summary=summary, mistake=mistake, mistake_message=feedback)
+    credit = None
+    if v.item.kind is QuizKind.MULTIPLE_ANSWERS:  # partial credit with penalty (grading/scoring.py)
+        credit = float(choices_credit(chosen, v.correct_letters))
+        summary += f"; partial credit {credit:.0%}" if credit else ""
+    return _result(v, CaseStatus.FAILED, hidden=hidden, summary=summary, mistake=mistake, mistake_message=feedback,
+                   credit=credit)
 
 
 def _judge_number(v: Variant, got: float, hidden: bool) -> ProblemResult:
     tolerance = v.item.tolerance
-    if abs(got - v.answer) <= tolerance:
+    if in_range(got, v.answer, tolerance):  # the range every export writes (grading/scoring.py)
         return _result(v, CaseStatus.PASSED, hidden=hidden, message=v.feedback)
     known = next((w for w in v.wrong if abs(got - w.value) <= tolerance), None)
-    return _result(v, CaseStatus.FAILED, hidden=hidden, summary=f"{got:g} is not the answer",
+    numbers = your_numbers(v)  # the student may have answered for other numbers than their own
+    return _result(v, CaseStatus.FAILED, hidden=hidden,
+                   summary=f"{got:g} is not the answer" + (f" ({numbers})" if numbers else ""),
                    mistake=known.mistake if known else None, mistake_message=known.feedback if known else "")
 
 

@@ -25,6 +25,10 @@ from ..assignment.model import (Case, Choice, CompareKind, Comparison, Mistake, 
                     Visibility, WrongValue)
 
 FORMAT = 1
+# In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
+# they are installed with it and found from any folder; index.json says whose numbers they hold.
+BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (exports/otter_checks.py)
+INDEX = "index.json"
 
 
 def encode(value: Any, binary: bool = False) -> Any:

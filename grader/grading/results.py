@@ -86,10 +86,16 @@ class CaseResult:
     mistake: str | None = None  # id of the named misconception the answer matches
     mistake_message: str = ""
     grids: tuple[WeightGrid, ...] = ()  # returned weights vs expected ones (failing public cases only)
+    credit: float | None = None  # partial credit of a case that did not pass (grading/scoring.py)
 
     @property
     def passed(self) -> bool:
         return self.status is CaseStatus.PASSED
+
+    @property
+    def earned(self) -> float:
+        """The share of the case's weight earned: 1 when it passed, else its partial credit (or 0)."""
+        return 1.0 if self.passed else self.credit or 0.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ class ProblemResult:
     @property
     def fraction(self) -> float:
         total = sum(c.weight for c in self.cases)
-        return sum(c.weight for c in self.cases if c.passed) / total if total else 0.0
+        return sum(c.weight * c.earned for c in self.cases) / total if total else 0.0
 
     @property
     def score(self) -> float:

@@ -1,10 +1,15 @@
-"""JUnit XML for CI servers (GitLab, Jenkins...): one testsuite per problem, one testcase per case."""
+"""JUnit XML for CI servers (GitLab, Jenkins...): one testsuite per problem, one testcase per case.
+
+A wrong answer is a `failure`; a case the code could not run (an exception, a time-out, a
+crash, a file that cannot be imported) is an `error`. Messages about the submission as a whole
+(a syntax error with its line, an unusable submission) come first, as the testsuite
+"submission"; a case that failed because of one repeats it in its message."""
 from __future__ import annotations
 
 import re
 from xml.etree import ElementTree as ET
 
-from ..grading.results import GradeResult
+from ..grading.results import CaseResult, CaseStatus, GradeResult, ProblemResult
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -16,24 +21,62 @@ def _clean(text: str) -> str:
                         text)
 
 
+# What the student's code did wrong is a failure; a case it could not even run is an error.
+ERRORS = frozenset({CaseStatus.ERROR, CaseStatus.TIMEOUT, CaseStatus.CRASHED})
+SUBMISSION = "submission"  # the testsuite that carries the messages about the submission as a whole
+
+
+def _kind(case: CaseResult) -> str:
+    return "error" if case.status in ERRORS else "failure"
+
+
+def _case(suite: ET.Element, problem: ProblemResult, case: CaseResult) -> None:
+    element = ET.SubElement(suite, "testcase", classname=problem.id, name=_clean(case.name), time="0")
+    if case.passed:
+        return
+    message = case.summary or case.status.value
+    if problem.message and problem.message not in message:  # e.g. the syntax error and its line
+        message += f": {problem.message}"
+    if case.mistake:
+        message += f" [likely mistake: {case.mistake}]"
+    outcome = ET.SubElement(element, _kind(case), message=_clean(message), type=case.status.value)
+    outcome.text = _clean("\n".join(filter(None, (case.inputs and f"inputs: {case.inputs}", case.detail,
+                                                    case.mistake_message))))
+
+
+def _submission_suite(suites: ET.Element, result: GradeResult) -> tuple[int, int]:
+    """The submission-level messages as one testcase: an error when they stopped the grading (nothing
+    was graded, or attention.py could not be imported), else a passed case whose output lists them."""
+    stopped = not result.problems or any(p.message in result.messages for p in result.problems)
+    suite = ET.SubElement(suites, "testsuite", name=SUBMISSION, tests="1", failures="0",
+                          errors="1" if stopped else "0", time="0")
+    element = ET.SubElement(suite, "testcase", classname=SUBMISSION, name=SUBMISSION, time="0")
+    text = _clean("\n".join(result.messages))
+    if stopped:
+        ET.SubElement(element, "error", message=_clean(result.messages[0]), type=SUBMISSION).text = text
+    else:
+        ET.SubElement(element, "system-out").text = text
+    return 1, int(stopped)
+
+
 def render(result: GradeResult) -> str:
-    suites = ET.Element("testsuites", name=_clean(result.title), tests=str(sum(len(p.cases) for p in result.problems)),
-                        failures=str(sum(not c.passed for p in result.problems for c in p.cases)),
-                        time=f"{result.execution_time:.3f}")
+    suites = ET.Element("testsuites", name=_clean(result.title))
+    tests = failures = errors = 0
+    if result.messages:
+        tests, errors = _submission_suite(suites, result)
     for problem in result.problems:
-        failed = [c for c in problem.cases if not c.passed]
+        kinds = [_kind(c) for c in problem.cases if not c.passed]
         suite = ET.SubElement(suites, "testsuite", name=problem.id, tests=str(len(problem.cases)),
-                              failures=str(len(failed)), errors="0", time="0")
+                              failures=str(kinds.count("failure")), errors=str(kinds.count("error")), time="0")
         ET.SubElement(ET.SubElement(suite, "properties"), "property", name="score",
                       value=f"{problem.score:g}/{problem.max_score:g}")
         for case in problem.cases:
-            element = ET.SubElement(suite, "testcase", classname=problem.id, name=_clean(case.name), time="0")
-            if not case.passed:
-                message = case.summary or case.status.value
-                if case.mistake:
-                    message += f" [likely mistake: {case.mistake}]"
-                failure = ET.SubElement(element, "failure", message=_clean(message), type=case.status.value)
-                failure.text = _clean("\n".join(filter(None, (case.inputs and f"inputs: {case.inputs}", case.detail,
-                                                                case.mistake_message))))
+            _case(suite, problem, case)
+        tests, failures, errors = tests + len(problem.cases), failures + kinds.count("failure"), \
+            errors + kinds.count("error")
+    suites.set("tests", str(tests))
+    suites.set("failures", str(failures))
+    suites.set("errors", str(errors))
+    suites.set("time", f"{result.execution_time:.3f}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
