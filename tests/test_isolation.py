@@ -4,16 +4,17 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import fcntl
 import secrets
-import socket
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from grader.sandbox import isolation
+from grader.sandbox import isolation, sweep
 from grader.errors import InternalError
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
@@ -23,10 +24,12 @@ needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user n
 
 
 class TestPrivatePaths:
-    def test_lists_package_assignment_solutions_and_git(self, tmp_path):
-        """The grader package, the assignment folder, and solutions/ and .git/ beside it."""
+    def test_lists_package_assignment_solutions_git_and_checkout(self, tmp_path):
+        """The grader package, the assignment folder, solutions/ and .git/ beside it, and the
+        source checkout the grader runs from (its tests/submissions hold complete solutions)."""
         root = tmp_path / "exercises"
-        assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git")
+        assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git", PACKAGE.parent)
+        assert (PACKAGE.parent / "tests" / "submissions").is_dir()  # this run is from a checkout
 
 
 class TestProtect:
@@ -74,22 +77,55 @@ class TestSeparateUser:
         finally:
             first.close()
             second.close()
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        probe.bind(f"\0mha-sandbox-{first.uid}")  # free again
-        probe.close()
+        for uid in (first.uid, second.uid):  # free again: the claim is a lock on a root-only file
+            fd = os.open(f"{isolation.CLAIMS[0]}/{uid}", os.O_RDWR | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)
 
-    def test_close_kills_every_process_of_the_uid(self):
-        """A child and an orphaned grandchild running as the student uid are both killed."""
+    def test_claims_are_out_of_reach_of_student_code(self):
+        """The claims folder is root's alone (0700, in a folder only root writes): no student uid
+        can create, lock or replace a claim, so none can use up the uids (an abstract socket
+        name could be bound by anyone: issue 12)."""
         jail = Isolation()
         try:
-            subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600"], user=jail.uid, group=jail.gid, extra_groups=[],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.monotonic() + 5
-            while len(_session_pids(jail.uid)) < 3 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert len(_session_pids(jail.uid)) == 3
+            info = os.lstat(isolation.CLAIMS[0])
+            parent = os.lstat(os.path.dirname(isolation.CLAIMS[0]))
+            assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+            assert parent.st_uid == 0 and not parent.st_mode & 0o022
         finally:
             jail.close()
+
+    def test_close_kills_every_process_of_the_uid(self):
+        """A child and an orphaned grandchild running as the student uid are both killed (the
+        processes are made by `sleep` and os.fork, whatever /bin/sh is)."""
+        jail = Isolation()
+        try:
+            pid = os.fork()
+            if pid == 0:  # only system calls and exec here
+                try:
+                    os.setsid()
+                    os.setgroups([])
+                    os.setresgid(jail.gid, jail.gid, jail.gid)
+                    os.setresuid(jail.uid, jail.uid, jail.uid)
+                    if os.fork() == 0:
+                        if os.fork() == 0:
+                            os.execvp("sleep", ["sleep", "600"])
+                        os._exit(0)  # the grandchild is orphaned
+                    os.execvp("sleep", ["sleep", "600"])
+                finally:
+                    os._exit(1)
+            deadline = time.monotonic() + 30
+            while len(_session_pids(jail.uid)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(_session_pids(jail.uid)) == 2  # the child and the orphaned grandchild
+        finally:
+            jail.close()
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass  # reaped by the clean-up already (the grader is a subreaper)
         assert _session_pids(jail.uid) == []
 
     def test_close_deletes_the_uids_files_in_shared_folders(self, tmp_path):
@@ -154,7 +190,7 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader.sandbox import isolation
+        from grader.sandbox import isolation, sweep
         from grader.paths import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"
@@ -162,23 +198,23 @@ class TestSharedFoldersWalk:
         os.chmod(shared, 0o1777)
         os.chmod(shared / "deep" / "open", 0o777)
         roots = (str(shared),)
-        isolation._writable_dirs.cache_clear()
-        found = isolation._writable_dirs(roots)
+        sweep._writable_dirs.cache_clear()
+        found = sweep._writable_dirs(roots)
         assert found == (str(shared), str(shared / "deep" / "open"))
         record = json.loads((tmp_path / "cache" / "shared-folders.json").read_text())
         assert record["roots"] == list(roots) and record["folders"] == list(found)
         assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
 
         walks = []
-        real = isolation._find_writable
-        monkeypatch.setattr(isolation, "_find_writable", lambda *a: walks.append(a) or real(*a))
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and walks == []  # the record, no walk
-        record["walked"] -= isolation.WALK_MAX_AGE + 1
+        real = sweep._find_writable
+        monkeypatch.setattr(sweep, "_find_writable", lambda *a: walks.append(a) or real(*a))
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and walks == []  # the record, no walk
+        record["walked"] -= sweep.WALK_MAX_AGE + 1
         (tmp_path / "cache" / "shared-folders.json").write_text(json.dumps(record))
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and len(walks) == 1  # too old: walked again
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and len(walks) == 1  # too old: walked again
         (tmp_path / "cache" / "shared-folders.json").write_text("{not json")
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and len(walks) == 2  # damaged: walked again
-        isolation._writable_dirs.cache_clear()
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and len(walks) == 2  # damaged: walked again
+        sweep._writable_dirs.cache_clear()

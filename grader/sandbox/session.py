@@ -116,13 +116,17 @@ class Worker:
         rlimits = limits.rlimits(isolation.process_limit(limits.processes))
         isolation.starting()
         try:
-            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline)
+            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline,
+                                      isolation.jail(submission.parent))
         except BaseException:
             self._results.close()
             raise
         finally:
             os.close(write_fd)
+        isolation.started(self.proc)
         self._buffer = b""
+        self._pending = bytearray()  # requests not yet taken by the student's stdin pipe
+        self._broken = False         # that pipe is closed: the process is gone
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._results, selectors.EVENT_READ, "results")
         self._sel.register(self.proc.stdout, selectors.EVENT_READ, self.stdout)
@@ -147,6 +151,9 @@ class Worker:
             if not self._sel.get_map():
                 return {"event": "exited"}
             for key, _ in self._sel.select(timeout=remaining):
+                if key.data == "stdin":
+                    self._flush()
+                    continue
                 chunk = os.read(key.fd, 1 << 16)
                 if key.data == "results":
                     if not chunk:
@@ -165,7 +172,7 @@ class Worker:
         """
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            ready = [key for key, _ in self._sel.select(timeout=0) if key.data != "results"]
+            ready = [key for key, _ in self._sel.select(timeout=0) if key.data not in ("results", "stdin")]
             if not ready:
                 return
             for key in ready:
@@ -176,12 +183,33 @@ class Worker:
                     self._sel.unregister(key.fileobj)
 
     def send(self, request: bytes) -> bool:
-        try:
-            self.proc.stdin.write(request)
-            self.proc.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError):
+        """Queue `request` for the student's stdin and write what the pipe takes now, never
+        waiting: student code may shrink the pipe or stop reading. The rest is written while
+        answers are awaited (`next_event`), so no write outlasts a deadline. False once the
+        pipe is closed (the process is gone)."""
+        if self._broken:
             return False
+        self._pending += request
+        return self._flush()
+
+    def _flush(self) -> bool:
+        fd = self.proc.stdin.fileno()
+        while self._pending:
+            try:
+                written = os.write(fd, self._pending)  # the pipe is non-blocking (spawn.start_student)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._broken = True
+                self._pending.clear()
+                break
+            del self._pending[:written]
+        watched = "stdin" in (key.data for key in self._sel.get_map().values())
+        if self._pending and not watched:
+            self._sel.register(fd, selectors.EVENT_WRITE, "stdin")
+        elif watched and not self._pending:
+            self._sel.unregister(fd)
+        return not self._broken
 
     def exit_description(self) -> str:
         try:
