@@ -89,7 +89,10 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
         found = batch.discover(submissions, exclude=out)
-        if os.geteuid() == 0:  # without namespaces, classmates' files stay out of reach by their mode
+        from ..sandbox.doctor import unprotected_warning
+        if (warning := unprotected_warning()) is not None:
+            click.echo(warning, err=True)
+        else:  # as root without namespaces, classmates' files stay out of reach by their mode
             from ..sandbox.isolation import protect
             out.mkdir(parents=True, exist_ok=True)
             protect([submissions, out])
