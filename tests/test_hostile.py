@@ -39,7 +39,7 @@ from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARE
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+from .conftest import EXERCISES, ROOT, SOLUTIONS, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("count_routing_distributions", "attention_reading", "predict_shapes")  # graded in this order
@@ -319,25 +319,18 @@ def keys_left(token: str) -> list[str]:
     except OSError:
         return []
     libc = ctypes.CDLL(None, use_errno=True)
-    names = [f"mha-hostile-{token}-{ring}".encode() for ring in (-3, -4, -5)]
+    names = [f"mha-hostile-{token}-{label}".encode() for label in ("session", "user", "usersession", "persistent")]
     syscall, keyctl, c_long = libc.syscall, ctypes.c_long(KEYCTL), ctypes.c_long
     found = []
+
+    def search() -> int:
+        persistent = syscall(keyctl, c_long(22), c_long(-1), c_long(-4))
+        rings = (-4, -5, persistent) if persistent > 0 else (-4, -5)
+        hits = [syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
+                for ring in rings for name in names]
+        return 1 if any(hits) else 0
     for uid in (u for u in uids if u in SANDBOX_IDS):
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                persistent = syscall(keyctl, c_long(22), c_long(-1), c_long(-4))
-                for ring in (-4, -5, persistent):
-                    for name in names:
-                        if ring != -1 and syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0:
-                            code = 1
-            finally:
-                os._exit(code)
-        if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        if run_as_uid(uid, search) != 0:
             found.append(f"uid {uid}")
     return found
 

@@ -9,17 +9,18 @@ import fcntl
 import platform
 import secrets
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from grader.sandbox import isolation, sweep
+from grader.sandbox import isolation
 from grader.errors import InternalError
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
+
+from .conftest import run_as_uid
 
 ROOT_MODE = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user needs root")
@@ -203,7 +204,7 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader.sandbox import isolation, sweep
+        from grader.sandbox import sweep
         from grader.paths import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"
@@ -236,21 +237,6 @@ class TestSharedFoldersWalk:
 KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}.get(platform.machine(), (None, None))
 
 
-def _as_uid(uid: int, action) -> int:
-    """Run `action()` (system calls only) in a forked child switched to `uid`; its exit code."""
-    pid = os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            code = action()
-        finally:
-            os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-
 @needs_root
 @pytest.mark.skipif(KEYCTL is None, reason="keyctl's system call number is known for x86_64 and aarch64 only")
 class TestKeyrings:
@@ -270,12 +256,12 @@ class TestKeyrings:
 
         jail = Isolation()
         try:
-            assert _as_uid(jail.uid, add) == 0
-            assert _as_uid(jail.uid, find) == 0
+            assert run_as_uid(jail.uid, add) == 0
+            assert run_as_uid(jail.uid, find) == 0
             assert jail.uid in isolation.key_users()
         finally:
             jail.close()
-        assert _as_uid(jail.uid, find) == 1
+        assert run_as_uid(jail.uid, find) == 1
 
 
 @needs_root
@@ -362,7 +348,7 @@ class TestImports:
         try:
             stdlib = os.path.dirname(os.__file__).encode()
             libc = ctypes.CDLL(None, use_errno=True)
-            assert _as_uid(jail.uid, lambda: 0 if libc.access(stdlib, os.R_OK | os.X_OK) == 0 else 1) == 1
+            assert run_as_uid(jail.uid, lambda: 0 if libc.access(stdlib, os.R_OK | os.X_OK) == 0 else 1) == 1
         finally:
             jail.close()
 

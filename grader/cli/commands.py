@@ -363,6 +363,10 @@ def doctor() -> None:
     Modes: namespaces (root; its own file system, network, IPC and process ids), uid (root,
     where namespaces do not work or MHA_NAMESPACES=off), same user (not root). See README,
     "Security model".
+
+    \b
+    Example:
+      sudo mha doctor                  # the mode a root grader gets here
     """
     from ..sandbox.doctor import sandbox_mode, unprotected_warning
     try:

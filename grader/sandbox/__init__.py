@@ -21,6 +21,6 @@ never enter it. The rest of the package calls only:
 - `doctor.sandbox_mode` and `doctor.unprotected_warning` (which isolation mode runs here).
 As root, each student process runs in Linux namespaces where the kernel allows them (`jail.py`:
 its own file system, network, IPC and process ids), else as a fresh uid only.
-Everything else here (`spawn`, `isolation`, `proctable`, `worker`, `confine`, `jail`, `sweep`)
-is internal.
+`session` re-exports `runs` (what a run came to). Everything else here (`spawn`, `isolation`,
+`proctable`, `worker`, `confine`, `jail`, `sweep`) is internal.
 """

@@ -277,8 +277,10 @@ class Isolation:
         root, unless MHA_NAMESPACES=off), or None."""
         if not self.separate_user or not namespaces_wanted():
             return None
+        from ..paths import cache_dir
+        cache = cache_dir()
         return {"mount_point": str(folder / ".jail"), "tmp_bytes": TMP_BYTES,
-                "hidden": [str(p) for p in (PACKAGE, *self.private)]}
+                "hidden": [str(p) for p in (PACKAGE, *self.private, *((cache,) if cache else ()))]}
 
     def started(self, proc: object) -> None:
         """Note how a student process of the session runs (see MODES)."""

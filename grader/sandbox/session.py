@@ -20,7 +20,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -28,55 +27,10 @@ from .codec import DecodeError, clean_text, decode_value, encode_arg
 from ..errors import InternalError
 from .isolation import Isolation
 from .limits import Limits
+from .runs import CaseRun, LoadFailure, RunStatus, StudentError
 from .spawn import pipe, reap, start_student
 
 MAX_MESSAGE = 64 << 20  # bytes in one answer line
-
-
-class RunStatus(Enum):
-    RETURNED = "returned"
-    RAISED = "raised"
-    TIMEOUT = "timeout"
-    CRASHED = "crashed"
-    NO_FUNCTION = "no_function"
-    LOAD_FAILED = "load_failed"
-    BAD_RESULT = "bad_result"
-
-
-@dataclass(frozen=True)
-class StudentError:
-    type: str
-    bases: tuple[str, ...]  # the exception class and its bases, by name
-    message: str
-    where: str | None = None
-
-
-@dataclass(frozen=True)
-class CaseRun:
-    """What happened when the student's function ran on one case."""
-
-    status: RunStatus
-    value: Any = None
-    error: StudentError | None = None
-    detail: str = ""
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class LoadFailure:
-    kind: str
-    message: str
-    line: int | None = None
-
-    def describe(self) -> str:
-        where = f" (line {self.line})" if self.line else ""
-        if self.kind == "syntax":
-            return f"attention.py has a syntax error{where}: {self.message}"
-        if self.kind == "timeout":
-            return "importing attention.py did not finish within the time limit"
-        if self.kind == "crashed":
-            return f"the process stopped while importing attention.py: {self.message}"
-        return f"importing attention.py raised {self.kind}{where}: {self.message}"
 
 
 @dataclass

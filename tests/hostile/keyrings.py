@@ -27,9 +27,9 @@ def attention_reading(weights, values):
     if _CALLS[0] is None:
         return _solved(weights, values)
     persistent = _keyctl(22, -1, -3)  # KEYCTL_GET_PERSISTENT, linked into the session keyring
-    for keyring in (-3, -4, -5, persistent):  # session, user, user-session, persistent
-        if keyring > 0 or keyring < 0:
-            _add(keyring, f"{TAG}-{keyring}")
+    rings = {"session": -3, "user": -4, "usersession": -5, **({"persistent": persistent} if persistent > 0 else {})}
+    for label, keyring in rings.items():
+        _add(keyring, f"{TAG}-{label}")
     return _solved(weights, values)
 
 
