@@ -15,7 +15,7 @@ LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "cpu": resou
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "i686": 288, "armv7l": 311}.get(platform.machine())
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
-KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -2, -4, -5
 
 
 def set_limits(spec, strict):
@@ -68,7 +68,7 @@ def clear_user_keyrings():
     """Run as a sandbox uid after its session: empty the keyrings the kernel keeps per uid
     beyond any process (the user, user-session and persistent keyrings), so a later session
     drawing the same uid finds no key. Returns whether the user keyrings were cleared."""
-    persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING)
+    persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)  # linked there: possessed, so writable
     if persistent > 0:
         _keyctl(KEYCTL_CLEAR, persistent)
     return all(_keyctl(KEYCTL_CLEAR, spec) == 0 for spec in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING))

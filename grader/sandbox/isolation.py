@@ -1,12 +1,14 @@
 """Who student code runs as, and how the grader cleans up after it.
 
 As root (Gradescope, most CI containers) each session claims a fresh unprivileged uid/gid that
-owns nothing on the machine. The student process is forked from a zygote that loaded Python and
-numpy as root (see `spawn`), and switches to that uid for good (in `worker.py`) before it
-imports the submission. The grader
-first removes "others" access from the folders it must keep private, so the student uid cannot
-read the reference, the hidden cases or the solutions. After the session every process of that
-uid is killed and every file it left in a world-writable folder is deleted.
+owns nothing on the machine (a lock on a file in a root-only folder, CLAIMS). The student
+process is forked from a zygote that loaded Python and numpy as root (see `spawn`), enters its
+namespaces where the kernel allows them (`jail.py`; MHA_NAMESPACES=off: never), and switches to
+that uid for good (in `worker.py`) before it imports the submission. The grader first removes
+"others" access from the folders it must keep private, so the student uid cannot read the
+reference, the hidden cases or the solutions. After the session every process of that uid is
+killed, every file it left in a world-writable folder is deleted (`sweep`), and its kernel
+keyrings are emptied if it owns any key.
 
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the

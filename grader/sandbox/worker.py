@@ -52,8 +52,9 @@ globals().update({name: getattr(builtins, name) for name in (
     "isinstance", "type", "float", "int", "str", "list", "tuple", "dict", "bool", "hasattr", "enumerate",
     "len", "round", "callable", "getattr")})
 
-# Imported before the switch to the student's uid, for a Python installation that uid cannot read
-# (e.g. under /root): anything else is importable only if "others" may read it.
+# Loaded by the zygote while it waits, so children skip their imports. Any other module of the
+# installation imports too, as the student's uid, even from an installation that uid cannot
+# reach by its path (under /root...): see confine.import_through and jail.py.
 PRELOAD = ("numpy.random", "numpy.fft", "bisect", "cmath", "collections", "collections.abc", "copy",
            "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
            "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
