@@ -100,15 +100,13 @@ def confine(mount_point, session, library, hidden, tmp_bytes):
             _makedirs(new + path)
             _bind(path, new + path)
             bound.append(path)
-    for path in sorted(set(library), key=len):
-        path = os.path.realpath(path)
-        if os.path.isdir(path) and not _under(path, bound):
+    for path in sorted({os.path.normpath(p) for p in library if os.path.isabs(p)}, key=len):
+        if os.path.isdir(path) and not _under(path, bound):  # at the path Python knows it by
             _makedirs(new + path)
             _bind(path, new + path)
             bound.append(path)
-    for path in hidden:
-        path = os.path.realpath(path)
-        if _under(path, bound) and os.path.isdir(new + path):
+    for path in {os.path.normpath(p) for p in hidden} | {os.path.realpath(p) for p in hidden}:
+        if _under(path, bound) and os.path.isdir(new + path) and not os.path.islink(new + path):
             _mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0,size=4k")
     _makedirs(new + session)
     _bind(session, new + session, writable=True)
