@@ -6,11 +6,15 @@ marks on every problem except the ones its snippet breaks (`loses`). Each is gra
 CLI (`python -m grader grade SUB --format gradescope --output OUT`, three at a time) on a copy of
 three problems in a course folder under /tmp laid out like a real one (exercises/, solutions/,
 .git/, readable by "others" until the grader protects them), and the test asserts: exit code 0,
-a valid results file written by the grader, the exact score, no process left (every process a
-submission starts is named hxTOKEN or has TOKEN in its command line), and no file left outside
-its temporary folder (every file it writes has TOKEN in its name or text; as root, anything
-owned by a sandbox uid counts too), comparing snapshots of /tmp, /var/tmp, /dev/shm, /run/lock,
-the repository and the course folder (with the output folder) taken before and after.
+a valid results file written by the grader, the exact score, the grader's peak memory, no
+process left (every process a submission starts is named hxTOKEN or has TOKEN in its command
+line), no file left outside its temporary folder (every file it writes has TOKEN in its name
+or text; as root, anything a sandbox uid owns in the course or submission folder counts too),
+comparing snapshots of /tmp, /var/tmp, /dev/shm, /run/lock, the repository and the course folder
+(with the output folder) taken before and after (by lstat: no link followed, nothing but regular
+files opened), and no kernel key left for a later session of any sandbox uid. Those marked
+`fallback` are graded again as root without namespaces; `grade-all` on a class with hostile
+students is graded in both root modes.
 """
 from __future__ import annotations
 
@@ -276,17 +280,21 @@ def _text(path: str, mode: int) -> bytes:
 
 
 def strays(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], token: str,
-           ignore: Path) -> dict[str, int]:
-    """New paths the submission made: TOKEN in the name or text, or (as root) a sandbox uid's,
-    leaving out concurrent sessions' folders and concurrent runs of these tests."""
+           ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
+    """New paths the submission made: owned by a student uid (a sandbox uid as root, else this
+    user), with TOKEN in the name or text, or (as root) anywhere in the `own` folders (this test's
+    course and submission folders), leaving out concurrent sessions' folders and concurrent runs
+    of these tests. Other graders on the machine (other uids, or their own sandbox uids in the
+    shared folders) are not this submission's."""
     found = {}
+    inside = tuple(f"{folder}/" for folder in own)
     for path, (uid, mode) in after.items():
-        if path in before or path == str(ignore):
+        if path in before or path == str(ignore) or not (uid in SANDBOX_IDS or uid == os.geteuid() != 0):
             continue
         text = _text(path, mode)
         ours = token in path or token.encode() in text
         theirs = "mha-run-" in path or OTHER_RUN.search(path.encode() + text)
-        if ours or (uid in SANDBOX_IDS and not theirs):
+        if ours or (uid in SANDBOX_IDS and path.startswith(inside) and not theirs):
             found[path] = uid
     return found
 
@@ -390,7 +398,7 @@ def grade_hostile(hostile: Hostile, course: Course, folder: Path, env: dict[str,
                   "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder,
                   env=env, preexec_fn=_grader_keyring(token) if hostile.name == "keyrings" else None)
     return Outcome(run, output, offset, sorted(os.listdir(out_dir)), leftovers(token),
-                   strays(before, snapshot(roots), token, output), token)
+                   strays(before, snapshot(roots), token, output, (course.base, folder)), token)
 
 
 def _grade_every(todo: list[Hostile], course: Course, tmp_path_factory, env: dict[str, str] | None = None
@@ -521,7 +529,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
         assert "claims: /run/mha-sandbox=closed /var/lib/mha-sandbox=closed" in feedback["claim_squatter"]
         assert "timed out (time limit of 1 s for this problem)" in feedback["stall_stdin"]
         assert 0 < run.grader_mb < 300
-        left = {s: (leftovers(t), still_there(strays(before, snapshot(roots), t, out)), keys_left(t))
+        left = {s: (leftovers(t), still_there(strays(before, snapshot(roots), t, out, (base,))), keys_left(t))
                 for s, t in tokens.items()}
         assert left == {s: ([], [], []) for s in tokens}
     finally:
