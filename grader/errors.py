@@ -49,6 +49,12 @@ class SubmissionError(GraderError, ValueError):
     exit_code = ExitCode.USAGE
 
 
+class OutputError(GraderError, ValueError):
+    """A result cannot go where it was asked to (a link, a FIFO, a device that is not a character device)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class InternalError(GraderError, RuntimeError):
     """The grader failed for a reason that is not the submission's fault."""
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from grader.classroom.analysis import StudentRow, analyse
+from grader.classroom.analysis import SMALL_CLASS, StudentRow, analyse, flag, mistake_messages
 from grader.reports import class_report
 
 
@@ -93,8 +93,8 @@ class TestClassReport:
             first = next(csv.DictReader(handle))
         assert first == {"item": "a", "title": "A <first> item", "max_score": "1", "mean_fraction": "0.500",
                          "discrimination": "1.000", "item_rest_correlation": "0.894", "full_marks": "2", "zero": "2",
-                         "distribution": "0:2 1:2"}
-        assert (tmp_path / "misconceptions.csv").read_text() == "item,mistake,students\na,off-by-one,2\n"
+                         "distribution": "0:2 1:2", "flag": ""}
+        assert (tmp_path / "misconceptions.csv").read_text() == "item,mistake,students,message\na,off-by-one,2,\n"
         assert json.loads((tmp_path / "item_analysis.json").read_text())["items"][0]["discrimination"] == 1.0
         assert all((tmp_path / "plots" / n).read_bytes()[:4] == b"\x89PNG" for n in class_report.PLOTS)
         page = (tmp_path / "report.html").read_text()
@@ -185,3 +185,52 @@ class TestPlotter:
                                              "report.html"]
         assert "<img" not in (tmp_path / "report.html").read_text()
         assert multiprocessing.active_children() == []
+
+
+class TestReportAtAGlance:
+    """report.html for an instructor: statuses, mistake messages, a caveat on small classes, item flags."""
+
+    STATUSES = ("graded", "syntax error", "import failure", "timeout", "empty", "error")
+
+    def rows(self):
+        scores = {"a": [1, 1, 1, 1, 0, 0], "b": [1, 0, 1, 0, 0, 0], "c": [1, 1, 1, 1, 1, 1]}
+        return [StudentRow(f"s{k}", {i: v[k] for i, v in scores.items()}, {"b": ("b-axis",)} if k == 1 else {},
+                           status=self.STATUSES[k]) for k in range(6)]
+
+    def test_flag_items_everybody_or_nobody_got(self):
+        """An item all students got full marks on, or none scored on, is flagged; others are not."""
+        analysis = analyse([StudentRow(f"s{k}", {"all": 1, "none": 0, "some": k % 2}) for k in range(4)],
+                           {"all": 1, "none": 1, "some": 1})
+        assert [flag(i, analysis.students) for i in analysis.items] == ["everybody full marks", "nobody scored", ""]
+
+    def test_page_has_statuses_messages_caveat_and_flags(self, tmp_path):
+        rows = self.rows()
+        analysis = analyse([r for r in rows if r.status != "error"], {"a": 1, "b": 1, "c": 1})
+        class_report.write(analysis, {"a": "A", "b": "B", "c": "C"}, tmp_path, students=rows,
+                           messages={("b", "b-axis"): "You reduced over the <wrong> axis."})
+        page = (tmp_path / "report.html").read_text()
+        assert "6 students: 1 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 1 error. 5 analysed" in page
+        for k, status in enumerate(self.STATUSES[1:], start=1):
+            assert f'<td><code>s{k}</code></td><td><span class="bad">{status}</span></td>' in page
+        assert "You reduced over the &lt;wrong&gt; axis." in page  # the message, escaped, beside the id
+        assert "Only 5 students were analysed." in page
+        assert "<tr class=flag><td><code>c</code></td>" in page and "everybody full marks" in page
+        assert "1 item(s) are flagged" in page
+        rows_csv = list(csv.DictReader((tmp_path / "misconceptions.csv").open()))
+        assert rows_csv == [{"item": "b", "mistake": "b-axis", "students": "1",
+                             "message": "You reduced over the <wrong> axis."}]
+
+    def test_no_caveat_from_thirty_students(self, tmp_path):
+        rows = [StudentRow(f"s{k}", {"a": k % 2, "b": k % 3 // 2}) for k in range(SMALL_CLASS)]
+        page = class_report.render_html(analyse(rows, {"a": 1, "b": 1}), {}, [], rows)
+        assert "were analysed" not in page and f"{SMALL_CLASS} students: {SMALL_CLASS} graded." in page
+
+    def test_mistake_messages_of_the_assignment(self, assignment):
+        """Every problem mistake and every quiz misconception has its message, keyed by (item, mistake)."""
+        messages = mistake_messages(assignment)
+        for problem in assignment.problems:
+            for mistake in problem.mistakes:
+                assert messages[(problem.id, mistake.id)] == mistake.message
+        pruning = assignment.quiz.item("pruning")
+        wrong = next(c for c in pruning.choices if c.mistake and not c.correct)
+        assert messages[("pruning", wrong.mistake)] == wrong.feedback

@@ -2,8 +2,9 @@
 
 One class of six is graded once per module (two at a time, 2 s per problem): alice (the model
 answers), bob (softmax over the wrong axis and one wrong quiz choice), carol (quiz answers but no
-attention.py), dave (an infinite loop in attention_reading), erin (os._exit at import) and
-frank.py (the model code as a single file, no quiz answers). Tests that rerun copy it first.
+attention.py), dave (an infinite loop in attention_reading), erin (os._exit at import),
+frank.py (the model code as a single file, no quiz answers) and gina (the model answers with
+one unclosed parenthesis). Tests that rerun copy it first.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def attention_reading(weights, values):
         pass
 """
 EXIT_AT_IMPORT = "import os\n\nos._exit(3)\n"
-STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank"]
+STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank", "gina"]
 
 
 def make_class(root: Path) -> Path:
@@ -63,6 +64,7 @@ def make_class(root: Path) -> Path:
         "dave/attention.py": solution_source() + INFINITE_LOOP,
         "erin/attention.py": EXIT_AT_IMPORT,
         "frank.py": solution_source(),
+        "gina/attention.py": solution_source().replace("np.exp(", "np.exp((", 1), "gina/answers.yaml": answers,
     }
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -112,8 +114,8 @@ class TestGradeAllClass:
         _, out, result = graded
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
-            "6 students: 5 graded, 1 with no attention.py, 0 failed (0 unchanged since the last run, "
-            "not graded again); mean 83.1 of 142",
+            "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 0 failed (0 unchanged "
+            "since the last run, not graded again); mean 73.6 of 142",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
         ]
@@ -126,11 +128,12 @@ class TestGradeAllClass:
         items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items]
         assert list(rows[0]) == ["student", "status", *items, "total"]
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "142"), ("bob", "graded", "99.3333"), ("carol", "empty", "17"),
-            ("dave", "graded", "115"), ("erin", "graded", "0"), ("frank", "graded", "125")]
+            ("alice", "graded", "142"), ("bob", "graded", "99"), ("carol", "empty", "17"),
+            ("dave", "timeout", "115"), ("erin", "import failure", "0"), ("frank", "graded", "125"),
+            ("gina", "syntax error", "17")]
         bob = {k: v for k, v in rows[1].items() if v not in ("10", "15", "20", "1", "2")}
-        assert bob == {"student": "bob", "status": "graded", "softmax": "3.3333", "scaled_dot_product_attention": "0",
-                       "multi_head_attention": "0", "pruning": "0", "total": "99.3333"}
+        assert bob == {"student": "bob", "status": "graded", "softmax": "3", "scaled_dot_product_attention": "0",
+                       "multi_head_attention": "0", "pruning": "0", "total": "99"}
         assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -140,15 +143,19 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 142), "bob": ("graded", 0, 99.3333), "carol": ("empty", 0, 17),
-            "dave": ("graded", 0, 115), "erin": ("graded", 0, 0), "frank": ("graded", 0, 125)}
+            "alice": ("graded", 0, 142), "bob": ("graded", 0, 99), "carol": ("empty", 0, 17),
+            "dave": ("timeout", 0, 115), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 125),
+            "gina": ("syntax error", 0, 17)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
         assert "FAIL  attention_reading: Reading values with one row of weights  [0/10]" in feedback["dave"]
         assert "timed out (time limit of 2 s for this problem)" in feedback["dave"]
-        assert "the process stopped while importing attention.py: the process exited with code 3" in feedback["erin"]
-        assert feedback["alice"].endswith("Score: 142/142 (100%), 23 of 23 problems fully correct\n")
+        assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
+            in feedback["erin"]
+        assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
+        assert feedback["alice"].endswith("Score: 142/142 (100%), 11 of 11 problems and 12 of 12 quiz items fully "
+                                          "correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
         """Results name the student, not a path, and carry no execution time."""
@@ -159,32 +166,36 @@ class TestGradeAllClass:
         assert "mha-run-" not in (graded[1] / "feedback" / "bob.txt").read_text()
 
     def test_item_analysis_counts(self, graded):
-        """Per item: exact full-marks and zero counts, distribution and mean; 6 students analysed."""
+        """Per item: exact full-marks and zero counts, distribution and mean; 7 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (6, 142.0, round(498.3333 / 6, 4))
-        assert sorted(data["totals"]) == [0.0, 17.0, 99.3333, 115.0, 125.0, 142.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 142.0, round(515 / 7, 4))
+        assert sorted(data["totals"]) == [0.0, 17.0, 17.0, 99.0, 115.0, 125.0, 142.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
-        assert counts["softmax"] == (3, 2)                       # alice, dave, frank / carol, erin
-        assert counts["attention_reading"] == (3, 3)             # alice, bob, frank / carol, dave, erin
-        assert counts["scaled_dot_product_attention"] == (3, 3)  # bob's softmax breaks it too
-        assert counts["split_heads"] == (4, 2)
-        assert counts["pruning"] == (2, 4)                       # alice, carol
-        assert counts["distributions_one_head"] == (3, 3)        # alice, bob, carol answered
-        assert items["softmax"]["distribution"] == [[0.0, 2], [3.3333, 1], [10.0, 3]]
-        assert items["softmax"]["mean"] == round((10 + 10 + 10 + 3.3333) / 60, 4)
+        assert counts["softmax"] == (3, 3)                       # alice, dave, frank / carol, erin, gina
+        assert counts["attention_reading"] == (3, 4)             # alice, bob, frank / carol, dave, erin, gina
+        assert counts["scaled_dot_product_attention"] == (3, 4)  # bob's softmax breaks it too
+        assert counts["split_heads"] == (4, 3)
+        assert counts["pruning"] == (3, 4)                       # alice, carol, gina
+        assert counts["distributions_one_head"] == (4, 3)        # alice, bob, carol, gina answered
+        assert items["softmax"]["distribution"] == [[0.0, 3], [3.0, 1], [10.0, 3]]
+        assert items["softmax"]["mean"] == round((10 + 10 + 10 + 3) / 70, 4)
         assert items["split_heads"]["discrimination"] == 1.0
         rows = read_csv(graded[1] / "item_analysis.csv")
         assert [r["item"] for r in rows] == [i["id"] for i in data["items"]]
-        assert rows[0]["distribution"] == "0:2 3.3333:1 10:3"
+        assert rows[0]["distribution"] == "0:3 3:1 10:3" and {r["flag"] for r in rows} == {""}
 
     def test_misconception_counts(self, graded):
-        """misconceptions.csv: how many students made each named mistake, in item order."""
-        assert read_csv(graded[1] / "misconceptions.csv") == [
-            {"item": "softmax", "mistake": "softmax-wrong-axis", "students": "1"},
-            {"item": "scaled_dot_product_attention", "mistake": "attention-softmax-over-queries", "students": "1"},
-            {"item": "pruning", "mistake": "pruning_means_useless", "students": "1"},
+        """misconceptions.csv: how many students made each named mistake, in item order, with its
+        message. Bob's attention is right but calls his broken softmax: it is pointed at softmax, not
+        told a mistake of its own."""
+        rows = read_csv(graded[1] / "misconceptions.csv")
+        assert [(r["item"], r["mistake"], r["students"]) for r in rows] == [
+            ("softmax", "softmax-wrong-axis", "1"),
+            ("pruning", "pruning_means_useless", "1"),
         ]
+        assert rows[0]["message"].startswith("Your weights are normalized down the first axis")
+        assert rows[1]["message"].startswith("Too strong.")
 
     def test_plots_and_html_report(self, graded, assignment):
         """Two PNG plots, and one HTML page with both inlined and a row per item and mistake."""
@@ -193,8 +204,12 @@ class TestGradeAllClass:
             assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         page = (out / "report.html").read_text()
         assert page.count('src="data:image/png;base64,') == 2
-        assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 3
-        assert "6 students; mean total 83.06 of 142." in page
+        assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 2 + 7
+        assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
+               "mean total 73.57 of 142." in page
+        assert "Only 7 students were analysed." in page  # the small-sample caveat
+        assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
+        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>17</td>' in page
 
 
 class TestGradeAllRerun:
@@ -204,12 +219,12 @@ class TestGradeAllRerun:
         before = snapshot(out)
         again = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert again.exit_code == 0
-        assert "(6 unchanged since the last run, not graded again)" in again.stdout
+        assert "(7 unchanged since the last run, not graded again)" in again.stdout
         assert snapshot(out) == before
         with (folder / "frank.py").open("a") as handle:
             handle.write("\nUNUSED = 1\n")
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
-        assert "(5 unchanged since the last run, not graded again)" in changed.stdout
+        assert "(6 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
         assert read_csv(out / "gradebook.csv")[5]["total"] == "125"
 
@@ -268,7 +283,7 @@ class TestGradeAllInputs:
         assert result.exit_code == 0, result.output
         rows = read_csv(tmp_path / "out" / "gradebook.csv")
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("2024001", "graded", "0"), ("2024004", "empty", "0"), ("cy@example.edu", "empty", "0")]
+            ("2024001", "import failure", "0"), ("2024004", "empty", "0"), ("cy@example.edu", "empty", "0")]
         assert "no attention.py was submitted (found: notes.txt)" in (tmp_path / "out" / "feedback" /
                                                                       "cy@example.edu.txt").read_text()
 
@@ -301,10 +316,10 @@ class TestGradeAllInputs:
         import grader.grading.grade
         real = grader.grading.grade.grade
 
-        def fragile(assignment, path, *, limits, seed, cache=None):
-            if "BOOM" in path.read_text():
+        def fragile(assignment, files, *, limits, seed, cache=None):  # the student's files as read
+            if b"BOOM" in files.source.data:
                 raise RuntimeError("boom")
-            return real(assignment, path, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
         monkeypatch.setattr(grader.grading.grade, "grade", fragile)
         for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
             (tmp_path / "class" / student).mkdir(parents=True)
@@ -335,7 +350,7 @@ class TestDiscover:
         (tmp_path / "ann").mkdir()
         (tmp_path / "ann" / "attention.py").symlink_to(SOLUTIONS / "attention.py")
         (found,) = batch.discover(tmp_path)
-        assert (found.source, found.note) == (None, "attention.py links to a file outside the submission: it was not read")
+        assert (found.source, found.note) == (None, "attention.py is a link: it was not read (submit the file itself)")
 
     def test_students_whose_file_names_collide_are_refused(self, tmp_path):
         """Two ids that would write the same file name are a usage error naming it."""
@@ -497,7 +512,7 @@ class TestGraderProcesses:
         full = {"softmax": 10.0, "split_heads": 10.0}
         assert rows[2] == {
             "ann": ("graded", full, {}, False, ""),
-            "ben": ("graded", {"softmax": 3.3333, "split_heads": 10.0}, {"softmax": ("softmax-wrong-axis",)}, False, ""),
+            "ben": ("graded", {"softmax": 3.0, "split_heads": 10.0}, {"softmax": ("softmax-wrong-axis",)}, False, ""),
             "cy": ("graded", full, {}, False, ""),
             "dee": ("empty", {"softmax": 0.0, "split_heads": 0.0}, {}, False, "")}
 
@@ -609,11 +624,34 @@ class TestGraderProcesses:
                                              grader=grader)}
         full = {"softmax": 10.0, "attention_reading": 10.0}
         assert outcomes == {"good": ("graded", full), "forks": ("graded", full),
-                            "quits": ("graded", {"softmax": 0.0, "attention_reading": 0.0}),
-                            "spins": ("graded", {"softmax": 10.0, "attention_reading": 0.0})}
+                            "quits": ("import failure", {"softmax": 0.0, "attention_reading": 0.0}),
+                            "spins": ("timeout", {"softmax": 10.0, "attention_reading": 0.0})}
         feedback = {s: (tmp_path / "out" / "feedback" / f"{s}.txt").read_text() for s in outcomes}
-        assert "importing attention.py raised SystemExit" in feedback["quits"]
+        assert "attention.py raised SystemExit while being imported" in feedback["quits"]
         assert "timed out (time limit of 1 s for this problem)" in feedback["spins"]
         assert leftovers(token) == []
         assert multiprocessing.active_children() == []
         assert left_behind(before) == set()
+
+
+class TestStatusPerStudent:
+    def test_gradebook_status_of_each_kind_of_submission(self, assignment, tmp_path):
+        """The gradebook tells a syntax error, an import failure, an import that runs out of time, a
+        file with no code and a folder with no file apart from a graded submission (one problem, 1 s)."""
+        found = write_class(tmp_path / "class", {
+            "ann": solution_source(), "ben": solution_source().replace("np.exp(", "np.exp((", 1),
+            "cy": "import numpy as np\nimport no_such_module_here\n", "dee": "while True:\n    pass\n",
+            "eve": "\n# I will write it tomorrow\n\n", "fay": None})
+
+        def grader(a, path, seed):
+            return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=1, load_seconds=1), seed=seed)
+
+        rows = [o.row for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1,
+                                               grader=grader)]
+        batch.write_gradebook(tmp_path / "gradebook.csv", ["softmax"], rows)
+        assert [(r["student"], r["status"], r["softmax"]) for r in read_csv(tmp_path / "gradebook.csv")] == [
+            ("ann", "graded", "10"), ("ben", "syntax error", "0"), ("cy", "import failure", "0"),
+            ("dee", "timeout", "0"), ("eve", "empty", "0"), ("fay", "empty", "0")]
+        feedback = (tmp_path / "out" / "feedback" / "cy.txt").read_text()
+        assert "FAIL  attention.py raised ModuleNotFoundError while being imported on line 2" in feedback
+        assert "      2 | import no_such_module_here\n" in feedback

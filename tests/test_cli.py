@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -42,7 +43,10 @@ class TestGrade:
         result = cli("grade", str(EXERCISES))
         assert result.exit_code == 0
         assert "Score: 0/" in result.stdout
-        assert result.stdout.count("not implemented yet") == len(list((EXERCISES / "problems").glob("*.yaml")))
+        problems = len(list((EXERCISES / "problems").glob("*.yaml")))
+        unwrapped = re.sub(r"\n +", " ", result.stdout)
+        assert unwrapped.count("not implemented yet") == 2 * problems  # each problem, and its summary line
+        assert result.stdout.count("TODO  ") == 2 * problems + 1  # each problem twice, the unanswered quiz items once
         assert "Traceback" not in result.output
 
     def test_json_format(self, cli):
@@ -50,7 +54,7 @@ class TestGrade:
         result = cli("grade", str(SOLUTIONS / "attention.py"), "--format", "json")
         data = json.loads(result.stdout)
         assert result.exit_code == 0
-        assert data["score"] == data["max_score"]
+        assert data["score"] == data["max_score"] and data["status"] == "graded"
         assert all(c["status"] == "passed" for p in data["problems"] for c in p["cases"])
 
     def test_fail_under_exits_1_but_writes_report(self, cli, tmp_path):
@@ -118,10 +122,11 @@ class TestCheck:
         """The stubs fail every problem; exit 1."""
         result = cli("check", "attention_reading")
         assert result.exit_code == ExitCode.FAILED
-        assert "FAIL  attention_reading" in result.stdout and "not implemented yet" in result.stdout
+        assert "TODO  attention_reading: Reading values with one row of weights  [0/10]  not implemented yet" \
+            in result.stdout
 
-    def test_wrong_answer_shows_expected_got_and_hint(self, cli, write_submission):
-        """A public failure shows the inputs, expected vs got, and the first hint."""
+    def test_wrong_answer_shows_expected_got_and_mistake(self, cli, write_submission):
+        """A public failure shows the inputs, expected vs got, and the named mistake instead of the hint."""
         path = write_submission("""
             def count_routing_distributions(num_heads, d_v, num_queries=1):
                 return num_heads * d_v
@@ -130,7 +135,8 @@ class TestCheck:
         assert result.exit_code == ExitCode.FAILED
         assert "inputs: num_heads=1, d_v=128" in result.stdout
         assert "got 128, expected 1" in result.stdout
-        assert "hint: Softmax is applied once per query row" in result.stdout
+        assert "likely mistake (counts-heads-times-width): You multiply the heads by the value width." in result.stdout
+        assert "hint:" not in result.stdout  # the named mistake is the advice; the general hint would repeat it
 
     def test_unknown_problem_is_usage_error(self, cli):
         """Naming a problem that does not exist is exit 2 and lists the known ones."""

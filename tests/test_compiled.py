@@ -73,7 +73,9 @@ class TestSameGrades:
         assert comparable(again) == comparable(fresh)
         assert again.score == fresh.score
         if kind == "many bugs":
-            assert sum(bool(p.mistakes) for p in fresh.problems) >= 8
+            # a function calling the student's own broken softmax is pointed at it instead
+            assert sum(bool(p.mistakes) for p in fresh.problems) >= 7
+            assert sum("calls your" in p.message for p in fresh.problems) >= 2
             assert 0 < fresh.score < fresh.max_score
 
     def test_public_cases_only_for_check(self, tmp_path, cache):

@@ -1,4 +1,5 @@
-"""The Gradescope zip, unpacked into an /autograder-like folder, grades through run_autograder itself."""
+"""The Gradescope zip, unpacked into an /autograder-like folder: setup.sh builds the image with the
+network off, and run_autograder grades through it."""
 from __future__ import annotations
 
 import io
@@ -6,15 +7,18 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from grader.exports.gradescope import build
+from grader.exports import wheelhouse
+from grader.exports.gradescope import build as build_zip
 from grader.assignment.quiz import answer_key, answers_template
 from grader.assignment.variants import student_seed
 
+from ._install import clean_env
 from .conftest import EXERCISES, SOLUTIONS
 
 SECRET = "gradescope-course-secret"
@@ -22,25 +26,56 @@ STUB = '    raise NotImplementedError("not done")\n'
 DONE = ("softmax", "attention_reading", "count_routing_distributions", "split_heads", "merge_heads")
 
 
-def autograder(tmp_path: Path, assignment, secret: str | None) -> Path:
+PYTHON = wheelhouse.running_python()
+_WHEELS: dict[str, bytes] = {}
+
+
+def wheels() -> dict[str, bytes]:
+    """The dependency wheels for this Python, downloaded once per test run (pip's cache serves it)."""
+    if not _WHEELS:
+        _WHEELS.update(wheelhouse.download(PYTHON))
+    return _WHEELS
+
+
+def build(assignment, secret: str | None, python: str = PYTHON) -> bytes:
+    return build_zip(assignment, secret, wheels(), python)
+
+
+def autograder(tmp_path: Path, assignment, secret: str | None, python: str = PYTHON) -> Path:
     """Lay out $AUTOGRADER_ROOT with the zip unpacked into source/."""
     root = tmp_path / "autograder"
-    with zipfile.ZipFile(io.BytesIO(build(assignment, secret))) as archive:
+    with zipfile.ZipFile(io.BytesIO(build(assignment, secret, python))) as archive:
         archive.extractall(root / "source")
         names = archive.namelist()
-    assert {"setup.sh", "run_autograder", "pyproject.toml", "grader/attention/reference.py", "exercises/assignment.yaml"} <= set(names)
-    assert not any(n.startswith("solutions/") for n in names)
+    assert {"setup.sh", "run_autograder", "exercises/assignment.yaml", "wheels/mha_exercises-0.1.0-py3-none-any.whl"} \
+        <= set(names)
+    assert {n.split("/")[1].split("-")[0] for n in names if n.startswith("wheels/")} == \
+        {"mha_exercises", "numpy", "pyyaml", "click", "pip"}
+    assert not any(n.startswith(("solutions/", "grader/")) for n in names)
     (root / "submission").mkdir()
     return root
 
 
-def run_autograder(root: Path, files: dict[str, str], sid: str = "s1") -> dict:
+def setup_offline(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run setup.sh as Gradescope does when it builds the image, in a network namespace with no
+    network at all (so pip can reach no index), with this Python as the image's python3."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode:
+        pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
+    environment = clean_env(root.parent, AUTOGRADER_ROOT=str(root), MHA_PYTHON=sys.executable, **env)
+    return subprocess.run(["unshare", "--net", "bash", str(root / "source" / "setup.sh")], env=environment,
+                          capture_output=True, text=True, timeout=600)
+
+
+def run_autograder(root: Path, files: dict[str, str], sid: str = "s1", image: bool = False) -> dict:
+    """Grade `files` with run_autograder: with the image's own mha when `image`, else this checkout's."""
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
     (root / "submission_metadata.json").write_text(json.dumps(
         {"id": 7, "created_at": "2026-11-30T10:00:00", "assignment": {"total_points": 142},
          "users": [{"email": f"{sid}@example.edu", "name": "Student", "sid": sid}], "previous_submissions": []}))
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": shutil.which("mha")}
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root)}
+    if not image:
+        env["MHA_BIN"] = shutil.which("mha")
     env.pop("MHA_COURSE_SECRET", None)
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -66,6 +101,42 @@ def half_done() -> str:
         skipping = False
         out.append(line)
     return "".join(out)
+
+
+class TestOfflineImage:
+    def test_setup_builds_the_image_offline_and_grades_a_solution(self, tmp_path, assignment):
+        """setup.sh, with no network, installs everything from the zip's wheels and compiles the
+        assignment; run_autograder then gives a solution full marks with the image's own mha."""
+        root = autograder(tmp_path, assignment, secret=None)
+        done = setup_offline(root)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "compiled 11 problem(s)" in done.stdout
+        assert (root / "venv" / "bin" / "mha").is_file()
+        assert os.stat(root / "source").st_mode & 0o077 == 0  # the source is root-only afterwards
+        files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
+                 "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
+        result = run_autograder(root, files, image=True)
+        assert result["score"] == assignment.max_score == 142
+
+    def test_another_python_is_a_clear_error(self, tmp_path, assignment):
+        """Wheels for another Python version: setup.sh stops at once and says how to export again."""
+        other = "3.10" if PYTHON != "3.10" else "3.12"
+        root = autograder(tmp_path, assignment, secret=None, python=other)
+        done = setup_offline(root)
+        assert done.returncode == 1
+        assert f"the wheels in this autograder are for Python {other} on x86_64, but this image has {PYTHON}" \
+            in done.stderr
+        assert f"mha export gradescope --python {PYTHON} --out autograder.zip" in done.stderr
+        assert not (root / "venv").exists()
+
+    def test_setup_honours_autograder_root_and_needs_no_index(self, tmp_path, assignment):
+        """setup.sh names no /autograder path of its own, upgrades nothing, and installs --no-index."""
+        root = autograder(tmp_path, assignment, secret=None)
+        setup = (root / "source" / "setup.sh").read_text()
+        assert 'ROOT="${AUTOGRADER_ROOT:-/autograder}"' in setup
+        assert setup.count("/autograder") == 1
+        assert "--upgrade" not in setup and "--no-index --find-links" in setup
+        assert "numpy==" in setup and "mha-exercises==0.1.0" in setup
 
 
 class TestGradescopeZip:
@@ -106,3 +177,11 @@ class TestGradescopeZip:
     def test_zip_is_deterministic(self, assignment):
         """Two exports of the same assignment are byte-identical."""
         assert build(assignment, SECRET) == build(assignment, SECRET)
+
+
+def test_cli_refuses_a_python_that_is_not_a_version(cli, tmp_path):
+    """`--python three`: a usage error naming the expected form, and no zip."""
+    result = cli("export", "gradescope", "--out", str(tmp_path / "a.zip"), "--python", "three")
+    assert result.exit_code == 2
+    assert "--python must be a version like 3.11 (got 'three')" in result.stderr
+    assert not (tmp_path / "a.zip").exists()

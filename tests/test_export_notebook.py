@@ -8,20 +8,30 @@ import pytest
 
 from grader.errors import ExitCode
 from grader.exports import notebook as exporter
-from grader.grading.notebook import CHECK_TAG, definitions, extract_source
+from grader.grading.notebook import ANSWERS_TAG, CHECK_TAG, definitions, extract_answers, extract_source
 
 from ._submissions import solution_functions
 from .conftest import SOLUTIONS
 
 
-def _solved(text: str):
-    """The exported notebook (an nbformat node) with each stub cell replaced by the model answer."""
+def _key_lines() -> dict[str, str]:
+    """Each quiz item's line of the answer key, solutions/answers.yaml."""
+    return {line.split(":")[0]: line.split("#")[0].rstrip() for line in (SOLUTIONS / "answers.yaml").read_text().splitlines()
+            if line and not line.startswith("#") and ":" in line}
+
+
+def _solved(text: str, answers: bool = True):
+    """The exported notebook (an nbformat node) with each stub cell replaced by the model answer
+    and, with `answers`, each answer cell filled in with the key."""
     import nbformat
     nb = nbformat.reads(text, as_version=4)
     functions = solution_functions()
+    key = _key_lines()
     for cell in nb.cells:
         if cell.id.endswith("-code"):
             cell.source = functions[cell.id.removesuffix("-code")]
+        elif answers and cell.id.endswith("-answer"):
+            cell.source = key[cell.id.removesuffix("-answer")]
     return nb
 
 
@@ -37,6 +47,18 @@ class TestRender:
             check = cells[f"{problem.id}-check"]
             assert check["metadata"]["tags"] == [CHECK_TAG]
             assert f"check({problem.id!r})" in "".join(check["source"])
+
+    def test_each_quiz_item_has_its_question_and_a_tagged_answer_cell(self, assignment):
+        """Per quiz item: the prompt with its choices, then a raw answer cell `id: ` tagged mha-answers."""
+        nb = json.loads(exporter.render(assignment))
+        cells = {c["id"]: c for c in nb["cells"]}
+        for item in assignment.quiz.items:
+            question = "".join(cells[f"{item.id}-question"]["source"])
+            assert cells[f"{item.id}-question"]["cell_type"] == "markdown" and item.title in question
+            answer = cells[f"{item.id}-answer"]
+            assert answer["cell_type"] == "raw" and answer["metadata"]["tags"] == [ANSWERS_TAG]
+            assert "".join(answer["source"]) == f"{item.id}: "
+        assert "**b)**" in "".join(cells["pruning-question"]["source"])
 
     def test_render_is_deterministic(self, assignment):
         """The same assignment gives byte-identical notebooks (cell ids are not random)."""
@@ -59,13 +81,20 @@ class TestDefinitions:
         """%%timeit and the like make the whole cell non-Python."""
         assert definitions("%%timeit\nsoftmax(1)") == ""
 
-    def test_not_a_notebook_is_a_usage_error(self, cli, tmp_path):
-        """A .ipynb that is not JSON is exit 2 with a message naming the file."""
+    def test_not_a_notebook_costs_the_problems(self, cli, tmp_path):
+        """A .ipynb that is not JSON is graded (exit 0): every problem 0, saying why; the quiz still counts."""
         path = tmp_path / "attention.ipynb"
         path.write_text("{not json")
-        result = cli("grade", str(path))
-        assert result.exit_code == ExitCode.USAGE
-        assert f"{path}: not a Jupyter notebook" in result.stderr
+        (tmp_path / "answers.yaml").write_text("pruning: a\n")
+        result = cli("grade", str(path), "--format", "json")
+        assert result.exit_code == ExitCode.OK, result.output
+        data = json.loads(result.stdout)
+        problems = [p for p in data["problems"] if p["cases"][0]["name"] != "answer"]
+        assert problems and {p["score"] for p in problems} == {0}
+        assert {p["message"] for p in problems} == {"attention.ipynb: not a Jupyter notebook (the notebook is not "
+                                                    "valid JSON (Expecting property name enclosed in double quotes: "
+                                                    "line 1 column 2 (char 1)))"}
+        assert next(p for p in data["problems"] if p["id"] == "pruning")["score"] > 0
 
 
 @pytest.mark.slow
@@ -81,8 +110,10 @@ class TestSolvedNotebook:
         checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
         assert len(checks) == len(assignment.problems)
         for cell, problem in zip(checks, assignment.problems):
-            text = "".join(o.get("text", "") for o in cell.outputs)
+            text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
             assert f"PASS  {problem.id}:" in text and "FAIL" not in text, text
+            html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+            assert html.startswith('<div class="mha-report"') and f"PASS  {problem.id}:" in html
         path = tmp_path / "attention.ipynb"
         nbformat.write(nb, path)
         shutil.copy(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")
@@ -98,8 +129,8 @@ class TestSolvedNotebook:
         source = extract_source(path)
         assert "def softmax(scores):" in source and "check(" not in source
         from grader.grading.grade import grade
-        from grader.grading.submission import resolve_submission
-        result = grade(assignment, resolve_submission(path), problem_ids=[p.id for p in assignment.problems])
+        from grader.grading.submission import read_submission
+        result = grade(assignment, read_submission(path), problem_ids=[p.id for p in assignment.problems])
         assert result.score == 0
         assert all(p.message == "not implemented yet" for p in result.problems)
 
@@ -110,6 +141,30 @@ def test_cli_writes_the_notebook(cli, tmp_path):
     result = cli("export", "notebook", "--out", str(out))
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["nbformat"] == 4
+
+
+def test_notebook_alone_earns_its_quiz_points(assignment, cli, tmp_path):
+    """A notebook with its answer cells filled in and no answers.yaml anywhere: full marks, quiz included."""
+    import nbformat
+    folder = tmp_path / "only"
+    folder.mkdir()
+    nbformat.write(_solved(exporter.render(assignment)), folder / "attention.ipynb")
+    assert "pruning: " in extract_answers(folder / "attention.ipynb")
+    result = cli("grade", str(folder / "attention.ipynb"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["score"] == data["max_score"] == assignment.max_score
+
+
+def test_blank_answer_cells_score_no_quiz_points(assignment, cli, tmp_path):
+    """The answer cells as exported (blank): the problems still count, every quiz item is 0."""
+    import nbformat
+    nbformat.write(_solved(exporter.render(assignment), answers=False), tmp_path / "attention.ipynb")
+    shutil.copyfile(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")  # cells win over a file beside
+    result = cli("grade", str(tmp_path / "attention.ipynb"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["score"] == sum(p.points for p in assignment.problems)
 
 
 def test_folder_holding_only_a_notebook_is_graded(assignment, cli, tmp_path):

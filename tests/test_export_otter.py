@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from grader.exports import otter as exporter
 from grader.exports.otter_checks import check_case, plain
 
+from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES
 
 BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount in parameter_count
@@ -24,10 +26,33 @@ BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount
 }
 
 
-def _otter(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
-    return subprocess.Popen([sys.executable, "-m", "otter", *args], cwd=cwd, env=env,
+def _otter(*args: str, cwd: Path, python: Path | None = None, env: dict | None = None) -> subprocess.Popen:
+    env = env or {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    return subprocess.Popen([str(python or sys.executable), "-m", "otter", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def declared_environment(zip_path: Path, tmp: Path) -> tuple[Path, dict]:
+    """A fresh venv built from what the autograder zip declares (environment.yml's pip list, run
+    from the unpacked zip as its setup does): the export's requirements are installed by pip;
+    otter-grader itself (otter's own line) and third-party packages come from this environment
+    by links, never this checkout or its grader (tests/_install.py)."""
+    import yaml
+    import zipfile
+    image = tmp / "image"
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(image)
+    environment = yaml.safe_load((image / "environment.yml").read_text())
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict) and "pip" in d)
+    declared = [line for line in pip if not line.startswith("otter-grader")]
+    assert any(line.startswith("./files/mha_exercises-") for line in declared), pip
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
+    env = clean_env(tmp)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *declared], cwd=image, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, env
 
 
 def _wait(process: subprocess.Popen) -> str:
@@ -45,7 +70,8 @@ def _buggy(notebook: str) -> str:
 
 @pytest.fixture(scope="module")
 def otter_run(tmp_path_factory):
-    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook."""
+    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook,
+    in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES, no checkout)."""
     from click.testing import CliRunner
     from grader.cli.commands import main
     tmp = tmp_path_factory.mktemp("otter")
@@ -54,18 +80,43 @@ def otter_run(tmp_path_factory):
     assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
     assert "All autograder tests passed" in assign
     autograder = tmp / "dist" / "autograder"
-    _wait(_otter("generate", "-o", "autograder.zip", cwd=autograder))
+    wheel, = autograder.glob("mha_exercises-*.whl")  # the config's autograder_files, copied by otter assign
+    _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
+    python, env = declared_environment(autograder / "autograder.zip", tmp)
+    student_python, student_env = student_environment(tmp / "dist" / "student", tmp / "student-env")
+    checks = {}
+    for name, text in (("correct", solved), ("buggy", _buggy(solved))):
+        folder = tmp / f"student-{name}"
+        shutil.copytree(tmp / "dist" / "student" / "tests", folder / "tests")
+        (folder / exporter.NOTEBOOK_NAME).write_text(text)
+        checks[name] = _otter("check", exporter.NOTEBOOK_NAME, "-t", "tests", cwd=folder, python=student_python,
+                              env=student_env)
     runs = {}
     for name, text in (("correct", solved), ("buggy", _buggy(solved))):
         folder = tmp / name
         (folder / "out").mkdir(parents=True)
         (folder / exporter.NOTEBOOK_NAME).write_text(text)
         runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
-                                     exporter.NOTEBOOK_NAME, cwd=folder))
+                                     exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
     for folder, process in runs.values():
         _wait(process)
-    return {name: folder for name, (folder, _) in runs.items()}, tmp
+    student_checks = {name: process.communicate(timeout=300)[0] for name, process in checks.items()}
+    return {name: folder for name, (folder, _) in runs.items()}, tmp, student_checks
+
+
+def student_environment(student: Path, tmp: Path) -> tuple[Path, dict]:
+    """A fresh venv with what otter assign gives students: the student wheel beside the notebook
+    (otter-grader and third-party packages linked from this environment, never this grader)."""
+    wheel, = student.glob("mha_exercises_student-*.whl")
+    assert not list(student.glob("mha_exercises-*.whl"))  # the full grader stays with the autograder
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
+    env = clean_env(tmp)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", str(wheel)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, env
 
 
 def _otter_scores(folder: Path) -> dict[str, float]:
@@ -85,7 +136,7 @@ class TestOtterRun:
     @pytest.mark.parametrize("submission", ["correct", "buggy"])
     def test_per_problem_scores_equal_mha_grade(self, otter_run, cli, assignment, submission):
         """otter's score for every problem is mha grade's score for the same notebook."""
-        folders, _ = otter_run
+        folders, _, _ = otter_run
         ids = [p.id for p in assignment.problems]
         otter_scores = _otter_scores(folders[submission])
         mha_scores = _mha_scores(cli, folders[submission] / exporter.NOTEBOOK_NAME, ids)
@@ -101,11 +152,32 @@ class TestOtterRun:
     @pytest.mark.slow
     def test_hidden_cases_are_hidden_in_the_student_tests(self, otter_run, assignment):
         """otter assign keeps hidden cases out of the student's copy of the tests."""
-        _, tmp = otter_run
+        _, tmp, _ = otter_run
         source = (tmp / "dist" / "student" / "tests" / "softmax.py").read_text()
         public = [c.name for c in assignment.problem("softmax").cases if not c.hidden]
         assert source.count("@test_case(") == len(public)
         assert "hidden=True" not in source
+
+
+class TestStudentChecks:
+    @pytest.mark.slow
+    def test_students_check_on_precomputed_public_cases(self, otter_run, assignment):
+        """`otter check` with only the student wheel: a correct notebook passes every public test,
+        a buggy one fails softmax's; that wheel has no reference, no loader and no hidden case."""
+        _, tmp, checks = otter_run
+        assert "All tests passed!" in checks["correct"], checks["correct"][-3000:]
+        assert "softmax results:" in checks["buggy"] and "All tests passed!" not in checks["buggy"]
+        python = tmp / "student-env" / "venv" / "bin" / "python"
+        probe = subprocess.run([str(python), "-c", "import importlib.util as u, grader, pathlib; "
+                                "print([m for m in ('grader.attention.reference', 'grader.attention.mistakes', "
+                                "'grader.assignment.loader', 'grader.assignment.quiz') if u.find_spec(m)]); "
+                                "print(pathlib.Path(grader.__file__).parent)"],
+                               capture_output=True, text=True, timeout=60, cwd=tmp)
+        found, location = probe.stdout.splitlines()
+        assert found == "[]" and "student-env/venv" in location
+        fixtures = json.loads((Path(location) / "_fixtures" / "default.json").read_text())
+        hidden = sum(c.hidden for p in assignment.problems for c in p.cases)
+        assert hidden and all(c["visibility"] == "public" for p in fixtures["problems"] for c in p["cases"])
 
 
 class TestTestFiles:

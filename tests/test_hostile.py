@@ -85,7 +85,8 @@ HOSTILES = (
     Hostile("fork_children"),
     Hostile("daemon"),
     Hostile("fork_bomb", loses=(PS,), says=("timed out",), alone=True),
-    Hostile("output_flood", loses=(AR,), says=("timed out", "your code printed:", "| flood flood")),
+    # attention_reading has hidden cases, so what it printed is not shown (tests/test_leaks.py)
+    Hostile("output_flood", loses=(AR,), says=("timed out",)),
     Hostile("fake_results", loses=(AR,), root_only=True),
     Hostile("eq_always_true", loses=(AR,), says=("wrong type",)),
     Hostile("array_raises", loses=(AR,), says=("RuntimeError: no array for you",)),

@@ -10,6 +10,7 @@ from grader.attention import mistakes
 
 from grader.attention import reference
 from grader.grading.checks import check
+from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge, prepare
 from grader.assignment.model import Mistake
 from grader.grading.results import CaseStatus
@@ -176,6 +177,50 @@ BUGS = [
             W_Q[:, 0], W_K[0, 0] = 2.0, 1.0
             return W_Q, W_K
     """),
+    # --- issue 14: bugs found in real submissions ---
+    Bug("softmax", "softmax-global-max", """
+        def softmax(scores):
+            x = np.asarray(scores, dtype=float)
+            e = np.exp(x - x.max())
+            return e / e.sum(axis=-1, keepdims=True)
+    """),
+    Bug("multi_head_attention", "mha-split-without-transpose", f"""
+        {_MHA}
+            n, d_model = X.shape
+            d_k = d_model // num_heads
+            Q, K, V = ((X @ W).reshape(num_heads, n, d_k) for W in (W_Q, W_K, W_V))
+            scores = Q @ K.transpose(0, 2, 1) / math.sqrt(d_k)
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return merge_heads(weights @ V) @ W_O, weights
+    """),
+    Bug("multi_head_attention", "mha-softmax-shared-across-heads", f"""
+        {_MHA}
+            Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+            scores = Q @ K.transpose(0, 2, 1) / math.sqrt(Q.shape[-1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            e = np.exp(scores - scores.max(axis=(0, 2), keepdims=True))
+            weights = e / e.sum(axis=(0, 2), keepdims=True)   # one budget per query, over every head
+            return merge_heads(weights @ V) @ W_O, weights
+    """),
+    Bug("previous_token_head", "previous-head-attends-to-next", """
+        def previous_token_head(seq_len):
+            return 50.0 * np.eye(seq_len), np.eye(seq_len, k=-1)
+    """),
+    Bug("split_heads", "assert-instead-of-raise", """
+        def split_heads(X, num_heads):
+            n, d_model = X.shape
+            assert d_model % num_heads == 0, "d_model must be divisible by num_heads"
+            return X.reshape(n, num_heads, d_model // num_heads).transpose(1, 0, 2)
+    """),
+    Bug("softmax", "float16-answer", """
+        def softmax(scores):
+            x = np.asarray(scores, dtype=np.float64)
+            e = np.exp(x - x.max(axis=-1, keepdims=True))
+            return (e / e.sum(axis=-1, keepdims=True)).astype(np.float16)
+    """),
 ]
 
 
@@ -188,20 +233,25 @@ def buggy_submission(bug: Bug) -> str:
 def test_buggy_submission_is_told_its_mistake(assignment, write_submission, bug):
     """The bug costs points on its problem and is named, with its message, on hidden cases too."""
     result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
-    message = next(m.message for m in assignment.problem(bug.problem).mistakes if m.id == bug.mistake)
+    message = next(m.message for m in (*assignment.problem(bug.problem).mistakes, *GENERIC_MISTAKES)
+                   if m.id == bug.mistake)
     named = [case for case in result.cases if case.mistake == bug.mistake]
     assert result.score < result.max_score
     assert named, f"{bug.mistake} was never named; cases named {[c.mistake for c in result.cases]}"
     assert all(case.mistake_message == message for case in named)
+    assert result.mistakes == (bug.mistake,), f"told {result.mistakes}"
     hidden = [case for case in named if case.hidden]
     assert hidden, f"{bug.mistake} is named on public cases only"
     assert all(case.detail == "" and case.inputs == "" for case in hidden)
 
 
 def test_every_declared_mistake_has_a_buggy_submission(assignment):
-    """Each mistake of every problem file is exercised by exactly one bug above."""
+    """Each mistake of every problem file, and each mistake the grader recognizes in any problem
+    (assert for ValueError, float16), is exercised by exactly one bug above."""
+    generic = {m.id for m in GENERIC_MISTAKES}
     declared = sorted((p.id, m.id) for p in assignment.problems for m in p.mistakes)
-    assert sorted((bug.problem, bug.mistake) for bug in BUGS) == declared
+    assert sorted((bug.problem, bug.mistake) for bug in BUGS if bug.mistake not in generic) == declared
+    assert sorted(bug.mistake for bug in BUGS if bug.mistake in generic) == sorted(generic)
 
 
 class TestJudge:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 import time
@@ -325,11 +326,13 @@ class TestGradeQuiz:
         assert outcome.messages == ("answers.yaml:2: unknown quiz item 'widen_value' (did you mean 'widen_values'?)",)
 
     def test_hidden_items_are_only_checked_for_form_without_include_hidden(self, quiz, tmp_path):
-        """`mha check` mode: a hidden item's well-formed answer is 'recorded', right or wrong; a bad form is still an error."""
+        """`mha check` mode: a hidden item's well-formed answer is 'recorded' (never passed, never in the
+        score), right or wrong; a bad form is still an error."""
         right = graded(quiz, tmp_path, "two_relations: c\n", include_hidden=False)["two_relations"]
         wrong = graded(quiz, tmp_path, "two_relations: a\n", include_hidden=False)["two_relations"]
         for result in (right, wrong):
-            assert result.passed and result.cases[0].name == "answer format" and not result.cases[0].hidden
+            assert result.cases[0].status is CaseStatus.RECORDED and not result.passed and not result.counted
+            assert result.cases[0].name == "answer format" and not result.cases[0].hidden
             assert result.message == "answer recorded; this hidden item is graded by `mha grade`"
         bad = graded(quiz, tmp_path, "two_relations: [c]\n", include_hidden=False)["two_relations"].cases[0]
         assert bad.status is CaseStatus.ERROR
@@ -364,7 +367,10 @@ class TestGradingAndCommands:
         result = cli("grade", str(EXERCISES))
         assert result.exit_code == 0
         assert "Score: 0/" in result.stdout
-        assert result.stdout.count("answer: not answered yet") == len(load_assignment(EXERCISES).quiz.items)
+        items = load_assignment(EXERCISES).quiz.items
+        assert result.stdout.count("not answered yet") == 1  # every item on one line
+        assert f"not answered yet, 0 of {sum(i.points for i in items):g} points: " + ", ".join(i.id for i in items) \
+            in re.sub(r"\n +", " ", result.stdout)
 
     def test_gradescope_tags_name_the_misconception(self, cli, tmp_path):
         """A wrong choice's mistake id becomes a Gradescope tag of the quiz item's test."""
@@ -383,13 +389,17 @@ class TestGradingAndCommands:
         assert result.exit_code == ExitCode.FAILED
         assert "FAIL  pruning: Pruning heads  [0/1]" in result.stdout
         assert "likely mistake (pruning_means_useless): Too strong." in result.stdout
+        assert "Score: 0/1 (0%)" in result.stdout
         assert "softmax" not in result.stdout
 
     def test_check_solutions_records_hidden_items(self, cli):
         """`mha check` on the model answers passes and says hidden items are only recorded."""
         result = cli("check", "--path", str(SOLUTIONS / "attention.py"))
+        hidden = [i for i in load_assignment(EXERCISES).quiz.items if i.hidden]
         assert result.exit_code == 0
-        assert result.stdout.count("answer recorded") == sum(i.hidden for i in load_assignment(EXERCISES).quiz.items)
+        assert "Recorded, graded later by `mha grade` (hidden items): " + ", ".join(i.id for i in hidden) \
+            in re.sub(r"\n +", " ", result.stdout)
+        assert "PASS  two_relations" not in result.stdout and f"{len(hidden)} hidden quiz item(s)" in result.stdout
 
     def test_show_renders_a_quiz_item(self, cli, quiz):
         """`mha show ITEM` prints the prompt with the default seed's numbers, the choices and how to answer."""

@@ -178,6 +178,16 @@ class TestStudentBundle:
                                 capture_output=True, text=True, env=env)
         assert solved.returncode == 0, solved.stdout[-3000:] + solved.stderr[-2000:]
         assert "Score: 142/142 (100%)" in solved.stdout or re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout)
+        broken = work / "broken" / "attention.py"  # a wrong-axis softmax: named, and its caller points at it
+        broken.parent.mkdir()
+        broken.write_text((SOLUTIONS / "attention.py").read_text() + "\n\ndef softmax(scores):\n"
+                          "    e = np.exp(scores - scores.max(axis=0, keepdims=True))\n"
+                          "    return e / e.sum(axis=0, keepdims=True)\n")
+        told = subprocess.run([mha, "check", "--path", str(broken), "softmax", "scaled_dot_product_attention"],
+                              cwd=student, capture_output=True, text=True, env=env)
+        assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout, told.stdout[-3000:]
+        assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
+        assert "attention-softmax-over-queries" not in told.stdout
         own = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(work / "attention.py"),
                               "count_routing_distributions"], cwd=student, capture_output=True, text=True, env=env)
         assert own.returncode == 0, own.stdout[-2000:]

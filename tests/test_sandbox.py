@@ -123,7 +123,7 @@ def test_reports_do_not_show_the_sandbox_folder(assignment, write_submission):
     """Paths inside the session's temporary folder are reported relative to it: stable across runs."""
     path = write_submission('import sys\ndef softmax(scores):\n    print(__file__, file=sys.stderr)\n'
                             '    raise ValueError(__file__)\n')
-    problem = grade(assignment, path, problem_ids=["softmax"]).problems[0]
+    problem = grade(assignment, path, problem_ids=["softmax"], include_hidden=False).problems[0]  # output shown
     assert problem.cases[0].summary == "raised ValueError at line 4: attention.py"
     assert problem.stdout.splitlines()[0] == "attention.py"
     assert "mha-run-" not in problem.stdout + "".join(c.summary for c in problem.cases)
@@ -153,11 +153,12 @@ class TestNextProblemSentAhead:
         ids = ["softmax", "attention_reading", "count_routing_distributions"]
         outputs = []
         for _ in range(3):
-            problems = by_id(grade(assignment, path, problem_ids=ids))
+            # public cases only: what a problem with hidden cases printed is not shown
+            problems = by_id(grade(assignment, path, problem_ids=ids, include_hidden=False))
             assert all(p.score == p.max_score for p in problems.values())
             outputs.append({i: problems[i].stdout for i in ids})
-        softmax_cases = len(assignment.problem("softmax").cases)
-        count_cases = len(assignment.problem("count_routing_distributions").cases)
+        softmax_cases = len(assignment.problem("softmax").visible_cases(False))
+        count_cases = len(assignment.problem("count_routing_distributions").visible_cases(False))
         assert outputs[0] == {"softmax": "from softmax\n" * softmax_cases, "attention_reading": "",
                               "count_routing_distributions": "from count\n" * count_cases}
         assert outputs[1] == outputs[0] and outputs[2] == outputs[0]

@@ -20,6 +20,8 @@ CORRECT = {
     "correct_einsum.py": ARRAYS,
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
+    # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
+    "correct_future_float32.py": [p for p in ARRAYS if p != "attention_reading"] + HEADS + ["parameter_count"],
 }
 
 

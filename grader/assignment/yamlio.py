@@ -63,7 +63,20 @@ def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> YList:
     return result
 
 
+MAX_INT_CHARS = 40  # an integer written longer stays text: int() of 4,300 digits fails, and is slow well before
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode):
+    """A YAML integer, or its text when it is too long to be a sensible number (student data:
+    `answer: 1111...` with 5,000 digits must cost that answer, not crash the grader)."""
+    text = loader.construct_scalar(node)
+    if len(text.replace("_", "").lstrip("+-")) > MAX_INT_CHARS:
+        return text
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
 for _cls in (_Loader, _FastLoader):
+    _cls.add_constructor("tag:yaml.org,2002:int", _construct_int)
     # YAML 1.1 (PyYAML) reads 1e-6 as a string; instructors write tolerances that way, so accept it.
     _cls.add_implicit_resolver(
         "tag:yaml.org,2002:float",

@@ -63,3 +63,30 @@ def sink_head_too_soft(args, got) -> bool:
     weights = _head_weights(args, got)
     rows = np.arange(1, len(weights))
     return _favours(weights, rows, np.zeros_like(rows))
+
+
+# --- diagnoses of issue 14 -------------------------------------------------------------------
+
+@detector
+def head_attends_to_next(args, got) -> bool:
+    """Every query's best-matching key is the next position, which the causal mask hides (for
+    example W_K = np.eye(T, k=-1)): the visible scores are all equal and each row is uniform."""
+    W_Q, W_K = (np.asarray(m, dtype=np.float64) for m in got)
+    scores = W_Q @ W_K.T  # (query, key), before the mask
+    rows = np.arange(len(scores) - 1)
+    return bool(rows.size) and _favours(scores, rows, rows + 1)
+
+
+@detector
+def parameter_count_grows_with_heads(args, got) -> bool:
+    """A count that gives three or all four projections a full d_model x d_model matrix per head
+    (biases per head or shared): any count of that family, which grows with the number of heads."""
+    d, h = int(args[0]), int(args[1])
+    bias = bool(args[2]) if len(args) > 2 else True
+    if h < 2 or isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)):
+        return False
+    counts = set()
+    for per_head in (3, 4):
+        weights = per_head * h * d * d + (4 - per_head) * d * d
+        counts.update({weights + 4 * d, weights + per_head * h * d + (4 - per_head) * d} if bias else {weights})
+    return got in counts

@@ -1,11 +1,12 @@
 """Known-wrong answers: each one is a misconception a student may hold.
 
-A problem file names one under `mistakes:` (key `variant`). When a case fails, the grader asks
-each named mistake whether it explains the student's answer:
+A problem file names one under `mistakes:` (key `variant`). When a problem fails, the grader
+weighs each named mistake against all its cases together (grader/grading/diagnosis.py):
 
 - a **variant** (`@variant`) has the signature of the function it imitates and computes the
   wrong answer; it explains an answer that matches it, on a case where it differs from the
-  right one;
+  right one (it raises on inputs where the mistake cannot be told apart, e.g. averaged heads
+  when there is one head);
 - a **detector** (`@detector`) is a predicate `(args, got) -> bool` for mistakes that are
   easier to recognize in the answer than to reproduce, such as a designed head that looks at
   the wrong position.
@@ -154,9 +155,17 @@ def mha_without_output_projection(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return ref.multi_head_attention(X, W_Q, W_K, W_V, np.eye(X.shape[1]), num_heads, mask)
 
 
+def _several_heads(num_heads: int) -> None:
+    """With one head, one wide head and averaged heads are the right computation with the head
+    axis dropped: neither mistake can be told apart there, so it names nothing."""
+    if num_heads < 2:
+        raise ValueError("indistinguishable with one head")
+
+
 @variant
 def mha_one_wide_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Runs one head over the full width and returns its single (n, n) pattern."""
+    _several_heads(num_heads)
     output, weights = ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, 1, mask)
     return output, weights[0]
 
@@ -164,6 +173,7 @@ def mha_one_wide_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
 @variant
 def mha_weights_averaged(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Returns the mean of the heads' patterns, shape (n, n), instead of each head's own."""
+    _several_heads(num_heads)
     output, weights = ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask)
     return output, weights.mean(axis=0)
 
@@ -194,12 +204,6 @@ def _matrix(d_model: int, bias: bool) -> int:
 
 
 @variant
-def parameter_count_full_width_heads(d_model, num_heads, bias=True):
-    """Gives every head its own full d_model x d_model W_Q, W_K, W_V, so the count grows with h."""
-    return 3 * num_heads * _matrix(d_model, bias) + _matrix(d_model, bias)
-
-
-@variant
 def parameter_count_without_output_projection(d_model, num_heads, bias=True):
     """Counts W_Q, W_K, W_V (and their biases) but not W_O."""
     return 3 * _matrix(d_model, bias)
@@ -209,3 +213,43 @@ def parameter_count_without_output_projection(d_model, num_heads, bias=True):
 def parameter_count_without_biases(d_model, num_heads, bias=True):
     """Counts the four weight matrices and never the biases."""
     return 4 * _matrix(d_model, bias=False)
+
+
+# --- diagnoses of issue 14: bugs found in real submissions ------------------------------------
+
+@variant
+def softmax_global_max(scores):
+    """Subtracts the largest score of the whole array (no axis): a row far below it underflows, 0 / 0."""
+    x = np.asarray(scores, dtype=np.float64)
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _heads(X, W_Q, W_K, W_V, num_heads, split=ref.split_heads):
+    return (split(X @ W, num_heads) for W in (W_Q, W_K, W_V))  # each (h, n, d_k)
+
+
+def _reshape_split(X, num_heads):
+    n, d_model = X.shape
+    return X.reshape(num_heads, n, d_model // num_heads)  # (h, n, d_k) in memory order: no transpose
+
+
+@variant
+def mha_split_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Splits the projections by reshaping (n, d_model) straight to (h, n, d_k)."""
+    q, k, v = _heads(X, W_Q, W_K, W_V, num_heads, split=_reshape_split)
+    heads, weights = _read(q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1]), v, mask)
+    return ref.merge_heads(heads) @ W_O, weights
+
+
+@variant
+def mha_softmax_shared_across_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """One softmax per query over every head's keys together: the heads share one budget."""
+    q, k, v = _heads(X, W_Q, W_K, W_V, num_heads)
+    scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])      # (h, n, n)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    h, n, m = scores.shape
+    joint = ref.softmax(scores.transpose(1, 0, 2).reshape(n, h * m))  # (n, h * m): one row per query
+    weights = joint.reshape(n, h, m).transpose(1, 0, 2)               # (h, n, m), rows sum to < 1
+    return ref.merge_heads(weights @ v) @ W_O, weights

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 UPPER_LOWER = 0.27  # Kelley's 27% groups for the upper-lower discrimination index
+SMALL_CLASS = 30    # below this many students, discrimination and item-rest figures are rough
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class StudentRow:
     student: str
     scores: Mapping[str, float]            # item id -> points earned
     mistakes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # item id -> mistake ids
-    status: str = "graded"                 # graded | empty | error
+    status: str = "graded"                 # graded | syntax error | import failure | timeout | empty | error
 
 
 @dataclass(frozen=True)
@@ -85,3 +86,28 @@ def analyse(rows: Sequence[StudentRow], max_scores: Mapping[str, float]) -> Anal
     return Analysis(students=len(rows), max_total=sum(max_scores.values()),
                     mean_total=round(sum(totals) / len(rows), 4) if rows else 0.0, totals=tuple(totals),
                     items=tuple(stats), mistakes=mistakes)
+
+
+def flag(item: ItemStats, students: int) -> str:
+    """A note on an item that tells nothing about who learned what: everybody or nobody got it."""
+    if not students:
+        return ""
+    if item.full_marks == students:
+        return "everybody full marks"
+    if item.zero == students:
+        return "nobody scored"
+    return ""
+
+
+def mistake_messages(assignment) -> dict[tuple[str, str], str]:
+    """(item id, mistake id) -> the message a student is told, for every named mistake of the
+    assignment: each problem's `mistakes`, each quiz choice's and known-wrong value's feedback."""
+    messages: dict[tuple[str, str], str] = {}
+    for problem in assignment.problems:
+        for mistake in problem.mistakes:
+            messages[(problem.id, mistake.id)] = mistake.message
+    for item in assignment.quiz.items if assignment.quiz else ():
+        for source in (*item.choices, *item.wrong):
+            if source.mistake:
+                messages.setdefault((item.id, source.mistake), source.feedback)
+    return messages

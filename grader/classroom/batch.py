@@ -8,9 +8,10 @@ Layouts understood:
 - Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
   submission; the student id is the first submitter's sid (else email, else name).
 
-A file that is a link to somewhere outside the student's folder is not read (it could point
-at the solutions). Only small per-student rows are kept in memory; results go to disk as they
-come.
+Every file is read as `mha grade` reads it (grader.grading.student_files): a link, a FIFO or a
+device is never read, nor is a student folder that is a link; a student's files are read once,
+when their turn comes, and what is graded is what is hashed. Only small per-student rows are
+kept in memory; results go to disk as they come.
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
-import shutil
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -31,19 +32,24 @@ import yaml
 
 from .. import __version__
 from .analysis import StudentRow
-from ..grading.answers import ANSWERS_NAME
+from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..errors import SubmissionError
 from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
 from ..paths import SUBMISSION_NAME, write_atomically
-from ..grading.results import GradeResult
+from ..grading.results import GradeResult, Status
+from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
+from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 
-__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "GRADED", "EMPTY", "ERROR"]
+__all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
+           "ERROR"]
 
 RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
 GRADESCOPE_METADATA = "submission_metadata.yml"
-FORMAT_VERSION = 2
-GRADED, EMPTY, ERROR = "graded", "empty", "error"  # a student's status in the gradebook
+FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, timeout...)
+# a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
+STATUSES = tuple(s.value for s in Status)
+GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
 
 Grader = Callable[[Assignment, Path, int], GradeResult]
 
@@ -57,6 +63,7 @@ class Submission:
     source: Path | None      # attention.py (None: nothing to run)
     answers: Path | None     # answers.yaml, if any
     note: str = ""           # why there is nothing to run, shown in the feedback
+    root: Path | None = None  # the folder of the class (the user's); below it, nothing is followed
 
     @property
     def key(self) -> str:
@@ -80,26 +87,49 @@ class Outcome:
 
 # ---------------------------------------------------------------- finding submissions
 
-def _inside(path: Path, folder: Path) -> bool:
-    """A regular file whose real location is inside `folder`."""
+def _kind(path: Path) -> str | None:
+    """None for a regular file; 'missing', 'a link', 'a folder'... (never followed)."""
+    return entry_kind(None, path)
+
+
+def _in_folder(student: str, folder: Path, root: Path) -> Submission:
+    """The files in a student's folder: attention.py in it or in one real sub-folder (no link)."""
+    entries = sorted(folder.iterdir())
+    places = [folder] + [e for e in entries if _kind(e) == "a folder"]
+    where = next((p for p in places if _kind(p / SUBMISSION_NAME) != "missing"), None)
+    answers = (where or folder) / ANSWERS_NAME
+    answers = None if _kind(answers) == "missing" else answers  # any other kind: refused when read
+    if where is None:
+        seen = [e.name for e in entries][:8]
+        note = f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})"
+        return Submission(student, folder, None, answers, note, root)
+    source, kind = where / SUBMISSION_NAME, _kind(where / SUBMISSION_NAME)
+    if kind is not None:
+        note = refusal(source.relative_to(folder).as_posix(), kind)
+        return Submission(student, folder, None, answers, note, root)
+    return Submission(student, folder, source, answers, "", root)
+
+
+def read_files(submission: Submission) -> SubmissionFiles:
+    """The student's attention.py and answers.yaml, read once (grader.grading.student_files):
+    the class folder is the user's; below it no link is followed, so nothing outside the
+    student's folder is read."""
+    none = StudentFile(SUBMISSION_NAME), StudentFile(ANSWERS_NAME)
+    place = submission.source or submission.answers
+    if place is None:
+        return SubmissionFiles(*none, submission.student)
+    root = submission.root or submission.folder
+    fd = open_folder(root, follow=True)
     try:
-        return path.is_file() and path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # unreadable, or a loop of links
-        return False
-
-
-def _in_folder(student: str, folder: Path) -> Submission:
-    sources = [folder / SUBMISSION_NAME] + sorted(folder.glob(f"*/{SUBMISSION_NAME}"))
-    source = next((s for s in sources if _inside(s, folder)), None)
-    answers = (source.parent if source else folder) / ANSWERS_NAME
-    answers = answers if _inside(answers, folder) else None
-    note = ""
-    if source is None:
-        links = [s.relative_to(folder).as_posix() for s in sources if s.is_file()]
-        seen = sorted(p.name for p in folder.iterdir())[:8] if folder.is_dir() else []
-        note = (f"{links[0]} links to a file outside the submission: it was not read" if links
-                else f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})")
-    return Submission(student, folder, source, answers, note)
+        for part in place.parent.relative_to(root).parts:
+            inner = open_folder(part, fd)
+            os.close(fd)
+            fd = inner
+        source = read_student_file(fd, place.name, SOURCE_BYTES) if submission.source else none[0]
+        answers = read_student_file(fd, ANSWERS_NAME, ANSWERS_BYTES) if submission.answers else none[1]
+    finally:
+        os.close(fd)
+    return SubmissionFiles(source, answers, submission.student)
 
 
 class _MetadataLoader(yaml.SafeLoader):
@@ -144,8 +174,8 @@ def _gradescope(root: Path, metadata: Path) -> list[Submission]:
     found = []
     for name, entry in data.items():
         folder, student = root / str(name), _gradescope_student(entry, str(name))
-        if Path(str(name)).name == str(name) and folder.is_dir():
-            found.append(_in_folder(student, folder))
+        if Path(str(name)).name == str(name) and str(name) not in (".", "..") and _kind(folder) == "a folder":
+            found.append(_in_folder(student, folder, root))
         else:
             found.append(Submission(student, root, None, None, f"the export has no folder {str(name)!r}"))
     return found
@@ -157,10 +187,13 @@ def _folders(root: Path, exclude: Path | None) -> list[Submission]:
     for entry in sorted(root.iterdir()):
         if entry.name.startswith((".", "_")) or (skip and entry.resolve() == skip):
             continue
-        if entry.is_dir():
-            found.append(_in_folder(entry.name, entry))
-        elif entry.suffix == ".py" and _inside(entry, root):
-            found.append(Submission(entry.stem, root, entry, None))
+        kind = _kind(entry)
+        if kind == "a folder":
+            found.append(_in_folder(entry.name, entry, root))
+        elif entry.suffix == ".py" or (kind == "a link" and entry.is_dir()):
+            student = entry.stem if entry.suffix == ".py" else entry.name
+            found.append(Submission(student, root, entry if kind is None else None, None,
+                                    "" if kind is None else refusal(entry.name, kind), root))
     return found
 
 
@@ -193,11 +226,11 @@ def fingerprint(assignment: Assignment, limits: Limits) -> str:
     return h.hexdigest()[:16]
 
 
-def digest(submission: Submission, seed: int, stamp: str) -> str:
-    """What a stored result depends on: the student's files, their variant, and `fingerprint`."""
+def digest(submission: Submission, files: SubmissionFiles, seed: int, stamp: str) -> str:
+    """What a stored result depends on: the student's files as read, their variant, and `fingerprint`."""
     h = hashlib.sha256(f"{stamp}\0{seed}\0".encode())
-    for path in (submission.source, submission.answers):
-        h.update(path.read_bytes() if path else b"<none>")
+    for file in (files.source, files.answers):
+        h.update(file.data if file.data is not None else f"<{file.problem or 'none'}>".encode())
         h.update(b"\0")
     h.update(submission.note.encode())
     return h.hexdigest()
@@ -220,17 +253,20 @@ def row_of(record: dict) -> StudentRow:
                       mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]})
 
 
-def _grade_one(assignment: Assignment, submission: Submission, seed: int, grader: Grader) -> GradeResult:
-    """Grade a private copy: attention.py (or an empty placeholder) and only this student's answers."""
-    with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
-        staged = Path(tmp) / SUBMISSION_NAME
-        if submission.source is not None:
-            shutil.copyfile(submission.source, staged)
-        else:  # nothing to run: the problems say so, and the quiz still counts
-            staged.write_text("# no attention.py was submitted\n")
-        if submission.answers is not None:
-            shutil.copyfile(submission.answers, Path(tmp) / ANSWERS_NAME)
-        result = grader(assignment, staged, seed)
+def _grade_one(assignment: Assignment, submission: Submission, files: SubmissionFiles, seed: int,
+               grader: Grader) -> GradeResult:
+    """Grade the files read: handed over as they are, or (a grader that takes a path) as a private
+    copy, attention.py (or an empty placeholder) and only this student's answers."""
+    if getattr(grader, "takes_files", False):
+        result = grader(assignment, files, seed)
+    else:
+        with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
+            staged = Path(tmp) / SUBMISSION_NAME
+            staged.write_bytes(files.source.data if files.source.data is not None
+                               else b"# no attention.py was submitted\n")
+            if files.answers.data is not None:
+                (Path(tmp) / ANSWERS_NAME).write_bytes(files.answers.data)
+            result = grader(assignment, staged, seed)
     return replace(result, messages=(submission.note, *result.messages)) if submission.note else result
 
 
@@ -240,7 +276,8 @@ def _stored(path: Path, key: str) -> dict | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # none yet, or damaged: graded again
-    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in (GRADED, EMPTY)
+    ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in STATUSES \
+        and record.get("status") != ERROR
     return record if ok else None
 
 
@@ -260,8 +297,9 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         from ..grading.grade import PreparedCases, grade
         cache = PreparedCases()  # inputs and expected answers, computed once per variant
 
-        def grader(a: Assignment, path: Path, seed: int) -> GradeResult:
-            return grade(a, path, limits=limits, seed=seed, cache=cache)
+        def grader(a: Assignment, files: SubmissionFiles, seed: int) -> GradeResult:
+            return grade(a, files, limits=limits, seed=seed, cache=cache)
+        grader.takes_files = True
         _warm(cache, assignment, submissions, seed_of)
     stamp = fingerprint(assignment, limits)
 
@@ -276,13 +314,15 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         seed = None
         try:
             seed = seed_of(submission.student)
-            key = digest(submission, seed, stamp)
+            files = read_files(submission)  # once: what is graded is what is hashed
+            key = digest(submission, files, seed, stamp)
             feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
             record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
             if record is not None:
                 return record, True
-            result = _grade_one(assignment, submission, seed, grader)
-            record = result_record(submission, result, GRADED if submission.source else EMPTY, seed, key)
+            result = _grade_one(assignment, submission, files, seed, grader)
+            record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
+                                   seed, key)
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")

@@ -28,7 +28,8 @@ STUDENT_EXCLUDE = ("attention/reference.py", "attention/mistakes.py", "assignmen
                    "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
                    "grading/validation.py", "grading/compiled.py", "classroom", "exports",
                    "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
-                   "cli/release.py", "__main__.py")
+                   "cli/release.py", "__main__.py",
+                   "_assignment")  # the assignment an installed wheel carries (hidden cases, quiz key)
 STUDENT_PYPROJECT = """[build-system]
 requires = ["setuptools>=64"]
 build-backend = "setuptools.build_meta"

@@ -1,4 +1,5 @@
-"""What every `mha` command line shares: help options, printing an error once, the error boundary."""
+"""What every `mha` command line shares: help options, printing an error once, the error boundary,
+and printing `mha check`'s report."""
 from __future__ import annotations
 
 import sys
@@ -14,6 +15,19 @@ def fail(exc: GraderError) -> None:
     """Print a GraderError once, on stderr, and exit with its code."""
     click.echo(str(exc), err=True)
     sys.exit(int(exc.exit_code))
+
+
+def echo_report(result, fmt: str = "text") -> None:
+    """`mha check`'s report on stdout: text for a terminal (colour kept only when the style has
+    it), or an HTML fragment with pictures of the weights (the notebook's check cells)."""
+    from ..reports.terminal import Style
+    if fmt == "html":
+        from ..reports import html
+        click.echo(html.fragment(result), nl=False)
+        return
+    from ..reports import text
+    style = Style.detect(sys.stdout)
+    click.echo(text.render(result, style), nl=False, color=style.color)
 
 
 class Group(click.Group):

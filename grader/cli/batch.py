@@ -124,13 +124,14 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
 
 def _write_reports(assignment, rows, out: Path, plotter=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
-    from ..classroom.analysis import analyse
+    from ..classroom.analysis import analyse, mistake_messages
     from ..classroom.batch import ERROR, write_gradebook
     from ..reports import class_report
     items = [*assignment.problems, *(assignment.quiz.items if assignment.quiz else ())]
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
-    written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter)
+    written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
+                                 messages=mistake_messages(assignment))
     if not any(p.suffix == ".png" for p in written):
         click.echo("warning: matplotlib is not installed, so report.html has no plots "
                    "(pip install 'mha-exercises[instructor]')", err=True)
@@ -138,11 +139,11 @@ def _write_reports(assignment, rows, out: Path, plotter=None):
 
 
 def _summary(rows, resumed: int, analysis, out: Path) -> None:
-    from ..classroom.batch import EMPTY, ERROR, GRADED
-    count = {s: sum(r.status == s for r in rows) for s in (GRADED, EMPTY, ERROR)}
-    click.echo(f"{len(rows)} students: {count[GRADED]} graded, {count[EMPTY]} with no attention.py, "
-               f"{count[ERROR]} failed ({resumed} unchanged since the last run, not graded again); "
-               f"mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
+    from ..classroom.batch import ERROR, STATUSES
+    count = {s: sum(r.status == s for r in rows) for s in STATUSES}
+    shown = ", ".join(f"{n} {status}" for status, n in count.items() if n and status != ERROR)
+    click.echo(f"{len(rows)} students: {shown}, {count[ERROR]} failed ({resumed} unchanged since the last run, "
+               f"not graded again); mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
     click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
     if count[ERROR]:
         click.echo(f"the grader failed on {count[ERROR]} submission(s) (status 'error' in the gradebook); "

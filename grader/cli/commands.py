@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, fail
+from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
@@ -16,11 +16,33 @@ from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 class Ctx:
     def __init__(self, exercises: Path | None):
         self._exercises = exercises
+        self._located: tuple[Path, str] | None = None
+
+    @property
+    def located(self) -> tuple[Path, str]:
+        """(assignment folder, why it was chosen): `--exercises`, `MHA_EXERCISES`, found from
+        the working folder, or the packaged one (grader/paths.py, README "For students")."""
+        if self._located is None:
+            from ..paths import locate_assignment
+            self._located = locate_assignment(self._exercises)
+        return self._located
 
     @property
     def root(self) -> Path:
-        from ..paths import find_assignment_root
-        return self._exercises or find_assignment_root()
+        """The assignment folder; SpecError (exit 3) naming both ways to choose it when it has none."""
+        from ..errors import SpecError
+        from ..paths import ASSIGNMENT_FILE
+        root, reason = self.located
+        if not (root / ASSIGNMENT_FILE).is_file():
+            raise SpecError(str(root / ASSIGNMENT_FILE), None,
+                            f"assignment file not found (folder chosen by {reason}); give the folder holding "
+                            "assignment.yaml with --exercises DIR or MHA_EXERCISES=DIR")
+        return root
+
+    def default_submission(self) -> Path:
+        """attention.py beside the assignment; with the packaged one, in the working folder."""
+        root, reason = self.located
+        return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
 
     def assignment(self):
         from ..assignment.loader import load_assignment
@@ -90,8 +112,10 @@ def _student_options(command):
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), envvar="MHA_EXERCISES",
-              help="Folder holding assignment.yaml and problems/ (default: found from the current folder).")
+@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder holding assignment.yaml and problems/. Without it: $MHA_EXERCISES, else the "
+                   "working folder or the nearest one above it with assignment.yaml or exercises/, else "
+                   "the assignment packaged with mha (`mha list` says which one it uses).")
 @click.version_option(package_name="mha-exercises")
 @click.pass_context
 def main(ctx: click.Context, exercises: Path | None) -> None:
@@ -108,11 +132,15 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
 @main.command(context_settings=CONTEXT)
 @click.argument("problems", nargs=-1)
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
-              help="Your attention.py (default: attention.py beside assignment.yaml).")
+              help="Your attention.py (default: attention.py beside assignment.yaml; with the packaged "
+                   "assignment, attention.py in the working folder).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
+              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
+                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
 @limit_options
 @_student_options
 @click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, student: str | None) -> None:
+def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limits, student: str | None) -> None:
     """Check your work on the public cases, with hints; exit 1 if any case fails.
 
     Quiz answers are read from answers.yaml beside your attention.py: public items are
@@ -127,30 +155,31 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, limits, studen
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from ..grading.grade import grade_fixtures, known_ids
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import resolve_submission
-    from ..reports import text
+    from ..grading.submission import read_submission
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
-        submission = resolve_submission(path or obj.root / "attention.py")
+        submission = read_submission(path or obj.default_submission())
         result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
                                 private=private_paths(obj.root))
     except GraderError as exc:
         fail(exc)
-    click.echo(text.render(result), nl=False)
-    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+    echo_report(result, fmt)
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github"]),
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github", "html"]),
               default="text", show_default=True,
-              help="Report format: text, json, Gradescope results.json, JUnit XML, or GitHub Classroom result JSON.")
+              help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
+                   "or an HTML page (the text report with pictures of the attention weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to this file (atomically) instead of stdout.")
+              help="Write the report to this file (atomically, mode per the umask) instead of stdout; "
+                   "a link, FIFO or device is refused, except a character device such as /dev/stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
 @limit_options
@@ -171,19 +200,22 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     from ..sandbox.doctor import unprotected_warning
     if (warning := unprotected_warning()) is not None:
         click.echo(warning, err=True)
-    from ..grading.submission import resolve_submission
+    from ..grading.submission import read_submission
     from ..reports import render
     start = time.monotonic()
     try:
         try:
-            path = resolve_submission(submission)
+            if output is not None:
+                from ..paths import check_output
+                check_output(output)  # a link, a FIFO...: refused before any grading
+            path = read_submission(submission)  # every file read once, before anything else
             compiled = obj.compiled(obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
             known_ids(compiled, problem_ids)
             result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
                                     private=private_paths(obj.root))
-            report = render(fmt, result)
+            report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: say so, never a bare traceback
@@ -205,13 +237,20 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
         sys.exit(int(ExitCode.FAILED))
 
 
+def _terminal_text(result) -> str:
+    """The text report as the terminal can show it: its width, and colour unless NO_COLOR."""
+    from ..reports import text
+    from ..reports.terminal import Style
+    return text.render(result, Style.detect(sys.stdout))
+
+
 def _emit(report: str, output: Path | None) -> None:
     from ..paths import write_atomically
     if output is None:
         click.echo(report, nl=False)
         return
     try:
-        write_atomically(output, report)
+        write_atomically(output, report)  # OutputError (exit 2) for a link, a FIFO...
     except OSError as exc:
         raise InternalError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
@@ -283,7 +322,7 @@ def compile_(obj: Ctx, student: str | None) -> None:
 @main.command("list", context_settings=CONTEXT)
 @click.pass_obj
 def list_(obj: Ctx) -> None:
-    """List the problems with their points and case counts.
+    """List the problems with their points and case counts (stderr: which assignment, and why).
 
     \b
     Example:
@@ -293,6 +332,8 @@ def list_(obj: Ctx) -> None:
         assignment = obj.assignment()
     except GraderError as exc:
         fail(exc)
+    root, reason = obj.located
+    click.echo(f"assignment: {root} ({reason})", err=True)
     click.echo(assignment.title)
     items = assignment.quiz.items if assignment.quiz else ()
     width = max(len(x.id) for x in (*assignment.problems, *items))

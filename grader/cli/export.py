@@ -16,10 +16,11 @@ _OUT_DIR = click.Path(file_okay=False, path_type=Path)
 _OUT_FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _write(path: Path, data: str | bytes) -> None:
+def _write(path: Path, data: str | bytes, private: bool = False) -> None:
+    """Write an export; `private`: it holds the course secret, so mode 0600 whatever the umask."""
     from ..paths import write_atomically
     try:
-        write_atomically(path, data)
+        write_atomically(path, data, mode=0o600 if private else None)
     except OSError as exc:
         raise InternalError(f"cannot write {path}: {exc.strerror or exc}") from exc
     click.echo(f"wrote {path}", err=True)
@@ -74,7 +75,8 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
         written = exporter.write(out, assignment, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {len(written) - 1} test files and {written[-1]}", err=True)
+    click.echo(f"wrote {len(written) - 4} test files, {', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
+               err=True)
 
 
 @export.command(context_settings=CONTEXT)
@@ -95,21 +97,30 @@ def notebook(obj: Ctx, out: Path) -> None:
 
 @export.command("github-classroom", context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True,
-              help="Repository folder; the workflow goes to .github/workflows/classroom.yml in it.")
+              help="The starter repository folder: the workflow, the grader's wheel (.mha/), the stubs.")
 @click.option("--fractional", is_flag=True,
               help="Partial credit: each step reports mha's fractional score (default: all or nothing per step).")
-@click.option("--install", default="mha-exercises", show_default=True,
-              help="pip requirement that installs this grader in the workflow (a package name, a git URL...).")
+@click.option("--install", default=None, metavar="REQUIREMENT",
+              help="pip arguments that install this grader in the workflow, for a grader you publish "
+                   "yourself [default: the wheel this export writes into the repository's .mha/].")
 @click.pass_obj
-def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str) -> None:
-    """Write the GitHub Classroom workflow: one graded step per problem and quiz item.
+def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str | None) -> None:
+    """Write a GitHub Classroom starter repository: one graded step per problem and quiz item.
+
+    The workflow installs the grader from the repository itself (.mha/), so it needs no
+    package index entry; the stubs and the answers template go beside it.
 
     \b
     Example:
       mha export github-classroom --out starter-repo --fractional
     """
     from ..exports import github_classroom as exporter
-    _write(out / exporter.WORKFLOW_PATH, exporter.render(obj.assignment(), install=install, fractional=fractional))
+    try:
+        written = exporter.write(out, obj.assignment(), install=install, fractional=fractional)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
 
 
 @export.command(context_settings=CONTEXT)
@@ -144,19 +155,32 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
 
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
+@click.option("--python", "python", default=None, metavar="X.Y",
+              help="Python version of the Gradescope image (its python3): the wheels in the zip are for it "
+                   "[default: this Python's version].")
 @click.pass_obj
-def gradescope(obj: Ctx, out: Path) -> None:
-    """Write a Gradescope autograder zip (setup.sh, run_autograder, the grader and the assignment).
+def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
+    """Write a Gradescope autograder zip (setup.sh, run_autograder, wheels, the assignment).
 
+    The image is built with no network: the zip carries this grader as a wheel and its
+    dependencies as wheels pinned to the versions installed here, for Linux x86_64 and one
+    Python version (the export downloads them once, from the package index or pip's cache).
+    setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
     their own variant, identified by the sid in submission_metadata.json.
 
     \b
     Example:
-      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip
+      MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    from ..exports import gradescope as exporter
+    import re
+    from ..exports import gradescope as exporter, wheelhouse
     from ..assignment.variants import course_secret
+    python = python or wheelhouse.running_python()
+    if not re.fullmatch(r"3\.\d{1,2}", python):
+        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
     assignment = obj.assignment()
-    _write(out, exporter.build(assignment, course_secret(assignment.root, os.environ)))
+    wheels = wheelhouse.download(python)
+    secret = course_secret(assignment.root, os.environ)
+    _write(out, exporter.build(assignment, secret, wheels, python), private=secret is not None)

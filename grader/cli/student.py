@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, fail
+from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
 BUNDLE = Path(__file__).resolve().parents[2]  # grader/cli/student.py -> the bundle's folder
@@ -61,8 +61,11 @@ student_option = click.option("--student", default=None, metavar="ID",
 @click.argument("problems", nargs=-1)
 @click.option("--path", type=click.Path(path_type=Path), default=None,
               help="Your attention.py (default: attention.py in this bundle).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
+              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
+                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
 @student_option
-def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> None:
+def check(problems: tuple[str, ...], path: Path | None, fmt: str, student: str | None) -> None:
     """Check your work on the public cases; exit 1 if any case fails.
 
     \b
@@ -71,18 +74,17 @@ def check(problems: tuple[str, ...], path: Path | None, student: str | None) -> 
     """
     from ..grading.grade import grade_fixtures
     from ..sandbox.isolation import private_paths
-    from ..grading.submission import resolve_submission
-    from ..reports import text
+    from ..grading.submission import read_submission
     try:
         root, fixtures = load(student)
         known_ids(fixtures, problems)
-        submission = resolve_submission(path or root / "attention.py")
+        submission = read_submission(path or root / "attention.py")
         result = grade_fixtures(fixtures, submission, include_hidden=False, problem_ids=problems,
                                 private=private_paths(root))
     except GraderError as exc:
         _fail(exc)
-    click.echo(text.render(result), nl=False)
-    sys.exit(int(ExitCode.OK if all(p.passed for p in result.problems) else ExitCode.FAILED))
+    echo_report(result, fmt)
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 @main.command(context_settings=CONTEXT)

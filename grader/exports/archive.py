@@ -15,9 +15,10 @@ __all__ = ["FIXED_TIME", "zip_bytes"]
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-def zip_bytes(files: Mapping[str, str | bytes], executable: Iterable[str] = ()) -> bytes:
-    """A zip of `files` (archive name -> content; text is UTF-8); names in `executable` get mode 755."""
-    executable = set(executable)
+def zip_bytes(files: Mapping[str, str | bytes], executable: Iterable[str] = (), stored: Iterable[str] = ()) -> bytes:
+    """A zip of `files` (archive name -> content; text is UTF-8); names in `executable` get mode 755;
+    names in `stored` are kept uncompressed (already compressed content, such as wheels)."""
+    executable, stored = set(executable), set(stored)
     unknown = executable - set(files)
     if unknown:
         raise ValueError(f"executable names not in the archive: {', '.join(sorted(unknown))}")
@@ -31,8 +32,9 @@ def zip_bytes(files: Mapping[str, str | bytes], executable: Iterable[str] = ()) 
                 info.external_attr = (0o40755 << 16) | 0x10  # a folder (and the MS-DOS folder bit)
                 archive.writestr(info, b"")
                 continue
-            info.compress_type = zipfile.ZIP_DEFLATED
+            method = zipfile.ZIP_STORED if name in stored else zipfile.ZIP_DEFLATED
+            info.compress_type = method
             info.external_attr = ((0o100755 if name in executable else 0o100644) & 0xFFFF) << 16
             archive.writestr(info, content.encode("utf-8") if isinstance(content, str) else content,
-                             compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+                             compress_type=method, compresslevel=9 if method == zipfile.ZIP_DEFLATED else None)
     return buffer.getvalue()

@@ -7,6 +7,18 @@ for each, the env var `<ID upper-cased>_RESULTS` holds that step's `result` outp
 `{version, status, max_score, tests: [{name, status, score, ...}]}`; the points sent to
 Classroom are the sum of the tests' `score` over the runners, out of the sum of `max_score`.
 
+The workflow installs this grader from the starter repository itself: `write` puts a wheel of
+it (`wheel.py`, with the assignment as its packaged one) in `.mha/`, and the install step pins
+numpy, PyYAML and click to the versions installed where it was exported. So the grade does not
+depend on a package index name (`install=` takes any pip requirement instead, for a grader you
+publish yourself). Everything the workflow uses is in the student's repository, the hidden cases
+and the reference included: GitHub Classroom runs the grading where students can read it.
+
+The command grader (its src/main.js) runs `setup-command` and then `command` with Node's
+execSync: /bin/sh, the repository as working folder, an environment of PATH and HOME only,
+`timeout` minutes; `max-score` is read with parseInt, so each step's points must be whole
+numbers (else use --fractional).
+
 - default: each step is `classroom-resources/autograding-command-grader@v1` running
   `mha grade . --problem ID --fail-under 100`: full points on exit 0, none otherwise.
 - fractional: each step runs `mha grade . --problem ID --format github` itself and writes the
@@ -17,14 +29,17 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import yaml
 
 from ..assignment.model import Assignment
+from ..errors import SpecError
 
-__all__ = ["WORKFLOW_PATH", "steps", "render"]
+__all__ = ["WORKFLOW_PATH", "VENDOR", "steps", "render", "write"]
 
 WORKFLOW_PATH = ".github/workflows/classroom.yml"
+VENDOR = ".mha"  # the folder of the starter repository that holds the grader's wheel
 COMMAND_GRADER = "classroom-resources/autograding-command-grader@v1"
 REPORTER = "classroom-resources/autograding-grading-reporter@v1"
 
@@ -61,15 +76,30 @@ def _fractional_script(step_id: str, name: str, points: float) -> str:
             'echo "result=$(printf \'%s\' "$report" | base64 -w0)" >> "$GITHUB_OUTPUT"\n')
 
 
-def render(assignment: Assignment, *, install: str = "mha-exercises", fractional: bool = False,
+def vendored_install() -> str:
+    """The pip arguments that install the wheel `write` puts in the repository, dependencies pinned."""
+    from . import wheel, wheelhouse
+    pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
+    return " ".join([f"./{VENDOR}/{wheel.filename()}", *pins])
+
+
+def render(assignment: Assignment, *, install: str | None = None, fractional: bool = False,
            python: str = "3.11", timeout_minutes: int = 5) -> str:
-    """The workflow as YAML text. `install` is the pip requirement that installs this grader."""
+    """The workflow as YAML text. `install`: the pip arguments that install this grader (default:
+    the wheel `write` vendors into the repository)."""
+    install = install or vendored_install()
     job_steps: list[dict] = [
         {"name": "Checkout code", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
-        {"name": "Install the grader", "run": f"python -m pip install {install}"},
+        {"name": "Install the grader", "run": f"python -m pip install --disable-pip-version-check {install}"},
     ]
     runners = steps(assignment)
+    if not fractional:
+        partial = [step_id for step_id, _, points in runners if not float(points).is_integer()]
+        if partial:
+            path = str(assignment.root / "assignment.yaml")
+            raise SpecError(path, None, f"GitHub Classroom's command grader counts whole points only; "
+                                        f"{', '.join(partial)} have fractional points (export with --fractional)")
     for step_id, name, points in runners:
         if fractional:
             job_steps.append({"name": name, "id": step_id, "shell": "bash",
@@ -98,3 +128,21 @@ def render(assignment: Assignment, *, install: str = "mha-exercises", fractional
     head = (f"# GitHub Classroom autograding for {assignment.title!r}, exported by `mha export github-classroom`"
             f"{' --fractional' if fractional else ''}.\n")
     return head + yaml.dump(workflow, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
+
+
+def write(out: Path, assignment: Assignment, *, install: str | None = None, fractional: bool = False) -> list[Path]:
+    """The starter repository: the workflow, the grader's wheel in .mha/ (unless `install` names
+    another), and the stubs and answers template; returns the paths written."""
+    from ..paths import SUBMISSION_NAME, write_atomically
+    from . import wheel
+    out = Path(out)
+    files: dict[Path, str | bytes] = {out / WORKFLOW_PATH: render(assignment, install=install, fractional=fractional)}
+    if install is None:
+        name, data = wheel.build(assignment.root)
+        files[out / VENDOR / name] = data
+    for starter in (SUBMISSION_NAME, "answers.yaml"):
+        if (assignment.root / starter).is_file():
+            files[out / starter] = (assignment.root / starter).read_bytes()
+    for path, data in files.items():
+        write_atomically(path, data)
+    return list(files)

@@ -1,36 +1,53 @@
 """Gradescope: an autograder zip with setup.sh and run_autograder at its root.
 
-The zip holds the autograder bundle (the grader package, the assignment with its hidden cases,
-and course.yaml when a course secret is known). setup.sh installs the package into a virtual
-environment and makes the source readable by root only; run_autograder grades
-$AUTOGRADER_ROOT/submission (default /autograder) with the student's variant taken from
-submission_metadata.json and writes results/results.json. As root, student code runs as an
-unprivileged user that cannot read the source, the hidden cases or the secret (README,
-"Security model").
+The zip holds `wheels/` (this grader as a wheel, built from the running package by `wheel.py`,
+and its dependencies and pip, pinned to the versions installed here, for one Python version on
+Linux x86_64: `wheelhouse.py`), `exercises/` (the assignment with its hidden cases, and
+course.yaml when a course secret is known), setup.sh and run_autograder. setup.sh builds the
+image with no network: a virtual environment made without ensurepip, then pip (run from its
+wheel) installs everything from `wheels/` with `--no-index`; it stops with a clear message when
+the image's python3 is not the version the wheels are for. Both scripts honour
+$AUTOGRADER_ROOT (default /autograder). run_autograder grades $AUTOGRADER_ROOT/submission with
+the student's variant taken from submission_metadata.json and writes results/results.json. As
+root, student code runs as an unprivileged user that cannot read the source, the hidden cases
+or the secret (README, "Security model").
 """
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 from ..assignment.model import Assignment
 from .archive import zip_bytes
 
+__all__ = ["SETUP", "RUN", "build"]
+
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder image (Ubuntu).
+# Gradescope runs this once, as root, when it builds the autograder image (Ubuntu, x86_64).
+# No network: everything installed comes from wheels/ in this zip, for Python {python}.
 set -euo pipefail
-cd /autograder/source
-if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+SOURCE="$ROOT/source"
+PYTHON="${{MHA_PYTHON:-python3}}"
+WANT="{python}"
+if ! command -v "$PYTHON" >/dev/null; then
+  echo "setup.sh: no $PYTHON on this image; this autograder needs Python $WANT (x86_64)" >&2
+  exit 1
 fi
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install --quiet --upgrade pip
-/autograder/venv/bin/pip install --quiet /autograder/source
+HAVE=$("$PYTHON" -c 'import sys, platform; print("%d.%d %s" % (sys.version_info[0], sys.version_info[1], platform.machine()))')
+if [ "$HAVE" != "$WANT x86_64" ]; then
+  echo "setup.sh: the wheels in this autograder are for Python $WANT on x86_64, but this image has $HAVE." >&2
+  echo "Export it again for the image's Python: mha export gradescope --python ${{HAVE%% *}} --out autograder.zip" >&2
+  exit 1
+fi
+"$PYTHON" -m venv --without-pip "$ROOT/venv"
+"$ROOT/venv/bin/python" "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
+  --no-index --find-links "$SOURCE/wheels" {requirements}
 # Every case of the default variant prepared now, in the image: each cold grade reads it.
-/autograder/venv/bin/mha --exercises /autograder/source/exercises compile
+"$ROOT/venv/bin/mha" --exercises "$SOURCE/exercises" compile
 # The source holds the reference, the hidden cases and the course secret: root only.
-chmod -R go-rwx /autograder/source
+chmod -R go-rwx "$SOURCE"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -56,13 +73,26 @@ exit 0
 """
 
 
-def build(assignment: Assignment, secret: str | None) -> bytes:
-    """The autograder zip, byte-identical for the same assignment and secret."""
+def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes], python: str) -> bytes:
+    """The autograder zip, byte-identical for the same assignment, secret and wheels.
+
+    `wheels`: {file name: bytes} of the dependencies and pip for CPython `python` ("3.11") on
+    Linux x86_64 (`wheelhouse.download`); this grader's own wheel is added here."""
     from ..classroom.release import write_autograder
+    from . import wheel
+    pips = sorted(name for name in wheels if name.startswith("pip-"))
+    if len(pips) != 1:
+        raise ValueError(f"the wheels must hold exactly one pip wheel (got {pips or 'none'})")
     with tempfile.TemporaryDirectory(prefix="mha-gradescope-") as tmp:
         bundle = Path(tmp) / "autograder"
         write_autograder(assignment, bundle, secret)
-        files = {str(p.relative_to(bundle)): p.read_bytes() for p in sorted(bundle.rglob("*")) if p.is_file()}
-    files["setup.sh"] = SETUP
+        exercises = bundle / "exercises"
+        files = {str(p.relative_to(bundle)): p.read_bytes() for p in sorted(exercises.rglob("*")) if p.is_file()}
+    own, data = wheel.build(assignment.root)
+    all_wheels = {**wheels, own: data}
+    files.update({f"wheels/{name}": content for name, content in all_wheels.items()})
+    pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels if name not in pips)
+    requirements = " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
+    files["setup.sh"] = SETUP.format(python=python, pip=pips[0], requirements=requirements)
     files["run_autograder"] = RUN
-    return zip_bytes(files, executable=("setup.sh", "run_autograder"))
+    return zip_bytes(files, executable=("setup.sh", "run_autograder"), stored=[f"wheels/{n}" for n in all_wheels])

@@ -3,12 +3,14 @@
 Built with nbformat (imported here only). Cell ids are derived from the problem ids, so the
 same assignment always gives a byte-identical notebook. The check cells are tagged
 `mha-check`; they call `grader.notebook.check`, which runs `mha check` on the cells run so far.
-`mha grade NOTEBOOK.ipynb` grades the saved notebook's definitions.
+After the problems comes the concept quiz: per item its prompt and choices, and a raw cell tagged
+`mha-answers` holding the item's answers.yaml line, for the student to fill in. `mha grade
+NOTEBOOK.ipynb` grades the saved notebook's definitions and, from those cells, its quiz answers.
 """
 from __future__ import annotations
 
 from ..assignment.model import Assignment
-from ..grading.notebook import CHECK_TAG
+from ..grading.notebook import ANSWERS_TAG, CHECK_TAG
 from ..paths import SUBMISSION_NAME
 from .pysource import split_module, stub
 
@@ -23,7 +25,14 @@ cases are graded later.
 
 Submit this notebook. `mha grade` grades the imports, functions and assignments of its code cells;
 calls and prints (your own experiments) are left out, so they may stay. Keep the function names and
-parameters as they are.
+parameters as they are. The concept quiz is at the end: write each answer after the colon in its
+answer cell.
+"""
+
+QUIZ_INTRO = """# {title}
+
+Write each answer after the colon in the answer cell under its question: {forms}. These cells
+are graded like an answers.yaml file; keep the item names before the colons.
 """
 
 
@@ -33,6 +42,24 @@ def _cell(kind, source: str, cell_id: str, tags: tuple[str, ...] = ()):
     if tags:
         cell["metadata"]["tags"] = list(tags)
     return cell
+
+
+def _quiz_cells(quiz, seed: int) -> list:
+    """The quiz: an intro, then per item its Markdown prompt and its answer cell (raw, tagged)."""
+    from nbformat.v4 import new_markdown_cell, new_raw_cell
+
+    from ..assignment.quiz import ANSWER_FORMS, variant
+    forms = "; ".join(sorted(set(ANSWER_FORMS.values())))
+    cells = [_cell(new_markdown_cell, QUIZ_INTRO.format(title=quiz.title, forms=forms).rstrip(), "quiz-intro")]
+    for item in quiz.items:
+        v = variant(item, seed)
+        choices = "".join(f"\n- **{c.letter})** {c.text}" for c in v.choices)
+        note = " Hidden: graded when you submit." if item.hidden else ""
+        cells.append(_cell(new_markdown_cell, f"### {item.title} ({item.points:g} points)\n\n{v.prompt.rstrip()}\n"
+                                              f"{choices}\n\nAnswer with {ANSWER_FORMS[item.kind]}.{note}",
+                           f"{item.id}-question"))
+        cells.append(_cell(new_raw_cell, f"{item.id}: ", f"{item.id}-answer", (ANSWERS_TAG,)))
+    return cells
 
 
 def render(assignment: Assignment, seed: int | None = None) -> str:
@@ -56,6 +83,8 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
         cells.append(_cell(new_code_cell, code or stub(fn), f"{problem.id}-code"))
         cells.append(_cell(new_code_cell, f"from grader.notebook import check\ncheck({problem.id!r})",
                            f"{problem.id}-check", (CHECK_TAG,)))
+    if assignment.quiz is not None:
+        cells += _quiz_cells(assignment.quiz, seed)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},

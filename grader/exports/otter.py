@@ -5,12 +5,20 @@
     OUT/tests/<problem>.py      one test file per problem, one test case per case: public cases
                                 visible, hidden cases `hidden=True`; points split by case weight
     OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
+    OUT/<wheel>                 this grader as a wheel, the assignment packaged in it (`wheel.py`),
+                                for the autograder only (`autograder_files`)
+    OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
+                                cases; the public cases' expected answers precomputed), given to
+                                students with the notebook (`files`): their checks run on it
+    OUT/requirements.txt        what the grading environment needs besides otter: the wheel (as
+                                otter places it, files/<wheel>) and numpy, PyYAML, click pinned
 
 Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
 function with this package's own checks, so otter's per-problem scores equal `mha grade`'s (for
-the default variant). Where otter grades, this package must be installed and find the problem
-files (`MHA_EXERCISES`, as for `mha`). Test code holds no inputs or expected values, so nothing
-hidden leaks through otter's feedback.
+the default variant). The configuration declares the requirements and ships the wheel to the
+autograder only (`autograder_files`), so otter's environment, built from them, has the grader
+and its assignment without this repository. Test code holds no inputs or expected values, so
+nothing hidden leaks through otter's feedback.
 """
 from __future__ import annotations
 
@@ -95,10 +103,27 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
     return "\n".join(header + [f"{indent}# BEGIN SOLUTION"] + body + [f"{indent}# END SOLUTION"])
 
 
+REQUIREMENTS = "requirements.txt"
+STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
+                 "`pip install otter-grader mha_exercises_student-*.whl`. `grader.check(\"softmax\")` then "
+                 "checks one problem on its public cases.")
+
+
+def requirements() -> str:
+    """requirements.txt: the grader's wheel where otter's autograder zip puts it (files/), pinned deps."""
+    from . import wheel, wheelhouse
+    pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
+    return "\n".join([f"./files/{wheel.filename()}", *pins]) + "\n"
+
+
 def _config(assignment: Assignment) -> str:
+    from . import wheel
     name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
+            f"requirements: {REQUIREMENTS}\n"
+            f"files:\n  - {wheel.filename(wheel.STUDENT_DISTRIBUTION)}\n"
+            f"autograder_files:\n  - {wheel.filename()}\n"
             "export_cell: false\n"
             "check_all_cell: false\n"
             "tests:\n"
@@ -125,7 +150,7 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
         cells.append(cell)
 
     add(new_raw_cell, _config(assignment), "config")
-    add(new_markdown_cell, f"# {assignment.title}", "title")
+    add(new_markdown_cell, f"# {assignment.title}\n\n{STUDENT_SETUP}", "title")
     add(new_code_cell, solutions.imports or "import numpy as np", "imports")
     for problem in assignment.problems:
         fn = problem.function
@@ -161,6 +186,13 @@ def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
         path = out / "tests" / f"{problem.id}.py"
         write_atomically(path, test_file(problem))
         written.append(path)
+    from . import wheel
+    name, data = wheel.build(assignment.root)
+    write_atomically(out / name, data)
+    student, data = wheel.build_student(assignment)
+    write_atomically(out / student, data)
+    write_atomically(out / REQUIREMENTS, requirements())
+    written += [out / student, out / name, out / REQUIREMENTS]
     path = out / NOTEBOOK_NAME
     write_atomically(path, master_notebook(assignment, solutions))
     return written + [path]

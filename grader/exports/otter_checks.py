@@ -7,6 +7,11 @@ does (plain numbers, lists, tuples, dicts, arrays; anything else is an opaque ob
 it with `grader.grading.grade.judge`. So the verdict, and the score, are the ones `mha grade` gives.
 A failed case raises AssertionError with the feedback of `mha check` (hidden cases: the kind of
 failure only).
+
+Where the case comes from: in the student wheel of the otter export (`wheel.build_student`),
+from its public fixtures (`grader/_fixtures/default.json`: inputs and expected answers computed
+ahead by the reference, which that wheel does not hold); everywhere else, from the assignment
+(`exercises`, else the folder `mha` would use), prepared by the reference as `mha grade` does.
 """
 from __future__ import annotations
 
@@ -18,9 +23,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["check_case", "plain"]
+__all__ = ["STUDENT_FIXTURES", "check_case", "plain"]
 
 MAX_TEXT = 200
+STUDENT_FIXTURES = "_fixtures/default.json"  # inside the package, in the student wheel only
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -62,10 +68,43 @@ def _assignment(root: str):
 
 
 def _root(exercises: str | os.PathLike | None) -> Path:
-    """The assignment folder: given, else $MHA_EXERCISES (as for `mha`), else found from here."""
-    from ..paths import find_assignment_root
-    chosen = exercises or os.environ.get("MHA_EXERCISES")
-    return Path(chosen) if chosen else find_assignment_root()
+    """The assignment folder: given, else the one `mha` would use (grader/paths.py)."""
+    from ..paths import locate_assignment
+    return locate_assignment(Path(exercises) if exercises else None)[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _fixtures():
+    """The student wheel's public fixtures, or None in a full grader."""
+    from ..paths import PACKAGE
+    path = PACKAGE / STUDENT_FIXTURES
+    if not path.is_file():
+        return None
+    from ..grading.fixtures import Fixtures
+    return Fixtures.load(path)
+
+
+def _case(problem_id: str, case_name: str, exercises):
+    """(problem, prepared case): from the student fixtures when this is the student wheel, else
+    prepared from the assignment."""
+    fixtures = _fixtures() if exercises is None else None
+    if fixtures is not None:
+        problem, prepared = next(((p, cases) for p, cases in fixtures.problems if p.id == problem_id), (None, None))
+        if problem is None:
+            raise LookupError(f"no problem {problem_id!r} in {fixtures.path}")
+        found = next((c for c in prepared if c.case.name == case_name), None)
+        if found is None:
+            raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {fixtures.path}")
+        return problem, found
+    from ..grading.grade import prepare
+    assignment = _assignment(str(_root(exercises).resolve()))
+    problem = assignment.problem(problem_id)
+    if problem is None:
+        raise LookupError(f"no problem {problem_id!r} in {assignment.root}")
+    case = next((c for c in problem.cases if c.name == case_name), None)
+    if case is None:
+        raise LookupError(f"problem {problem_id!r} has no case {case_name!r}")
+    return problem, prepare(problem, case)
 
 
 def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
@@ -87,16 +126,9 @@ def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
 def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
                exercises: str | os.PathLike | None = None) -> None:
     """Grade `fn` on one case; AssertionError with the feedback when it fails."""
-    from ..grading.grade import judge, prepare
+    from ..grading.grade import judge
     from ..reports.text import case_lines
-    assignment = _assignment(str(_root(exercises).resolve()))
-    problem = assignment.problem(problem_id)
-    if problem is None:
-        raise LookupError(f"no problem {problem_id!r} in {assignment.root}")
-    case = next((c for c in problem.cases if c.name == case_name), None)
-    if case is None:
-        raise LookupError(f"problem {problem_id!r} has no case {case_name!r}")
-    prepared = prepare(problem, case)
+    problem, prepared = _case(problem_id, case_name, exercises)
     result = judge(problem, prepared, _run(fn, prepared.args))
     if not result.passed:
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))

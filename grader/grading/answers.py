@@ -9,6 +9,7 @@ CaseResult.mistake to the misconception's id and shows its feedback.
 from __future__ import annotations
 
 import math
+import os
 import re
 import reprlib
 from dataclasses import dataclass, replace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import SpecError
+from .student_files import StudentFile, open_folder, read_student_file
 from ..assignment.model import Choice, Quiz, QuizKind, Variant
 from .results import CaseResult, CaseStatus, ProblemResult
 from ..assignment.yamlio import line_of, load_yaml
@@ -47,6 +49,8 @@ def _shown(value: Any) -> str:
     """A short description of a student's value; bounded, so an alias bomb cannot blow it up."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and abs(value) >= 10 ** 15:  # {:g} of a huge int overflows
+        return f"a number of {len(str(abs(value)))} digits"
     if isinstance(value, (int, float)):
         return f"the number {value:g}"
     kind = "a list " if isinstance(value, list) else "a mapping " if isinstance(value, dict) else \
@@ -66,22 +70,31 @@ class AnswerSheet:
     unknown: tuple[str, ...] = ()    # one note per answer to an item that does not exist
 
 
-def read_answers(path: Path, item_ids: Iterable[str]) -> AnswerSheet:
-    """Read answers.yaml; never raises for anything the student wrote."""
-    path, name = Path(path), Path(path).name
-    if not path.exists():
+def read_answers_file(path: Path) -> StudentFile:
+    """answers.yaml at `path` read as any student file (student_files): no link, a regular
+    file, at most MAX_BYTES. The folder holding it is the caller's."""
+    path = Path(path)
+    try:
+        folder = open_folder(path.parent, follow=True)
+    except OSError:
+        return StudentFile(path.name)
+    try:
+        return read_student_file(folder, path.name, MAX_BYTES)
+    finally:
+        os.close(folder)
+
+
+def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerSheet:
+    """Read answers.yaml (a path, or the file already read); never raises for anything the student wrote."""
+    file = path if isinstance(path, StudentFile) else read_answers_file(path)
+    name = file.name
+    if file.missing:
         return AnswerSheet({}, {}, missing=True)
-    if not path.is_file():
-        return AnswerSheet({}, {}, error=f"{name} is not a regular file")
+    if file.problem is not None:
+        return AnswerSheet({}, {}, error=file.problem)
+    raw = file.data
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        return AnswerSheet({}, {}, error=f"{name} cannot be read ({exc.strerror or exc})")
-    if len(raw) > MAX_BYTES:
-        return AnswerSheet({}, {}, error=f"{name} is too large (more than {MAX_BYTES} bytes)")
-    try:
-        node = load_yaml(path, raw.decode("utf-8"))
+        node = load_yaml(Path(name), raw.decode("utf-8"))
     except UnicodeDecodeError:
         return AnswerSheet({}, {}, error=f"{name} is not UTF-8 text")
     except SpecError as exc:
@@ -145,9 +158,13 @@ def _parse(v: Variant, value: Any) -> Any:
         value = float(value)  # a quoted number is still a number
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise _BadAnswer(f"answer must be a number, like 0.25 (got {_shown(value)})")
-    if not math.isfinite(value):
-        raise _BadAnswer(f"answer must be a finite number (got {value})")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number):
+        raise _BadAnswer(f"answer must be a finite number (got {value if isinstance(value, float) else _shown(value)})")
+    return number
 
 
 # ---------------------------------------------------------------- judging
@@ -158,7 +175,8 @@ def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer
     case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
                       mistake=mistake, mistake_message=mistake_message)
     return ProblemResult(id=item.id, title=item.title, max_score=item.points, cases=(case,),
-                         hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message)
+                         hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message,
+                         quiz=True)
 
 
 def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
@@ -198,7 +216,7 @@ def grade_item(v: Variant, value: Any, line: int | None, *, include_hidden: bool
     except _BadAnswer as exc:
         return _result(v, CaseStatus.ERROR, hidden=hidden, summary=f"{ANSWERS_NAME}:{line}: {exc}")
     if v.item.hidden and not include_hidden:
-        return _result(v, CaseStatus.PASSED, hidden=False, name="answer format",
+        return _result(v, CaseStatus.RECORDED, hidden=False, name="answer format",
                        message="answer recorded; this hidden item is graded by `mha grade`")
     if v.item.kind is QuizKind.NUMERIC:
         return _judge_number(v, answer, hidden)
@@ -225,14 +243,14 @@ def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: boo
     return grade_variants(variants, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
 
 
-def grade_variants(variants: Iterable[Variant], answers_path: Path, known_ids: Iterable[str], *,
+def grade_variants(variants: Iterable[Variant], answers: Path | StudentFile, known_ids: Iterable[str], *,
                    include_hidden: bool = True) -> QuizResults:
-    """Grade `answers_path` on items whose numbers are already drawn (as the student bundle stores them)."""
-    answers_path = Path(answers_path)
+    """Grade the answers (answers.yaml's path, or the file already read) on items whose numbers
+    are already drawn (as the student bundle stores them)."""
     variants = list(variants)
     if not variants:
         return QuizResults(())
-    sheet = read_answers(answers_path, list(known_ids))
+    sheet = read_answers(answers, list(known_ids))
     results = []
     for v in variants:
         item = v.item
@@ -240,5 +258,7 @@ def grade_variants(variants: Iterable[Variant], answers_path: Path, known_ids: I
             results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden, summary=sheet.error))
         else:
             result = grade_item(v, sheet.answers.get(item.id), sheet.lines.get(item.id), include_hidden=include_hidden)
-            results.append(_no_file(result, answers_path.name) if sheet.missing else result)
+            results.append(_no_file(result, answers.name) if sheet.missing else result)
+        if item.hidden and not include_hidden:  # graded by `mha grade` only: left out of this score
+            results[-1] = replace(results[-1], counted=False)
     return QuizResults(tuple(results), sheet.unknown)

@@ -178,9 +178,17 @@ def _check_head(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) 
         got_weight = weights[i, target[i]]
         if got_weight < cmp.min_weight:
             row = np.array2string(weights[i, : i + 1], precision=2, suppress_small=True, separator=", ")
-            return Verdict(False, "pattern too weak",
-                           f"query {i} puts {got_weight:.3f} on position {target[i]} (needs >= {cmp.min_weight:g}); "
-                           f"its attention row over positions 0..{i} is {row}")
+            others = np.delete(weights[i, : i + 1], target[i])
+            best = int(np.argmax(weights[i, : i + 1]))
+            if others.size and got_weight > others.max() + 1e-6:
+                kind, why = "pattern too weak", f"position {target[i]} gets the most weight, but too little"
+            elif others.size and got_weight >= others.max() - 1e-6:
+                kind, why = "no position preferred", f"position {target[i]} gets no more weight than the others"
+            else:
+                kind, why = "weight on the wrong position", f"position {best} gets more weight than position {target[i]}"
+            return Verdict(False, kind,
+                           f"query {i} puts {got_weight:.3f} on position {target[i]} (needs >= {cmp.min_weight:g}): "
+                           f"{why}; its attention row over positions 0..{i} is {row}")
     return Verdict.ok()
 
 

@@ -95,7 +95,8 @@ def _item_from(data: dict) -> Variant:
 def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
     the reference and the variants)."""
-    from .grade import prepare, wrong_answer
+    from .grade import prepare
+    from .diagnosis import wrong_answer
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
     problems = []

@@ -5,6 +5,7 @@ Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResu
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 import time
@@ -15,15 +16,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .answers import ANSWERS_NAME, grade_variants
+from .answers import grade_variants
 from ..attention.api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
+from .diagnosis import diagnose, name_mistakes, point_at_callees
 from ..errors import InternalError
 from ..sandbox.isolation import private_paths
-from ..attention.detectors import DETECTORS
-from ..assignment.model import Assignment, Case, Mistake, Problem, QuizItem, Variant
-from .results import CaseResult, CaseStatus, GradeResult, ProblemResult
+from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from .grids import weight_grids
+from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
 from ..sandbox.session import CaseRun, Limits, RunStatus, Session
+from .submission import SubmissionFiles, private_copy, read_submission
 from ..assignment.variants import DEFAULT_SEED
 
 
@@ -38,13 +41,6 @@ class PreparedCase:
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
     computed: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
-    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
-    from ..attention.mistakes import VARIANTS
-    with np.errstate(all="ignore"):
-        return VARIANTS[mistake.variant](*copy.deepcopy(args))
 
 
 def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
@@ -159,47 +155,37 @@ def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
     return ", ".join(parts)
 
 
-def _explains(mistake: Mistake, problem: Problem, prepared: PreparedCase, got: Any) -> bool:
-    """Whether a named mistake accounts for the student's (wrong) answer on this case.
-
-    A variant does when its answer matches the student's and differs from the right one (on
-    inputs where the mistake makes no difference, it names nothing); a detector says so itself.
-    """
-    if mistake.variant in DETECTORS:
-        return DETECTORS[mistake.variant](copy.deepcopy(prepared.args), got)
-    parts = problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
-    if prepared.wrong_answers is not None:
-        known = dict(prepared.wrong_answers)
-        if mistake.id not in known:
-            return False
-        wrong = known[mistake.id]
-    else:
-        if mistake.id not in prepared.computed:
-            try:
-                prepared.computed[mistake.id] = (True, wrong_answer(mistake, prepared.args))
-            except Exception:  # the variant does not apply to these inputs
-                prepared.computed[mistake.id] = (False, None)
-        applies, wrong = prepared.computed[mistake.id]
-        if not applies:
-            return False
-    return (not check(problem.compare, wrong, prepared.expected, parts).passed
-            and check(problem.compare, wrong, got, parts).passed)
+def _exception_kind(bases: tuple[str, ...]) -> str:
+    """The first built-in exception among an exception's classes: a kind from a fixed list,
+    where the student's own class name could spell out anything (a hidden input included)."""
+    for name in bases:
+        known = getattr(builtins, name, None)
+        if isinstance(known, type) and issubclass(known, BaseException):
+            return name
+    return "an exception"
 
 
-def _named_mistake(problem: Problem, prepared: PreparedCase, got: Any) -> tuple[str, str] | None:
-    """The first named misconception that explains the student's answer."""
-    for mistake in problem.mistakes:
-        try:
-            with np.errstate(all="ignore"):
-                if _explains(mistake, problem, prepared, got):
-                    return mistake.id, mistake.message
-        except Exception:  # the mistake does not apply to these inputs or this answer
-            continue
-    return None
+def _hidden_summary(run: CaseRun) -> str:
+    """What a hidden case that did not return shows: the kind of failure, never student text
+    (an exception's message, an exit code or signal the student chose, what it printed)."""
+    if run.status is RunStatus.RAISED and run.error is not None:
+        return f"raised {_exception_kind(run.error.bases)}"
+    if run.status is RunStatus.TIMEOUT:
+        return f"timed out ({run.detail})"  # the grader's own words: which time limit
+    if run.status is RunStatus.CRASHED:
+        return "crashed" + (f": {run.detail}" if run.detail.startswith("not run:") else "")
+    return "returned a value that could not be read"
 
 
 def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
-    """Turn one sandbox run into a CaseResult, hiding details of hidden cases."""
+    """Turn one sandbox run into a CaseResult, hiding details of hidden cases (they show the kind
+    of failure only: no exception text, no values, nothing the student wrote); a failed case is
+    told the mistake this case alone shows (run_problem weighs all the problem's cases together)."""
+    result = _judged(problem, prepared, run)
+    return result if result.passed else name_mistakes((result,), diagnose(problem, (prepared,), (run,), (result,)))[0]
+
+
+def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     case, fn = prepared.case, problem.function
     base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
                 inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
@@ -212,13 +198,16 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
         if case.raises and case.raises in error.bases:
             return CaseResult(status=CaseStatus.PASSED, **base)
         expected = f", expected {case.raises}" if case.raises else ""
-        return CaseResult(status=CaseStatus.ERROR, summary=f"raised {error.type}{where}: {error.message}{expected}", **base)
+        said = _hidden_summary(run) if case.hidden else f"raised {error.type}{where}: {one_line(error.message)}"
+        return CaseResult(status=CaseStatus.ERROR, summary=said + expected, **base)
     if run.status is not RunStatus.RETURNED:
         status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
         summary = {RunStatus.TIMEOUT: f"timed out ({run.detail})", RunStatus.CRASHED: f"crashed: {run.detail}",
                    RunStatus.NO_FUNCTION: f"attention.py defines no function {fn.name}",
                    RunStatus.LOAD_FAILED: "attention.py could not be imported"}.get(run.status, run.detail)
-        return CaseResult(status=status, summary=summary, **base)
+        if case.hidden and run.status in (RunStatus.TIMEOUT, RunStatus.CRASHED, RunStatus.BAD_RESULT, RunStatus.RAISED):
+            summary = _hidden_summary(run)
+        return CaseResult(status=status, summary=one_line(summary), **base)
     if case.raises:
         return CaseResult(status=CaseStatus.FAILED, summary=f"should raise {case.raises}",
                           detail="" if case.hidden else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
@@ -227,16 +216,16 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
-    named = _named_mistake(problem, prepared, run.value)
     return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
                       detail="" if case.hidden else verdict.detail,
-                      mistake=named[0] if named else None, mistake_message=named[1] if named else "", **base)
+                      grids=() if case.hidden else weight_grids(problem, prepared.expected, run.value), **base)
 
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
     results = list(results)
     if session.load_failure is not None:
-        return session.load_failure.describe()
+        failure = session.load_failure
+        return one_line(LoadError(failure.kind, failure.message, failure.line).describe())
     if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
         return results[0].summary
     if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
@@ -253,13 +242,19 @@ def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session
     ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
     problem_run = session.run(problem.function.name, [p.args for p in prepared],
                               problem.timeout or limits.problem_seconds, then=ahead)
-    results = tuple(judge(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    results = tuple(_judged(problem, p, r) for p, r in zip(prepared, problem_run.cases))
+    diagnosis = diagnose(problem, prepared, problem_run.cases, results)
+    results = name_mistakes(results, diagnosis)
+    # what a problem printed is shown only when every case is public: printing a hidden case's
+    # inputs would put them in the feedback
+    shown = "" if any(p.case.hidden for p in prepared) else (problem_run.stdout + problem_run.stderr)[:4000]
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
-                         hints=problem.hints, message=_problem_message(results, session, problem_run.cases),
-                         stdout=(problem_run.stdout + problem_run.stderr)[:4000])
+                         hints=problem.hints,
+                         message=_problem_message(results, session, problem_run.cases) or diagnosis.note,
+                         stdout=shown)
 
 
-def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = True,
+def grade(assignment: Assignment, submission: Path | SubmissionFiles, *, include_hidden: bool = True,
           problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
           seed: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> GradeResult:
     """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
@@ -277,34 +272,74 @@ def grade(assignment: Assignment, submission: Path, *, include_hidden: bool = Tr
                           private=private_paths(assignment.root))
 
 
+def not_read(problem: Problem, prepared: list[PreparedCase], reason: str) -> ProblemResult:
+    """A problem of a submission whose code was not read (a link, too large...): every case an
+    error saying why; no student process is started."""
+    cases = tuple(CaseResult(name=p.case.name, hidden=p.case.hidden, weight=p.case.weight, status=CaseStatus.ERROR,
+                             summary=reason) for p in prepared)
+    return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=cases, message=reason)
+
+
 def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
-                   quiz: Sequence[Variant], quiz_ids: Sequence[str], submission: Path, *, include_hidden: bool,
-                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+                   quiz: Sequence[Variant], quiz_ids: Sequence[str], submission: Path | SubmissionFiles, *,
+                   include_hidden: bool, limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
     """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
     is starting, so preparing them overlaps its start), and on quiz items whose numbers are
     drawn; `quiz_ids`: every quiz item of the assignment (answers to others are reported as
-    unknown). The path shared by `mha grade` (fresh or compiled) and the bundle's `mha check`."""
+    unknown). The path shared by `mha grade` (fresh or compiled) and the bundle's `mha check`.
+
+    `submission`: the files already read (submission.read_submission), or a path to read them
+    from (attention.py, with answers.yaml beside it)."""
     limits = limits or Limits()
     start = time.monotonic()
-    # the answers are read before any student code runs; grading them runs no student code
-    quiz_results = grade_variants(quiz, Path(submission).parent / ANSWERS_NAME, quiz_ids,
-                                  include_hidden=include_hidden)
+    files = submission if isinstance(submission, SubmissionFiles) else read_submission(Path(submission))
+    # the answers were read before any student code runs; grading them runs no student code
+    quiz_results = grade_variants(quiz, files.answers, quiz_ids, include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
-    messages: tuple[str, ...] = ()
-    if problems:
-        with Session(Path(submission), limits, private=private) as session:
+    messages: tuple[str, ...] = files.notes
+    load_error: LoadError | None = None
+    # read before any student code runs (it could rewrite its own copy): which of its functions
+    # call which, for pointing a failing problem at the failing function it calls; whether it
+    # has any code at all; the line an import failure names
+    source = files.source.text() if files.source.data is not None else None
+    if problems and files.source.data is None:
+        reason = files.source.problem or f"no {files.source.name} was submitted"
+        results = tuple(not_read(p, cases(p), reason) for p in problems)
+    elif problems:
+        with private_copy(files.source) as copy_path, Session(copy_path, limits, private=private) as session:
             current = (problems[0], cases(problems[0]))
             for following in [*problems[1:], None]:
                 then = (following, cases(following)) if following is not None else None
                 results += (run_problem(*current, session, limits, then),)
                 current = then
-            messages = (session.load_failure.describe(),) if session.load_failure else ()
-    return GradeResult(title=title, submission=str(submission), problems=results + quiz_results.items,
+            if session.load_failure is not None:
+                load_error = _load_error(session.load_failure, source)
+                messages += (one_line(load_error.describe()),)
+        results = point_at_callees(problems, results, source) if load_error is None else results
+    return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
-                       include_hidden=include_hidden)
+                       include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
 
 
-def grade_fixtures(fixtures, submission: Path, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
+def _source_line(source: str | None, line: int | None) -> str:
+    """Line `line` of the submission's text (read before it ran, never run here), cut short."""
+    lines = source.splitlines() if source and line else []
+    return lines[line - 1].expandtabs(4)[:200] if 0 < (line or 0) <= len(lines) else ""
+
+
+def _load_error(failure, source: str | None) -> LoadError:
+    """The session's load failure as plain result data, with the text of the line it names."""
+    return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
+                     source=_source_line(source, failure.line))
+
+
+def _no_code(source: str | None) -> bool:
+    """attention.py holds nothing but blank lines and comments (False when it could not be read)."""
+    return source is not None and all(not line.strip() or line.lstrip().startswith("#")
+                                      for line in source.splitlines())
+
+
+def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
                    limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
     """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
     or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""

@@ -1,7 +1,8 @@
 """Jupyter notebooks as submissions: the code cells that define the API, as an attention.py.
 
-A notebook is student data: it is read with a size bound and parsed as JSON (no nbformat, no
-kernel); no cell is run here. From each code cell this keeps the top-level imports, function
+A notebook is student data: it is read like any student file (student_files: no link, a
+regular file, at most MAX_BYTES) and parsed as JSON within bounds on its nesting and size (no
+nbformat, no kernel); no cell is run here. From each code cell this keeps the top-level imports, function
 and class definitions and assignments, in order, and drops everything else: calls and prints
 (a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
 checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
@@ -9,16 +10,17 @@ assignments that call a graded function, and the check cells the exported notebo
 `mha-check`. A cell that is not valid Python is kept as it is, so the grader reports its
 syntax error like any other. Later definitions win, as they do in the kernel.
 
+Quiz answers: raw cells tagged `mha-answers` (the exported notebook has one per quiz item) are
+joined, in order, into the submission's answers.yaml; a notebook without them is graded with
+the answers.yaml beside it, if any.
+
 `check(problem)` is the helper the exported notebook's check cells call: it does the same with
 the cells the kernel has run and runs `mha check` on the result.
 """
 from __future__ import annotations
 
 import ast
-import atexit
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,11 +29,17 @@ from typing import Iterable
 
 from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError
+from ..sandbox.codec import Bounds, DecodeError, loads_bounded
+from .student_files import open_folder, read_student_file
 
-__all__ = ["CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "extract_source", "materialize", "check"]
+__all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "answer_cells", "extract_source",
+           "extract_answers", "notebook_parts", "check"]
 
 CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
+ANSWERS_TAG = "mha-answers"  # raw cells with this tag are the quiz answers (answers.yaml lines)
 MAX_BYTES = 32 << 20        # notebooks with outputs can be large; this bounds what is read
+# a notebook is a few levels deep (cells, outputs, their data); images are single strings
+BOUNDS = Bounds(bytes=MAX_BYTES, nodes=1 << 19, depth=32)
 _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
          ast.Assign, ast.AnnAssign, ast.AugAssign)
 _MAGIC = ("!", "%")
@@ -64,8 +72,8 @@ def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
     python = "\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in lines)
     try:
         tree = ast.parse(python)
-    except SyntaxError:
-        return python  # kept as it is: the grader reports the error with its line
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # `1+1+...` 100,000 long recurses
+        return python  # kept as it is: the sandbox reports the error (with its line) when it imports it
     api = frozenset(api)
     tools = set(TOOLS)
     kept = []
@@ -93,36 +101,77 @@ def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
     return "\n".join(parts)
 
 
-def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
-    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+def _read(ipynb_path: Path) -> bytes:
+    """The notebook file's bytes, read as any student file; SubmissionError if it cannot be (a link, too large...)."""
     path = Path(ipynb_path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        folder = open_folder(path.parent, follow=True)
     except OSError as exc:
         raise SubmissionError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_BYTES:
-        raise SubmissionError(f"{path}: notebook is too large (more than {MAX_BYTES >> 20} MiB)")
     try:
-        node = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SubmissionError(f"{path}: not a Jupyter notebook (invalid JSON: {exc})") from None
+        file = read_student_file(folder, path.name, MAX_BYTES)
+    finally:
+        os.close(folder)
+    if file.data is None:
+        raise SubmissionError(f"{path}: {file.problem or 'no such file'}")
+    return file.data
+
+
+def _cells(raw: bytes, where: str) -> list[tuple[int, dict, str]]:
+    """(number, cell, source text) of every cell of the notebook `raw`, parsed within BOUNDS;
+    SubmissionError naming `where` if it is not a notebook."""
+    try:
+        node = loads_bounded(raw.decode("utf-8"), BOUNDS, "the notebook")
+    except UnicodeDecodeError as exc:
+        raise SubmissionError(f"{where}: not a Jupyter notebook (not UTF-8: {exc.reason})") from None
+    except DecodeError as exc:
+        raise SubmissionError(f"{where}: not a Jupyter notebook ({exc})") from None
     if not isinstance(node, dict) or not isinstance(node.get("cells"), list):
-        raise SubmissionError(f"{path}: not a Jupyter notebook in format 4 (no 'cells' list)")
+        raise SubmissionError(f"{where}: not a Jupyter notebook in format 4 (no 'cells' list)")
     found = []
     for number, cell in enumerate(node["cells"], start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
-        if isinstance(tags, list) and CHECK_TAG in tags:
+        if not isinstance(cell, dict):
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):
-            raise SubmissionError(f"{path}: cell {number} has a source that is neither text nor a list of lines")
-        found.append((f"cell {number}", source))
+            raise SubmissionError(f"{where}: cell {number} has a source that is neither text nor a list of lines")
+        found.append((number, cell, source))
     return found
+
+
+def _tags(cell: dict) -> list:
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return tags if isinstance(tags, list) else []
+
+
+def _code(cells: list[tuple[int, dict, str]]) -> list[tuple[str, str]]:
+    return [(f"cell {number}", source) for number, cell, source in cells
+            if cell.get("cell_type") == "code" and CHECK_TAG not in _tags(cell)]
+
+
+def _answers(cells: list[tuple[int, dict, str]]) -> str | None:
+    found = [(f"cell {number}", source) for number, cell, source in cells
+             if cell.get("cell_type") == "raw" and ANSWERS_TAG in _tags(cell)]
+    return "".join(f"# {label}\n{source.rstrip()}\n" for label, source in found) if found else None
+
+
+def code_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every code cell not tagged mha-check; SubmissionError if not a notebook."""
+    return _code(_cells(_read(ipynb_path), str(ipynb_path)))
+
+
+def answer_cells(ipynb_path: Path) -> list[tuple[str, str]]:
+    """(label, source) of every raw cell tagged mha-answers, in order."""
+    return [(f"cell {number}", source) for number, cell, source in _cells(_read(ipynb_path), str(ipynb_path))
+            if cell.get("cell_type") == "raw" and ANSWERS_TAG in _tags(cell)]
+
+
+def extract_answers(ipynb_path: Path) -> str | None:
+    """The notebook's answer cells as answers.yaml text (None when it has none)."""
+    return _answers(_cells(_read(ipynb_path), str(ipynb_path)))
 
 
 def extract_source(ipynb_path: Path) -> str:
@@ -130,20 +179,13 @@ def extract_source(ipynb_path: Path) -> str:
     return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)
 
 
-def materialize(ipynb_path: Path) -> Path:
-    """Write the notebook's attention.py to a private temporary folder (removed at exit) and
-    return its path; an answers.yaml beside the notebook is linked beside it."""
-    from .answers import ANSWERS_NAME
-    from ..paths import SUBMISSION_NAME
-    source = extract_source(ipynb_path)
-    folder = Path(tempfile.mkdtemp(prefix="mha-notebook-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    target = folder / SUBMISSION_NAME
-    target.write_text(source, encoding="utf-8")
-    answers = Path(ipynb_path).resolve().parent / ANSWERS_NAME
-    if answers.exists():
-        (folder / ANSWERS_NAME).symlink_to(answers)
-    return target
+def notebook_parts(raw: bytes, name: str) -> tuple[str, str | None]:
+    """The notebook `raw` (read from the file `name`) as attention.py text and answers.yaml text
+    (None when it has no answer cells); SubmissionError if it is not a notebook."""
+    cells = _cells(raw, name)
+    return _assemble(_code(cells), name), _answers(cells)
+
+
 
 
 def check(problem: str) -> None:
@@ -160,8 +202,15 @@ def check(problem: str) -> None:
     with tempfile.TemporaryDirectory(prefix="mha-check-") as folder:
         path = Path(folder) / "attention.py"
         path.write_text(source, encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "grader", "check", problem, "--path", str(path)],
+        done = subprocess.run([sys.executable, "-m", "grader", "check", problem, "--path", str(path), "--format", "html"],
                               capture_output=True, text=True, cwd=os.getcwd())
-    print(done.stdout, end="")
+    import html
+    import re
+    plain = html.unescape(re.sub(r"<[^>]*>", "", re.sub(r"<svg.*?</svg>", "", done.stdout, flags=re.S)))
+    try:  # the report with pictures of the weights, and as plain text where HTML cannot be shown
+        from IPython.display import display
+        display({"text/html": done.stdout, "text/plain": plain.strip("\n") + "\n"}, raw=True)
+    except ImportError:
+        print(plain, end="")
     if done.stderr:
         print(done.stderr, end="", file=sys.stderr)

@@ -1,8 +1,21 @@
 """Results of grading: plain frozen data that reporters read. Scoring lives here, once."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
+
+
+def one_line(text: str) -> str:
+    """Student text (an exception's message...) on one line, inert: line breaks and every other
+    control character (a terminal's escape sequences) as visible escapes, so it cannot start a
+    line of its own in a report (a fake "Score: 142/142" or "PASS" line) nor drive a terminal."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                                            else f"\\u{ord(m.group()):04x}"), text)
 
 
 class CaseStatus(Enum):
@@ -13,6 +26,50 @@ class CaseStatus(Enum):
     CRASHED = "crashed"
     NOT_IMPLEMENTED = "not implemented"
     NOT_ANSWERED = "not answered"  # a quiz item left blank
+    RECORDED = "recorded"          # a hidden quiz item's answer in `mha check`: well formed, graded later
+
+
+class Status(Enum):
+    """A whole submission's outcome, as the gradebook and the class report show it."""
+
+    GRADED = "graded"
+    SYNTAX_ERROR = "syntax error"      # attention.py is not valid Python: no problem could run
+    IMPORT_FAILURE = "import failure"  # importing attention.py raised or stopped the process
+    TIMEOUT = "timeout"                # the import or some problem ran out of time
+    EMPTY = "empty"                    # nothing to run: no attention.py, or one with no code
+    ERROR = "error"                    # the grader itself failed on this submission
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """Why attention.py could not be imported: told once, with the line it points at."""
+
+    kind: str                  # "syntax", "timeout", "crashed" or the exception's type name
+    message: str
+    line: int | None = None
+    column: int | None = None  # 1-based, syntax errors only
+    source: str = ""           # the text of that line of attention.py
+
+    def describe(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        if self.kind == "syntax":
+            return f"attention.py has a syntax error{where}: {self.message}"
+        if self.kind == "timeout":
+            return "importing attention.py did not finish within the time limit"
+        if self.kind == "crashed":
+            return f"the process stopped while importing attention.py: {self.message}"
+        return f"importing attention.py raised {self.kind}{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class WeightGrid:
+    """A public case's attention weights beside the expected ones (rows: queries, columns: keys),
+    rounded and cut to a few rows and columns, for a picture in a report."""
+
+    label: str                                 # e.g. "head 0"; "" for a single grid
+    got: tuple[tuple[float, ...], ...]
+    expected: tuple[tuple[float, ...], ...]
+    shape: tuple[int, int] = (0, 0)            # the full size, before it was cut
 
 
 @dataclass(frozen=True)
@@ -28,6 +85,7 @@ class CaseResult:
     inputs: str = ""           # short input summary (public cases only)
     mistake: str | None = None  # id of the named misconception the answer matches
     mistake_message: str = ""
+    grids: tuple[WeightGrid, ...] = ()  # returned weights vs expected ones (failing public cases only)
 
     @property
     def passed(self) -> bool:
@@ -43,6 +101,8 @@ class ProblemResult:
     hints: tuple[str, ...] = ()
     message: str = ""          # problem-level note (not implemented, import failed...)
     stdout: str = ""
+    counted: bool = True       # False: not graded here (a hidden quiz item in `mha check`), not in the score
+    quiz: bool = False         # a quiz item (answers.yaml), not a coding problem
 
     @property
     def fraction(self) -> float:
@@ -58,6 +118,10 @@ class ProblemResult:
         return all(c.passed for c in self.cases)
 
     @property
+    def not_implemented(self) -> bool:
+        return bool(self.cases) and all(c.status is CaseStatus.NOT_IMPLEMENTED for c in self.cases)
+
+    @property
     def mistakes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.mistake for c in self.cases if c.mistake))
 
@@ -70,14 +134,34 @@ class GradeResult:
     execution_time: float = 0.0
     messages: tuple[str, ...] = field(default_factory=tuple)
     include_hidden: bool = True
+    load_error: LoadError | None = None
+    empty: bool = False        # attention.py has no code at all (blank, or comments only)
 
     @property
     def score(self) -> float:
-        return round(sum(p.score for p in self.problems), 4)
+        return round(sum(p.score for p in self.problems if p.counted), 4)
 
     @property
     def max_score(self) -> float:
-        return round(sum(p.max_score for p in self.problems), 4)
+        return round(sum(p.max_score for p in self.problems if p.counted), 4)
+
+    @property
+    def passed(self) -> bool:
+        """Every problem and item graded here passed; an item only recorded here (not scored) passes
+        unless its answer has the wrong form."""
+        return all(p.passed if p.counted else all(c.status is not CaseStatus.ERROR for c in p.cases)
+                   for p in self.problems)
+
+    @property
+    def status(self) -> Status:
+        if self.empty:
+            return Status.EMPTY
+        if self.load_error is not None:
+            return {"syntax": Status.SYNTAX_ERROR, "timeout": Status.TIMEOUT}.get(self.load_error.kind,
+                                                                                 Status.IMPORT_FAILURE)
+        if any(c.status is CaseStatus.TIMEOUT for p in self.problems for c in p.cases):
+            return Status.TIMEOUT
+        return Status.GRADED
 
     @property
     def percent(self) -> float:

@@ -9,7 +9,8 @@ import importlib
 
 from ..grading.results import GradeResult
 
-MODULES = {"text": "text", "json": "json_report", "gradescope": "gradescope", "junit": "junit", "github": "github"}
+MODULES = {"text": "text", "json": "json_report", "gradescope": "gradescope", "junit": "junit", "github": "github",
+           "html": "html"}
 FORMATS = tuple(MODULES)
 
 

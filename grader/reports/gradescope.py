@@ -1,10 +1,24 @@
-"""Gradescope `results.json`: one test per problem, named after the problem id."""
+"""Gradescope `results.json`: one test per problem, named after the problem id.
+
+Gradescope renders `output` as Markdown. Everything that can hold student text (an exception's
+message, what the code printed, an answer) goes inside a code block whose fence is longer than
+any run of backticks in it, so nothing a student writes can close it and become a heading, a
+link or an image.
+"""
 from __future__ import annotations
 
 import json
+import re
 
 from ..grading.results import GradeResult
 from .text import problem_lines
+
+
+def fenced(text: str) -> str:
+    """`text` as a Markdown code block that nothing inside can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
 
 
 def _output(problem) -> str:
@@ -20,7 +34,7 @@ def as_dict(result: GradeResult) -> dict:
             "max_score": p.max_score,
             "status": "passed" if p.passed else "failed",
             "visibility": "visible",
-            "output": "```\n" + _output(p) + "\n```",
+            "output": fenced(_output(p)),
             "output_format": "md",
             "tags": [p.id, *p.mistakes],
         }
@@ -28,7 +42,7 @@ def as_dict(result: GradeResult) -> dict:
     ]
     summary = f"Score: {result.score:g}/{result.max_score:g} ({result.percent:.0f}%)."
     if result.messages:
-        summary += "\n\n" + "\n".join(result.messages)
+        summary += "\n\n" + fenced("\n".join(result.messages))
     return {
         "score": result.score,
         "execution_time": result.execution_time,

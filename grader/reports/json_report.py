@@ -13,6 +13,7 @@ def as_dict(result: GradeResult) -> dict:
         "score": result.score,
         "max_score": result.max_score,
         "execution_time": result.execution_time,
+        "status": result.status.value,
         "messages": list(result.messages),
         "problems": [
             {

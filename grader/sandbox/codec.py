@@ -6,12 +6,21 @@ and arrays as the base64 of their bytes in native order (bool arrays: lists of t
 `decode_value` checks every field strictly and builds only None, bool, int, float, str, list,
 tuple, dict, ndarray (of an allowed numeric dtype, its size checked against its shape) or
 `Opaque`. Nothing is unpickled or evaluated.
+
+Every line the student process sends is checked by `loads_bounded` before any object is built:
+its size, how many values it holds, how deeply they nest and how many digits an integer has
+(see `Bounds`); a line out of bounds is refused whole, so what a student sends cannot make the
+grader recurse, run out of memory or fail. The largest legitimate answer of the shipped
+problems is a few kilobytes (an (n, d) float64 array as base64); `ANSWER` allows far more: a
+float64 array of about 390,000 numbers, or a nested list of 65,000 numbers.
 """
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +31,23 @@ ALLOWED_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", 
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 MAX_DEPTH = 16
 MAX_ELEMENTS = 1 << 21
+MAX_DIGITS = 40  # of an integer: int64 has 19; Python's int() refuses 4300 and is slow well before
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one piece of student-made JSON may hold, checked on its bytes before it is parsed."""
+
+    bytes: int
+    nodes: int        # values of any kind (an over-estimate: every ',', ':', '[' and '{' counts one)
+    depth: int        # nesting of arrays and objects
+    digits: int = MAX_DIGITS
+
+
+# one answer line from the student process: its event, and a returned value as tagged data
+# (a float is {"t": "float", "v": 1.5, "type": "float"}: 4 values, so 2**18 values hold a list of
+# 65,000 numbers); every memory figure stays in tens of MB, whatever the line holds
+ANSWER = Bounds(bytes=4 << 20, nodes=1 << 18, depth=64)
 
 
 def clean_text(value: object, limit: int) -> str:
@@ -34,6 +60,73 @@ def clean_text(value: object, limit: int) -> str:
 
 class DecodeError(ValueError):
     """The student process sent something that is not a well-formed answer."""
+
+
+class _LongNumber(str):
+    """An integer written with more digits than allowed: kept as text, never converted."""
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def _counts(data: bytes) -> tuple[int, int]:
+    """(values, opening brackets) of JSON text, structure outside strings only."""
+    values = data.count(b",") + data.count(b":") + 1
+    opened = data.count(b"[") + data.count(b"{")
+    return values + opened, opened
+
+
+def _depth_within(brackets: bytes, depth: int) -> bool:
+    """Whether brackets (only `[]{}` left) nest at most about `depth` deep: each pass removes
+    every innermost pair, so `depth` passes empty anything nested up to `depth` (and nothing
+    nested deeper than 2 * `depth`)."""
+    for _ in range(depth):
+        if not brackets:
+            return True
+        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(shorter) == len(brackets):
+            return False  # unbalanced: not JSON anyway
+        brackets = shorter
+    return not brackets
+
+
+def loads_bounded(data: bytes | str, bounds: Bounds, what: str = "the data") -> Any:
+    """JSON text parsed only if it is within `bounds` (checked on the text, before any object is
+    built); an integer with too many digits becomes its text (a `_LongNumber`), so no number
+    conversion can fail or take long. Raises DecodeError saying which bound was passed."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if len(raw) > bounds.bytes:
+        raise DecodeError(f"{what} is too large ({len(raw):,} bytes; at most {bounds.bytes:,})")
+    nodes, opened = _counts(raw)
+    structure = raw
+    if nodes > bounds.nodes or opened > bounds.depth:  # count again without the strings' text
+        structure = _STRING.sub(b'""', raw)
+        nodes, opened = _counts(structure)
+    if nodes > bounds.nodes:
+        raise DecodeError(f"{what} holds too many values (more than {bounds.nodes:,})")
+    if opened > bounds.depth and not _depth_within(structure.translate(None, _NOT_BRACKETS), bounds.depth):
+        raise DecodeError(f"{what} is nested too deeply (more than {bounds.depth} levels)")
+
+    def integer(text: str) -> int | str:
+        return int(text) if len(text.lstrip("-")) <= bounds.digits else _LongNumber(text)
+
+    try:
+        return json.loads(raw, parse_int=integer)
+    except RecursionError:  # only past the bounds, which are far below the recursion limit
+        raise DecodeError(f"{what} is nested too deeply") from None
+    except ValueError as exc:
+        raise DecodeError(f"{what} is not valid JSON ({str(exc)[:80]})") from None
+
+
+def read_event(line: bytes, bounds: Bounds = ANSWER) -> dict:
+    """One line from the student process as an event dict; {"event": "garbled", "why": ...} for
+    a line that is out of bounds, not JSON, or not an object."""
+    try:
+        event = loads_bounded(line, bounds, "the answer")
+    except DecodeError as exc:
+        return {"event": "garbled", "why": str(exc)}
+    return event if isinstance(event, dict) else {"event": "garbled", "why": "the answer is not an object"}
 
 
 @dataclass(frozen=True)
@@ -68,12 +161,15 @@ def _float(v: Any) -> float:
         return _FLOATS[v]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise DecodeError("bad float")
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an integer of up to MAX_DIGITS digits always fits; kept for safety
+        raise DecodeError("bad float") from None
 
 
 def _int(v: Any) -> int:
-    if not isinstance(v, str) or len(v) > 400:
-        raise DecodeError("bad int")
+    if not isinstance(v, str) or len(v.lstrip("-")) > MAX_DIGITS:
+        raise DecodeError(f"an integer with more than {MAX_DIGITS} digits" if isinstance(v, str) else "bad int")
     try:
         return int(v, 10)
     except ValueError:

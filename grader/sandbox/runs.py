@@ -42,13 +42,4 @@ class LoadFailure:
     kind: str
     message: str
     line: int | None = None
-
-    def describe(self) -> str:
-        where = f" (line {self.line})" if self.line else ""
-        if self.kind == "syntax":
-            return f"attention.py has a syntax error{where}: {self.message}"
-        if self.kind == "timeout":
-            return "importing attention.py did not finish within the time limit"
-        if self.kind == "crashed":
-            return f"the process stopped while importing attention.py: {self.message}"
-        return f"importing attention.py raised {self.kind}{where}: {self.message}"
+    column: int | None = None  # syntax errors: 1-based offset in the line

@@ -23,14 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from .codec import DecodeError, clean_text, decode_value, encode_arg
+from .codec import ANSWER, DecodeError, clean_text, decode_value, encode_arg, read_event
 from ..errors import InternalError
+from ..paths import remove_tree
 from .isolation import Isolation
 from .limits import Limits
 from .runs import CaseRun, LoadFailure, RunStatus, StudentError
 from .spawn import pipe, reap, start_student
 
-MAX_MESSAGE = 64 << 20  # bytes in one answer line
+MAX_MESSAGE = ANSWER.bytes  # bytes in one answer line (codec.ANSWER bounds the rest)
 
 
 @dataclass
@@ -92,13 +93,9 @@ class Worker:
             newline = self._buffer.find(b"\n")
             if newline >= 0:
                 line, self._buffer = self._buffer[:newline], self._buffer[newline + 1:]
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    return {"event": "garbled"}
-                return event if isinstance(event, dict) else {"event": "garbled"}
+                return read_event(line)  # checked within codec.ANSWER before it is parsed
             if len(self._buffer) > MAX_MESSAGE:
-                return {"event": "garbled"}
+                return {"event": "garbled", "why": f"an answer larger than {MAX_MESSAGE >> 20} MiB"}
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -286,10 +283,9 @@ class Session:
         if event is None:
             self.load_failure = LoadFailure("timeout", "time limit")
         elif event.get("event") == "load_error":
-            line = event.get("line")
+            line, column = (_number(event.get(key)) for key in ("line", "column"))
             self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
-                                            self._scrub(clean_text(event.get("message", ""), 500)),
-                                            int(line) if isinstance(line, (int, str)) and str(line).isdigit() else None)
+                                            self._scrub(clean_text(event.get("message", ""), 500)), line, column)
         else:
             self.load_failure = LoadFailure("crashed", worker.exit_description())
         self._retire()
@@ -362,7 +358,8 @@ class Session:
             if kind == "exited":
                 stop = CaseRun(RunStatus.CRASHED, detail=worker.exit_description())
             else:
-                stop = CaseRun(RunStatus.CRASHED, detail="the process sent an unreadable answer")
+                why = f" ({event['why']})" if isinstance(event.get("why"), str) else ""
+                stop = CaseRun(RunStatus.CRASHED, detail=f"the process sent an unreadable answer{why}")
         finished = time.monotonic()
         failed = stop is not None and stop.status is not RunStatus.NO_FUNCTION
         if failed:
@@ -408,7 +405,7 @@ class Session:
         """Kill every process of the session, delete its files, release its uid."""
         self._retire()
         self.isolation.close()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        remove_tree(self._tmp)  # however deep the student's folders go
 
     def __enter__(self) -> "Session":
         return self
@@ -419,6 +416,12 @@ class Session:
 
 _ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], bytes]] = OrderedDict()
 _ENCODED_LOCK = threading.Lock()
+
+
+def _number(value: Any) -> int | None:
+    """A line or column number from the worker's event (an int or digits), else None."""
+    text = str(value) if isinstance(value, (int, str)) else ""
+    return int(text) if text.isdigit() and len(text) < 10 else None  # never a 400-digit "line"
 
 
 def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import stat
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Iterable
+
+from ..paths import remove_tree
 
 __all__ = ["SHARED_DIRS", "WALK_MAX_AGE", "shared_folders", "sweep", "walk_soon"]
 
@@ -124,7 +126,7 @@ def sweep(uid: int, folders: Iterable[str]) -> None:
                 if info.st_uid != uid:
                     continue
                 if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(Path(entry.path))  # however deep: shutil.rmtree recurses
                 else:
                     os.unlink(entry.path)
             except OSError:

@@ -55,8 +55,8 @@ globals().update({name: getattr(builtins, name) for name in (
 # Loaded by the zygote while it waits, so children skip their imports. Any other module of the
 # installation imports too, as the student's uid, even from an installation that uid cannot
 # reach by its path (under /root...): see confine.import_through and jail.py.
-PRELOAD = ("numpy.random", "numpy.fft", "bisect", "cmath", "collections", "collections.abc", "copy",
-           "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
+PRELOAD = ("numpy.random", "numpy.fft", "__future__", "bisect", "cmath", "collections", "collections.abc",
+           "copy", "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
            "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
 def _sibling(name):
     """A module beside this file, loaded by its path: run as a script with -I, this process has no
@@ -165,7 +165,8 @@ def load(path):
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        send({"event": "load_error", "kind": "syntax", "message": f"{exc.msg}", "line": exc.lineno})
+        send({"event": "load_error", "kind": "syntax", "message": f"{exc.msg}", "line": exc.lineno,
+              "column": exc.offset})
         return None
     except BaseException as exc:  # ImportError, SystemExit, KeyboardInterrupt, anything
         send({"event": "load_error", "kind": type(exc).__name__, "message": _error(exc)["message"],

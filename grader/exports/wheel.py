@@ -1,0 +1,124 @@
+"""A wheel of this grader, built from the running package: what exports ship so that a
+platform installs exactly this grader, offline, without this repository or a package index.
+
+`build(assignment_root)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
+every file of the installed `grader` package (no caches, no packaged assignment of its own),
+the assignment at `assignment_root` as the packaged one (`grader/_assignment`, course.yaml left
+out: a secret never goes into a package), and the dist-info pip needs (METADATA with the light
+dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a checkout and from an
+installed wheel alike, and is deterministic: the same files give byte-identical bytes.
+
+`build_student(assignment)`: `mha_exercises_student-<version>-py3-none-any.whl`, what students
+may have: the package pruned as the student bundle is (no reference, no wrong variants, no
+loader, no quiz key: `classroom.release.STUDENT_EXCLUDE`), no assignment, and the default
+variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
+answers precomputed) for the otter export's student checks (`otter_checks.py`).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+from ..paths import PACKAGE
+from .archive import zip_bytes
+from .otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
+
+__all__ = ["DEPENDENCIES", "DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student",
+           "filename", "metadata"]
+
+DISTRIBUTION = "mha-exercises"
+STUDENT_DISTRIBUTION = "mha-exercises-student"
+# The student wheel keeps, of the exports, only what the otter tests call.
+_STUDENT_EXPORTS = ("__init__.py", "otter_checks.py")
+# The light install (pyproject.toml's dependencies): what grading needs.
+DEPENDENCIES = ("numpy>=1.23", "pyyaml>=6.0", "click>=8.1")
+LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
+_SKIP = {"__pycache__", "_assignment"}
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def filename(distribution: str = DISTRIBUTION) -> str:
+    """The wheel's file name (PEP 427, the distribution name normalised)."""
+    return f"{distribution.replace('-', '_')}-{_version()}-py3-none-any.whl"
+
+
+def metadata(distribution: str = DISTRIBUTION) -> str:
+    """METADATA (core metadata 2.4, PEP 639 license expression)."""
+    lines = ["Metadata-Version: 2.4", f"Name: {distribution}", f"Version: {_version()}",
+             "Summary: Auto-graded exercises and quizzes on multi-head attention, with a sandboxed numpy grader",
+             "License-Expression: MIT", "License-File: LICENSE", "Requires-Python: >=3.10"]
+    lines += [f"Requires-Dist: {d}" for d in DEPENDENCIES]
+    return "\n".join(lines) + "\n"
+
+
+def _license() -> str:
+    for candidate in (PACKAGE.parent / "LICENSE",):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+        text = distribution(DISTRIBUTION).read_text("licenses/LICENSE")
+    except (PackageNotFoundError, OSError):
+        text = None
+    return text or LICENSE_TEXT
+
+
+def _package_files(folder: Path, prefix: str, skip: set[str], exclude: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Regular files under `folder` as {prefix/relative path: bytes}, less the parts named in
+    `skip` and the paths (or the folders holding them) matching an `exclude` pattern."""
+    import fnmatch
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(part in skip for part in relative.parts) or path.suffix == ".pyc" or path.is_symlink() \
+                or not path.is_file():
+            continue
+        prefixes = [Path(*relative.parts[:n]).as_posix() for n in range(1, len(relative.parts) + 1)]
+        if any(fnmatch.fnmatchcase(p, pattern) for p in prefixes for pattern in exclude):
+            continue
+        files[f"{prefix}/{relative.as_posix()}"] = path.read_bytes()
+    return files
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def _wheel(distribution: str, files: dict[str, bytes], scripts: bool) -> tuple[str, bytes]:
+    info = f"{distribution.replace('-', '_')}-{_version()}.dist-info"
+    files[f"{info}/METADATA"] = metadata(distribution).encode()
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: mha-exercises\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    if scripts:
+        files[f"{info}/entry_points.txt"] = b"[console_scripts]\nmha = grader.cli.launch:main\n"
+    files[f"{info}/top_level.txt"] = b"grader\n"
+    files[f"{info}/licenses/LICENSE"] = _license().encode()
+    record = [_record_line(name, data) for name, data in sorted(files.items())] + [f"{info}/RECORD,,"]
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    return filename(distribution), zip_bytes(files)
+
+
+def build(assignment_root: Path) -> tuple[str, bytes]:
+    """(file name, wheel bytes) of the grader with `assignment_root` as its packaged assignment."""
+    files = _package_files(PACKAGE, "grader", _SKIP)
+    files.update(_package_files(Path(assignment_root), "grader/_assignment", {"__pycache__", "course.yaml"}))
+    return _wheel(DISTRIBUTION, files, scripts=True)
+
+
+def build_student(assignment) -> tuple[str, bytes]:
+    """(file name, wheel bytes) of the student package: pruned, no assignment, public fixtures."""
+    import json
+    from ..assignment.quiz import DEFAULT_SEED
+    from ..classroom.release import STUDENT_EXCLUDE
+    from ..grading.fixtures import build as build_fixtures
+    exclude = tuple(p for p in STUDENT_EXCLUDE if p != "exports") + tuple(
+        f"exports/{m.name}" for m in sorted((PACKAGE / "exports").glob("*.py")) if m.name not in _STUDENT_EXPORTS)
+    files = _package_files(PACKAGE, "grader", _SKIP | {"_fixtures"}, exclude)
+    fixtures = build_fixtures(assignment, DEFAULT_SEED, "default")
+    files[f"grader/{FIXTURES}"] = (json.dumps(fixtures, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    return _wheel(STUDENT_DISTRIBUTION, files, scripts=False)

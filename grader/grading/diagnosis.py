@@ -1,0 +1,318 @@
+"""What a problem's failures show: at most one named mistake per problem, and which of the
+student's own failing functions a problem calls.
+
+**One mistake per problem.** Each named mistake is weighed against every case of the problem
+together, never against one case alone:
+
+- a *variant* (grader/attention/mistakes.py) **explains** a failing case when its answer differs
+  from the right one and the student's answer matches it; it is **contradicted** by a case where
+  its answer differs from the right one and the student's does not match it (a passing case
+  included: the student got right what the mistake gets wrong); it is **neutral** on a case
+  where it answers right or does not apply (with one head, averaging the heads' patterns is not
+  told apart from one wide head, so those variants do not apply there);
+- a *detector* explains a failing case it recognizes and is neutral elsewhere;
+- two mistakes of no problem file are recognized from the run itself: `assert` where a
+  ValueError is expected, and float16 answers that are right to float16 precision.
+
+A mistake is a candidate when it explains at least one failing case and nothing contradicts
+it. It is named when it is the only candidate that explains every failing case, or else the
+only candidate at all; it is then shown on the cases it explains. Two candidates (or partial
+fits that no single mistake completes) are reported as "several causes fit", with no name.
+
+**Cascades.** A function that calls the student's own failing function (scaled dot-product
+attention calling a broken softmax) inherits its failures. Which functions a function may call
+is read from the submission's source by static inspection (`ast.parse` only: the source is
+never executed in the grader, and the reference never enters the student process). When a
+failing problem's function may call another graded function that fails its own cases on
+valid inputs, the problem says so, points at that function first (the root of a chain), and
+names none of its own mistakes: they may be caused by the callee. This is deliberately
+conservative: a problem whose own bug hides behind a failing callee is told to fix the callee
+first, never told a mistake the callee may have caused.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import os
+from dataclasses import dataclass, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..attention.api import ReturnKind
+from ..attention.detectors import DETECTORS
+from ..assignment.model import Mistake, Problem
+from ..sandbox.session import CaseRun, RunStatus
+from .checks import as_array, check
+from .results import CaseResult, CaseStatus, ProblemResult
+from .student_files import open_folder, read_student_file
+
+__all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
+           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "name_mistakes", "read_source", "calls", "point_at_callees"]
+
+ASSERT_INSTEAD_OF_RAISE = Mistake(
+    id="assert-instead-of-raise", variant="",
+    message="You check the input with `assert`, which raises AssertionError (and is skipped entirely "
+            "under `python -O`). A caller expects a ValueError here: write "
+            "`if ...: raise ValueError(\"...\")` with a message that names the numbers.")
+FLOAT16_ANSWER = Mistake(
+    id="float16-answer", variant="",
+    message="Your answer is a float16 array: its values are right to about 3 significant digits, which "
+            "is all float16 keeps. Compute and return float32 or float64 (np.asarray(x, dtype=np.float64)).")
+GENERIC_MISTAKES = (ASSERT_INSTEAD_OF_RAISE, FLOAT16_ANSWER)
+
+SEVERAL_CAUSES = ("Several causes fit these failures: no single known mistake explains them all, so none is "
+                  "named. Check each step against the worked example in the prompt.")
+
+# a float16 answer is "right to float16 precision" within these (float16 has an 11-bit significand)
+_FLOAT16_RTOL, _FLOAT16_ATOL = 4e-3, 1e-3
+_SOURCE_LIMIT = 1 << 20  # bytes of source read for the static call graph; a longer file is not inspected
+
+
+class Fit(Enum):
+    NEUTRAL = "neutral"
+    EXPLAINS = "explains"
+    CONTRADICTS = "contradicts"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    mistake: Mistake | None = None
+    explained: frozenset[int] = frozenset()  # indices of the cases the named mistake explains
+    note: str = ""                            # SEVERAL_CAUSES, or ""
+
+
+def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
+    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
+    from ..attention.mistakes import VARIANTS
+    with np.errstate(all="ignore"):
+        return VARIANTS[mistake.variant](*copy.deepcopy(args))
+
+
+def _parts(problem: Problem) -> Sequence[str]:
+    return problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
+
+
+def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool, Any, bool]:
+    """(applies, the variant's answer, whether it differs from the right answer) on this case,
+    computed once per prepared case (it does not depend on the submission)."""
+    key = ("variant", mistake.id)
+    if key not in prepared.computed:
+        if prepared.wrong_answers is not None:  # computed ahead (compiled assignment, student bundle)
+            known = dict(prepared.wrong_answers)
+            applies, wrong = mistake.id in known, known.get(mistake.id)
+        else:
+            try:
+                applies, wrong = True, wrong_answer(mistake, prepared.args)
+            except Exception:  # the variant does not apply to these inputs
+                applies, wrong = False, None
+        differs = False
+        if applies:
+            if prepared.case.raises:
+                differs = True  # the variant returns where the right answer raises
+            else:
+                try:
+                    with np.errstate(all="ignore"):
+                        differs = not check(problem.compare, wrong, prepared.expected, _parts(problem)).passed
+                except Exception:
+                    applies, differs = False, False
+        prepared.computed[key] = (applies, wrong, differs)
+    return prepared.computed[key]
+
+
+def _is_float16(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.dtype == np.float16
+    return isinstance(value, (tuple, list)) and any(_is_float16(v) for v in value)
+
+
+def _close_at_float16(problem: Problem, expected: Any, got: Any) -> bool:
+    values = got if _parts(problem) else (got,)
+    wanted = expected if _parts(problem) else (expected,)
+    if not isinstance(values, (tuple, list)) or len(values) != len(wanted):
+        return False
+    for exp, value in zip(wanted, values):
+        arr, exp = as_array(value), np.asarray(exp, dtype=np.float64)
+        if arr is None or arr.shape != exp.shape or not np.allclose(arr, exp, rtol=_FLOAT16_RTOL, atol=_FLOAT16_ATOL):
+            return False
+    return True
+
+
+def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result: CaseResult) -> Fit:
+    """How one mistake fits one case."""
+    if mistake is ASSERT_INSTEAD_OF_RAISE:
+        raised = run.error.bases if run.status is RunStatus.RAISED and run.error is not None else ()
+        return Fit.EXPLAINS if (not result.passed and prepared.case.raises and "AssertionError" in raised) \
+            else Fit.NEUTRAL
+    if mistake is FLOAT16_ANSWER:
+        if result.passed or prepared.case.raises or run.status is not RunStatus.RETURNED \
+                or not _is_float16(run.value):
+            return Fit.NEUTRAL
+        return Fit.EXPLAINS if _close_at_float16(problem, prepared.expected, run.value) else Fit.NEUTRAL
+    if mistake.variant in DETECTORS:
+        if result.passed or run.status is not RunStatus.RETURNED:
+            return Fit.NEUTRAL
+        try:
+            with np.errstate(all="ignore"):
+                found = DETECTORS[mistake.variant](copy.deepcopy(prepared.args), run.value)
+        except Exception:  # the detector does not apply to this answer
+            return Fit.NEUTRAL
+        return Fit.EXPLAINS if found else Fit.NEUTRAL
+    applies, wrong, differs = _variant_answer(mistake, problem, prepared)
+    if not applies or not differs:
+        return Fit.NEUTRAL
+    if result.passed or run.status is not RunStatus.RETURNED:
+        return Fit.CONTRADICTS
+    try:
+        with np.errstate(all="ignore"):
+            matches = check(problem.compare, wrong, _where_defined(wrong, run.value, _parts(problem)),
+                            _parts(problem)).passed
+    except Exception:
+        matches = False
+    return Fit.EXPLAINS if matches else Fit.CONTRADICTS
+
+
+def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
+    """`got` with the variant's own nan/inf copied in: where the mistake's answer is undefined
+    (a row with every key masked, an overflow), any answer fits it (-1e9 or -inf alike). A
+    variant with no finite element at all is matched strictly: it would fit anything."""
+    if parts:
+        if not isinstance(got, (tuple, list)) or len(got) != len(parts):
+            return got
+        return tuple(_where_defined(w, g, ()) for w, g in zip(wrong, got))
+    w, g = as_array(wrong), as_array(got)
+    finite = np.isfinite(w) if w is not None else None
+    if w is None or g is None or w.shape != g.shape or finite.all() or not finite.any():
+        return got
+    return np.where(finite, g, w)
+
+
+def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
+             results: Sequence[CaseResult]) -> Diagnosis:
+    """The one mistake the problem's cases show together, or a note that several causes fit."""
+    failing = frozenset(i for i, r in enumerate(results) if not r.passed
+                        and r.status is not CaseStatus.NOT_IMPLEMENTED)
+    if not failing:
+        return Diagnosis()
+    candidates, partial = [], False
+    for mistake in (*problem.mistakes, *GENERIC_MISTAKES):
+        explained, contradicted = set(), False
+        for i, (case, run, result) in enumerate(zip(prepared, runs, results)):
+            try:
+                fit = _fit(mistake, problem, case, run, result)
+            except Exception:  # an answer of a form the mistake cannot weigh: no evidence either way
+                fit = Fit.NEUTRAL
+            if fit is Fit.CONTRADICTS:
+                contradicted = True
+                break
+            if fit is Fit.EXPLAINS:
+                explained.add(i)
+        partial = partial or bool(explained)
+        if explained and not contradicted:
+            candidates.append((mistake, frozenset(explained)))
+    complete = [c for c in candidates if c[1] >= failing]
+    chosen = complete if complete else candidates
+    if len(chosen) == 1:
+        return Diagnosis(*chosen[0])
+    return Diagnosis(note=SEVERAL_CAUSES if partial else "")
+
+
+def name_mistakes(results: Sequence[CaseResult], diagnosis: Diagnosis) -> tuple[CaseResult, ...]:
+    """The case results with the diagnosed mistake on the cases it explains, and on no other."""
+    mistake = diagnosis.mistake
+    return tuple(replace(r, mistake=mistake.id, mistake_message=mistake.message)
+                 if mistake is not None and i in diagnosis.explained
+                 else replace(r, mistake=None, mistake_message="") if r.mistake else r
+                 for i, r in enumerate(results))
+
+
+# --- cascades --------------------------------------------------------------------------------
+
+def read_source(path: Path) -> str | None:
+    """The submission's text for static inspection, read as any student file (student_files: a
+    regular file, never through a link, at most _SOURCE_LIMIT bytes); None when it cannot be."""
+    path = Path(path)
+    try:
+        folder = open_folder(path.parent, follow=True)
+    except OSError:
+        return None
+    try:
+        file = read_student_file(folder, path.name, _SOURCE_LIMIT)
+    finally:
+        os.close(folder)
+    return None if file.data is None else file.data.decode("utf-8", errors="replace")
+
+
+def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each of `names` defined at the top of `source`, the others of `names` it may call,
+    directly or through helpers defined at the top of the module (any reference by name
+    counts). Parsed only, never run; {} when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    defined: dict[str, ast.AST] = {}
+    for node in tree.body:  # the last top-level definition of a name wins, as at import time
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined[node.name] = node
+    refers = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & defined.keys()
+              for name, node in defined.items()}
+    wanted = set(names)
+    found = {}
+    for name in wanted & defined.keys():
+        seen, todo = set(), [name]
+        while todo:  # every function reachable from `name`, each visited once
+            for callee in refers[todo.pop()] - seen:
+                seen.add(callee)
+                todo.append(callee)
+        found[name] = frozenset((seen & wanted) - {name})
+    return found
+
+
+def _names(functions: Sequence[str]) -> str:
+    return functions[0] if len(functions) == 1 else ", ".join(functions[:-1]) + " and " + functions[-1]
+
+
+def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],
+                     source: str | None) -> tuple[ProblemResult, ...]:
+    """Results where a failing problem that calls the student's own failing functions says so
+    first and names none of its own mistakes."""
+    results = tuple(results)
+    if source is None:
+        return results
+    function_of = {p.id: p.function.name for p in problems}
+    # a callee fails for its callers only on valid inputs: one that merely does not raise
+    # ValueError on bad ones (an `assert`) cannot break a caller's cases
+    must_raise = {(p.id, c.name) for p in problems for c in p.cases if c.raises}
+    failing = {function_of[r.id]: r for r in results if r.id in function_of
+               and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
+    if not failing:
+        return results
+    graph = calls(source, function_of.values())
+    out = []
+    for result in results:
+        name = function_of.get(result.id)
+        culprits = [f for f in graph.get(name, ()) if f in failing] if name and not result.passed else []
+        # point at the roots: a failing callee that itself calls a failing callee is a symptom too
+        roots = [f for f in culprits if not any(g in failing for g in graph.get(f, ()))] or culprits
+        if not roots:
+            out.append(result)
+            continue
+        order = list(function_of.values())
+        roots.sort(key=order.index)
+        unimplemented = all(failing[f].message == "not implemented yet" for f in roots)
+        state = "not implemented yet" if unimplemented else "fails its own cases" if len(roots) == 1 \
+            else "fail their own cases"
+        it = "it" if len(roots) == 1 else "them"
+        pointer = (f"{name} calls your {_names(roots)}, which {'is' if len(roots) == 1 else 'are'} "
+                   f"{state}: implement {it} first." if unimplemented else
+                   f"{name} calls your {_names(roots)}, which {state}: fix {it} first; "
+                   f"{'its' if len(roots) == 1 else 'their'} failures can cause these.")
+        superseded = ("", SEVERAL_CAUSES, "not implemented yet")  # what the pointer explains better
+        message = pointer if result.message in superseded else f"{pointer} {result.message}"
+        out.append(replace(result, message=message,
+                           cases=tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)))
+    return tuple(out)
+

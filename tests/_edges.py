@@ -1,0 +1,247 @@
+"""Helpers for the tests of the edges where student data enters the grader (test_submission_files,
+test_bounds, test_leaks, test_output_files): a course with a quiz and a course secret under /tmp,
+laid out like a real one, and `mha grade` run in a subprocess (as root, or as a dropped uid)
+that reports the grader process's own peak memory (VmHWM, read at its exit)."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.assignment.loader import load_assignment
+from grader.assignment.quiz import answer_key
+from grader.assignment.variants import DEFAULT_SEED
+from grader.paths import remove_tree
+
+from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+from .test_hostile import PROBLEMS
+
+ROOT_MODE = os.geteuid() == 0
+DROPPED_UID = 65534  # a non-root uid for the non-root runs (kept in group 0 to read this checkout)
+AR, CR, PS = PROBLEMS
+
+# what `python -c` runs: `mha`, and at its exit the grader process's peak resident memory
+# written to $MHA_TEST_PEAK (only by this process, not by processes forked from it)
+_RUN = textwrap.dedent("""
+    import atexit, os, runpy, sys
+    _pid = os.getpid()
+    def _peak():
+        if os.getpid() == _pid:
+            with open("/proc/self/status") as status, open(os.environ["MHA_TEST_PEAK"], "w") as out:
+                out.write(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+    atexit.register(_peak)
+    sys.argv = ["mha", *sys.argv[1:]]
+    runpy.run_module("grader", run_name="__main__")
+""")
+
+
+@dataclass(frozen=True)
+class Course:
+    """A course folder any user may read (until the grader protects it): exercises/ with three
+    problems and the quiz, course.yaml with a secret, solutions/ and .git/ beside it."""
+
+    base: Path
+    exercises: Path
+    secret: str
+    points: dict[str, float]       # problem id -> points
+    quiz_points: dict[str, float]  # quiz item id -> points
+    key: dict                      # the right answers of the default variant
+
+    @property
+    def total(self) -> float:
+        return sum(self.points.values()) + sum(self.quiz_points.values())
+
+
+def make_course() -> Course:
+    base = Path(tempfile.mkdtemp(prefix="mha-edges-"))
+    exercises = base / "exercises"
+    (exercises / "problems").mkdir(parents=True)
+    (exercises / "assignment.yaml").write_text(
+        "title: Edges\nquiz: quiz.yaml\nproblems:\n" + "".join(f"  - {p}\n" for p in PROBLEMS))
+    shutil.copy(EXERCISES / "quiz.yaml", exercises)
+    for problem in PROBLEMS:
+        shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
+    secret = f"SECRET{secrets.token_hex(8)}"
+    (exercises / "course.yaml").write_text(f"secret: {secret}\n")
+    (base / "solutions").mkdir()
+    shutil.copy(SOLUTIONS / "attention.py", base / "solutions")
+    (base / ".git").mkdir()
+    (base / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for folder, _, files in os.walk(base):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    assignment = load_assignment(exercises)
+    return Course(base, exercises, secret, {p.id: p.points for p in assignment.problems},
+                  {i.id: i.points for i in assignment.quiz.items}, answer_key(assignment.quiz, DEFAULT_SEED))
+
+
+def new_folder(course: Course, name: str) -> Path:
+    """A fresh folder inside the course base that any user may enter (for the dropped uid)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=course.base))
+    os.chmod(folder, 0o777)
+    return folder
+
+
+def write_submission(folder: Path, source: str | None = None, answers: dict | str | None = None) -> Path:
+    """attention.py (the model answers unless `source`) and answers.yaml (the key if a dict)."""
+    (folder / "attention.py").write_text(solution_source() if source is None else source)
+    if answers is not None:
+        (folder / "answers.yaml").write_text(answers if isinstance(answers, str) else yaml.safe_dump(answers))
+    return folder
+
+
+@dataclass(frozen=True)
+class GraderRun:
+    code: int
+    stdout: str
+    stderr: str
+    peak_mb: float      # the grader process's own peak resident memory (VmHWM)
+    output: Path | None
+    left: list[str]     # what is left in the run's own temporary folder ($TMPDIR): should be nothing
+    processes: list[str]  # processes still working in that folder (student code runs there): none
+
+    def results(self) -> dict:
+        return json.loads(self.output.read_text())
+
+    def report(self) -> str:
+        """Everything a student or instructor could read from this run."""
+        return self.stdout + self.stderr + (self.output.read_text() if self.output and self.output.exists() else "")
+
+
+def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
+               umask: int | None = None, env: dict | None = None, limit: float = 120.0) -> GraderRun:
+    """`mha --exercises COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`
+    (with `umask`, and `env` added to the environment)."""
+    peak = Path(tempfile.mkstemp(prefix="mha-peak-", dir=course.base)[1])
+    os.chmod(peak, 0o666)
+    tmp = new_folder(course, "tmp")  # the grader's own temporary files go here, to be counted
+    os.chmod(tmp, 0o1777)
+    env = {**os.environ, "MHA_TEST_PEAK": str(peak), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})}
+    if user is not None:
+        cache = course.base / f"cache-{user}"
+        cache.mkdir(exist_ok=True)
+        os.chown(cache, user, 0)
+        env.update(HOME=str(cache), MHA_CACHE_DIR=str(cache))
+
+    def become() -> None:
+        if umask is not None:
+            os.umask(umask)
+        if user is not None:
+            os.setgroups([])
+            os.setgid(0)
+            os.setuid(user)
+
+    extra = ("--output", str(output)) if output is not None else ()
+    done = subprocess.run([sys.executable, "-c", _RUN, "--exercises", str(course.exercises), *args, *extra],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=limit, preexec_fn=become)
+    text = peak.read_text().strip()
+    peak.unlink()
+    left, processes = sorted(os.listdir(tmp)), working_in(tmp)
+    remove_tree(tmp)
+    return GraderRun(done.returncode, done.stdout, done.stderr, int(text) / 1024 if text else 0.0, output, left,
+                     processes)
+
+
+def working_in(folder: Path) -> list[str]:
+    """Processes whose working folder is inside `folder` (read as a link's text: nothing is opened)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+            found.append(f"{pid} {cwd}")
+    return found
+
+
+def grade(course: Course, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
+          fmt: str = "gradescope", timeout: float = 2.0, umask: int | None = None) -> GraderRun:
+    """`mha grade SUBMISSION --format FMT --output OUTPUT` with short time limits."""
+    if output is None and fmt == "gradescope":
+        output = new_folder(course, "out") / "results.json"
+    return run_grader(course, "grade", str(submission), "--format", fmt, "--timeout", str(timeout),
+                      "--total-timeout", "40", *extra, cwd=submission if submission.is_dir() else submission.parent,
+                      output=output, user=user, umask=umask)
+
+
+def scores(data: dict) -> dict[str, float]:
+    """A Gradescope results.json's score per problem or quiz item."""
+    return {test["tags"][0]: test["score"] for test in data["tests"]}
+
+
+def deserved(course: Course, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:
+    """Full points but for the `lost` problems and items (and the quiz unless `quiz`)."""
+    points = {**course.points, **course.quiz_points}
+    return {i: 0.0 if i in lost or (not quiz and i in course.quiz_points) else p for i, p in points.items()}
+
+
+def graded_in_every_mode(course: Course, cases, make, *, timeout: float, workers: int) -> dict:
+    """Each case laid out by `make(course, case, folder)` and graded in every mode that can run
+    here (see `users`), `workers` at a time: {(case, user): GraderRun, or the exception}."""
+    todo = [(case, user) for case in cases for user in users() if user is None or not dropped_uid_problem()]
+
+    def attempt(job):
+        case, user = job
+        folder = new_folder(course, case.name)
+        make(course, case, folder)
+        try:
+            return grade(course, folder, user=user, timeout=timeout)
+        except Exception as exc:  # reported by that case's test
+            return exc
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(todo, pool.map(attempt, todo)))
+
+
+@pytest.fixture(scope="module")
+def course():
+    """The course of a test module; deleted however deep what the tests left in it."""
+    course = make_course()
+    yield course
+    remove_tree(course.base)
+
+
+def users() -> list[int | None]:
+    """The modes to run in: the tests' own user (None: root here, as on CI) and, as root, a dropped uid."""
+    return [None, DROPPED_UID] if ROOT_MODE else [None]
+
+
+@functools.lru_cache(maxsize=1)
+def dropped_uid_problem() -> str | None:
+    """Why the dropped uid cannot run the grader here (None: it can): this Python or this
+    checkout may be in a folder only root may enter (a pyenv installation under /root)."""
+    def become() -> None:
+        os.setgroups([])
+        os.setgid(0)
+        os.setuid(DROPPED_UID)
+    try:
+        done = subprocess.run([sys.executable, "-c", "import grader.cli.commands"], cwd="/", env={
+            **os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60, preexec_fn=become)
+    except OSError as exc:
+        return f"uid {DROPPED_UID} cannot run {sys.executable} ({exc.strerror})"
+    return None if done.returncode == 0 else f"uid {DROPPED_UID} cannot import the grader: {done.stderr[-200:]}"
+
+
+def skip_unless_runnable(user: int | None) -> None:
+    """Skip a dropped-uid run where that uid cannot run this Python at all."""
+    if user is not None and dropped_uid_problem():
+        pytest.skip(dropped_uid_problem())
+
+
+__all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
+           "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
+           "dropped_uid_problem", "graded_in_every_mode", "course", "working_in"]

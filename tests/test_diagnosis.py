@@ -1,0 +1,270 @@
+"""Diagnoses (grader/grading/diagnosis.py): one named mistake per problem at most, weighed over all
+its cases; a failing function of the student's own is pointed at before what calls it."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+from grader.attention.detectors import DETECTORS
+from grader.grading.checks import check
+from grader.grading.diagnosis import SEVERAL_CAUSES, calls, read_source
+from grader.grading.grade import grade
+
+from .conftest import EXERCISES, solution_source
+from .test_mistakes import BUGS, buggy_submission
+
+SQRT_QUERIES = """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.T / math.sqrt(Q.shape[0])   # the number of queries, not d_k
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ V, weights
+"""
+
+
+def with_function(source: str) -> str:
+    """The model answers with one function redefined (the later definition wins)."""
+    return solution_source() + "\n\n" + textwrap.dedent(source)
+
+
+class TestOneMistakePerProblem:
+    @pytest.mark.parametrize("include_hidden", [True, False], ids=["grade", "check"])
+    @pytest.mark.parametrize("source", [b.source for b in BUGS] + [SQRT_QUERIES],
+                             ids=[b.mistake for b in BUGS] + ["sqrt-number-of-queries"])
+    def test_no_problem_is_told_two_mistakes(self, assignment, write_submission, source, include_hidden):
+        """Every buggy submission, graded on every problem (all cases, and the public ones as
+        `mha check` does): at most one mistake id per problem."""
+        result = grade(assignment, write_submission(with_function(source)), include_hidden=include_hidden)
+        told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
+        assert told == {}
+
+    def test_sqrt_of_the_number_of_queries_is_not_told_a_scaling_mistake(self, assignment, write_submission):
+        """Its sizes once made it 'no scaling', 'scaled by d_k' and 'scaled by d_v' in one report;
+        no single known mistake fits all its cases, so it is told that several causes fit."""
+        result = grade(assignment, write_submission(with_function(SQRT_QUERIES)),
+                       problem_ids=["scaled_dot_product_attention"]).problems[0]
+        assert result.score < result.max_score
+        assert result.mistakes == ()
+        assert result.message == SEVERAL_CAUSES
+
+    def test_public_cases_of_attention_keep_their_sizes_apart(self, assignment):
+        """n, m, d_k, d_v and sqrt(d_k) pairwise distinct in every public case; only the worked
+        example has one query (where dividing by sqrt(n) looks like no scaling, and the
+        problem-level rule keeps that coincidence from naming anything)."""
+        from grader.grading.grade import build_args
+        problem = assignment.problem("scaled_dot_product_attention")
+        public = [c for c in problem.cases if not c.hidden]
+        for case in public:
+            Q, K, V = build_args(problem, case)[:3]
+            sizes = [Q.shape[0], K.shape[0], Q.shape[1], V.shape[1], np.sqrt(Q.shape[1])]
+            assert len(set(sizes)) == 5, (case.name, sizes)
+        assert [c.name for c in public if build_args(problem, c)[0].shape[0] == 1] == ["worked example"]
+
+    def test_averaged_heads_are_not_named_on_the_one_head_case(self, assignment, write_submission):
+        """With one head, averaging the patterns cannot be told from one wide head: that case names
+        nothing, the two-head cases name the averaging."""
+        bug = next(b for b in BUGS if b.mistake == "mha-weights-averaged")
+        result = grade(assignment, write_submission(buggy_submission(bug)),
+                       problem_ids=["multi_head_attention"]).problems[0]
+        one_head = next(c for c in result.cases if c.name == "one head is plain attention")
+        assert (one_head.passed, one_head.mistake) == (False, None)
+        assert result.mistakes == ("mha-weights-averaged",)
+
+    def test_two_bugs_in_one_function_name_nothing(self, assignment, write_submission):
+        """A split without transpose that also asserts: each mistake explains some failures and
+        neither all, so several causes fit and none is named."""
+        result = grade(assignment, write_submission(with_function("""
+            def split_heads(X, num_heads):
+                n, d_model = X.shape
+                assert d_model % num_heads == 0
+                return X.reshape(num_heads, n, d_model // num_heads)
+        """)), problem_ids=["split_heads"]).problems[0]
+        assert result.mistakes == ()
+        assert result.message == SEVERAL_CAUSES
+
+    def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, assignment, write_submission):
+        """Inverting a causal mask leaves a query no key: -inf gives nan there, -1e9 a uniform row
+        (test_mistakes uses -1e9). Where the mistake's own answer is undefined, any answer fits it."""
+        result = grade(assignment, write_submission(with_function("""
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                scores = Q @ K.T / math.sqrt(Q.shape[1])
+                if mask is not None:
+                    scores = np.where(mask, -np.inf, scores)
+                weights = softmax(scores)
+                return weights @ V, weights
+        """)), problem_ids=["scaled_dot_product_attention"]).problems[0]
+        assert result.score < result.max_score
+        assert result.mistakes == ("attention-mask-inverted",)
+
+    @pytest.mark.parametrize("formula", [
+        "4 * num_heads * d_model * d_model + (4 * d_model if bias else 0)",
+        "4 * num_heads * (d_model * d_model + (d_model if bias else 0))",
+        "3 * num_heads * d_model * d_model + d_model * d_model + (4 * d_model if bias else 0)",
+    ])
+    def test_every_count_that_grows_with_heads_is_named(self, assignment, write_submission, formula):
+        """The 'parameters grow with heads' mistake knows the family, 4h d^2 + 4d included."""
+        result = grade(assignment, write_submission(with_function(f"""
+            def parameter_count(d_model, num_heads, bias=True):
+                return {formula}
+        """)), problem_ids=["parameter_count"]).problems[0]
+        assert result.score < result.max_score
+        assert result.mistakes == ("params-grow-with-heads",)
+
+
+class TestCascade:
+    WRONG_AXIS_SOFTMAX = """
+        def softmax(scores):
+            e = np.exp(scores - scores.max(axis=0, keepdims=True))
+            return e / e.sum(axis=0, keepdims=True)
+    """
+
+    def test_a_correct_caller_of_a_broken_softmax_points_at_softmax(self, assignment, write_submission):
+        """scaled_dot_product_attention is right but calls a broken softmax: it says so, first,
+        and is not told 'softmax over queries'; softmax is told its own mistake."""
+        result = grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
+                       problem_ids=["softmax", "scaled_dot_product_attention", "multi_head_attention"])
+        softmax, sdpa, mha = result.problems[:3]
+        assert softmax.mistakes == ("softmax-wrong-axis",)
+        assert sdpa.score < sdpa.max_score and sdpa.mistakes == ()
+        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases: "
+                                "fix it first; its failures can cause these.")
+        # multi-head attention reaches softmax through scaled_dot_product_attention: the root is named
+        assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases")
+        assert mha.mistakes == ()
+
+    def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
+        """A softmax left as the stub: scaled dot-product attention says to implement it first."""
+        stub = "def softmax(scores):\n    raise NotImplementedError('softmax')\n"
+        result = grade(assignment, write_submission(with_function(stub)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
+                                              "implemented yet: implement it first.")
+
+    def test_a_callee_failing_only_to_raise_is_not_blamed(self, assignment, write_submission):
+        """split_heads with `assert` fails only its ValueError cases, which no caller's case
+        reaches: multi-head attention keeps its own diagnosis."""
+        assert_split = next(b for b in BUGS if b.mistake == "assert-instead-of-raise").source
+        sqrt_d_model = next(b for b in BUGS if b.mistake == "mha-scaled-by-d-model").source
+        result = grade(assignment, write_submission(with_function(assert_split + sqrt_d_model)),
+                       problem_ids=["split_heads", "multi_head_attention"])
+        split, mha = result.problems
+        assert split.mistakes == ("assert-instead-of-raise",)
+        assert mha.mistakes == ("mha-scaled-by-d-model",) and "calls your" not in mha.message
+
+    def test_a_function_that_does_not_call_the_broken_one_keeps_its_own_diagnosis(self, assignment,
+                                                                                   write_submission):
+        """An attention written without the student's softmax is told its own mistake."""
+        source = self.WRONG_AXIS_SOFTMAX + """
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            scores = Q @ K.T
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            weights = e / e.sum(axis=-1, keepdims=True)
+            return weights @ V, weights
+        """
+        result = grade(assignment, write_submission(with_function(source)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        assert result.problems[1].mistakes == ("attention-no-scale",)
+        assert "calls your" not in result.problems[1].message
+
+
+class TestCalls:
+    NAMES = ("softmax", "scaled_dot_product_attention", "multi_head_attention", "split_heads")
+
+    def test_calls_through_helpers_and_the_last_definition_wins(self):
+        source = textwrap.dedent("""
+            def softmax(x):
+                return x
+            def _attend(q, k, v):
+                return softmax(q @ k.T) @ v
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                return split_heads(Q, 1)
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                return _attend(Q, K, V)
+            def multi_head_attention(X, *args):
+                f = scaled_dot_product_attention   # a reference by name counts
+                return f(X, X, X)
+        """)
+        found = calls(source, self.NAMES)
+        assert found["scaled_dot_product_attention"] == {"softmax"}
+        assert found["multi_head_attention"] == {"scaled_dot_product_attention", "softmax"}
+        assert found["softmax"] == frozenset()
+        assert "split_heads" not in found  # not defined
+
+    def test_recursion_terminates(self):
+        source = "def softmax(x):\n    return softmax(x)\ndef split_heads(X, h):\n    return softmax(X)\n"
+        assert calls(source, self.NAMES) == {"softmax": frozenset(), "split_heads": {"softmax"}}
+
+    @pytest.mark.parametrize("source", ["def softmax(:\n", "x = " + "(" * 5000 + "1" + ")" * 5000, "a\0b"])
+    def test_source_that_does_not_parse_gives_nothing(self, source):
+        """A syntax error, nesting too deep for the parser, a null byte: no call graph, no error."""
+        assert calls(source, self.NAMES) == {}
+
+    def test_read_source_reads_a_regular_file_only(self, tmp_path):
+        """A link is not followed, a FIFO not opened for long, an oversized file not read."""
+        real = tmp_path / "real.py"
+        real.write_text("def softmax(x):\n    return x\n")
+        link = tmp_path / "link.py"
+        link.symlink_to(real)
+        fifo = tmp_path / "fifo.py"
+        os.mkfifo(fifo)
+        big = tmp_path / "big.py"
+        big.write_bytes(b"#" * ((1 << 20) + 1))
+        assert read_source(real) == "def softmax(x):\n    return x\n"
+        assert (read_source(link), read_source(fifo), read_source(big), read_source(tmp_path / "none.py")) \
+            == (None, None, None, None)
+
+
+class TestDesignedHeads:
+    @pytest.mark.parametrize("W_Q, W_K, kind", [
+        (50.0 * np.eye(8), np.eye(8), "weight on the wrong position"),
+        (50.0 * np.eye(8), np.eye(8, k=-1), "no position preferred"),
+        (np.eye(8), np.eye(8, k=1), "pattern too weak"),
+    ], ids=["itself", "next, masked", "too soft"])
+    def test_failures_are_told_apart(self, assignment, W_Q, W_K, kind):
+        """All weight on the wrong position is not 'too weak'; uniform rows prefer nothing."""
+        problem = assignment.problem("previous_token_head")
+        verdict = check(problem.compare, 8, (W_Q, W_K))
+        assert (verdict.passed, verdict.kind) == (False, kind)
+
+    def test_off_by_one_keys_are_recognized(self):
+        """np.eye(T, k=-1) as W_K makes each query match the next, hidden key."""
+        assert DETECTORS["head_attends_to_next"]((8,), (50.0 * np.eye(8), np.eye(8, k=-1)))
+        assert not DETECTORS["head_attends_to_next"]((8,), (50.0 * np.eye(8), np.eye(8, k=1)))
+
+
+class TestTexts:
+    """The text errors of issue 14 stay fixed."""
+
+    def test_split_heads_slices_the_projections_not_the_input(self, assignment):
+        prompt = assignment.problem("split_heads").prompt
+        assert "Every head reads the whole input" in prompt and "X W_Q" in prompt
+
+    def test_the_mask_message_notes_pytorchs_convention(self, assignment):
+        message = next(m.message for m in assignment.problem("scaled_dot_product_attention").mistakes
+                       if m.id == "attention-mask-inverted")
+        assert "nn.MultiheadAttention uses the opposite convention, True = blocked" in " ".join(message.split())
+
+    def test_w_o_lets_every_head_write_anywhere(self, assignment):
+        message = next(m.message for m in assignment.problem("multi_head_attention").mistakes
+                       if m.id == "mha-no-output-projection")
+        assert "sum over heads of z_i W_O^(i)" in message and "any output direction" in message
+
+    def test_the_sink_head_is_not_called_a_do_nothing_head(self, assignment):
+        prompt = assignment.problem("sink_head").prompt
+        assert "nothing to do here" not in prompt
+        assert "copies position 0's vector e_0" in " ".join(prompt.split())
+
+    def test_quiz_texts(self, assignment):
+        items = {i.id: i for i in assignment.quiz.items}
+        scale = next(c for c in items["widen_values"].choices if c.mistake == "scale_by_d_v")
+        assert "flatter" in scale.text and "sharper" not in scale.text  # dividing by more flattens
+        assert set(items["head_count"].params["d_head"]["choice"]) <= set(range(64, 129))  # the lesson's 64-128
+
+    def test_no_problem_file_says_too_weak_for_a_wrong_position(self):
+        assert "pattern too weak" not in (EXERCISES / "problems" / "previous_token_head.yaml").read_text()

@@ -1,0 +1,159 @@
+"""Hidden cases show only the kind of failure, and student text is inert wherever it is rendered.
+
+A submission that tries every channel to carry a hidden case's inputs into its own feedback (an
+exception's message, its class's name, what it prints, a returned string, its exit code) is
+graded through the CLI in every report format and by `mha grade-all`: no report holds the
+marker it wrote. Student text written to look like report structure (a closing code fence, a
+Markdown heading and image, a workflow command, a fake score line) renders as plain text in
+Gradescope's Markdown, GitHub's log and the text report.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.paths import remove_tree
+from grader.reports.gradescope import fenced
+
+from ._edges import AR, deserved, grade, make_course, new_folder, run_grader, scores, write_submission
+from .conftest import solution_source
+
+LEAKY = '''
+
+import os as _os
+import sys as _sys
+_calls = []
+
+
+def attention_reading(weights, values):
+    _calls.append(1)
+    secret = "LEAK" + repr(values.tolist())[:60]
+    n = len(_calls)
+    if n == 1:
+        print(secret)
+        raise ValueError(secret)
+    if n == 2:
+        _sys.stderr.write(secret + "\\n")
+        raise type("LEAK_" + str(abs(int(values.sum() * 1000))), (KeyError,), {})(secret)
+    if n == 3:
+        return secret
+    if n == 4:
+        print(secret)
+        return values[0] * float("nan")
+    _os._exit(40 + int(abs(values[0, 0]) * 10) % 10)
+'''
+
+
+@pytest.fixture(scope="module")
+def course():
+    """The edges course with every case of attention_reading hidden."""
+    course = make_course()
+    problem = course.exercises / "problems" / f"{AR}.yaml"
+    problem.write_text(problem.read_text().replace("visibility: public", "visibility: hidden"))
+    yield course
+    remove_tree(course.base)
+
+
+@pytest.fixture(scope="module")
+def leaky(course) -> Path:
+    return write_submission(new_folder(course, "leaky"), solution_source() + LEAKY, answers=course.key)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github"])
+def test_hidden_cases_show_only_the_kind_of_failure(course, leaky, fmt):
+    """No marker, exit code or exception text of a hidden case in any report format."""
+    output = new_folder(course, f"out-{fmt}") / "report"
+    run = grade(course, leaky, output=output, fmt=fmt, timeout=5)
+    assert run.code == 0, run.stderr
+    report = run.report()
+    assert "LEAK" not in report
+    assert not any(f"code {n}" in report for n in range(40, 50))
+    assert run.left == [] and run.processes == []
+    if fmt == "json":
+        cases = next(p for p in json.loads(output.read_text())["problems"] if p["id"] == AR)["cases"]
+        assert [c["summary"] for c in cases] == ["raised ValueError", "raised KeyError", "wrong type",
+                                                 "wrong shape", "crashed"][:len(cases)]
+        assert {c["detail"] for c in cases} == {""} and {c["inputs"] for c in cases} == {""}
+    if fmt == "gradescope":
+        assert scores(json.loads(output.read_text())) == deserved(course, (AR,))
+
+
+def test_grade_all_feedback_and_results_hold_no_hidden_text(course, leaky):
+    """The same submission in a class: its feedback file and stored result hold no marker."""
+    root = new_folder(course, "class")
+    (root / "ann").mkdir()
+    for name in ("attention.py", "answers.yaml"):
+        (root / "ann" / name).write_bytes((leaky / name).read_bytes())
+    out = new_folder(course, "graded")
+    run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+    assert run.code == 0, run.stderr
+    written = "".join(p.read_text() for p in out.rglob("*") if p.suffix in (".txt", ".json", ".csv", ".html"))
+    assert "ann" in (out / "gradebook.csv").read_text()
+    assert "LEAK" not in written + run.stdout + run.stderr
+
+
+FAKE = "```\\n# All tests passed\\n![ok](https://evil.example/pixel.png)\\n::error::hacked\\nScore: 142/142 (100%)"
+FAKING = f'''
+
+def predict_shapes(seq_len, d_model, num_heads):
+    raise ValueError("{FAKE}")
+'''
+
+
+@pytest.fixture(scope="module")
+def faking(course) -> Path:
+    """A submission whose exception message (shown: the first case of predict_shapes is public)
+    tries to close the code fence and add a heading, an image, a workflow command, a score."""
+    return write_submission(new_folder(course, "faking"), solution_source() + FAKING, answers=course.key)
+
+
+def test_gradescope_markdown_stays_inert(course, faking):
+    """Rendered as CommonMark, Gradescope's outputs hold no heading, image or link: only code."""
+    markdown_it = pytest.importorskip("markdown_it")
+    run = grade(course, faking)
+    assert run.code == 0, run.stderr
+    data = run.results()
+    shown = [data["output"]] + [t["output"] for t in data["tests"]]
+    assert any("All tests passed" in text for text in shown)  # the text is there, as text
+    parser = markdown_it.MarkdownIt("commonmark")
+    for text in shown:
+        html = parser.render(text)
+        assert "<h1" not in html and "<img" not in html and "<a " not in html
+
+
+@pytest.mark.parametrize("text", ["```", "````\n```\n````", "a ``` b\n```` c", "`" * 40, "~~~\n# x"])
+def test_fence_is_longer_than_any_run_of_backticks(text):
+    """Nothing inside `fenced` can close it: CommonMark renders exactly one code block."""
+    markdown_it = pytest.importorskip("markdown_it")
+    tokens = markdown_it.MarkdownIt("commonmark").parse(fenced(text + "\n# Heading"))
+    assert [t.type for t in tokens] == ["fence"] and tokens[0].content == text + "\n# Heading\n"
+
+
+def test_github_messages_and_text_report_stay_inert(course, faking):
+    """No line of a GitHub message reads as a workflow command; the text report has no line of
+    the student's own (the fake score stays inside the exception's line)."""
+    out = new_folder(course, "github") / "result.json"
+    run = grade(course, faking, output=out, fmt="github")
+    assert run.code == 0, run.stderr
+    messages = [t["message"] for t in json.loads(out.read_text())["tests"]]
+    assert any("::error::hacked" in m for m in messages)
+    assert not any(line.lstrip().startswith("::") for m in messages for line in m.splitlines())
+    text = grade(course, faking, fmt="text").stdout
+    assert not any(line.startswith(("Score: 142", "# All tests", "::")) for line in text.splitlines())
+    flat = " ".join(text.split())  # the report wraps long lines on word boundaries
+    assert "raised ValueError at line" in flat and "\\n# All tests passed" in flat
+
+
+def test_html_class_report_escapes_every_text():
+    """Item titles and mistake ids are HTML-escaped in report.html."""
+    from grader.classroom.analysis import Analysis, ItemStats
+    from grader.reports.class_report import render_html
+    item = ItemStats(id="<b>x</b>", max_score=1.0, mean=0.5, discrimination=None, item_rest=None, full_marks=1,
+                     zero=1, distribution=((0.0, 1), (1.0, 1)))
+    analysis = Analysis(students=2, max_total=1.0, mean_total=0.5, totals=(0.0, 1.0), items=(item,),
+                        mistakes=(("<b>x</b>", "<script>alert(1)</script>", 1),))
+    html = render_html(analysis, {"<b>x</b>": "<img src=x onerror=alert(1)>"}, [])
+    assert "<script>" not in html and "<img src=x" not in html and "<b>x</b>" not in html
+    assert "&lt;script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html

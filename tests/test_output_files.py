@@ -1,0 +1,154 @@
+"""Where results are written: never renamed over anything but a regular file, modes per the umask.
+
+`--output` pointing at a link or a FIFO is refused (exit 2, nothing changed, no hang); a
+character device (a pseudo-terminal made here, or /dev/stdout of this run) is written in place.
+Result files (the report, the gradebook, feedback, results, report.html) get 0666 & ~umask, so
+teaching assistants can read them; the compiled cache and a zip holding the course secret stay
+private. Every test makes its own links, FIFOs and terminals: no system path is ever a target.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from grader.errors import ExitCode, OutputError
+from grader.paths import check_output, write_atomically
+
+from ._edges import course, grade, new_folder, run_grader, write_submission
+
+
+@pytest.fixture(scope="module")
+def submission(course) -> Path:
+    return write_submission(new_folder(course, "honest"), answers=course.key)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+class TestRefused:
+    def test_link_is_refused_and_left_alone(self, course, submission):
+        """--output naming a link: exit 2 before grading, the link and its target unchanged, and
+        (--format gradescope) no results file written through it."""
+        folder = new_folder(course, "link")
+        target = folder / "precious.txt"
+        target.write_text("keep me\n")
+        (folder / "results.json").symlink_to(target)
+        run = grade(course, submission, output=folder / "results.json")
+        assert run.code == ExitCode.USAGE
+        assert f"{folder / 'results.json'} is a link: results are written only to a regular file" in run.stderr
+        assert os.path.islink(folder / "results.json") and target.read_text() == "keep me\n"
+        assert sorted(os.listdir(folder)) == ["precious.txt", "results.json"]
+
+    def test_fifo_is_refused_without_waiting(self, course, submission):
+        """--output naming a FIFO nobody reads: exit 2 at once, still a FIFO."""
+        folder = new_folder(course, "fifo")
+        os.mkfifo(folder / "results.json")
+        run = grade(course, submission, output=folder / "results.json")
+        assert run.code == ExitCode.USAGE
+        assert "is a FIFO: results are written only to a regular file" in run.stderr
+        assert stat.S_ISFIFO(os.lstat(folder / "results.json").st_mode)
+        assert sorted(os.listdir(folder)) == ["results.json"]
+
+    def test_write_atomically_refuses_a_link_made_after_the_check(self, tmp_path):
+        """The library call refuses too (what grade-all and exports use), leaving no temporary file."""
+        (tmp_path / "elsewhere").write_text("x")
+        (tmp_path / "out.csv").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(OutputError, match="is a link"):
+            write_atomically(tmp_path / "out.csv", "a,b\n")
+        assert sorted(os.listdir(tmp_path)) == ["elsewhere", "out.csv"] and (tmp_path / "elsewhere").read_text() == "x"
+
+    def test_folder_is_refused(self, tmp_path):
+        with pytest.raises(OutputError, match="is a folder"):
+            write_atomically(tmp_path, "x")
+
+
+class TestCharacterDevices:
+    def test_dev_stdout_is_written_in_place(self, course, submission):
+        """`--output /dev/stdout` with the output captured (a pipe): the report arrives on stdout."""
+        run = grade(course, submission, output=Path("/dev/stdout"), fmt="json")
+        assert run.code == 0, run.stderr
+        assert json.loads(run.stdout)["score"] == course.total
+
+    def test_a_terminal_is_written_in_place(self, course, submission):
+        """A pseudo-terminal of this test's own (a character device) gets the report written into it."""
+        primary, secondary = os.openpty()
+        try:
+            name = os.ttyname(secondary)
+            assert check_output(Path(name)) == -1
+            chunks: list[bytes] = []
+
+            def drain() -> None:
+                while True:
+                    try:
+                        chunk = os.read(primary, 1 << 16)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    chunks.append(chunk)
+            reader = threading.Thread(target=drain, daemon=True)
+            reader.start()
+            run = run_grader(course, "grade", str(submission), "--format", "json", "--output", name, cwd=submission)
+            assert run.code == 0, run.stderr
+        finally:
+            os.close(secondary)
+            os.close(primary)
+        reader.join(timeout=10)
+        text = b"".join(chunks).decode().replace("\r\n", "\n")
+        assert json.loads(text)["score"] == course.total
+
+
+class TestModes:
+    @pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+    def test_report_follows_the_umask(self, course, submission, umask, expected):
+        """A new --output file and a replaced one both get 0666 & ~umask."""
+        out = new_folder(course, "modes") / "results.json"
+        assert grade(course, submission, output=out, umask=umask).code == 0
+        assert mode(out) == expected
+        os.chmod(out, 0o600)
+        assert grade(course, submission, output=out, umask=umask).code == 0
+        assert mode(out) == expected and json.loads(out.read_text())["score"] == course.total
+
+    def test_grade_all_files_follow_the_umask_and_the_cache_stays_private(self, course, submission):
+        """Gradebook, feedback, results and report.html: 0644 under umask 022; the compiled
+        cache: a 0700 folder of 0600 files."""
+        root = new_folder(course, "class")
+        (root / "ann").mkdir()
+        for name in ("attention.py", "answers.yaml"):
+            (root / "ann" / name).write_bytes((submission / name).read_bytes())
+        out, cache = new_folder(course, "graded"), new_folder(course, "cache")
+        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", cwd=root, umask=0o022,
+                         env={"MHA_CACHE_DIR": str(cache / "mha")})
+        assert run.code == 0, run.stderr
+        written = [p for p in out.rglob("*") if p.is_file()]
+        assert {p.name for p in written} >= {"gradebook.csv", "ann.txt", "ann.json", "report.html",
+                                             "item_analysis.json"}
+        assert {p.name: mode(p) for p in written} == {p.name: 0o644 for p in written}
+        cached = [p for p in (cache / "mha").rglob("*")]
+        assert cached and mode(cache / "mha") == 0o700
+        assert all(mode(p) == 0o600 for p in cached if p.is_file())
+
+    @pytest.mark.parametrize("secret, expected", [(None, 0o644), ("a-course-secret", 0o600)])
+    def test_gradescope_zip_is_private_when_it_holds_the_secret(self, cli, monkeypatch, tmp_path, secret, expected):
+        """The autograder zip packs course.yaml with the secret: then it is 0600 whatever the umask
+        (the zip's making is stubbed here: test_export_gradescope builds real ones)."""
+        from grader.exports import gradescope, wheelhouse
+        monkeypatch.setattr(wheelhouse, "download", lambda python, **_: {})
+        monkeypatch.setattr(gradescope, "build", lambda assignment, secret, wheels, python: b"PK\x05\x06" + bytes(18))
+        if secret:
+            monkeypatch.setenv("MHA_COURSE_SECRET", secret)
+        else:
+            monkeypatch.delenv("MHA_COURSE_SECRET", raising=False)
+        old = os.umask(0o022)
+        try:
+            result = cli("export", "gradescope", "--out", str(tmp_path / "autograder.zip"))
+        finally:
+            os.umask(old)
+        assert result.exit_code == 0, result.output
+        assert mode(tmp_path / "autograder.zip") == expected

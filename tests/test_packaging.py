@@ -1,0 +1,189 @@
+"""The package as users install it: the sdist and the wheel built from it (`python -m build`, once
+for this module), installed into a fresh venv and used from another folder; which assignment
+`mha` uses, by the one precedence README states."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.paths import locate_assignment, packaged_assignment
+
+from ._install import clean_env, fresh_venv, link_farm
+from .conftest import EXERCISES, ROOT, SOLUTIONS
+
+SECRET_LINE = "secret: do-not-ship-this-secret\n"
+_COPY_IGNORE = shutil.ignore_patterns(".git", ".venv*", "venv", "__pycache__", "*.pyc", ".pytest_cache",
+                                      "*.egg-info", "build", "dist", "course.yaml", "*.zip")
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory):
+    """(sdist, wheel) built by `python -m build` from a copy of this checkout whose exercises/
+    holds a course.yaml (which neither may carry); the wheel is built from the sdist."""
+    pytest.importorskip("build")
+    tmp = tmp_path_factory.mktemp("dists")
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=_COPY_IGNORE)
+    (source / "exercises" / "course.yaml").write_text(SECRET_LINE)
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp / "dist"), str(source)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    sdist, = (tmp / "dist").glob("*.tar.gz")
+    wheel, = (tmp / "dist").glob("*.whl")
+    return sdist, wheel
+
+
+@pytest.fixture(scope="module")
+def installed(dists, tmp_path_factory):
+    """A fresh venv with the wheel installed by pip (its dependencies shared, see tests/_install.py)."""
+    tmp = tmp_path_factory.mktemp("venv")
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared"))
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(dists[1])],
+                          capture_output=True, text=True, timeout=300, env=clean_env(tmp))
+    assert done.returncode == 0, done.stderr
+    return tmp / "venv" / "bin" / "mha"
+
+
+def _names_in_sdist(sdist: Path) -> set[str]:
+    with tarfile.open(sdist) as archive:
+        return {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+
+
+class TestInstalledWheel:
+    def test_grades_the_solutions_from_another_folder(self, installed, tmp_path):
+        """Installed from the wheel, `mha grade` in an unrelated folder gives the solutions full marks."""
+        elsewhere = tmp_path / "elsewhere" / "deeper"
+        elsewhere.mkdir(parents=True)
+        shutil.copytree(SOLUTIONS, elsewhere / "mine")
+        done = subprocess.run([str(installed), "grade", "mine", "--format", "json"], cwd=elsewhere,
+                              capture_output=True, text=True, timeout=300, env=clean_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["score"] == data["max_score"] == 142
+
+    def test_check_reads_attention_py_of_the_working_folder(self, installed, tmp_path):
+        """With the packaged assignment, `mha check` checks ./attention.py (not the packaged stubs)."""
+        shutil.copyfile(SOLUTIONS / "attention.py", tmp_path / "attention.py")
+        done = subprocess.run([str(installed), "check", "softmax"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, env=clean_env(tmp_path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "PASS  softmax:" in done.stdout
+
+    def test_says_it_uses_the_packaged_assignment(self, installed, tmp_path):
+        """`mha list` names the assignment it uses: the one inside the installed package."""
+        done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=clean_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        line = done.stderr.strip().splitlines()[-1]
+        assert line.startswith("assignment: ") and line.endswith(" (packaged)")
+        assert "/site-packages/grader/_assignment" in line
+        assert "total 142 points" in done.stdout
+
+    def test_missing_assignment_names_both_ways_to_choose_one(self, installed, tmp_path):
+        """MHA_EXERCISES naming an empty folder: exit 3, and the message says how to choose one."""
+        done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=clean_env(tmp_path, MHA_EXERCISES=str(tmp_path)))
+        assert done.returncode == 3
+        assert f"{tmp_path}/assignment.yaml: assignment file not found (folder chosen by MHA_EXERCISES)" in done.stderr
+        assert "--exercises DIR" in done.stderr and "MHA_EXERCISES=DIR" in done.stderr
+
+
+class TestDistributions:
+    def test_sdist_holds_what_its_tests_need(self, dists):
+        """Every file of tests/, the solutions, the exercises, LICENSE and the CI script are in the sdist."""
+        names = _names_in_sdist(dists[0])
+        wanted = {p.relative_to(ROOT).as_posix() for folder in ("tests", "solutions", "exercises", "grader")
+                  for p in (ROOT / folder).rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.name != "course.yaml"}
+        assert wanted - names == set()
+        assert {"LICENSE", "README.md", "pyproject.toml", "MANIFEST.in", ".ci/run", "docs/PYPI.md"} <= names
+
+    def test_wheel_carries_the_package_and_the_assignment(self, dists):
+        """Every grader module and every assignment file is in the wheel (a subpackage missing
+        from pyproject.toml's list fails here), the assignment under grader/_assignment."""
+        with zipfile.ZipFile(dists[1]) as archive:
+            names = set(archive.namelist())
+        modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "grader").rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts}
+        assignment = {"grader/_assignment/" + p.relative_to(EXERCISES).as_posix() for p in EXERCISES.rglob("*")
+                      if p.is_file() and "__pycache__" not in p.parts and p.name != "course.yaml"}
+        assert modules - names == set()
+        assert assignment - names == set()
+        assert "grader/_assignment/problems/softmax.yaml" in names
+
+    def test_no_course_secret_in_either(self, dists):
+        """A course.yaml beside the exercises goes into neither the sdist nor the wheel."""
+        with zipfile.ZipFile(dists[1]) as archive:
+            assert not [n for n in archive.namelist() if n.endswith("course.yaml")]
+            assert all(SECRET_LINE.encode() not in archive.read(n) for n in archive.namelist())
+        assert not [n for n in _names_in_sdist(dists[0]) if n.endswith("course.yaml")]
+
+    def test_metadata_license_and_classifiers(self, dists):
+        """PEP 639 metadata (License-Expression, License-File), classifiers, and LICENSE in the wheel."""
+        with zipfile.ZipFile(dists[1]) as archive:
+            info = next(n.split("/")[0] for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = archive.read(f"{info}/METADATA").decode()
+            license_text = archive.read(f"{info}/licenses/LICENSE").decode()
+        assert "License-Expression: MIT" in metadata.splitlines()
+        assert "License-File: LICENSE" in metadata.splitlines()
+        assert "Classifier: Topic :: Education :: Testing" in metadata.splitlines()
+        assert not [line for line in metadata.splitlines() if line.startswith("License: ")]
+        assert license_text.startswith("MIT License")
+        assert "](docs/" not in metadata  # no relative image or link on the package index page
+        assert "Requires-Dist: numpy>=1.23" in metadata.splitlines()
+        assert not [line for line in metadata.splitlines()
+                    if line.startswith("Requires-Dist:") and "extra ==" not in line
+                    and not line.split(":")[1].strip().startswith(("numpy", "pyyaml", "click"))]
+
+    def test_twine_check_passes(self, dists):
+        """`twine check` accepts both distributions (metadata and the rendered description)."""
+        pytest.importorskip("twine")
+        done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dists)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count("PASSED") == 2
+
+
+class TestPrecedence:
+    """--exercises, then MHA_EXERCISES, then found from the working folder up, then the packaged one."""
+
+    def test_option_wins_over_everything(self, tmp_path):
+        """--exercises is used even when MHA_EXERCISES is set and an exercises/ is nearby."""
+        (tmp_path / "exercises").mkdir()
+        (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
+        assert locate_assignment(tmp_path / "mine", {"MHA_EXERCISES": "/elsewhere"}, tmp_path) == \
+            (tmp_path / "mine", "--exercises")
+
+    def test_environment_before_the_working_folder(self, tmp_path):
+        """MHA_EXERCISES wins over an exercises/ found from the working folder."""
+        (tmp_path / "exercises").mkdir()
+        (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
+        assert locate_assignment(None, {"MHA_EXERCISES": "/elsewhere"}, tmp_path) == \
+            (Path("/elsewhere"), "MHA_EXERCISES")
+
+    def test_found_from_the_working_folder_up(self, tmp_path):
+        """An exercises/ in an ancestor of the working folder is found."""
+        (tmp_path / "exercises").mkdir()
+        (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
+        deep = tmp_path / "a" / "b"
+        deep.mkdir(parents=True)
+        assert locate_assignment(None, {}, deep) == ((tmp_path / "exercises").resolve(), "found from the working folder")
+
+    def test_packaged_last(self, tmp_path):
+        """Nothing chosen and nothing found: the packaged assignment (exercises/ in a checkout)."""
+        assert locate_assignment(None, {}, tmp_path) == (packaged_assignment(), "packaged")
+        assert (packaged_assignment() / "assignment.yaml").is_file()
+
+    def test_cli_says_which_assignment_on_stderr(self, cli):
+        """`mha list` prints the chosen folder and the reason on stderr, the listing on stdout."""
+        result = cli("list")
+        assert result.exit_code == 0
+        assert result.stderr.strip() == f"assignment: {EXERCISES} (--exercises)"
+        assert "assignment:" not in result.stdout
