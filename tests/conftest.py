@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,27 @@ from grader.assignment.loader import load_assignment
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
+
+
+TEST_SECONDS = 600  # no test may take longer, whatever it grades: a hang fails, it never blocks the run
+
+
+@pytest.fixture(autouse=True)
+def time_limit(request):
+    """Every test gets a time limit (SIGALRM in the main thread raises TimeoutError in it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError(f"{request.node.nodeid} took more than {TEST_SECONDS} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(TEST_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def pytest_configure(config):
@@ -62,3 +85,19 @@ def write_submission(tmp_path):
 
 def solution_source() -> str:
     return (SOLUTIONS / "attention.py").read_text()
+
+
+def run_as_uid(uid: int, action) -> int:
+    """Run `action()` in a forked child switched to `uid` (= gid, no groups); its exit code, or
+    70 if it raised. The child only makes system calls: prepare everything before."""
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = action()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])

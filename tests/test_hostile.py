@@ -6,16 +6,24 @@ marks on every problem except the ones its snippet breaks (`loses`). Each is gra
 CLI (`python -m grader grade SUB --format gradescope --output OUT`, three at a time) on a copy of
 three problems in a course folder under /tmp laid out like a real one (exercises/, solutions/,
 .git/, readable by "others" until the grader protects them), and the test asserts: exit code 0,
-a valid results file written by the grader, the exact score, no process left (every process a
-submission starts is named hxTOKEN or has TOKEN in its command line), and no file left outside
-its temporary folder (every file it writes has TOKEN in its name or text; as root, anything
-owned by a sandbox uid counts too), comparing snapshots of /tmp, /var/tmp, /dev/shm, /run/lock,
-the repository and the course folder (with the output folder) taken before and after.
+a valid results file written by the grader, the exact score, the grader's peak memory, no
+process left (every process a submission starts is named hxTOKEN or has TOKEN in its command
+line), no file left outside its temporary folder (every file it writes has TOKEN in its name
+or text; as root, anything a sandbox uid owns in the course or submission folder counts too),
+comparing snapshots of /tmp, /var/tmp, /dev/shm, /run/lock, the repository and the course folder
+(with the output folder) taken before and after (by lstat: no link followed, nothing but regular
+files opened), and no kernel key left for a later session of any sandbox uid. Those marked
+`fallback` are graded again as root without namespaces; `grade-all` on a class with hostile
+students is graded in both root modes.
 """
 from __future__ import annotations
 
+import csv
+import ctypes
+import functools
 import json
 import os
+import platform
 import re
 import secrets
 import shutil
@@ -31,14 +39,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, SHARED_DIRS
+from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+from .conftest import EXERCISES, ROOT, SOLUTIONS, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
+GRADED_IN = (PROBLEMS[1], PROBLEMS[0], PROBLEMS[2])  # the course's order: a large request follows the first
 ROOT_MODE = os.geteuid() == 0
 RUN_BOUND = 45.0         # seconds a whole hostile run may take, on a loaded 2-core machine
 OTHER_RUN = re.compile(rb"mha-hostile-\d{8}")  # files of a concurrent run of these tests
@@ -53,8 +62,10 @@ class Hostile:
     root_only: bool = False         # the guarantee it tests holds only when the grader is root
     syntax_line: int | None = None  # line of the snippet with a syntax error
     timeout: float = 1.0            # seconds per problem: a hostile loop costs 1 s, not 10
-    grader_mb: float | None = None  # peak memory allowed to the grader (and its workers)
+    grader_mb: float = 300          # peak memory allowed to the grader and its zygote (VmHWM)
     alone: bool = False             # graded while no other hostile runs (it takes every CPU)
+    fallback: bool = False          # graded again as root without namespaces (MHA_NAMESPACES=off)
+    namespaces_only: bool = False   # the guarantee holds only in namespaces
 
 
 AR, CR, PS = PROBLEMS
@@ -76,7 +87,7 @@ HOSTILES = (
     Hostile("daemon"),
     Hostile("fork_bomb", loses=(PS,), says=("timed out",), alone=True),
     # attention_reading has hidden cases, so what it printed is not shown (tests/test_leaks.py)
-    Hostile("output_flood", loses=(AR,), says=("timed out",), grader_mb=300),
+    Hostile("output_flood", loses=(AR,), says=("timed out",)),
     Hostile("fake_results", loses=(AR,), root_only=True),
     Hostile("eq_always_true", loses=(AR,), says=("wrong type",)),
     Hostile("array_raises", loses=(AR,), says=("RuntimeError: no array for you",)),
@@ -90,10 +101,17 @@ HOSTILES = (
     Hostile("signal_grader", root_only=True),
     Hostile("read_secrets", loses=(AR, CR), root_only=True,
             says=("student code cannot import the grader package",
-                  "probes: reference=PermissionError package_list=PermissionError problems=PermissionError "
-                  "problems_list=PermissionError solutions=PermissionError git=PermissionError "
-                  "write_course=PermissionError write_exercises=PermissionError "
-                  "reference_by_path=PermissionError import_grader=")),
+                  "probes: reference=closed package_list=closed problems=closed problems_list=closed "
+                  "solutions=closed git=closed write_course=closed write_exercises=closed "
+                  "reference_by_path=closed import_grader="), fallback=True),
+    Hostile("stall_stdin", loses=(CR,), says=("timed out (time limit of 1 s for this problem)",), fallback=True),
+    Hostile("claim_squatter", loses=(PS,), root_only=True, fallback=True,
+            says=("claims: /run/mha-sandbox=closed /var/lib/mha-sandbox=closed slept=yes sockets=",)),
+    Hostile("keyrings", loses=(CR,), root_only=True, fallback=True, says=("grader_key=none",)),
+    Hostile("read_checkout", loses=(CR,), root_only=True, fallback=True,
+            says=("probes: from_cmdline=closed checkout=closed submissions=closed solutions=closed",)),
+    Hostile("namespaces", loses=(CR,), root_only=True, namespaces_only=True,
+            says=("shared: network=OSError interfaces=lo processes=0 tmp=0 shm=0",)),
 )
 
 
@@ -112,7 +130,7 @@ def course():
     exercises = base / "exercises"
     (exercises / "problems").mkdir(parents=True)
     (exercises / "assignment.yaml").write_text(
-        "title: Hostile submissions\nproblems:\n" + "".join(f"  - {p}\n" for p in PROBLEMS))
+        "title: Hostile submissions\nproblems:\n" + "".join(f"  - {p}\n" for p in GRADED_IN))
     for problem in PROBLEMS:
         shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
     (base / "solutions").mkdir()
@@ -133,7 +151,7 @@ def submission_source(hostile: Hostile, token: str, course: Course) -> tuple[str
     head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
     text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(course.base))
-    return text.replace("@PACKAGE@", str(PACKAGE)), head.count("\n")
+    return text.replace("@PACKAGE@", str(PACKAGE)).replace("@CHECKOUT@", str(ROOT)), head.count("\n")
 
 
 @dataclass(frozen=True)
@@ -142,26 +160,70 @@ class Run:
     stdout: str
     stderr: str
     seconds: float
-    max_rss_mb: float  # of the grader and the processes it waited for
+    grader_mb: float  # peak resident memory (VmHWM) of the grader and of its zygote, the larger
 
 
-def run_mha(*args: str, cwd: Path, limit: float = 120.0) -> Run:
-    """`python -m grader ARGS` (the `mha` command), with its exit code, output, time and peak memory."""
+def _peak_mb(pid: int) -> float:
+    """VmHWM of `pid` (the kernel's own high-water mark of its resident memory), 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle.read(8192).splitlines():
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def _grader_processes(pid: int) -> list[int]:
+    """The grader and its direct children that are not student processes (its zygote, grade-all's
+    job processes): student processes run with their own limits."""
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                for child in handle.read().split():
+                    with open(f"/proc/{int(child)}/cmdline", "rb") as cmd:
+                        words = cmd.read(4096).split(b"\0")
+                    if b"--zygote" in words or b"grader" in words or words[:1] == [sys.executable.encode()]:
+                        found.append(int(child))
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def run_mha(*args: str, cwd: Path, limit: float = 120.0, env: dict[str, str] | None = None,
+            preexec_fn=None) -> Run:
+    """`python -m grader ARGS` (the `mha` command), with its exit code, output, time and the peak
+    memory of the grader's own processes: their VmHWM, read every 10 ms until they exit (it only
+    grows, so a late reading covers every earlier moment)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "grader", *args], stdout=out, stderr=err, cwd=cwd)
-        watchdog = threading.Timer(limit, proc.kill)  # a hung grader fails the test instead of hanging it
-        watchdog.start()
+        proc = subprocess.Popen([sys.executable, "-m", "grader", *args], stdout=out, stderr=err, cwd=cwd,
+                                env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
+        peaks: dict[int, float] = {}
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                for pid in _grader_processes(proc.pid):
+                    peaks[pid] = max(peaks.get(pid, 0.0), _peak_mb(pid))
+                done.wait(0.01)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait(timeout=limit)  # a hung grader fails the test instead of hanging it
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         finally:
-            watchdog.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            done.set()
+            watcher.join()
         seconds = time.monotonic() - start
         out.seek(0)
         err.seek(0)
         return Run(proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                   seconds, usage.ru_maxrss / 1024)
+                   seconds, max(peaks.values(), default=0.0))
 
 
 def leftovers(token: str) -> list[str]:
@@ -178,9 +240,10 @@ def leftovers(token: str) -> list[str]:
     return found
 
 
-def snapshot(roots) -> dict[str, int]:
-    """Every path under `roots` (symlinks not followed) and its owner's uid."""
-    seen: dict[str, int] = {}
+def snapshot(roots) -> dict[str, tuple[int, int]]:
+    """Every path under `roots` with its owner's uid and its mode, from lstat: no link is
+    followed, and nothing but folders is opened (to be listed)."""
+    seen: dict[str, tuple[int, int]] = {}
     todo = [str(r) for r in roots]
     while todo:
         path = todo.pop()
@@ -188,7 +251,7 @@ def snapshot(roots) -> dict[str, int]:
             info = os.lstat(path)
         except OSError:
             continue
-        seen[path] = info.st_uid
+        seen[path] = (info.st_uid, info.st_mode)
         if stat.S_ISDIR(info.st_mode):
             try:
                 names = os.listdir(path)
@@ -199,25 +262,41 @@ def snapshot(roots) -> dict[str, int]:
     return seen
 
 
-def _text(path: str) -> bytes:
+def _text(path: str, mode: int) -> bytes:
+    """The first MiB of a regular file; nothing for anything else. Opened without following a
+    link and without blocking, and checked again once open (it may have been replaced)."""
+    if not stat.S_ISREG(mode):
+        return b""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(1 << 20)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, 1 << 20)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
-def strays(before: dict[str, int], after: dict[str, int], token: str, ignore: Path) -> dict[str, int]:
-    """New paths the submission made: TOKEN in the name or text, or (as root) a sandbox uid's,
-    leaving out concurrent sessions' folders and concurrent runs of these tests."""
+def strays(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], token: str,
+           ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
+    """New paths the submission made: owned by a student uid (a sandbox uid as root, else this
+    user), with TOKEN in the name or text, or (as root) anywhere in the `own` folders (this test's
+    course and submission folders), leaving out concurrent sessions' folders and concurrent runs
+    of these tests. Other graders on the machine (other uids, or their own sandbox uids in the
+    shared folders) are not this submission's."""
     found = {}
-    for path, uid in after.items():
-        if path in before or path == str(ignore):
+    inside = tuple(f"{folder}/" for folder in own)
+    for path, (uid, mode) in after.items():
+        if path in before or path == str(ignore) or not (uid in SANDBOX_IDS or uid == os.geteuid() != 0):
             continue
-        text = _text(path) if os.path.isfile(path) else b""
+        text = _text(path, mode)
         ours = token in path or token.encode() in text
         theirs = "mha-run-" in path or OTHER_RUN.search(path.encode() + text)
-        if ours or (uid in SANDBOX_IDS and not theirs):
+        if ours or (uid in SANDBOX_IDS and path.startswith(inside) and not theirs):
             found[path] = uid
     return found
 
@@ -233,6 +312,37 @@ def still_there(paths: dict[str, int]) -> list[str]:
         except FileNotFoundError:
             pass
     return there
+
+
+KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+
+
+def keys_left(token: str) -> list[str]:
+    """Keys named after TOKEN that a later session of any sandbox uid that owns keys would find
+    in its user, user-session or persistent keyring. Each uid is checked by a forked child that
+    switches to it and only makes system calls (everything is prepared before the fork)."""
+    if KEYCTL is None:
+        return []
+    try:
+        with open("/proc/key-users", "rb") as handle:
+            uids = [int(line.split(b":")[0]) for line in handle.read().splitlines() if b":" in line]
+    except OSError:
+        return []
+    libc = ctypes.CDLL(None, use_errno=True)
+    names = [f"mha-hostile-{token}-{label}".encode() for label in ("session", "user", "usersession", "persistent")]
+    syscall, keyctl, c_long = libc.syscall, ctypes.c_long(KEYCTL), ctypes.c_long
+    found = []
+
+    def search() -> int:
+        persistent = syscall(keyctl, c_long(22), c_long(-1), c_long(-4))
+        rings = (-4, -5, persistent) if persistent > 0 else (-4, -5)
+        hits = [syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
+                for ring in rings for name in names]
+        return 1 if any(hits) else 0
+    for uid in (u for u in uids if u in SANDBOX_IDS):
+        if run_as_uid(uid, search) != 0:
+            found.append(f"uid {uid}")
+    return found
 
 
 def read_results(path: Path) -> dict:
@@ -255,33 +365,50 @@ class Outcome:
     out_dir_files: list[str]
     leftovers: list[str]
     strays: dict[str, int]
+    token: str
 
 
-def grade_hostile(hostile: Hostile, course: Course, folder: Path) -> Outcome:
+GRADER_KEY = "mha-grader-key-"  # a key the grader holds in its own session keyring (see keyrings.py)
+
+
+def _grader_keyring(token: str):
+    """For the grader's process, before it starts: a new session keyring holding a key that
+    student code must not find (only system calls: this runs between fork and exec)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    name, add_key = (GRADER_KEY + token).encode(), {"x86_64": 248, "aarch64": 217}.get(platform.machine())
+
+    def enter() -> None:
+        if KEYCTL is not None and add_key is not None:
+            libc.syscall(ctypes.c_long(KEYCTL), ctypes.c_long(1), ctypes.c_long(0))  # join a new session keyring
+            libc.syscall(ctypes.c_long(add_key), b"user", name, b"grader secret", ctypes.c_size_t(13),
+                         ctypes.c_long(-3))
+    return enter
+
+
+def grade_hostile(hostile: Hostile, course: Course, folder: Path, env: dict[str, str] | None = None) -> Outcome:
     token = f"{secrets.randbelow(10 ** 8):08d}"
     source, offset = submission_source(hostile, token, course)
     submission = folder / "attention.py"
     submission.write_text(source)
-    out_dir = course.base / f"out-{hostile.name}"
+    out_dir = course.base / f"out-{hostile.name}-{token}"
     out_dir.mkdir()
     os.chmod(out_dir, 0o777)  # world-writable on purpose: student code may try to write here
     output = out_dir / "results.json"
     roots = (*SHARED_DIRS, ROOT, course.base, folder)
     before = snapshot(roots)
     run = run_mha("--exercises", str(course.exercises), "grade", str(submission), "--format", "gradescope",
-                  "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder)
+                  "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder,
+                  env=env, preexec_fn=_grader_keyring(token) if hostile.name == "keyrings" else None)
     return Outcome(run, output, offset, sorted(os.listdir(out_dir)), leftovers(token),
-                   strays(before, snapshot(roots), token, output))
+                   strays(before, snapshot(roots), token, output, (course.base, folder)), token)
 
 
-@pytest.fixture(scope="module")
-def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
-    """Every hostile submission graded, three at a time; the fork bomb alone (it takes every CPU)."""
-    todo = [h for h in HOSTILES if ROOT_MODE or not h.root_only]
-
+def _grade_every(todo: list[Hostile], course: Course, tmp_path_factory, env: dict[str, str] | None = None
+                 ) -> dict[str, Outcome | BaseException]:
+    """Every hostile submission of `todo` graded, three at a time; the fork bomb alone (it takes every CPU)."""
     def attempt(hostile: Hostile) -> Outcome | BaseException:
         try:
-            return grade_hostile(hostile, course, tmp_path_factory.mktemp(hostile.name))
+            return grade_hostile(hostile, course, tmp_path_factory.mktemp(hostile.name), env)
         except Exception as exc:  # reported by that hostile's test
             return exc
 
@@ -292,12 +419,35 @@ def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseExcept
     return done
 
 
-@pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)
-def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
-    """Exit 0, a valid results file, the exact score deserved, no process and no file left."""
-    if hostile.root_only and not ROOT_MODE:
-        pytest.skip("this guarantee needs the grader to run as root")
-    outcome = outcomes[hostile.name]
+@pytest.fixture(scope="module")
+def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+    """Every hostile submission graded in the grader's default mode."""
+    return _grade_every([h for h in HOSTILES if ROOT_MODE or not h.root_only], course, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+    """The hostile submissions marked `fallback` graded again as root without namespaces."""
+    if not ROOT_MODE:
+        pytest.skip("the fallback without namespaces is root's")
+    return _grade_every([h for h in HOSTILES if h.fallback], course, tmp_path_factory,
+                        {NAMESPACES_ENV: "off"})
+
+
+@functools.lru_cache(maxsize=None)
+def sandbox_mode() -> str:
+    """The mode student code runs in here by default (`mha doctor` says it too)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "attention.py"
+        path.write_text("def f():\n    return 1\n")
+        with Session(path) as session:
+            session.run("f", [[]], 30.0)
+            return session.isolation.mode
+
+
+def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseException) -> None:
+    """Exit 0, a valid results file, the exact score deserved, bounded grader memory, no process,
+    file or key left."""
     if isinstance(outcome, BaseException):
         raise outcome
     run = outcome.run
@@ -312,13 +462,82 @@ def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     for text in hostile.says:
         assert text in report
     assert all(len(t["output"]) < 8000 for t in data["tests"])  # feedback stays short whatever was printed
-    if hostile.grader_mb:
-        assert run.max_rss_mb < hostile.grader_mb
+    assert 0 < run.grader_mb < hostile.grader_mb
     if hostile.syntax_line:
         assert f"attention.py has a syntax error (line {outcome.offset + hostile.syntax_line}): expected ':'" in report
     assert outcome.output.stat().st_uid == os.geteuid() and outcome.out_dir_files == ["results.json"]
     assert outcome.leftovers == []
     assert still_there(outcome.strays) == []
+    assert keys_left(outcome.token) == []
+
+
+@pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)
+def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
+    """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
+    if hostile.root_only and not ROOT_MODE:
+        pytest.skip("this guarantee needs the grader to run as root")
+    if hostile.namespaces_only and sandbox_mode() != "namespaces":
+        pytest.skip("namespaces do not work here (see `mha doctor`)")
+    check_outcome(hostile, course, outcomes[hostile.name])
+
+
+@pytest.mark.parametrize("hostile", [h for h in HOSTILES if h.fallback], ids=lambda h: h.name)
+def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course, fallback_outcomes):
+    """The same guarantees as root where namespaces are not available (MHA_NAMESPACES=off)."""
+    check_outcome(hostile, course, fallback_outcomes[hostile.name])
+
+
+CLASSMATES = ("alice", "bob", "carol")  # correct submissions
+IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,)}  # student: problems lost
+
+
+@pytest.mark.skipif(not ROOT_MODE, reason="classmates are kept apart by the student uid, which needs root")
+@pytest.mark.parametrize("namespaces", ["default", "off"])
+def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
+    """`grade-all --jobs 2` on a class with a stalling, a uid-squatting and a snooping student:
+    exit 0, a gradebook with every classmate's full marks and each hostile student's exact
+    score, nothing of the class readable, bounded grader memory, nothing left behind."""
+    base = Path(tempfile.mkdtemp(prefix="mha-class-"))  # under /tmp, readable by others until protected
+    try:
+        folder, out = base / "class", base / "graded"
+        tokens = {}
+        for student in (*CLASSMATES, *IN_CLASS):
+            (folder / student).mkdir(parents=True)
+            if student in IN_CLASS:
+                tokens[student] = f"{secrets.randbelow(10 ** 8):08d}"
+                source = submission_source(Hostile(student), tokens[student], course)[0]
+                source = source.replace("@CLASS@", str(folder)).replace("@OUT@", str(out))
+            else:
+                source = solution_source()
+            (folder / student / "attention.py").write_text(source)
+        for path, dirs, files in os.walk(base):
+            os.chmod(path, 0o755)
+            for name in files:
+                os.chmod(os.path.join(path, name), 0o644)
+        roots = (*SHARED_DIRS, course.base, base)
+        before = snapshot(roots)
+        run = run_mha("--exercises", str(course.exercises), "grade-all", str(folder), "--out", str(out),
+                      "--jobs", "2", "--timeout", "1", "--total-timeout", "30", "--no-progress", cwd=base,
+                      env={NAMESPACES_ENV: "off"} if namespaces == "off" else None)
+        assert run.code == 0, run.stderr
+        with open(out / "gradebook.csv", newline="") as handle:
+            rows = {row["student"]: row for row in csv.DictReader(handle)}
+        full = sum(course.points.values())
+        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ())) for s in rows}
+        assert {s: float(r["total"]) for s, r in rows.items()} == expected
+        assert {s: r["status"] for s, r in rows.items()} == {
+            **{s: "graded" for s in (*CLASSMATES, *IN_CLASS)}, "stall_stdin": "timeout"}  # a case timed out
+        feedback = {s: " ".join(next((out / "feedback").glob(f"*{s}*.txt")).read_text().split())  # unwrapped
+                    for s in IN_CLASS}
+        assert "probes: classmate=closed class=closed out=closed" in feedback["read_classmates"]
+        assert "claims: /run/mha-sandbox=closed /var/lib/mha-sandbox=closed" in feedback["claim_squatter"]
+        assert "timed out (time limit of 1 s for this problem)" in feedback["stall_stdin"]
+        assert 0 < run.grader_mb < 300
+        left = {s: (leftovers(t), still_there(strays(before, snapshot(roots), t, out, (base,))), keys_left(t))
+                for s, t in tokens.items()}
+        assert left == {s: ([], [], []) for s in tokens}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 class TestWithoutSeparateUser:

@@ -4,10 +4,12 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import ctypes
+import fcntl
+import platform
 import secrets
-import socket
 import stat
-import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,15 +20,19 @@ from grader.errors import InternalError
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
 
+from .conftest import run_as_uid
+
 ROOT_MODE = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user needs root")
 
 
 class TestPrivatePaths:
-    def test_lists_package_assignment_solutions_and_git(self, tmp_path):
-        """The grader package, the assignment folder, and solutions/ and .git/ beside it."""
+    def test_lists_package_assignment_solutions_git_and_checkout(self, tmp_path):
+        """The grader package, the assignment folder, solutions/ and .git/ beside it, and the
+        source checkout the grader runs from (its tests/submissions hold complete solutions)."""
         root = tmp_path / "exercises"
-        assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git")
+        assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git", PACKAGE.parent)
+        assert (PACKAGE.parent / "tests" / "submissions").is_dir()  # this run is from a checkout
 
 
 class TestProtect:
@@ -61,6 +67,17 @@ def _session_pids(uid: int) -> list[int]:
     return [p.pid for p in processes().values() if uid in p.uids and p.alive]
 
 
+def _sleeping(uid: int) -> int:
+    """How many live processes of `uid` there are, if all of them run `sleep` (else -1)."""
+    names = []
+    for pid in _session_pids(uid):
+        try:
+            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+        except OSError:
+            pass
+    return len(names) if set(names) <= {"sleep"} else -1
+
+
 @needs_root
 class TestSeparateUser:
     def test_claims_distinct_unused_ids_and_releases_them(self):
@@ -74,22 +91,55 @@ class TestSeparateUser:
         finally:
             first.close()
             second.close()
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        probe.bind(f"\0mha-sandbox-{first.uid}")  # free again
-        probe.close()
+        for uid in (first.uid, second.uid):  # free again: the claim is a lock on a root-only file
+            fd = os.open(f"{isolation.CLAIMS[0]}/{uid}", os.O_RDWR | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)
 
-    def test_close_kills_every_process_of_the_uid(self):
-        """A child and an orphaned grandchild running as the student uid are both killed."""
+    def test_claims_are_out_of_reach_of_student_code(self):
+        """The claims folder is root's alone (0700, in a folder only root writes): no student uid
+        can create, lock or replace a claim, so none can use up the uids (an abstract socket
+        name could be bound by anyone: issue 12)."""
         jail = Isolation()
         try:
-            subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600"], user=jail.uid, group=jail.gid, extra_groups=[],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.monotonic() + 5
-            while len(_session_pids(jail.uid)) < 3 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert len(_session_pids(jail.uid)) == 3
+            info = os.lstat(isolation.CLAIMS[0])
+            parent = os.lstat(os.path.dirname(isolation.CLAIMS[0]))
+            assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+            assert parent.st_uid == 0 and not parent.st_mode & 0o022
         finally:
             jail.close()
+
+    def test_close_kills_every_process_of_the_uid(self):
+        """A child and an orphaned grandchild running as the student uid are both killed (the
+        processes are made by `sleep` and os.fork, whatever /bin/sh is)."""
+        jail = Isolation()
+        try:
+            pid = os.fork()
+            if pid == 0:  # only system calls and exec here
+                try:
+                    os.setsid()
+                    os.setgroups([])
+                    os.setresgid(jail.gid, jail.gid, jail.gid)
+                    os.setresuid(jail.uid, jail.uid, jail.uid)
+                    if os.fork() == 0:
+                        if os.fork() == 0:
+                            os.execvp("sleep", ["sleep", "600"])
+                        os._exit(0)  # the grandchild is orphaned
+                    os.execvp("sleep", ["sleep", "600"])
+                finally:
+                    os._exit(1)
+            deadline = time.monotonic() + 30
+            while _sleeping(jail.uid) != 2 and time.monotonic() < deadline:  # the middle process is gone
+                time.sleep(0.01)
+            assert _sleeping(jail.uid) == 2  # the child and the orphaned grandchild
+        finally:
+            jail.close()
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass  # reaped by the clean-up already (the grader is a subreaper)
         assert _session_pids(jail.uid) == []
 
     def test_close_deletes_the_uids_files_in_shared_folders(self, tmp_path):
@@ -154,7 +204,7 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader.sandbox import isolation
+        from grader.sandbox import sweep
         from grader.paths import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"
@@ -162,23 +212,177 @@ class TestSharedFoldersWalk:
         os.chmod(shared, 0o1777)
         os.chmod(shared / "deep" / "open", 0o777)
         roots = (str(shared),)
-        isolation._writable_dirs.cache_clear()
-        found = isolation._writable_dirs(roots)
+        sweep._writable_dirs.cache_clear()
+        found = sweep._writable_dirs(roots)
         assert found == (str(shared), str(shared / "deep" / "open"))
         record = json.loads((tmp_path / "cache" / "shared-folders.json").read_text())
         assert record["roots"] == list(roots) and record["folders"] == list(found)
         assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
 
         walks = []
-        real = isolation._find_writable
-        monkeypatch.setattr(isolation, "_find_writable", lambda *a: walks.append(a) or real(*a))
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and walks == []  # the record, no walk
-        record["walked"] -= isolation.WALK_MAX_AGE + 1
+        real = sweep._find_writable
+        monkeypatch.setattr(sweep, "_find_writable", lambda *a: walks.append(a) or real(*a))
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and walks == []  # the record, no walk
+        record["walked"] -= sweep.WALK_MAX_AGE + 1
         (tmp_path / "cache" / "shared-folders.json").write_text(json.dumps(record))
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and len(walks) == 1  # too old: walked again
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and len(walks) == 1  # too old: walked again
         (tmp_path / "cache" / "shared-folders.json").write_text("{not json")
-        isolation._writable_dirs.cache_clear()
-        assert isolation._writable_dirs(roots) == found and len(walks) == 2  # damaged: walked again
-        isolation._writable_dirs.cache_clear()
+        sweep._writable_dirs.cache_clear()
+        assert sweep._writable_dirs(roots) == found and len(walks) == 2  # damaged: walked again
+        sweep._writable_dirs.cache_clear()
+
+
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}.get(platform.machine(), (None, None))
+
+
+@needs_root
+@pytest.mark.skipif(KEYCTL is None, reason="keyctl's system call number is known for x86_64 and aarch64 only")
+class TestKeyrings:
+    def test_close_empties_the_uids_keyrings(self):
+        """A key the student uid put in its user keyring is there before close (the check works)
+        and gone after: a later session that draws the same uid finds nothing."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        name = f"mha-keyring-test-{secrets.token_hex(4)}".encode()
+        syscall, c_long = libc.syscall, ctypes.c_long
+
+        def add() -> int:
+            made = syscall(c_long(ADD_KEY), b"user", name, b"secret", ctypes.c_size_t(6), c_long(-4))
+            return 0 if made > 0 else 1
+
+        def find() -> int:  # 0: found
+            return 0 if syscall(c_long(KEYCTL), c_long(10), c_long(-4), b"user", name, c_long(0)) > 0 else 1
+
+        jail = Isolation()
+        try:
+            assert run_as_uid(jail.uid, add) == 0
+            assert run_as_uid(jail.uid, find) == 0
+            assert jail.uid in isolation.key_users()
+        finally:
+            jail.close()
+        assert run_as_uid(jail.uid, find) == 1
+
+
+@needs_root
+class TestClaims:
+    def test_bound_socket_names_take_no_uid(self):
+        """Every abstract socket name a grader once claimed uids with, bound by someone else, leaves
+        every uid free: claims are locks in a root-only folder (issue 12: one student made 11 of
+        12 classmates fail with "no free uid")."""
+        import resource
+        import socket
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+        held = []
+        try:
+            for number in SANDBOX_IDS:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                try:
+                    sock.bind(f"\0mha-sandbox-{number}")
+                    held.append(sock)
+                except OSError:
+                    sock.close()
+            jails = [Isolation() for _ in range(3)]
+            assert len({j.uid for j in jails}) == 3
+            for jail in jails:
+                jail.close()
+        finally:
+            for sock in held:
+                sock.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _installation_hidden_from_others() -> bool:
+    """Whether other users cannot reach this Python's standard library by its path."""
+    path = Path(os.path.realpath(sys.base_prefix))
+    return any(not os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
+
+
+FUTURE_IMPORTS = """from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime
+import io
+import json
+import logging
+import pathlib
+import sqlite3
+import xml.etree.ElementTree as ET
+
+log = logging.getLogger("student")
+
+
+def modules() -> list:
+    # every one of these imported: their files are read as the student's uid
+    table = sqlite3.connect(":memory:").execute("select 1").fetchone()[0]
+    rows = list(csv.reader(io.StringIO("a,b")))
+    return [json.loads(json.dumps(table)), rows[0][1], pathlib.PurePath("x/y").name, ET.fromstring("<a/>").tag,
+            dataclasses.is_dataclass(log), datetime.date(2024, 1, 2).isoformat()]
+"""
+
+
+@needs_root
+class TestImports:
+    @pytest.mark.parametrize("namespaces", ["default", "off"])
+    def test_ordinary_standard_modules_import_as_the_student_uid(self, write_submission, monkeypatch, namespaces):
+        """`from __future__ import annotations`, logging, pathlib, json, csv, sqlite3 (an extension
+        module) and xml import in every root mode, from a Python installation that other users
+        cannot read by its path when this machine's is one (issue 12: they scored 0)."""
+        if namespaces == "off":
+            monkeypatch.setenv(isolation.NAMESPACES_ENV, "off")
+        path = write_submission(FUTURE_IMPORTS)
+        with Session(path) as session:
+            run = session.run("modules", [[]], 30.0)
+            mode = session.isolation.mode
+        assert run.cases[0].status is RunStatus.RETURNED, run
+        assert run.cases[0].value == [1, "b", "y", "a", False, "2024-01-02"]
+        assert mode == ("uid" if namespaces == "off" else mode)
+
+    def test_this_machines_installation_is_the_unreadable_case(self):
+        """The case above is the hard one only where other users cannot reach the installation."""
+        if not _installation_hidden_from_others():
+            pytest.skip(f"{sys.base_prefix} is readable by other users here: the imports above prove less")
+        jail = Isolation()
+        try:
+            stdlib = os.path.dirname(os.__file__).encode()
+            libc = ctypes.CDLL(None, use_errno=True)
+            assert run_as_uid(jail.uid, lambda: 0 if libc.access(stdlib, os.R_OK | os.X_OK) == 0 else 1) == 1
+        finally:
+            jail.close()
+
+
+@needs_root
+class TestNamespaces:
+    @pytest.fixture(autouse=True)
+    def _needs_namespaces(self, write_submission):
+        with Session(write_submission("def f():\n    return 1\n", "probe.py")) as session:
+            session.run("f", [[]], 30.0)
+            if session.isolation.mode != "namespaces":
+                pytest.skip(f"namespaces do not work here: {session.isolation.describe()}")
+
+    def test_the_student_sees_only_its_own_files(self, write_submission):
+        """Its root holds the system folders, the Python installation and its session folder: not
+        the checkout, not the course, not /root's other files, not the machine's /tmp."""
+        path = write_submission("""
+            import os
+            def look():
+                checkout = os.path.exists(@CHECKOUT@)
+                return [sorted(os.listdir("/tmp")) == [os.path.basename(os.path.dirname(os.getcwd()))],
+                        checkout, os.path.exists("/proc/1/cmdline") and os.getpid() == 1,
+                        sorted(os.listdir("/dev"))]
+        """.replace("@CHECKOUT@", repr(str(PACKAGE.parent))))
+        with Session(path) as session:
+            run = session.run("look", [[]], 30.0)
+        assert run.cases[0].status is RunStatus.RETURNED, run
+        assert run.cases[0].value == [True, False, True, ["fd", "full", "null", "random", "shm", "stderr", "stdin",
+                                                          "stdout", "urandom", "zero"]]
+
+    def test_namespaces_off_runs_the_fallback(self, write_submission, monkeypatch):
+        """MHA_NAMESPACES=off: as root without namespaces, and the mode says why."""
+        monkeypatch.setenv(isolation.NAMESPACES_ENV, "off")
+        with Session(write_submission("def f():\n    return 1\n")) as session:
+            session.run("f", [[]], 30.0)
+            assert session.isolation.mode == "uid"
+            assert "MHA_NAMESPACES=off" in session.isolation.describe()

@@ -1,12 +1,15 @@
 """Student code runs in its own process: loops, exits and crashes cost only their own problem."""
 from __future__ import annotations
 
+import os
 import textwrap
 import time
 
+import pytest
+
 from grader.grading.grade import grade
 from grader.grading.results import CaseStatus
-from grader.sandbox.session import Limits
+from grader.sandbox.session import Limits, RunStatus, Session
 
 from .conftest import solution_source
 
@@ -231,3 +234,61 @@ class TestNextProblemSentAhead:
                              limits=Limits(problem_seconds=2.0)))
         assert result["softmax"].score == result["softmax"].max_score
         assert result["attention_reading"].score == result["attention_reading"].max_score
+
+
+STALL = """
+import fcntl
+import time
+
+fcntl.fcntl(0, 1031, 4096)  # F_SETPIPE_SZ: stdin holds one page
+
+
+def sleepy(values):
+    time.sleep(600)
+
+
+def total(values):
+    return float(values.sum())
+"""
+
+
+@pytest.mark.parametrize("separate_user", [None, False], ids=["default", "same-user"])
+def test_a_full_stdin_pipe_costs_only_its_problem(write_submission, separate_user):
+    """Student code shrinks its stdin pipe to one page and sleeps: the next problem's request (sent
+    ahead, 64 kB) cannot be written. The grader never waits on that write: the problem times out
+    at its limit, and a fresh process answers the next one (issue 12: grading stalled forever).
+    Without root too (the grader as its own user, separate_user=False)."""
+    if separate_user is None and os.geteuid() != 0:
+        pytest.skip("the default mode is the same-user one here")
+    path = write_submission(STALL)
+    import numpy as np
+    values = [[np.arange(6000.0)]]  # 64 kB of JSON
+    with Session(path, Limits(problem_seconds=1.0, submission_seconds=60), separate_user=separate_user) as session:
+        start = time.monotonic()
+        first = session.run("sleepy", values, 1.0, then=("total", values))
+        assert time.monotonic() - start < 20
+        second = session.run("total", values, 10.0)
+    assert first.cases[0].status is RunStatus.TIMEOUT
+    assert second.cases[0].status is RunStatus.RETURNED and second.cases[0].value == float(sum(range(6000)))
+
+
+def test_grading_untrusted_code_without_root_warns(cli, monkeypatch, tmp_path):
+    """`mha grade` as another user than root says on stderr that student code could change its
+    score; the report is still written (README, "Security model", "Without root")."""
+    from grader.sandbox import isolation
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
+    (tmp_path / "attention.py").write_text(solution_source())
+    result = cli("grade", str(tmp_path), "--problem", "softmax", "--format", "json")
+    assert result.exit_code == 0
+    assert "warning: not running as root" in result.stderr and "change its own score" in result.stderr
+    assert '"score": ' in result.stdout
+
+
+def test_doctor_says_which_mode_runs(cli):
+    """`mha doctor` runs a one-line submission and names its mode, as a session does."""
+    from grader.sandbox.doctor import sandbox_mode
+    result = cli("doctor")
+    mode, text = sandbox_mode()
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == f"sandbox: {mode}: {text}"
+    assert mode == ("same user" if os.geteuid() != 0 else mode) and mode in ("namespaces", "uid", "same user")

@@ -35,6 +35,15 @@ def value(session: Session, function: str) -> object:
     return run.value
 
 
+@pytest.fixture
+def without_namespaces(monkeypatch):
+    """The zygote's own mechanics, seen from the student process: in namespaces (as root, where
+    the kernel allows them) it sees only its own process-id space (see test_isolation.py)."""
+    from grader.sandbox.isolation import NAMESPACES_ENV
+    monkeypatch.setenv(NAMESPACES_ENV, "off")
+
+
+@pytest.mark.usefixtures("without_namespaces")
 class TestForkServer:
     def test_sessions_are_forked_from_one_zygote(self, write_submission):
         """Each session's worker is a child of the same zygote, in a process group of its own."""
@@ -102,17 +111,30 @@ class TestForkServer:
 
     def test_student_code_sees_nothing_of_the_grader(self, write_submission):
         """No grader module (so no reference, problems or expected values), no file descriptor
-        but its own pipes, no environment but its session's."""
+        but its own pipes and (as root, where the uid cannot reach them by their path) the
+        Python installation's import folders, no environment but its session's."""
         path = write_submission("""
-            import os, sys
+            import os, stat, sys
             def probe():
                 modules = sorted(m for m in sys.modules if m.split(".")[0] in ("grader", "yaml", "click"))
-                return [modules, sorted(int(fd) for fd in os.listdir("/proc/self/fd")), sorted(os.environ)]
+                fds = {}
+                for fd in os.listdir("/proc/self/fd"):
+                    try:
+                        info = os.stat(f"/proc/self/fd/{fd}")
+                    except OSError:
+                        continue  # listdir's own, closed by now
+                    folder = stat.S_ISDIR(info.st_mode)
+                    fds[int(fd)] = os.readlink(f"/proc/self/fd/{fd}") if folder else "pipe"
+                return [modules, fds, sorted(os.environ)]
         """)
         with Session(path) as session:
             modules, fds, env = value(session, "probe")
         assert modules == []
-        assert fds[:3] == [0, 1, 2] and len(fds) == 5  # stdin, stdout, stderr, answers, and listdir's own
+        pipes = sorted(int(fd) for fd, what in fds.items() if what == "pipe")
+        assert pipes[:3] == [0, 1, 2] and len(pipes) == 4  # stdin, stdout, stderr, answers
+        installation = tuple(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix))
+        folders = [what for what in fds.values() if what != "pipe"]
+        assert all(os.path.realpath(f).startswith(installation) for f in folders), folders
         assert env == sorted(spawn.student_env("/home", {MARKER: "x"}))
 
     def test_the_session_marker_is_in_proc_environ(self, write_submission):
@@ -182,6 +204,7 @@ def state():
 """
 
 
+@pytest.mark.usefixtures("without_namespaces")
 class TestOneSubmissionCannotChangeTheNext:
     def test_patches_and_signals_stay_in_their_process(self, write_submission):
         """A child that patches numpy and builtins, plants a module, an environment variable and a

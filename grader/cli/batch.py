@@ -89,6 +89,13 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
         found = batch.discover(submissions, exclude=out, course=obj.course())
+        from ..sandbox.doctor import unprotected_warning
+        if (warning := unprotected_warning()) is not None:
+            click.echo(warning, err=True)
+        else:  # as root without namespaces, classmates' files stay out of reach by their mode
+            from ..sandbox.isolation import protect
+            out.mkdir(parents=True, exist_ok=True)
+            protect([submissions, out])
         if not found:
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")

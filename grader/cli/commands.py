@@ -205,6 +205,9 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     """
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
+    from ..sandbox.doctor import unprotected_warning
+    if (warning := unprotected_warning()) is not None:
+        click.echo(warning, err=True)
     from ..grading.submission import read_submission
     from ..reports import render
     start = time.monotonic()
@@ -414,6 +417,29 @@ def variant(obj: Ctx, student: str, output: Path | None) -> None:
         _emit(text, output)
     except GraderError as exc:
         fail(exc)
+
+
+@main.command(context_settings=CONTEXT)
+def doctor() -> None:
+    """Say how student code is isolated here: run a one-line submission and print its mode.
+
+    Modes: namespaces (root; its own file system, network, IPC and process ids), uid (root,
+    where namespaces do not work or MHA_NAMESPACES=off), same user (not root). See README,
+    "Security model".
+
+    \b
+    Example:
+      sudo mha doctor                  # the mode a root grader gets here
+    """
+    from ..sandbox.doctor import sandbox_mode, unprotected_warning
+    try:
+        mode, text = sandbox_mode()
+    except GraderError as exc:
+        fail(exc)
+    click.echo(f"sandbox: {mode}: {text}")
+    click.echo(f"python: {sys.executable} ({sys.version.split()[0]})")
+    if (warning := unprotected_warning()) is not None:
+        click.echo(warning, err=True)
 
 
 main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),

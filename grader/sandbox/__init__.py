@@ -16,6 +16,11 @@ never enter it. The rest of the package calls only:
 - `limits.Limits` (time, memory and output bounds);
 - `isolation.private_paths` (the folders student code must not read);
 - `spawn.prestart` and `spawn.stop_fork_server` (start and stop the fork server early);
-- `codec.Opaque` and `codec.MAX_DEPTH` (how answers are represented).
-Everything else here (`spawn`, `isolation`, `proctable`, `worker`, `confine`) is internal.
+- `codec.Opaque` and `codec.MAX_DEPTH` (how answers are represented);
+- `isolation.protect` (make folders unreadable by other users);
+- `doctor.sandbox_mode` and `doctor.unprotected_warning` (which isolation mode runs here).
+As root, each student process runs in Linux namespaces where the kernel allows them (`jail.py`:
+its own file system, network, IPC and process ids), else as a fresh uid only.
+`session` re-exports `runs` (what a run came to). Everything else here (`spawn`, `isolation`,
+`proctable`, `worker`, `confine`, `jail`, `sweep`) is internal.
 """

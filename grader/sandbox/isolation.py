@@ -1,12 +1,14 @@
 """Who student code runs as, and how the grader cleans up after it.
 
 As root (Gradescope, most CI containers) each session claims a fresh unprivileged uid/gid that
-owns nothing on the machine. The student process is forked from a zygote that loaded Python and
-numpy as root (see `spawn`), and switches to that uid for good (in `worker.py`) before it
-imports the submission. The grader
-first removes "others" access from the folders it must keep private, so the student uid cannot
-read the reference, the hidden cases or the solutions. After the session every process of that
-uid is killed and every file it left in a world-writable folder is deleted.
+owns nothing on the machine (a lock on a file in a root-only folder, CLAIMS). The student
+process is forked from a zygote that loaded Python and numpy as root (see `spawn`), enters its
+namespaces where the kernel allows them (`jail.py`; MHA_NAMESPACES=off: never), and switches to
+that uid for good (in `worker.py`) before it imports the submission. The grader first removes
+"others" access from the folders it must keep private, so the student uid cannot read the
+reference, the hidden cases or the solutions. After the session every process of that uid is
+killed, every file it left in a world-writable folder is deleted (`sweep`), and its kernel
+keyrings are emptied if it owns any key.
 
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the
@@ -16,40 +18,48 @@ See "Security model" in README.md.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
 import grp
-import json
 import os
 import pwd
 import select
 import signal
-import socket
 import stat
-import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 from . import proctable
 from ..errors import InternalError
-from ..paths import PACKAGE, remove_tree
+from ..paths import PACKAGE
 from .proctable import Proc, processes
+from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
 from .spawn import MARKER, MARKER_LENGTH
 
 __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths", "processes", "protect"]
 
 SANDBOX_IDS = range(61000, 65000)   # uid = gid of a session's student user; unused on the machine
-SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any user may create files
 KILL_SECONDS = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+def checkout() -> Path | None:
+    """The source checkout the grader runs from (its tests hold complete solutions), or None
+    when the package is installed (in site-packages)."""
+    top = PACKAGE.parent
+    if (top / "pyproject.toml").is_file() and "-packages" not in top.name:
+        return top
+    return None
+
+
 def private_paths(assignment_root: Path) -> tuple[Path, ...]:
     """Folders student code must not read: the grader package (with the reference), the
-    assignment (hidden cases), and the `solutions/` and `.git/` beside it."""
+    assignment (hidden cases), the `solutions/` and `.git/` beside it, and the grader's source
+    checkout if it runs from one."""
     root = Path(assignment_root).resolve()
-    return (PACKAGE, root, root.parent / "solutions", root.parent / ".git")
+    top = checkout()
+    return (PACKAGE, root, root.parent / "solutions", root.parent / ".git", *((top,) if top else ()))
 
 
 _protected: set[Path] = set()  # folders made private by this process (the change persists)
@@ -149,24 +159,52 @@ def _known_id(number: int) -> bool:
     return False
 
 
-def _claim_id() -> tuple[int, socket.socket]:
+CLAIMS = ("/run/mha-sandbox", "/var/lib/mha-sandbox")  # where uids are claimed: folders only root may write
+
+
+@functools.lru_cache(maxsize=None)
+def _claims_folder() -> int:
+    """A descriptor of the folder of uid claims: root's own (mode 0700), in a parent that only
+    root may write, so no student process can create, hold or replace a claim."""
+    for path in CLAIMS:
+        try:
+            parent = os.lstat(os.path.dirname(path))
+            if parent.st_uid != 0 or parent.st_mode & 0o022 or not stat.S_ISDIR(parent.st_mode):
+                continue
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            info = os.fstat(fd)
+            if info.st_uid == 0 and not info.st_mode & 0o077:
+                return fd
+            os.close(fd)
+        except OSError:
+            continue
+    raise InternalError(f"cannot keep uid claims in {' or '.join(CLAIMS)} (a root-only folder is needed)")
+
+
+def _claim_id() -> tuple[int, int]:
     """A uid (= gid) from SANDBOX_IDS that no account, process or concurrent session uses.
 
-    The claim is an abstract unix socket named after the uid: no file, released when the grader
-    exits, and a second grader on the machine cannot bind the same name.
+    The claim is an exclusive lock (flock) on a file named after the uid, in a folder only root
+    can write (CLAIMS): released when the grader exits, held by one grader at a time, and out of
+    reach of student code. Returns the uid and the locked file's descriptor.
     """
+    folder = _claims_folder()
     for _ in range(200):
         number = SANDBOX_IDS[int.from_bytes(os.urandom(8), 'big') % len(SANDBOX_IDS)]  # (secrets costs 7 ms to import)
         if _known_id(number):
             continue
-        lock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        lock = os.open(str(number), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
         try:
-            lock.bind(f"\0mha-sandbox-{number}")
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            lock.close()
+            os.close(lock)
             continue
         if number in _uids_in_use():
-            lock.close()
+            os.close(lock)
             continue
         return number, lock
     raise InternalError(f"no free uid for student code in {SANDBOX_IDS.start}-{SANDBOX_IDS.stop - 1}")
@@ -191,115 +229,26 @@ def _uids_in_use() -> frozenset[int]:
     return uids
 
 
-_walk_lock = threading.Lock()
-_walk: threading.Thread | None = None
+NAMESPACES_ENV = "MHA_NAMESPACES"  # "off": as root, run student code without namespaces (the fallback)
+TMP_BYTES = 128 << 20             # the tmpfs holding a jailed student's /tmp, /var/tmp and /dev/shm
+MODES = {
+    "namespaces": "root, with namespaces: a fresh uid in its own file system, network, IPC and process-id space",
+    "uid": "root, without namespaces: a fresh uid (namespaces {why})",
+    "same user": "not root: student code runs as the grader's own user and could change its scores",
+}
 
 
-def _shared_folders() -> tuple[str, ...]:
-    """Where any user may create files: SHARED_DIRS, the temporary folder, and every
-    world-writable folder below them (walked once per process, see `_recent_walk`)."""
-    with _walk_lock:
-        return _writable_dirs(tuple(dict.fromkeys((*SHARED_DIRS, tempfile.gettempdir()))))
+def namespaces_wanted() -> bool:
+    return os.environ.get(NAMESPACES_ENV, "").strip().lower() not in ("off", "0", "no", "false")
 
 
-def _walk_soon() -> None:
-    """Start the walk of `_shared_folders` in the background, once per process, so the first
-    session's clean-up does not wait for it."""
-    global _walk
-    if _walk is None:
-        _walk = threading.Thread(target=_shared_folders, name="mha-shared-folders", daemon=True)
-        _walk.start()
-
-
-WALK_MAX_AGE = 600.0  # seconds a walk of the shared folders, kept on disk, is used by later runs
-
-
-def _recent_walk(roots: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The world-writable folders a walk of `roots` found in the last WALK_MAX_AGE seconds, as
-    kept in the grader's cache folder (mode 0700): a walk of a crowded /tmp takes a tenth of a
-    second, too much for every cold grade."""
-    from ..paths import cache_dir
-    folder = cache_dir()
-    if folder is None:
-        return None
+def key_users() -> set[int]:
+    """The uids that own kernel keys now (/proc/key-users; empty where it cannot be read)."""
     try:
-        data = json.loads((folder / "shared-folders.json").read_text())
-        fresh = 0 <= time.time() - float(data["walked"]) < WALK_MAX_AGE
-        if fresh and data["roots"] == list(roots) and all(isinstance(f, str) for f in data["folders"]):
-            return tuple(data["folders"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
-
-
-def _keep_walk(roots: tuple[str, ...], folders: tuple[str, ...]) -> None:
-    from ..paths import cache_dir, write_private
-    folder = cache_dir()
-    if folder is None:
-        return
-    try:
-        write_private(folder / "shared-folders.json",
-                      json.dumps({"walked": time.time(), "roots": list(roots), "folders": list(folders)}))
-    except OSError:
-        pass
-
-
-@functools.lru_cache(maxsize=None)
-def _writable_dirs(roots: tuple[str, ...], budget: int = 100_000) -> tuple[str, ...]:
-    """World-writable folders that any user can reach under `roots`.
-
-    Found once per process, or taken from a walk of the last ten minutes (a walk of /tmp can
-    take a fifth of a second): a world-writable folder that someone else creates later is not
-    swept until the next walk.
-    """
-    recent = _recent_walk(roots)
-    if recent is not None:
-        return recent
-    found = _find_writable(roots, budget)
-    _keep_walk(roots, found)
-    return found
-
-
-def _find_writable(roots: tuple[str, ...], budget: int) -> tuple[str, ...]:
-    found, todo = [], list(roots)
-    while todo and budget > 0:
-        path = todo.pop()
-        budget -= 1
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            continue
-        if not stat.S_ISDIR(mode) or not mode & stat.S_IXOTH:
-            continue  # not a folder, or one other users cannot enter
-        if mode & stat.S_IWOTH:
-            found.append(path)
-        try:
-            with os.scandir(path) as entries:
-                todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    return tuple(found)
-
-
-def _sweep(uid: int, folders: Iterable[str]) -> None:
-    """Delete what `uid` created in `folders`: its files, links, sockets, and whole folders."""
-    for folder in folders:
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-                if info.st_uid != uid:
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    remove_tree(Path(entry.path))  # however deep: shutil.rmtree recurses
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
+        with open("/proc/key-users", "rb") as handle:
+            return {int(line.split(b":")[0]) for line in handle.read(1 << 20).splitlines() if b":" in line}
+    except (OSError, ValueError):
+        return set()
 
 
 class Isolation:
@@ -313,14 +262,40 @@ class Isolation:
         self.marker = os.urandom(MARKER_LENGTH // 2).hex()
         self.uid: int | None = None
         self.gid: int | None = None
-        self._lock: socket.socket | None = None
+        self.private = tuple(Path(p) for p in private)
+        self.mode = "uid" if self.separate_user else "same user"  # how the last student process ran
+        self.why = "were not tried"  # why namespaces are not used, in mode "uid"
+        self._lock: int | None = None
         self._quiet = False  # a scan found nothing of the session alive, and nothing started since
         become_subreaper()
         if self.separate_user:
-            protect((PACKAGE, *private))
+            protect((PACKAGE, *self.private))
             self.uid, self._lock = _claim_id()
             self.gid = self.uid
-            _walk_soon()
+            walk_soon()
+
+    def jail(self, folder: Path) -> dict | None:
+        """What the fork server needs to run a student process of `folder` in namespaces (as
+        root, unless MHA_NAMESPACES=off), or None."""
+        if not self.separate_user or not namespaces_wanted():
+            return None
+        from ..paths import cache_dir
+        cache = cache_dir()
+        return {"mount_point": str(folder / ".jail"), "tmp_bytes": TMP_BYTES,
+                "hidden": [str(p) for p in (PACKAGE, *self.private, *((cache,) if cache else ()))]}
+
+    def started(self, proc: object) -> None:
+        """Note how a student process of the session runs (see MODES)."""
+        if self.separate_user:
+            self.mode = "namespaces" if getattr(proc, "jailed", False) else "uid"
+            if not namespaces_wanted():
+                self.why = f"are off: {NAMESPACES_ENV}=off"
+            elif self.mode == "uid":
+                why = getattr(proc, "why", "") or "need the fork server (Linux)"
+                self.why = f"do not work here: {why}"
+
+    def describe(self) -> str:
+        return MODES[self.mode].format(why=self.why)
 
     def env(self) -> dict[str, str]:
         return {MARKER: self.marker}
@@ -348,6 +323,7 @@ class Isolation:
         home = folder / "home"
         home.mkdir(mode=0o700)
         if self.separate_user:
+            (folder / ".jail").mkdir(mode=0o700)  # where a jailed process mounts its new root
             for path in folder.iterdir():
                 if path.is_file():
                     os.chown(path, 0, self.gid)
@@ -432,7 +408,17 @@ class Isolation:
         if not self._quiet:
             self.kill_all()
         if self.separate_user:
-            _sweep(self.uid, _shared_folders())
+            sweep(self.uid, shared_folders())
+            if self.uid in key_users():
+                self._clear_keys()
         if self._lock is not None:
-            self._lock.close()
+            os.close(self._lock)
             self._lock = None
+
+    def _clear_keys(self) -> None:
+        """Empty the uid's kernel keyrings, which outlive its processes (a later session may draw
+        the same uid); raises if that fails, so the uid is not claimed again by this process."""
+        from .spawn import FORK_SERVER, fork_server
+        if FORK_SERVER and fork_server().clear_keys(self.uid, self.gid, time.monotonic() + KILL_SECONDS):
+            return
+        raise InternalError(f"the kernel keyrings of uid {self.uid} could not be emptied")

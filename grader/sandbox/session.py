@@ -20,7 +20,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,46 +28,10 @@ from ..errors import InternalError
 from ..paths import remove_tree
 from .isolation import Isolation
 from .limits import Limits
+from .runs import CaseRun, LoadFailure, RunStatus, StudentError
 from .spawn import pipe, reap, start_student
 
 MAX_MESSAGE = ANSWER.bytes  # bytes in one answer line (codec.ANSWER bounds the rest)
-
-
-class RunStatus(Enum):
-    RETURNED = "returned"
-    RAISED = "raised"
-    TIMEOUT = "timeout"
-    CRASHED = "crashed"
-    NO_FUNCTION = "no_function"
-    LOAD_FAILED = "load_failed"
-    BAD_RESULT = "bad_result"
-
-
-@dataclass(frozen=True)
-class StudentError:
-    type: str
-    bases: tuple[str, ...]  # the exception class and its bases, by name
-    message: str
-    where: str | None = None
-
-
-@dataclass(frozen=True)
-class CaseRun:
-    """What happened when the student's function ran on one case."""
-
-    status: RunStatus
-    value: Any = None
-    error: StudentError | None = None
-    detail: str = ""
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class LoadFailure:
-    kind: str
-    message: str
-    line: int | None = None
-    column: int | None = None  # syntax errors: 1-based offset in the line
 
 
 @dataclass
@@ -108,13 +71,17 @@ class Worker:
         rlimits = limits.rlimits(isolation.process_limit(limits.processes))
         isolation.starting()
         try:
-            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline)
+            self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline,
+                                      isolation.jail(submission.parent))
         except BaseException:
             self._results.close()
             raise
         finally:
             os.close(write_fd)
+        isolation.started(self.proc)
         self._buffer = b""
+        self._pending = bytearray()  # requests not yet taken by the student's stdin pipe
+        self._broken = False         # that pipe is closed: the process is gone
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._results, selectors.EVENT_READ, "results")
         self._sel.register(self.proc.stdout, selectors.EVENT_READ, self.stdout)
@@ -135,6 +102,9 @@ class Worker:
             if not self._sel.get_map():
                 return {"event": "exited"}
             for key, _ in self._sel.select(timeout=remaining):
+                if key.data == "stdin":
+                    self._flush()
+                    continue
                 chunk = os.read(key.fd, 1 << 16)
                 if key.data == "results":
                     if not chunk:
@@ -153,7 +123,7 @@ class Worker:
         """
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            ready = [key for key, _ in self._sel.select(timeout=0) if key.data != "results"]
+            ready = [key for key, _ in self._sel.select(timeout=0) if key.data not in ("results", "stdin")]
             if not ready:
                 return
             for key in ready:
@@ -164,12 +134,33 @@ class Worker:
                     self._sel.unregister(key.fileobj)
 
     def send(self, request: bytes) -> bool:
-        try:
-            self.proc.stdin.write(request)
-            self.proc.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError):
+        """Queue `request` for the student's stdin and write what the pipe takes now, never
+        waiting: student code may shrink the pipe or stop reading. The rest is written while
+        answers are awaited (`next_event`), so no write outlasts a deadline. False once the
+        pipe is closed (the process is gone)."""
+        if self._broken:
             return False
+        self._pending += request
+        return self._flush()
+
+    def _flush(self) -> bool:
+        fd = self.proc.stdin.fileno()
+        while self._pending:
+            try:
+                written = os.write(fd, self._pending)  # the pipe is non-blocking (spawn.start_student)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._broken = True
+                self._pending.clear()
+                break
+            del self._pending[:written]
+        watched = "stdin" in (key.data for key in self._sel.get_map().values())
+        if self._pending and not watched:
+            self._sel.register(fd, selectors.EVENT_WRITE, "stdin")
+        elif watched and not self._pending:
+            self._sel.unregister(fd)
+        return not self._broken
 
     def exit_description(self) -> str:
         try:

