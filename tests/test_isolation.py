@@ -364,11 +364,11 @@ class TestNamespaces:
 
     def test_the_student_sees_only_its_own_files(self, write_submission):
         """Its root holds the system folders, the Python installation and its session folder: not
-        the checkout, not the course, not /root's other files, not the machine's /tmp."""
+        the checkout's files (CI keeps its venv inside the checkout: that folder alone is there), not the course, not /root's other files, not the machine's /tmp."""
         path = write_submission("""
             import os
             def look():
-                checkout = os.path.exists(@CHECKOUT@)
+                checkout = os.path.exists(os.path.join(@CHECKOUT@, 'tests'))  # a venv inside it is seen
                 return [sorted(os.listdir("/tmp")) == [os.path.basename(os.path.dirname(os.getcwd()))],
                         checkout, os.path.exists("/proc/1/cmdline") and os.getpid() == 1,
                         sorted(os.listdir("/dev"))]
