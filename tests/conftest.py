@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -101,3 +102,10 @@ def run_as_uid(uid: int, action) -> int:
         finally:
             os._exit(code)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def installation_hidden_from_others() -> bool:
+    """Whether other users cannot reach this Python's standard library by its path (a folder on the
+    way to it lacks o+x), as with a Python under /root (pyenv): the hard case for imports as a student uid."""
+    path = Path(os.path.realpath(sys.base_prefix))
+    return any(not os.stat(p).st_mode & 0o001 for p in (path, *path.parents))

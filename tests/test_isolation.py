@@ -20,7 +20,7 @@ from grader.errors import InternalError
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import run_as_uid
+from .conftest import installation_hidden_from_others, run_as_uid
 
 ROOT_MODE = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT_MODE, reason="a separate student user needs root")
@@ -293,12 +293,6 @@ class TestClaims:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def _installation_hidden_from_others() -> bool:
-    """Whether other users cannot reach this Python's standard library by its path."""
-    path = Path(os.path.realpath(sys.base_prefix))
-    return any(not os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
-
-
 FUTURE_IMPORTS = """from __future__ import annotations
 
 import csv
@@ -342,7 +336,7 @@ class TestImports:
 
     def test_this_machines_installation_is_the_unreadable_case(self):
         """The case above is the hard one only where other users cannot reach the installation."""
-        if not _installation_hidden_from_others():
+        if not installation_hidden_from_others():
             pytest.skip(f"{sys.base_prefix} is readable by other users here: the imports above prove less")
         jail = Isolation()
         try:

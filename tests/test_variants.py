@@ -22,7 +22,7 @@ CORRECT = {
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
     # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
-    "correct_future_float32.py": [p for p in ARRAYS if p != "attention_reading"] + HEADS + ["parameter_count"],
+    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + ["predict_shapes"],
 }
 
 
@@ -35,3 +35,8 @@ def test_correct_variant_gets_full_marks(assignment, name):
     assert sorted(graded) == sorted(CORRECT[name])
     assert failures == []
     assert all(p.score == p.max_score for p in graded.values())
+
+
+def test_the_modern_variant_answers_every_problem(assignment):
+    """correct_future_float32.py is a complete submission: its list is the assignment's whole list of problems."""
+    assert sorted(CORRECT["correct_future_float32.py"]) == sorted(p.id for p in assignment.problems)

@@ -2,13 +2,18 @@
 throughout, validation by raising (never `assert`), helpers shared between functions."""
 from __future__ import annotations
 
+import json
+import logging
 import math
+import pathlib
 from typing import Optional
 
 import numpy as np
 
 Array = np.ndarray
 F32 = np.float32
+
+log = logging.getLogger(__name__)
 
 
 def _f32(*arrays: object) -> tuple[Array, ...]:
@@ -21,11 +26,72 @@ def _require_divisible(d_model: int, num_heads: int) -> int:
     return d_model // num_heads
 
 
+def _heads_and_width(W_O: Array, values: Array) -> tuple[int, int]:
+    h, d_v = values.shape[0], values.shape[-1]
+    if W_O.shape[0] != h * d_v:
+        raise ValueError(f"W_O has {W_O.shape[0]} rows, expected h * d_v = {h} * {d_v} = {h * d_v}")
+    return h, d_v
+
+
 def softmax(scores: Array) -> Array:
     (x,) = _f32(scores)
     shifted = x - np.max(x, axis=-1, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def attention_reading(weights: Array, values: Array) -> Array:
+    a, v = _f32(weights, values)
+    # each query's row of weights scales whole value vectors: one pattern for all d_v coordinates
+    return np.einsum("...t,td->...d", a, v).astype(F32)
+
+
+def multi_head_reading(weights: Array, values: Array, W_O: Array) -> tuple[Array, Array, Array]:
+    a, v, W_O = _f32(weights, values, W_O)
+    h, d_v = _heads_and_width(W_O, v)
+    readings = np.stack([attention_reading(a[i], v[i]) for i in range(h)])  # (h, d_v) or (h, n, d_v)
+    concat = np.concatenate(list(readings), axis=-1)                           # head after head
+    return readings, concat, concat @ W_O
+
+
+def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1, num_keys: Optional[int] = None,
+                                d_k: Optional[int] = None, num_layers: int = 1, batch: int = 1,
+                                causal: bool = False) -> int:
+    # one softmax row per query, per head, per layer, per sequence; widths, keys and the mask add none
+    del d_v, num_keys, d_k, causal
+    return num_layers * batch * num_heads * num_queries
+
+
+def head_contributions(weights: Array, values: Array, W_O: Array) -> tuple[Array, Array]:
+    a, v, W_O = _f32(weights, values, W_O)
+    h, d_v = _heads_and_width(W_O, v)
+    blocks = W_O.reshape(h, d_v, W_O.shape[1])           # block i is W_O^(i)
+    contributions = np.matmul(np.matmul(a, v), blocks)     # (h, n, d_model): z_i W_O^(i)
+    ablated = contributions.sum(axis=0, dtype=F32) - contributions
+    return contributions, ablated
+
+
+def predict_shapes(seq_len: int, d_model: int, num_heads: int, src_len: Optional[int] = None,
+                   batch: Optional[int] = None, d_v: Optional[int] = None,
+                   average_weights: bool = True) -> dict[str, tuple[int, ...]]:
+    d_k = _require_divisible(d_model, num_heads)
+    L, h = seq_len, num_heads
+    S = L if src_len is None else src_len
+    d_v = d_k if d_v is None else d_v
+    lead: tuple[int, ...] = () if batch is None else (batch,)
+    shapes = {
+        "q_head": lead + (h, L, d_k),
+        "k_head": lead + (h, S, d_k),
+        "v_head": lead + (h, S, d_v),
+        "scores": lead + (h, L, S),
+        "weights": lead + (h, L, S),
+        "head_output": lead + (h, L, d_v),
+        "concat": lead + (L, h * d_v),
+        "output": lead + (L, d_model),
+        "returned_weights": lead + ((L, S) if average_weights else (h, L, S)),
+    }
+    log.debug("%s predicted %s", pathlib.PurePosixPath(__name__).name, json.dumps(shapes))
+    return shapes
 
 
 def scaled_dot_product_attention(Q: Array, K: Array, V: Array,
@@ -83,3 +149,9 @@ def sink_head(seq_len: int) -> tuple[Array, Array]:
     W_K = np.zeros((seq_len, seq_len), dtype=F32)
     W_K[0, 0] = 1
     return _one_hot_head(seq_len, W_K, every_query_same=True)
+
+
+def two_head_layer(seq_len: int) -> tuple[Array, Array]:
+    heads = (previous_token_head(seq_len), sink_head(seq_len))  # head 0, then head 1
+    W_Q, W_K = (np.hstack([head[part] for head in heads]) for part in (0, 1))
+    return W_Q, W_K
