@@ -44,14 +44,15 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTION = ROOT / "solutions" / "attention.py"
 ANSWERS = ROOT / "solutions" / "answers.yaml"
-SLOW = ROOT / "tests" / "submissions" / "correct_loops.py"  # correct, in pure-Python loops (but one function)
+SLOW = ROOT / "tests" / "submissions" / "correct_loops.py"  # correct, in pure-Python loops (some functions)
 BIN = Path(sys.executable).parent
 
 # Each bug: (text in the model answer, its replacement). Every one costs points somewhere.
 BUGS = (
     ("e = np.exp(x - x.max(axis=-1, keepdims=True))", "e = np.exp(x)"),                 # overflows
     ("scores = Q @ K.T / math.sqrt(d_k)", "scores = Q @ K.T / d_k"),                     # wrong scale
-    ("    return num_heads * num_queries", "    return num_heads * d_v * num_queries"),  # counts d_v
+    ("    return num_layers * batch * num_heads * num_queries",
+     "    return num_layers * batch * num_heads * d_v * num_queries"),                   # counts d_v
     ("return H.transpose(1, 0, 2).reshape(n, h * d_head)", "return H.reshape(n, h * d_head)"),
     ("    n, d_model = X.shape\n", "    raise NotImplementedError('split_heads')\n"),
 )
@@ -102,7 +103,7 @@ PATTERN = "ccbcceccbcccbcscccbceccbcccbcccbcecccbcc"
 def make_class(n: int) -> list[Student]:
     """N students in the proportions of PATTERN; an empty one has no attention.py or an empty one."""
     model = SOLUTION.read_text()
-    slow = SLOW.read_text() + "\n\n" + model[model.index("def predict_shapes"):model.index("def parameter_count")]
+    slow = model + "\n\n" + SLOW.read_text()  # its loop versions replace the model's where it has them
     for old, _ in BUGS:
         assert old in model, f"benchmark out of date: {old!r} is not in {SOLUTION}"
     students = []
