@@ -8,7 +8,6 @@ import functools
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import DEFAULT_SEED
 from grader.paths import remove_tree
 
-from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
+from .conftest import ROOT, lay_out_course, solution_source
 from .test_hostile import PROBLEMS
 
 ROOT_MODE = os.geteuid() == 0
@@ -66,23 +65,10 @@ class Course:
 
 def make_course() -> Course:
     base = Path(tempfile.mkdtemp(prefix="mha-edges-"))
-    exercises = base / "exercises"
-    (exercises / "problems").mkdir(parents=True)
-    (exercises / "assignment.yaml").write_text(
-        "title: Edges\nquiz: quiz.yaml\nproblems:\n" + "".join(f"  - {p}\n" for p in PROBLEMS))
-    shutil.copy(EXERCISES / "quiz.yaml", exercises)
-    for problem in PROBLEMS:
-        shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
+    exercises = lay_out_course(base, "title: Edges\nquiz: quiz.yaml\n", PROBLEMS, PROBLEMS, extra=["quiz.yaml"])
     secret = f"SECRET{secrets.token_hex(8)}"
     (exercises / "course.yaml").write_text(f"secret: {secret}\n")
-    (base / "solutions").mkdir()
-    shutil.copy(SOLUTIONS / "attention.py", base / "solutions")
-    (base / ".git").mkdir()
-    (base / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    for folder, _, files in os.walk(base):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
+    os.chmod(exercises / "course.yaml", 0o644)  # readable by anyone until the grader protects the folder
     assignment = load_assignment(exercises)
     return Course(base, exercises, secret, {p.id: p.points for p in assignment.problems},
                   {i.id: i.points for i in assignment.quiz.items}, answer_key(assignment.quiz, DEFAULT_SEED))

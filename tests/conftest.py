@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import textwrap
@@ -109,3 +110,25 @@ def installation_hidden_from_others() -> bool:
     way to it lacks o+x), as with a Python under /root (pyenv): the hard case for imports as a student uid."""
     path = Path(os.path.realpath(sys.base_prefix))
     return any(not os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
+
+
+def lay_out_course(base: Path, header: str, order, problems, extra=()) -> Path:
+    """A course folder beside a checkout's usual neighbours (solutions/, .git/), every file
+    readable by anyone until the grader protects it: base/exercises with assignment.yaml (`header`
+    then the problems in `order`), the `problems`' YAML files and the `extra` files of exercises/."""
+    exercises = base / "exercises"
+    (exercises / "problems").mkdir(parents=True)
+    (exercises / "assignment.yaml").write_text(header + "problems:\n" + "".join(f"  - {p}\n" for p in order))
+    for name in extra:
+        shutil.copy(EXERCISES / name, exercises)
+    for problem in problems:
+        shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
+    (base / "solutions").mkdir()
+    shutil.copy(SOLUTIONS / "attention.py", base / "solutions")
+    (base / ".git").mkdir()
+    (base / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for folder, _, files in os.walk(base):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    return exercises

@@ -43,7 +43,7 @@ from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARE
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import EXERCISES, ROOT, SOLUTIONS, run_as_uid, solution_source
+from .conftest import ROOT, lay_out_course, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
@@ -127,20 +127,7 @@ class Course:
 @pytest.fixture(scope="module")
 def course():
     base = Path(tempfile.mkdtemp(prefix="mha-course-"))
-    exercises = base / "exercises"
-    (exercises / "problems").mkdir(parents=True)
-    (exercises / "assignment.yaml").write_text(
-        "title: Hostile submissions\nproblems:\n" + "".join(f"  - {p}\n" for p in GRADED_IN))
-    for problem in PROBLEMS:
-        shutil.copy(EXERCISES / "problems" / f"{problem}.yaml", exercises / "problems")
-    (base / "solutions").mkdir()
-    shutil.copy(SOLUTIONS / "attention.py", base / "solutions")
-    (base / ".git").mkdir()
-    (base / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    for folder, dirs, files in os.walk(base):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
+    exercises = lay_out_course(base, "title: Hostile submissions\n", GRADED_IN, PROBLEMS)
     points = {p.id: p.points for p in load_assignment(exercises).problems}
     yield Course(base, exercises, points)
     shutil.rmtree(base, ignore_errors=True)

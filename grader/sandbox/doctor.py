@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 from .isolation import MODES
-from .session import Session
 
 __all__ = ["MODES", "sandbox_mode", "unprotected_warning"]
 
@@ -16,6 +15,7 @@ __all__ = ["MODES", "sandbox_mode", "unprotected_warning"]
 def sandbox_mode() -> tuple[str, str]:
     """The mode a student process runs in here, found by running one (a one-line submission in a
     session of its own), and its description: ("namespaces" | "uid" | "same user", text)."""
+    from .session import Session  # only `mha doctor` runs one; the warning needs none of it
     folder = Path(tempfile.mkdtemp(prefix="mha-doctor-"))
     try:
         path = folder / "attention.py"
