@@ -10,6 +10,7 @@ Gradescope's Markdown, GitHub's log and the text report.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,78 @@ def test_html_class_report_escapes_every_text():
     html = render_html(analysis, {"<b>x</b>": "<img src=x onerror=alert(1)>"}, [])
     assert "<script>" not in html and "<img src=x" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+CARRIER = '''
+
+import hashlib as _hashlib
+import numpy as _np
+_seen = []
+
+
+def _fingerprint(args):
+    for arg in args:
+        if isinstance(arg, _np.ndarray):
+            return "FP" + _hashlib.sha1(_np.ascontiguousarray(arg).tobytes()).hexdigest()[:10]
+    return None
+
+
+def _carrying(function):
+    def carrier(*args, **kwargs):
+        mark = _fingerprint(args)
+        if mark is not None and mark not in _seen:
+            _seen.append(mark)
+        said = " ".join(_seen[-60:])
+        print(said)
+        if len(_seen) % 2:
+            raise ValueError(said[-480:])
+        return said[-40:]
+    return carrier
+
+
+for _name in NAMES:
+    globals()[_name] = _carrying(globals()[_name])
+'''
+
+
+def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
+    """Student code that keeps every array it is passed (a hidden case's inputs too, and what its
+    own functions pass each other) and hands them all back from every later call (printed, in an
+    exception's message, as a returned string) shows in `mha grade`'s report only fingerprints of
+    public inputs: every public case runs before any hidden one. The channel itself works (public
+    inputs of earlier problems come through), so the test can fail."""
+    import hashlib
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from grader.assignment.loader import load_assignment
+    from grader.grading.grade import prepare
+
+    from .conftest import ROOT
+    assignment = load_assignment(ROOT / "exercises")
+
+    def fingerprint(args):
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        return "FP" + hashlib.sha1(np.ascontiguousarray(arrays[0]).tobytes()).hexdigest()[:10] if arrays else None
+
+    marks = {True: set(), False: set()}  # hidden?: the fingerprints of the cases' inputs
+    for problem in assignment.problems:
+        for case in problem.cases:
+            mark = fingerprint(prepare(problem, case).args)
+            if mark:
+                marks[case.hidden].add(mark)
+    assert marks[True] and marks[False] and not marks[True] & marks[False]
+    names = [p.function.name for p in assignment.problems]
+    submission = tmp_path / "attention.py"
+    submission.write_text(solution_source() + CARRIER.replace("NAMES", repr(names)))
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(ROOT / "exercises"), "grade",
+                           str(submission), "--format", "json", "--output", str(report)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = report.read_text() + done.stdout
+    shown = set(re.findall(r"FP[0-9a-f]{10}", text))
+    assert shown & marks[False], "no input came through: the test would not see a leak"
+    assert not shown & marks[True], f"hidden inputs in the report: {sorted(shown & marks[True])[:3]}"

@@ -165,7 +165,9 @@ class TestNextProblemSentAhead:
 
     def test_the_next_request_goes_out_before_this_answer_is_read(self, assignment, write_submission,
                                                                   monkeypatch):
-        """Requests for problem k+1 are sent before problem k's "done" is read, and none is sent twice."""
+        """Requests for problem k+1 are sent before problem k's "done" is read, and none is sent twice;
+        in two turns, every problem's public cases (1-3) before any hidden one (4-6), and no request
+        of the second turn goes out before the first turn is over."""
         from grader.sandbox import session as sandbox
         log = []
         real_request, real_event = sandbox.Session._request, sandbox.Worker.next_event
@@ -185,7 +187,10 @@ class TestNextProblemSentAhead:
         result = grade(assignment, write_submission(solution_source()),
                        problem_ids=["softmax", "attention_reading", "split_heads"])
         assert all(p.score == p.max_score for p in result.problems)
-        assert log == [("sent", 1), ("sent", 2), ("done", 1), ("sent", 3), ("done", 2), ("done", 3)]
+        assert all(p.visible_cases(True) != p.visible_cases(False) for p in assignment.problems
+                   if p.id in ("softmax", "attention_reading", "split_heads"))  # each has hidden cases
+        assert log == [("sent", 1), ("sent", 2), ("done", 1), ("sent", 3), ("done", 2), ("done", 3),
+                       ("sent", 4), ("sent", 5), ("done", 4), ("sent", 6), ("done", 5), ("done", 6)]
 
     def test_leftover_child_means_a_fresh_process_for_the_next_problem(self, assignment, write_submission):
         """softmax leaves a child running: the worker (which already had attention_reading's request)

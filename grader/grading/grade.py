@@ -25,7 +25,7 @@ from ..sandbox.isolation import private_paths
 from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
 from .grids import weight_grids
 from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
-from ..sandbox.session import CaseRun, Limits, RunStatus, Session
+from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .submission import SubmissionFiles, private_copy, read_submission
 from ..assignment.variants import DEFAULT_SEED
 
@@ -180,7 +180,7 @@ def _hidden_summary(run: CaseRun) -> str:
 def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     """Turn one sandbox run into a CaseResult, hiding details of hidden cases (they show the kind
     of failure only: no exception text, no values, nothing the student wrote); a failed case is
-    told the mistake this case alone shows (run_problem weighs all the problem's cases together)."""
+    told the mistake this case alone shows (judged_problem weighs all the problem's cases together)."""
     result = _judged(problem, prepared, run)
     return result if result.passed else name_mistakes((result,), diagnose(problem, (prepared,), (run,), (result,)))[0]
 
@@ -235,23 +235,80 @@ def _problem_message(results: Iterable[CaseResult], session: Session, runs: tupl
     return ""
 
 
-def run_problem(problem: Problem, prepared: list[PreparedCase], session: Session, limits: Limits,
-                then: tuple[Problem, list[PreparedCase]] | None = None) -> ProblemResult:
-    """Run the student's function on prepared cases and judge every answer. `then`: the problem
-    graded next, whose cases the student process may start on while this one is judged."""
-    ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
-    problem_run = session.run(problem.function.name, [p.args for p in prepared],
-                              problem.timeout or limits.problem_seconds, then=ahead)
-    results = tuple(_judged(problem, p, r) for p, r in zip(prepared, problem_run.cases))
-    diagnosis = diagnose(problem, prepared, problem_run.cases, results)
+def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Sequence[CaseRun], session: Session,
+                   shown: str = "") -> ProblemResult:
+    """Judge a problem's runs (one per prepared case) together; `shown`: what it printed that the
+    student may see (nothing printed after a hidden case's inputs were sent)."""
+    runs = tuple(runs)
+    results = tuple(_judged(problem, p, r) for p, r in zip(prepared, runs))
+    diagnosis = diagnose(problem, prepared, runs, results)
     results = name_mistakes(results, diagnosis)
-    # what a problem printed is shown only when every case is public: printing a hidden case's
-    # inputs would put them in the feedback
-    shown = "" if any(p.case.hidden for p in prepared) else (problem_run.stdout + problem_run.stderr)[:4000]
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
-                         hints=problem.hints,
-                         message=_problem_message(results, session, problem_run.cases) or diagnosis.note,
-                         stdout=shown)
+                         hints=problem.hints, message=_problem_message(results, session, runs) or diagnosis.note,
+                         stdout=shown[:4000])
+
+
+def _in_turn(problems: Sequence[Problem], chosen: Callable[[Problem], list[PreparedCase]], session: Session,
+             seconds: Callable[[Problem], float]) -> dict[str, tuple[list[PreparedCase], ProblemRun]]:
+    """Run the `chosen` cases of each problem (none chosen: not run), one problem after another,
+    the next one's request sent ahead; `chosen` is called just before it is needed."""
+    pending = iter(problems)
+
+    def following() -> tuple[Problem, list[PreparedCase]] | None:
+        for problem in pending:
+            picked = chosen(problem)
+            if picked:
+                return problem, picked
+        return None
+
+    done, current = {}, following()
+    while current is not None:
+        problem, picked = current
+        then = following()
+        ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
+        done[problem.id] = picked, session.run(problem.function.name, [p.args for p in picked], seconds(problem),
+                                               then=ahead)
+        current = then
+    return done
+
+
+def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]], session: Session,
+                 limits: Limits) -> tuple[ProblemResult, ...]:
+    """Every problem's public cases, then every problem's hidden cases. Student code can keep what
+    it is passed and hand it back later; in this order no public case (whose answers, messages
+    and output the feedback shows) is ever answered by a process that has seen a hidden input.
+    A problem's time limit covers both its parts; once its public part stopped (a time-out, a
+    crash, no such function...), its hidden cases are not run but get what a later case would."""
+    limit = {p.id: p.timeout or limits.problem_seconds for p in problems}
+    prepared: dict[str, list[PreparedCase]] = {}
+    skipped: dict[str, CaseRun] = {}
+
+    def public(problem: Problem) -> list[PreparedCase]:
+        prepared[problem.id] = cases(problem)  # prepared while earlier problems run
+        return [p for p in prepared[problem.id] if not p.case.hidden]
+
+    def hidden(problem: Problem) -> list[PreparedCase]:
+        picked = [p for p in prepared[problem.id] if p.case.hidden]
+        before = first.get(problem.id)
+        if picked and before is not None and before[1].rest is not None:
+            skipped[problem.id] = before[1].rest
+        elif picked and before is not None and before[1].seconds >= limit[problem.id]:
+            skipped[problem.id] = CaseRun(RunStatus.TIMEOUT, detail=f"time limit of {limit[problem.id]:g} s for this problem")
+        return [] if problem.id in skipped else picked
+
+    first = _in_turn(problems, public, session, lambda p: limit[p.id])
+    second = _in_turn(problems, hidden, session,
+                      lambda p: limit[p.id] - (first[p.id][1].seconds if p.id in first else 0.0))
+    results = []
+    for problem in problems:
+        run_of = {}
+        for picked, problem_run in (part[problem.id] for part in (first, second) if problem.id in part):
+            run_of.update(zip(map(id, picked), problem_run.cases))
+        runs = [run_of.get(id(p), skipped.get(problem.id)) for p in prepared[problem.id]]
+        shown = first[problem.id][1] if problem.id in first else None
+        results.append(judged_problem(problem, prepared[problem.id], runs, session,
+                                      shown.stdout + shown.stderr if shown is not None else ""))
+    return tuple(results)
 
 
 def grade(assignment: Assignment, submission: Path | SubmissionFiles, *, include_hidden: bool = True,
@@ -307,11 +364,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
         with private_copy(files.source) as copy_path, Session(copy_path, limits, private=private) as session:
-            current = (problems[0], cases(problems[0]))
-            for following in [*problems[1:], None]:
-                then = (following, cases(following)) if following is not None else None
-                results += (run_problem(*current, session, limits, then),)
-                current = then
+            results = run_problems(problems, cases, session, limits)
             if session.load_failure is not None:
                 load_error = _load_error(session.load_failure, source)
                 messages += (one_line(load_error.describe()),)

@@ -11,7 +11,7 @@ What crosses the boundary, and in which form:
 Nothing of the grader is imported in the student process (`worker.py` runs as a script and
 loads only `confine.py` beside it), so the reference, the cases and the expected answers
 never enter it. The rest of the package calls only:
-- `session.Session` (open, `run` a problem's cases, close) with `session.CaseRun`,
+- `session.Session` (open, `run` a problem's cases, close) with `session.ProblemRun`, `session.CaseRun`,
   `session.RunStatus` and `session.StudentError` describing each run;
 - `limits.Limits` (time, memory and output bounds);
 - `isolation.private_paths` (the folders student code must not read);

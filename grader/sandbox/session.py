@@ -206,6 +206,8 @@ class ProblemRun:
     cases: tuple[CaseRun, ...]
     stdout: str = ""
     stderr: str = ""
+    seconds: float = 0.0            # of the problem's time limit, spent (measured by the grader)
+    rest: CaseRun | None = None     # what any further case of the problem gets, if it cannot run now
 
 
 PREFETCH_BYTES = 256 << 10  # a larger next request is sent when its turn comes (pipes hold 1 MiB)
@@ -314,9 +316,9 @@ class Session:
         if time.monotonic() >= self.deadline:
             self._retire()
             spent = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
-            return ProblemRun(tuple(spent for _ in args))
+            return ProblemRun(tuple(spent for _ in args), rest=spent)
         if not self._ensure_loaded():
-            return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args))
+            return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args), rest=CaseRun(RunStatus.LOAD_FAILED))
         worker = self._worker
         ahead, self._ahead = self._ahead, None
         if (ahead is not None and ahead.worker is worker and ahead.function == function
@@ -379,6 +381,8 @@ class Session:
         if failed or worker.proc.returncode is not None or self.isolation.others_running(worker.proc.pid):
             self._retire()  # a fresh process, with no leftovers, serves the next problem
         runs = []
+        rest = None if stop is None else stop if stop.status is RunStatus.NO_FUNCTION else CaseRun(
+            stop.status, detail="not run: an earlier case of this problem did not finish")
         for i in range(len(args)):
             if i in results:
                 runs.append(results[i])
@@ -386,10 +390,9 @@ class Session:
                 runs.append(CaseRun(RunStatus.CRASHED, detail="no answer for this case"))
             else:  # the case that was running when it stopped, then the ones never reached
                 runs.append(stop)
-                if stop.status is not RunStatus.NO_FUNCTION:
-                    stop = CaseRun(stop.status, detail="not run: an earlier case of this problem did not finish")
+                stop = rest
         return ProblemRun(tuple(self._scrub_run(r) for r in runs), stdout=self._scrub(stdout),
-                          stderr=self._scrub(stderr))
+                          stderr=self._scrub(stderr), seconds=finished - started, rest=rest)
 
     def _scrub(self, text: str) -> str:
         """Student text without this session's temporary folder, so the same code reports the same bytes."""
