@@ -8,6 +8,7 @@ import ctypes
 import fcntl
 import platform
 import secrets
+from types import SimpleNamespace
 import stat
 import sys
 import time
@@ -143,8 +144,10 @@ class TestSeparateUser:
         assert _session_pids(jail.uid) == []
 
     def test_close_deletes_the_uids_files_in_shared_folders(self, tmp_path):
-        """Files and folders the uid made in /tmp go; anyone else's stay."""
+        """Files and folders the uid made in /tmp go; anyone else's stay (after a student process
+        that ran outside namespaces, which could see /tmp)."""
         jail = Isolation()
+        jail.started(SimpleNamespace(jailed=False, why="a test"))
         tag = f"mha-isolation-test-{secrets.token_hex(4)}"
         theirs, folder, ours = Path(f"/tmp/{tag}-file"), Path(f"/tmp/{tag}-dir"), Path(f"/tmp/{tag}-root")
         try:
@@ -161,6 +164,21 @@ class TestSeparateUser:
             assert ours.exists()
         finally:
             ours.unlink()
+
+    def test_close_leaves_shared_folders_alone_after_jailed_processes(self, tmp_path, monkeypatch):
+        """Jailed student processes could write only to their session folder and their own tmpfs:
+        closing such a session does not scan the machine's shared folders."""
+        from grader.sandbox import isolation
+        swept = []
+        monkeypatch.setattr(isolation, "sweep", lambda uid, folders: swept.append(uid))
+        jail = Isolation()
+        jail.started(SimpleNamespace(jailed=True, why=""))
+        jail.close()
+        outside = Isolation()
+        outside.started(SimpleNamespace(jailed=True, why=""))
+        outside.started(SimpleNamespace(jailed=False, why="a test"))  # one process outside is enough
+        outside.close()
+        assert swept == [outside.uid]
 
     def test_student_process_runs_as_the_session_user(self, write_submission):
         """uid/gid are the session's, no supplementary groups, umask 077."""
@@ -240,9 +258,13 @@ KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}.get(platform.mac
 @needs_root
 @pytest.mark.skipif(KEYCTL is None, reason="keyctl's system call number is known for x86_64 and aarch64 only")
 class TestKeyrings:
-    def test_close_empties_the_uids_keyrings(self):
+    @pytest.mark.parametrize("fork_server", [True, False], ids=["zygote", "no-zygote"])
+    def test_close_empties_the_uids_keyrings(self, fork_server, monkeypatch):
         """A key the student uid put in its user keyring is there before close (the check works)
-        and gone after: a later session that draws the same uid finds nothing."""
+        and gone after: a later session that draws the same uid finds nothing. Without a fork
+        server (student processes started as fresh Pythons) the grader empties them itself."""
+        from grader.sandbox import spawn
+        monkeypatch.setattr(spawn, "FORK_SERVER", fork_server)
         libc = ctypes.CDLL(None, use_errno=True)
         name = f"mha-keyring-test-{secrets.token_hex(4)}".encode()
         syscall, c_long = libc.syscall, ctypes.c_long
@@ -372,6 +394,56 @@ class TestNamespaces:
         assert run.cases[0].status is RunStatus.RETURNED, run
         assert run.cases[0].value == [True, False, True, ["fd", "full", "null", "random", "shm", "stderr", "stdin",
                                                           "stdout", "urandom", "zero"]]
+
+    def test_a_network_namespace_is_reused_only_once_its_student_is_gone(self, write_submission):
+        """The fork server lends each jailed student process a network namespace of its own and
+        reuses it for a later one: two students at once are in different ones (neither reaches
+        the other's abstract socket names); a later student in the same namespace finds nothing
+        of the earlier one (the name it bound is free again), and no network."""
+        import socket
+        name = f"\0mha-netns-test-{secrets.token_hex(4)}"
+        path = write_submission("""
+            import os, socket
+            NAME = @NAME@
+            def where():
+                return os.readlink("/proc/self/ns/net")
+            HELD = []
+            def hold():  # binds the name and keeps the socket (the process lives on)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.bind(NAME)
+                s.listen(1)
+                HELD.append(s)
+                return "held"
+            def reach():
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    s.connect(NAME)
+                    return "connected"
+                except OSError:
+                    pass
+                s.bind(NAME)  # free
+                try:
+                    socket.create_connection(("127.0.0.1", 9), timeout=1)
+                    return "network"
+                except OSError:
+                    return "free"
+        """.replace("@NAME@", repr(name)))
+        grader = os.readlink("/proc/self/ns/net")
+        with Session(path) as first:
+            ns_first = first.run("where", [[]], 30.0).cases[0].value
+            assert first.run("hold", [[]], 30.0).cases[0].value == "held"
+            with Session(path) as other:  # at the same time: another namespace
+                ns_other = other.run("where", [[]], 30.0).cases[0].value
+                assert other.run("reach", [[]], 30.0).cases[0].value == "free"
+        assert len({grader, ns_first, ns_other}) == 3, (grader, ns_first, ns_other)
+        with Session(path) as one, Session(path) as two:  # the two namespaces again, now empty
+            seen = {one.run("where", [[]], 30.0).cases[0].value, two.run("where", [[]], 30.0).cases[0].value}
+            assert [one.run("reach", [[]], 30.0).cases[0].value,
+                    two.run("reach", [[]], 30.0).cases[0].value] == ["free", "free"]
+        assert seen == {ns_first, ns_other}
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.bind(name)  # never bound in the grader's own namespace
+        probe.close()
 
     def test_namespaces_off_runs_the_fallback(self, write_submission, monkeypatch):
         """MHA_NAMESPACES=off: as root without namespaces, and the mode says why."""

@@ -1,5 +1,6 @@
 """What a student process does to itself before any student code runs: resource limits, the
-switch to the student's uid, process flags, and the session marker in its environment.
+switch to the student's uid, process flags, the session marker in its environment, and the
+counting stdout and stderr student code finds.
 
 Loaded by path from `worker.py` (which runs as a script, with no grader package on its path);
 it imports nothing but the standard library.
@@ -173,3 +174,22 @@ def clear_keys_as(uid, gid):
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     return status == 0
+
+
+class Counted:
+    """sys.stdout or sys.stderr as student code finds it: the same stream, counting its writes,
+    so the worker knows whether a problem printed anything (see serve)."""
+
+    def __init__(self, stream):
+        self._stream, self.writes = stream, 0
+
+    def write(self, text):
+        self.writes += 1
+        return self._stream.write(text)
+
+    def writelines(self, lines):
+        self.writes += 1
+        return self._stream.writelines(lines)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

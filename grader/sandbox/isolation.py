@@ -267,6 +267,7 @@ class Isolation:
         self.why = "were not tried"  # why namespaces are not used, in mode "uid"
         self._lock: int | None = None
         self._quiet = False  # a scan found nothing of the session alive, and nothing started since
+        self._outside = False  # a student process of the session ran outside namespaces (it saw /tmp...)
         become_subreaper()
         if self.separate_user:
             protect((PACKAGE, *self.private))
@@ -288,6 +289,7 @@ class Isolation:
         """Note how a student process of the session runs (see MODES)."""
         if self.separate_user:
             self.mode = "namespaces" if getattr(proc, "jailed", False) else "uid"
+            self._outside = self._outside or self.mode == "uid"
             if not namespaces_wanted():
                 self.why = f"are off: {NAMESPACES_ENV}=off"
             elif self.mode == "uid":
@@ -408,8 +410,10 @@ class Isolation:
         if not self._quiet:
             self.kill_all()
         if self.separate_user:
-            sweep(self.uid, shared_folders())
-            if self.uid in key_users():
+            if self._outside:  # a jailed process wrote only to its session folder and its own
+                # tmpfs (the rest of its file system is read-only): shared folders hold nothing of it
+                sweep(self.uid, shared_folders())
+            if self.uid in key_users():  # keyrings belong to the uid, namespaces or not
                 self._clear_keys()
         if self._lock is not None:
             os.close(self._lock)
@@ -421,4 +425,8 @@ class Isolation:
         from .spawn import FORK_SERVER, fork_server
         if FORK_SERVER and fork_server().clear_keys(self.uid, self.gid, time.monotonic() + KILL_SECONDS):
             return
+        if not FORK_SERVER:  # no zygote to ask: a child of the grader does it (only system calls there)
+            from .confine import clear_keys_as
+            if clear_keys_as(self.uid, self.gid):
+                return
         raise InternalError(f"the kernel keyrings of uid {self.uid} could not be emptied")

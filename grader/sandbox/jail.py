@@ -81,14 +81,65 @@ def leave_pid_space(own):
     _check(_libc.setns(ctypes.c_int(own), ctypes.c_int(CLONE_NEWPID)), "setns")
 
 
-def confine(mount_point, session, library, hidden, tmp_bytes):
-    """Enter new mount, network and IPC namespaces and a root made of only what the student
-    process needs (see the module's docstring). `mount_point`: an empty folder (the new root
-    is mounted on it); `session`: the session folder; `library`: the Python installation's
-    folders; `hidden`: folders that must stay out of sight; `tmp_bytes`: the size of the tmpfs."""
+def new_network():
+    """A descriptor of a fresh network namespace (only a loopback interface, down), made by this
+    process, which stays in its own. See `join_network`."""
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        unshare(CLONE_NEWNET)
+        try:
+            return os.open("/proc/self/ns/net", os.O_RDONLY)
+        finally:
+            _check(_libc.setns(ctypes.c_int(own), ctypes.c_int(CLONE_NEWNET)), "setns")
+    finally:
+        os.close(own)
+
+
+def join_network(fd):
+    """Enter the network namespace of descriptor `fd` (as root, before the uid switch).
+
+    Making a network namespace and tearing it down is the dearest part of a jail, so the fork
+    server keeps one per student process running at a time and hands it to the next one once
+    that process is gone. Nothing of one student can be left there for the next: the process
+    that joined it was process 1 of its own process-id space, so when the fork server sees it
+    exit, every process that was ever inside has exited and closed its sockets (abstract unix
+    socket names included); the loopback interface is down and only root could raise it or
+    change anything else in the namespace (a student process has no capabilities); and files,
+    System V IPC and mounts live in namespaces made fresh for every process."""
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(CLONE_NEWNET)), "setns")
+
+
+class Networks:
+    """The fork server's network namespaces: each lent to one jailed student process at a time,
+    and free again once that process has exited (see `join_network`)."""
+
+    def __init__(self):
+        self.free, self.lent = [], {}  # descriptors; pid -> descriptor
+
+    def take(self):
+        return self.free.pop() if self.free else new_network()
+
+    def lend(self, pid, fd):
+        """`fd` goes to process `pid` (no process: back to the free ones)."""
+        if pid > 0:
+            self.lent[pid] = fd
+        else:
+            self.free.append(fd)
+
+    def exited(self, pid):
+        if pid in self.lent:
+            self.free.append(self.lent.pop(pid))
+
+
+def confine(mount_point, session, library, hidden, tmp_bytes, network=False):
+    """Enter new mount and IPC namespaces (and a new network namespace unless `network`: one was
+    joined already, see `join_network`) and a root made of only what the student process needs
+    (see the module's docstring). `mount_point`: an empty folder (the new root is mounted on
+    it); `session`: the session folder; `library`: the Python installation's folders; `hidden`:
+    folders that must stay out of sight; `tmp_bytes`: the size of the tmpfs."""
     if SYS_PIVOT_ROOT is None:
         raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
-    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
+    unshare(CLONE_NEWNS | CLONE_NEWIPC | (0 if network else CLONE_NEWNET))
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the machine's mounts
     new = mount_point.rstrip("/")
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,size={int(tmp_bytes)},nr_inodes=16384")
@@ -168,4 +219,5 @@ def probe(mount_point, session, library, hidden, tmp_bytes, own_pid_space):
     return False, said.decode("utf-8", "replace") or f"the test process ended with status {status}"
 
 
-__all__ = ["confine", "enter_new_pid_space", "leave_pid_space", "probe", "unshare"]
+__all__ = ["Networks", "confine", "enter_new_pid_space", "join_network", "leave_pid_space", "new_network",
+           "probe", "unshare"]

@@ -1,8 +1,7 @@
 """The student-side process: imports a submission and runs its functions on case inputs.
 
-Two ways in, both run as a script and never imported by the grader, so this process imports
-nothing of the `grader` package: the reference, the problems and the expected values never
-enter it.
+Two ways in, both run as a script and never imported by the grader, so this process imports nothing
+of the `grader` package: the reference, the problems and the expected values never enter it.
 
 - `python -I worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`: one student process.
 - `python -I -S worker.py --zygote CONTROL_FD [LIBRARY ...]`: a fork server, started without the
@@ -12,10 +11,10 @@ enter it.
   grader (a JSON message with the pipes attached, on a unix socket). It reaps a child only
   once the grader has released it, so a pid the grader may still signal is never reused.
 
-Start-up of a student process, before any student code, is the same either way: set the
-resource limits, (as root) switch to the student's uid/gid for good, then say "ready".
-Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD. Return
-values are turned into plain tagged data here (numbers, nested lists, type names), so the
+Start-up of a student process, before any student code, is the same either way: set the resource
+limits, (as root) enter its namespaces (jail.py) and switch to the student's uid/gid for good, then
+say "ready". Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD.
+Return values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 """
 import sys
@@ -70,12 +69,8 @@ def _sibling(name):
 
 _confine = _sibling("confine")
 _jail = _sibling("jail")
-set_limits, become, prctl, check_room, mark = (_confine.set_limits, _confine.become, _confine.prctl,
-                                               _confine.check_room, _confine.mark)
-library_folders, open_import_folders, import_through = (_confine.library_folders, _confine.open_import_folders,
-                                                        _confine.import_through)
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = (_confine.PR_SET_PDEATHSIG, _confine.PR_SET_DUMPABLE,
-                                                                _confine.PR_SET_CHILD_SUBREAPER)
+set_limits, become, prctl, check_room, mark, Counted = (_confine.set_limits, _confine.become, _confine.prctl,
+                                                        _confine.check_room, _confine.mark, _confine.Counted)
 
 MAX_ITEMS = 1 << 20       # elements in one returned container or array
 MAX_DEPTH = 12
@@ -176,25 +171,6 @@ def load(path):
     return module
 
 
-class Counted:
-    """sys.stdout or sys.stderr as student code finds it: the same stream, counting its writes,
-    so the worker knows whether a problem printed anything (see serve)."""
-
-    def __init__(self, stream):
-        self._stream, self.writes = stream, 0
-
-    def write(self, text):
-        self.writes += 1
-        return self._stream.write(text)
-
-    def writelines(self, lines):
-        self.writes += 1
-        return self._stream.writelines(lines)
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
 def _writes():
     return sum(getattr(stream, "writes", 0) for stream in (sys.stdout, sys.stderr))
 
@@ -271,21 +247,21 @@ def enter(spec, user, parent, jail=None):
         opened = {}
         if jail is not None:
             home = os.getcwd()
-            _jail.confine(jail["mount_point"], os.path.dirname(SUBMISSION), library_folders(), jail["hidden"],
-                          jail["tmp_bytes"])
+            _jail.confine(jail["mount_point"], os.path.dirname(SUBMISSION), _confine.library_folders(),
+                          jail["hidden"], jail["tmp_bytes"], network=True)
             os.chdir(home)
         else:  # the folders are reached through descriptors: kept only where nothing is hidden by mounts
-            opened = open_import_folders()
+            opened = _confine.open_import_folders()
         for name in PRELOAD:
             importlib.import_module(name)
         _confine.new_session_keyring()
         become(*user)
-        import_through(opened)
+        _confine.import_through(opened)
         sys.meta_path.append(Unreadable())
     else:
-        prctl(_PR_SET_DUMPABLE, 1)  # as a directly started worker is: the grader reads its environment
-    prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code stay in our tree, daemons included
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
+        prctl(_confine.PR_SET_DUMPABLE, 1)  # as a directly started worker is: the grader reads its environment
+    prctl(_confine.PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code stay in our tree, daemons included
+    prctl(_confine.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
     if jail is None and os.getppid() != parent:  # the grader (or the fork server) is already gone
         _exit(1)
     # (in its own process-id space the parent is outside, so getppid() is 0: the fork server set
@@ -339,12 +315,14 @@ def could_not_start(exc):
 
 # ---------------------------------------------------------------- the fork server
 
-def child(request, fds, zygote, control, jailed):
-    """The forked student process: the set-up `python worker.py` would do, then serve()."""
+def child(request, fds, zygote, control, network):
+    """The forked student process (jailed in `network`'s namespace, if any): the set-up `python worker.py` does."""
     global SUBMISSION, RESULT_FD
+    jailed = network is not None
     try:
         if jailed:
-            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # until the uid switch; set again after it
+            prctl(_confine.PR_SET_PDEATHSIG, signal.SIGKILL)  # until the uid switch; set again after it
+            _jail.join_network(network)  # before every descriptor but its own pipes is closed
         os.setsid()  # its own session and process group, as start_new_session gives
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -385,7 +363,7 @@ def zygote(control_fd):
     Ready once numpy is loaded: the modules of PRELOAD load one by one while no request waits (a
     child forked before they all have loads the rest itself, before it drops privileges)."""
     global OWN_PID_SPACE
-    prctl(_PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    prctl(_confine.PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
     try:
         OWN_PID_SPACE = os.open("/proc/self/ns/pid", os.O_RDONLY)  # close-on-exec; closed in children
     except OSError:
@@ -403,6 +381,7 @@ def zygote(control_fd):
     me = os.getpid()
     children = {}  # pid -> [exit status or None, released by the grader]
     jail_state = None  # (whether namespaces work here, why not), found at the first request for them
+    networks = _jail.Networks()  # lent to one student process at a time (jail.join_network)
     while True:
         ready, _, _ = select.select([control, wake_read], [], [], 0 if preload else 1.0)
         if not ready and preload:
@@ -437,10 +416,16 @@ def zygote(control_fd):
                 if message.get("jail") and message.get("user"):
                     if jail_state is None:
                         jail = message["jail"]
-                        jail_state = _jail.probe(jail["mount_point"], os.path.dirname(message["submission"]),
+                        jail_state = _jail.probe(jail["mount_point"], os.path.dirname(message["submission"]), _confine.
                                                  library_folders(), jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
                     jailed = jail_state[0]
-                if len(fds) == 4:
+                network, ready = None, len(fds) == 4
+                if ready and jailed:
+                    try:
+                        network = networks.take()
+                    except OSError as exc:
+                        ready, error = False, f"cannot make a network namespace: {exc}"
+                if ready:
                     try:
                         if jailed:
                             _jail.enter_new_pid_space()
@@ -453,11 +438,13 @@ def zygote(control_fd):
                         error = f"cannot fork: {exc}"
                 if pid == 0:
                     try:
-                        child(message, fds, me, control, jailed)
+                        child(message, fds, me, control, network)
                     finally:
                         _exit(70)
                 if pid > 0:
                     children[pid] = [None, False]
+                if network is not None:
+                    networks.lend(pid, network)
                 reply = ({"id": message.get("id"), "pid": pid, "jailed": jailed,
                           "why": "" if jail_state is None else jail_state[1]}
                          if pid > 0 else {"id": message.get("id"), "error": error})
@@ -474,6 +461,7 @@ def zygote(control_fd):
                 info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
                 if info is not None:
                     state[0] = exit_status(info)
+                    networks.exited(pid)  # process 1 of its process-id space: all in there have exited
                     control.send(_dumps({"pid": pid, "status": state[0]}).encode())
             if state[0] is not None and state[1]:
                 os.waitpid(pid, 0)
