@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tempfile
 import time
 from pathlib import Path
 
@@ -539,7 +540,9 @@ class TestGraderProcesses:
 
     def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path):
         """A grader process that exits (code 3) while holding ben's submission: ben's outcome is an
-        error saying so; ann, cy and dee are graded in full by the other process; nothing is left running."""
+        error saying so; ann, cy and dee are graded in full by the other process; nothing is left
+        running, and no temporary file (the batch deletes the folder the dead process worked in)."""
+        batches = set(Path(tempfile.gettempdir()).glob("mha-batch-*"))
         found = write_class(tmp_path / "class", {"ann": solution_source(), "ben": "DIE = 1\n",
                                                  "cy": solution_source(), "dee": solution_source()})
 
@@ -566,6 +569,7 @@ class TestGraderProcesses:
             "Your submission could not be graded (the grader failed: the grading process stopped (exit code 3)).\n")
         assert multiprocessing.active_children() == []
         assert left_behind(before) == set()
+        assert set(Path(tempfile.gettempdir()).glob("mha-batch-*")) <= batches
         reap_zombies()
 
     def test_when_every_grader_process_dies_the_rest_are_errors(self, assignment, tmp_path):

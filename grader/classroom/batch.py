@@ -38,7 +38,7 @@ from ..errors import SubmissionError
 from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
 from ..assignment.variants import Course
-from ..paths import SUBMISSION_NAME, write_atomically
+from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
 from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
@@ -258,13 +258,14 @@ def row_of(record: dict) -> StudentRow:
 
 
 def _grade_one(assignment: Assignment, submission: Submission, files: SubmissionFiles, seed: int,
-               grader: Grader) -> GradeResult:
+               grader: Grader, scratch: Path) -> GradeResult:
     """Grade the files read: handed over as they are, or (a grader that takes a path) as a private
-    copy, attention.py (or an empty placeholder) and only this student's answers."""
+    copy, attention.py (or an empty placeholder) and only this student's answers, in a folder
+    under the batch's `scratch` folder (which the batch deletes, even if this process dies)."""
     if getattr(grader, "takes_files", False):
         result = grader(assignment, files, seed)
     else:
-        with tempfile.TemporaryDirectory(prefix="mha-batch-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="submission-", dir=scratch) as tmp:
             staged = Path(tmp) / SUBMISSION_NAME
             staged.write_bytes(files.source.data if files.source.data is not None
                                else b"# no attention.py was submitted\n")
@@ -306,6 +307,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         grader.takes_files = True
         _warm(cache, assignment, submissions, seed_of)
     stamp = fingerprint(assignment, limits)
+    owner = os.getpid()
 
     def store(submission: Submission, record: dict, text: str) -> None:
         write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
@@ -324,7 +326,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
             if record is not None:
                 return record, True
-            result = _grade_one(assignment, submission, files, seed, grader)
+            result = _grade_one(assignment, submission, files, seed, grader, scratch)
             record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
                                    seed, key)
             text = render_text(result)
@@ -339,12 +341,17 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         store(submission, record, text)
         return record
 
-    if jobs > 1 and len(submissions) > 1 and FORK:
-        results = _in_processes(work, lost, submissions, jobs)
-    else:
-        results = _in_threads(work, submissions, jobs)
-    for index, record, resumed in results:
-        yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+    scratch = Path(tempfile.mkdtemp(prefix="mha-batch-"))  # private (0700), removed by this process only
+    try:
+        if jobs > 1 and len(submissions) > 1 and FORK:
+            results = _in_processes(work, lost, submissions, jobs)
+        else:
+            results = _in_threads(work, submissions, jobs)
+        for index, record, resumed in results:
+            yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+    finally:
+        if os.getpid() == owner:  # not in a forked grader process
+            remove_tree(scratch)
 
 
 def _error_record(submission: Submission, seed: int | None, error: str) -> tuple[dict, str]:
