@@ -4,6 +4,7 @@ laid out like a real one, and `mha grade` run in a subprocess (as root, or as a 
 that reports the grader process's own peak memory (VmHWM, read at its exit)."""
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
@@ -126,9 +127,7 @@ def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None
         if umask is not None:
             os.umask(umask)
         if user is not None:
-            os.setgroups([])
-            os.setgid(0)
-            os.setuid(user)
+            drop_to(user)
 
     extra = ("--output", str(output)) if output is not None else ()
     done = subprocess.run([sys.executable, "-c", _RUN, "--exercises", str(course.exercises), *args, *extra],
@@ -206,19 +205,65 @@ def users() -> list[int | None]:
     return [None, DROPPED_UID] if ROOT_MODE else [None]
 
 
+def _closed_folders(paths) -> dict[str, set[str]]:
+    """{a folder that uid DROPPED_UID (group 0) cannot enter: the names of its entries that lead
+    to `paths`}, for the outermost such folders only (a pyenv installation under /root, 0700)."""
+    closed: dict[str, set[str]] = {}
+    for path in paths:
+        parts = Path(path).parts
+        for depth in range(1, len(parts)):
+            folder = Path(*parts[:depth])
+            info = os.stat(folder)
+            mine = info.st_mode & (0o010 if info.st_gid == 0 else 0o001)
+            if not mine:
+                closed.setdefault(str(folder), set()).add(parts[depth])
+                break
+    return closed
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLOSED = _closed_folders({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.realpath(sys.executable),
+                           str(ROOT)}) if ROOT_MODE else {}
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+
+
+def drop_to(user: int) -> None:
+    """In a child process about to exec, as root: become `user` (group 0, no other groups). Where
+    this Python lies in a folder that user cannot enter, the child first gets a mount namespace
+    of its own in which that folder is an empty tmpfs holding only the entries that lead to
+    Python and this checkout (bound from the real ones): what a non-root user who can run its own
+    Python sees. Nothing outside this process's own namespace changes. Only system calls here
+    (it runs between fork and exec)."""
+    if _CLOSED:
+        if _libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+            raise OSError(ctypes.get_errno(), "unshare")
+        if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+            raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+        kept = [(f"{folder}/{name}", os.open(f"{folder}/{name}", os.O_PATH))  # in the new namespace
+                for folder, names in _CLOSED.items() for name in sorted(names)]
+        for folder in _CLOSED:
+            if _libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, b"mode=0755") != 0:
+                raise OSError(ctypes.get_errno(), f"mount tmpfs {folder}")
+        for path, fd in kept:
+            os.mkdir(path, 0o755)
+            if _libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+                raise OSError(ctypes.get_errno(), f"mount --bind {path}")
+            os.close(fd)
+    os.setgroups([])
+    os.setgid(0)
+    os.setuid(user)
+
+
 @functools.lru_cache(maxsize=1)
 def dropped_uid_problem() -> str | None:
-    """Why the dropped uid cannot run the grader here (None: it can): this Python or this
-    checkout may be in a folder only root may enter (a pyenv installation under /root)."""
-    def become() -> None:
-        os.setgroups([])
-        os.setgid(0)
-        os.setuid(DROPPED_UID)
+    """Why the dropped uid cannot run the grader here (None: it can), even with the private view
+    of `drop_to`."""
     try:
         done = subprocess.run([sys.executable, "-c", "import grader.cli.commands"], cwd="/", env={
-            **os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60, preexec_fn=become)
-    except OSError as exc:
-        return f"uid {DROPPED_UID} cannot run {sys.executable} ({exc.strerror})"
+            **os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+            preexec_fn=lambda: drop_to(DROPPED_UID))
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"uid {DROPPED_UID} cannot run {sys.executable} ({exc})"
     return None if done.returncode == 0 else f"uid {DROPPED_UID} cannot import the grader: {done.stderr[-200:]}"
 
 
@@ -230,4 +275,4 @@ def skip_unless_runnable(user: int | None) -> None:
 
 __all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
-           "dropped_uid_problem", "graded_in_every_mode", "course", "working_in"]
+           "dropped_uid_problem", "drop_to", "graded_in_every_mode", "course", "working_in"]
