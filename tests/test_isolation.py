@@ -8,6 +8,8 @@ import ctypes
 import fcntl
 import platform
 import secrets
+import shutil
+import tempfile
 from types import SimpleNamespace
 import stat
 import sys
@@ -444,6 +446,67 @@ class TestNamespaces:
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.bind(name)  # never bound in the grader's own namespace
         probe.close()
+
+    def test_nothing_of_one_student_is_left_for_the_next(self, write_submission):
+        """Every student process gets its own copy of the root the fork server builds once: what
+        one writes in /tmp, /var/tmp or /dev/shm is there for it alone (not for a classmate at the
+        same time, not for a later one), and the shared part cannot be written at all."""
+        path = write_submission("""
+            import os
+            def leave():
+                for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+                    with open(os.path.join(folder, "left" + folder.replace("/", "-")), "w") as handle:
+                        handle.write("x")
+                written = []
+                session = os.path.dirname(os.getcwd())  # root's, readable by the student's group
+                for folder in ("/", "/var", "/dev", "/proc/..", session):
+                    try:
+                        open(os.path.join(folder, "mine"), "w").close()
+                        written.append(folder)
+                    except OSError:
+                        pass
+                return [bool(os.statvfs("/").f_flag & os.ST_RDONLY), written]
+            def find():
+                return sorted({name for folder in ("/tmp", "/var/tmp", "/dev/shm") for name in os.listdir(folder)
+                               if not name.startswith("mha-run-")})
+        """)
+        mine = ["left-dev-shm", "left-tmp", "left-var-tmp"]
+        with Session(path) as first:
+            assert first.run("leave", [[]], 30.0).cases[0].value == [True, []]
+            assert first.run("find", [[]], 30.0).cases[0].value == mine
+            with Session(path) as other:
+                assert other.run("find", [[]], 30.0).cases[0].value == []
+        for _ in range(2):
+            with Session(path) as later:
+                assert later.run("find", [[]], 30.0).cases[0].value == []
+                assert later.isolation.mode == "namespaces"
+
+    def test_session_folders_made_outside_tmp(self, write_submission, monkeypatch):
+        """Session folders made elsewhere ($TMPDIR under /root here, or /var/tmp) are at their own
+        path in the student's root, alone in their folder, with an empty /tmp beside them."""
+        parents = [Path(tempfile.mkdtemp(prefix="mha-test-sessions-", dir=folder)) for folder in ("/root", "/var/tmp")]
+        path = write_submission("""
+            import os
+            def look():
+                here = os.path.dirname(__file__)  # the session folder, by the path the grader made it at
+                with open("note", "w") as handle:
+                    handle.write("x")
+                return [os.path.dirname(here), os.listdir(os.path.dirname(here)) == [os.path.basename(here)],
+                        os.listdir("/tmp"), os.path.join(here, os.path.basename(os.getcwd()), "note")]
+        """)
+        try:
+            for parent in parents:
+                monkeypatch.setattr(tempfile, "tempdir", str(parent))
+                with Session(path) as session:
+                    run = session.run("look", [[]], 30.0)
+                    assert session.isolation.mode == "namespaces"
+                    value = run.cases[0].value
+                    assert Path(value[3]).read_text() == "x", value  # written to the real session folder
+                assert value[:2] == [str(parent), True], value
+                assert value[2] == ([] if parent.parts[1] == "root" else [os.path.basename(parent)]), value
+        finally:
+            for parent in parents:
+                shutil.rmtree(parent, ignore_errors=True)
 
     def test_namespaces_off_runs_the_fallback(self, write_submission, monkeypatch):
         """MHA_NAMESPACES=off: as root without namespaces, and the mode says why."""

@@ -275,15 +275,15 @@ class Isolation:
             self.gid = self.uid
             walk_soon()
 
-    def jail(self, folder: Path) -> dict | None:
-        """What the fork server needs to run a student process of `folder` in namespaces (as
+    def jail(self) -> dict | None:
+        """What the fork server needs to run a student process of the session in namespaces (as
         root, unless MHA_NAMESPACES=off), or None."""
         if not self.separate_user or not namespaces_wanted():
             return None
         from ..paths import cache_dir
         cache = cache_dir()
-        return {"mount_point": str(folder / ".jail"), "tmp_bytes": TMP_BYTES,
-                "hidden": [str(p) for p in (PACKAGE, *self.private, *((cache,) if cache else ()))]}
+        hidden = (PACKAGE, *self.private, *((cache,) if cache else ()))
+        return {"tmp_bytes": TMP_BYTES, "hidden": [str(p) for p in hidden]}
 
     def started(self, proc: object) -> None:
         """Note how a student process of the session runs (see MODES)."""
@@ -325,7 +325,6 @@ class Isolation:
         home = folder / "home"
         home.mkdir(mode=0o700)
         if self.separate_user:
-            (folder / ".jail").mkdir(mode=0o700)  # where a jailed process mounts its new root
             for path in folder.iterdir():
                 if path.is_file():
                     os.chown(path, 0, self.gid)

@@ -3,20 +3,24 @@ System V IPC shared with anyone, its own process-id space, and a file system of 
 holds only the system folders, the Python installation, and its session folder.
 
 Loaded by path from `worker.py` (like `confine.py`), so it imports nothing but the standard
-library. Everything here runs as root in the forked student process (or in the zygote, for the
-process-id namespace), before the switch to the student's uid; any failure is the grader's.
+library. Everything here runs as root: in the fork server, in a child of it that builds a
+root, or in the forked student process before the switch to the student's uid; any failure
+is the grader's.
 
-The file system is built on a fresh tmpfs and entered with pivot_root(2):
+The student's file system is built once per fork server (`make_root`, kept by `Roots`), on a
+tmpfs that becomes the root of a mount namespace of its own and is then made read-only:
 - read-only binds of the system folders (SYSTEM) and of the Python installation (the folders
-  the zygote imports from), at their own paths; the parents of those paths are tmpfs folders
-  anyone may enter, so an installation under a private home folder (/root/.pyenv...) is
-  readable here while it is not outside;
+  the fork server imports from), at their own paths; the parents of those paths are tmpfs
+  folders anyone may enter, so an installation under a private home folder (/root/.pyenv...)
+  is readable there while it is not outside;
 - an empty tmpfs over every private folder that lies under one of those binds (the grader
   package, when it is installed in site-packages);
-- the session folder (the submission and the student's home), at its own path;
-- fresh /tmp, /var/tmp and /dev/shm (mode 1777, in the tmpfs, bounded by its size), a few
-  device files (null, zero, full, random, urandom), and a /proc of its own process-id space.
-Nothing else exists there: not the course, not the checkout, not classmates' files.
+- a few device files (null, zero, full, random, urandom), /var/tmp and /dev/shm leading to
+  /tmp, and empty folders for /tmp, /proc and the folder the session folders are made in.
+Each student process (`enter`) gets its own copy of that namespace, and in it a fresh /tmp
+(mode 1777, a tmpfs bounded in size), its session folder (the submission and the student's
+home) at its own path, and a /proc of its own process-id space. Nothing else exists there: not
+the course, not the checkout, not classmates' files, not what an earlier student left.
 """
 import ctypes
 import os
@@ -27,21 +31,31 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "i686": 217, "armv7l": 218}.get(platform.machine())
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # Linux 5.2; the same number on every architecture
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0o2000000, 4, -100
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+TMP = ("/tmp", "/var/tmp", "/dev/shm")  # one fresh tmpfs, at /tmp, for all three
+KEPT_ROOTS = 4  # roots a fork server keeps (one per folder the session folders are made in...)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _check(result, what):
-    if result != 0:
+    """`result` of a libc call or system call, unless it failed."""
+    if result < 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
+    return result
 
 
 def unshare(flags):
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def _setns(fd, kind):
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(kind)), "setns")
 
 
 def _mount(source, target, fstype, flags, data=None):
@@ -57,7 +71,7 @@ def _bind(source, target, writable=False):
 
 
 def _makedirs(path, mode=0o755):
-    """Folders of the new root, owned by root, that anyone may enter (whatever the umask)."""
+    """Folders owned by root that anyone may enter (whatever the umask)."""
     if os.path.isdir(path):
         return
     _makedirs(os.path.dirname(path), mode)
@@ -78,7 +92,7 @@ def enter_new_pid_space():
 def leave_pid_space(own):
     """In the zygote, after the fork: later children start in its own process-id space again
     (`own`: a descriptor of /proc/self/ns/pid, opened at start)."""
-    _check(_libc.setns(ctypes.c_int(own), ctypes.c_int(CLONE_NEWPID)), "setns")
+    _setns(own, CLONE_NEWPID)
 
 
 def new_network():
@@ -90,7 +104,7 @@ def new_network():
         try:
             return os.open("/proc/self/ns/net", os.O_RDONLY)
         finally:
-            _check(_libc.setns(ctypes.c_int(own), ctypes.c_int(CLONE_NEWNET)), "setns")
+            _setns(own, CLONE_NEWNET)
     finally:
         os.close(own)
 
@@ -106,7 +120,7 @@ def join_network(fd):
     socket names included); the loopback interface is down and only root could raise it or
     change anything else in the namespace (a student process has no capabilities); and files,
     System V IPC and mounts live in namespaces made fresh for every process."""
-    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(CLONE_NEWNET)), "setns")
+    _setns(fd, CLONE_NEWNET)
 
 
 class Networks:
@@ -131,18 +145,8 @@ class Networks:
             self.free.append(self.lent.pop(pid))
 
 
-def confine(mount_point, session, library, hidden, tmp_bytes, network=False):
-    """Enter new mount and IPC namespaces (and a new network namespace unless `network`: one was
-    joined already, see `join_network`) and a root made of only what the student process needs
-    (see the module's docstring). `mount_point`: an empty folder (the new root is mounted on
-    it); `session`: the session folder; `library`: the Python installation's folders; `hidden`:
-    folders that must stay out of sight; `tmp_bytes`: the size of the tmpfs."""
-    if SYS_PIVOT_ROOT is None:
-        raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
-    unshare(CLONE_NEWNS | CLONE_NEWIPC | (0 if network else CLONE_NEWNET))
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the machine's mounts
-    new = mount_point.rstrip("/")
-    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,size={int(tmp_bytes)},nr_inodes=16384")
+def _build(new, library, hidden, parent):
+    """Fill the tmpfs mounted on `new` with the student's root (see the module's docstring)."""
     bound = []
     for path in SYSTEM:
         if os.path.islink(path):
@@ -159,11 +163,10 @@ def confine(mount_point, session, library, hidden, tmp_bytes, network=False):
     for path in {os.path.normpath(p) for p in hidden} | {os.path.realpath(p) for p in hidden}:
         if _under(path, bound) and os.path.isdir(new + path) and not os.path.islink(new + path):
             _mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0,size=4k")
-    _makedirs(new + session)
-    _bind(session, new + session, writable=True)
-    for path in ("/tmp", "/var/tmp", "/dev/shm"):
+    for path in ("/tmp", "/proc", "/dev", "/var") + (() if _under(parent, TMP) else (parent,)):
         _makedirs(new + path)
-        os.chmod(new + path, 0o1777)
+    for path in TMP[1:]:
+        os.symlink("/tmp", new + path)
     for name in DEVICES:
         target = f"{new}/dev/{name}"
         os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
@@ -171,22 +174,106 @@ def confine(mount_point, session, library, hidden, tmp_bytes, network=False):
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{new}/dev/{name}")
-    _makedirs(new + "/proc")
-    _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.mkdir(new + "/.old")
-    _check(_libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), new.encode(), (new + "/.old").encode()), "pivot_root")
-    os.chdir("/")
-    _check(_libc.umount2(b"/.old", ctypes.c_int(MNT_DETACH)), "umount /.old")
-    os.rmdir("/.old")
 
 
-def probe(mount_point, session, library, hidden, tmp_bytes, own_pid_space):
-    """Whether a student process can be confined in namespaces here: a throwaway child of the
-    zygote does it all (the process-id space, the mounts, the new root) and exits. Returns
-    (True, "") or (False, why)."""
+def make_root(session, library, hidden):
+    """A descriptor of a new mount namespace whose root is the student's file system, read-only
+    (see the module's docstring), for session folders made where `session` was: built by a child
+    of the calling process (whose own namespace stays as it is) on an empty folder made in
+    `session` for the time it takes. The child waits until the namespace is held here, then exits."""
+    parent = os.path.dirname(session)
+    if SYS_PIVOT_ROOT is None:
+        raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
+    if parent == "/":
+        raise OSError("session folders made in / cannot be given their own file system")
+    mount_point = os.path.join(session, ".root")
+    os.mkdir(mount_point, 0o700)
+    said, done = os.pipe()
+    hold, held = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(said)
+            os.close(held)
+            unshare(CLONE_NEWNS)
+            _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the machine's mounts
+            new = mount_point
+            _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
+            _build(new, library, hidden, parent)
+            os.mkdir(new + "/.old")
+            _check(_libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), new.encode(), (new + "/.old").encode()),
+                   "pivot_root")
+            os.chdir("/")
+            _check(_libc.umount2(b"/.old", ctypes.c_int(MNT_DETACH)), "umount /.old")
+            os.rmdir("/.old")
+            _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            os.write(done, b"built")
+            os.read(hold, 1)  # until the namespace is held (or the caller is gone)
+            os._exit(0)
+        except BaseException as exc:
+            os.write(done, str(exc).encode()[:500])
+        os._exit(1)
+    os.close(done)
+    os.close(hold)
+    try:
+        message = os.read(said, 512)
+        if message != b"built":
+            raise OSError(message.decode("utf-8", "replace") or "the process building the root died")
+        return os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+    finally:
+        os.close(said)
+        os.close(held)
+        os.waitpid(pid, 0)
+        os.rmdir(mount_point)  # a mount point only in the child's namespace, which has no folder there now
+
+
+class Roots:
+    """The fork server's read-only roots (`make_root`), one per folder the session folders are
+    made in and set of folders to hide; the last few are kept."""
+
+    def __init__(self, library):
+        self.library, self.made = library, {}
+
+    def get(self, session, hidden):
+        """The root for the session folder `session` and the folders `hidden`."""
+        key = (os.path.dirname(session), tuple(sorted(hidden)))
+        if key not in self.made:
+            if len(self.made) >= KEPT_ROOTS:
+                os.close(self.made.pop(next(iter(self.made))))
+            self.made[key] = make_root(session, self.library, hidden)
+        return self.made[key]
+
+
+def enter(root, session, tmp_bytes):
+    """In the student process (as root, in its own process-id space): move into a copy of the
+    mount namespace `root` (`make_root`) with a fresh IPC namespace, a fresh /tmp of
+    `tmp_bytes`, the session folder `session` (writable, at its own path) and /proc."""
+    tree = _check(_libc.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_int(AT_FDCWD), session.encode(),
+                                ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)), "open_tree")
+    try:
+        _setns(root, CLONE_NEWNS)
+        unshare(CLONE_NEWNS | CLONE_NEWIPC)  # a copy: nothing done below reaches the root or a classmate
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={int(tmp_bytes)},nr_inodes=16384")
+        parent = os.path.dirname(session)
+        if not _under(parent, TMP):
+            _mount("tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k,nr_inodes=64")
+        _makedirs(session)
+        _check(_libc.syscall(ctypes.c_long(SYS_MOVE_MOUNT), ctypes.c_int(tree), b"", ctypes.c_int(AT_FDCWD),
+                             session.encode(), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), "move_mount")
+        _mount(None, session, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    finally:
+        os.close(tree)
+
+
+def probe(roots, session, hidden, tmp_bytes, own_pid_space):
+    """Whether a student process can be confined in namespaces here: the root is built (kept in
+    `roots`) and a throwaway child of the zygote enters it all (a process-id space, a network
+    namespace, a copy of the root) and exits. Returns (True, "") or (False, why)."""
     if own_pid_space < 0:
         return False, "/proc/self/ns/pid cannot be opened"
     try:
+        root = roots.get(session, hidden)
         enter_new_pid_space()
     except OSError as exc:
         return False, str(exc)
@@ -200,7 +287,8 @@ def probe(mount_point, session, library, hidden, tmp_bytes, own_pid_space):
     if pid == 0:
         try:
             os.close(read)
-            confine(mount_point, session, library, hidden, tmp_bytes)
+            unshare(CLONE_NEWNET)
+            enter(root, session, tmp_bytes)
             os._exit(0)
         except BaseException as exc:
             os.write(write, str(exc).encode()[:500])
@@ -219,5 +307,5 @@ def probe(mount_point, session, library, hidden, tmp_bytes, own_pid_space):
     return False, said.decode("utf-8", "replace") or f"the test process ended with status {status}"
 
 
-__all__ = ["Networks", "confine", "enter_new_pid_space", "join_network", "leave_pid_space", "new_network",
-           "probe", "unshare"]
+__all__ = ["Networks", "Roots", "enter", "enter_new_pid_space", "join_network", "leave_pid_space", "make_root",
+           "new_network", "probe", "unshare"]

@@ -72,7 +72,7 @@ class Worker:
         isolation.starting()
         try:
             self.proc = start_student(submission, rlimits, home, isolation.user, isolation.env(), write_fd, deadline,
-                                      isolation.jail(submission.parent))
+                                      isolation.jail())
         except BaseException:
             self._results.close()
             raise

@@ -375,7 +375,7 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
                   env: dict[str, str], results_fd: int, deadline: float, jail: dict | None = None) -> StudentProcess:
     """A student process for `submission`, writing answers on `results_fd` (the caller closes its copy).
     `jail`: run it in namespaces (as root, with the fork server, where the kernel allows them; see
-    jail.py): {"mount_point": an empty folder, "hidden": folders to hide, "tmp_bytes": ...}."""
+    jail.py): {"hidden": folders to hide, "tmp_bytes": the size of its /tmp}."""
     env = student_env(str(home), env)
     if not FORK_SERVER:
         try:

@@ -236,22 +236,16 @@ class Unreadable:
         return None
 
 
-def enter(spec, user, parent, jail=None):
-    """Everything between start-up and importing the submission: limits, the namespaces and the
-    uid switch (as root), clean-up hooks. Any failure here is the grader's, not the student's.
-    `jail`: where and what to build the student's own file system from (see jail.py), or None."""
+def enter(spec, user, parent, jailed=False):
+    """Everything between start-up and importing the submission: limits, the uid switch (as
+    root), clean-up hooks. Any failure here is the grader's, not the student's. `jailed`: the
+    process is in its namespaces already (see `child`)."""
     separate_user = user is not None
     set_limits(spec, strict=separate_user)
     check_room(spec)
     if separate_user:
-        opened = {}
-        if jail is not None:
-            home = os.getcwd()
-            _jail.confine(jail["mount_point"], os.path.dirname(SUBMISSION), _confine.library_folders(),
-                          jail["hidden"], jail["tmp_bytes"], network=True)
-            os.chdir(home)
-        else:  # the folders are reached through descriptors: kept only where nothing is hidden by mounts
-            opened = _confine.open_import_folders()
+        # outside namespaces, the import folders are reached through descriptors (in them, by their paths)
+        opened = {} if jailed else _confine.open_import_folders()
         for name in PRELOAD:
             importlib.import_module(name)
         _confine.new_session_keyring()
@@ -262,7 +256,7 @@ def enter(spec, user, parent, jail=None):
         prctl(_confine.PR_SET_DUMPABLE, 1)  # as a directly started worker is: the grader reads its environment
     prctl(_confine.PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code stay in our tree, daemons included
     prctl(_confine.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
-    if jail is None and os.getppid() != parent:  # the grader (or the fork server) is already gone
+    if not jailed and os.getppid() != parent:  # the grader (or the fork server) is already gone
         _exit(1)
     # (in its own process-id space the parent is outside, so getppid() is 0: the fork server set
     # the parent-death signal at the fork, and kills its children when the grader goes)
@@ -315,14 +309,16 @@ def could_not_start(exc):
 
 # ---------------------------------------------------------------- the fork server
 
-def child(request, fds, zygote, control, network):
-    """The forked student process (jailed in `network`'s namespace, if any): the set-up `python worker.py` does."""
+def child(request, fds, zygote, control, jail):
+    """The forked student process (jailed if `jail`: the descriptors of its network namespace and
+    of its root's mount namespace): the set-up `python worker.py` does."""
     global SUBMISSION, RESULT_FD
-    jailed = network is not None
+    jailed = jail is not None
     try:
-        if jailed:
+        if jailed:  # before every descriptor but its own pipes is closed
             prctl(_confine.PR_SET_PDEATHSIG, signal.SIGKILL)  # until the uid switch; set again after it
-            _jail.join_network(network)  # before every descriptor but its own pipes is closed
+            _jail.join_network(jail[0])
+            _jail.enter(jail[1], os.path.dirname(request["submission"]), request["jail"]["tmp_bytes"])
         os.setsid()  # its own session and process group, as start_new_session gives
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -345,8 +341,7 @@ def child(request, fds, zygote, control, network):
         np.random.seed()  # not the zygote's state, shared by every child
         SUBMISSION = os.path.abspath(request["submission"])
         user = request.get("user")
-        enter(request["limits"], (int(user[0]), int(user[1])) if user else None, zygote,
-              request.get("jail") if jailed else None)
+        enter(request["limits"], (int(user[0]), int(user[1])) if user else None, zygote, jailed)
     except Exception as exc:  # reported by the grader as its own failure
         could_not_start(exc)
     serve()
@@ -382,6 +377,7 @@ def zygote(control_fd):
     children = {}  # pid -> [exit status or None, released by the grader]
     jail_state = None  # (whether namespaces work here, why not), found at the first request for them
     networks = _jail.Networks()  # lent to one student process at a time (jail.join_network)
+    roots = _jail.Roots(_confine.library_folders())  # the student's file system, copied for each (jail.enter)
     while True:
         ready, _, _ = select.select([control, wake_read], [], [], 0 if preload else 1.0)
         if not ready and preload:
@@ -413,18 +409,19 @@ def zygote(control_fd):
             if message.get("op") == "spawn":
                 pid, error = -1, "expected 4 file descriptors"
                 jailed = False
-                if message.get("jail") and message.get("user"):
+                jail = message.get("jail") if message.get("user") else None
+                if jail:
                     if jail_state is None:
-                        jail = message["jail"]
-                        jail_state = _jail.probe(jail["mount_point"], os.path.dirname(message["submission"]), _confine.
-                                                 library_folders(), jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+                        jail_state = _jail.probe(roots, os.path.dirname(message["submission"]), jail["hidden"],
+                                                 jail["tmp_bytes"], OWN_PID_SPACE)
                     jailed = jail_state[0]
                 network, ready = None, len(fds) == 4
                 if ready and jailed:
                     try:
+                        root = roots.get(os.path.dirname(message["submission"]), jail["hidden"])
                         network = networks.take()
                     except OSError as exc:
-                        ready, error = False, f"cannot make a network namespace: {exc}"
+                        ready, error = False, f"cannot make the student's namespaces: {exc}"
                 if ready:
                     try:
                         if jailed:
@@ -438,7 +435,7 @@ def zygote(control_fd):
                         error = f"cannot fork: {exc}"
                 if pid == 0:
                     try:
-                        child(message, fds, me, control, network)
+                        child(message, fds, me, control, (network, root) if jailed else None)
                     finally:
                         _exit(70)
                 if pid > 0:
