@@ -26,7 +26,7 @@ from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
 from .grids import weight_grids
 from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
-from .submission import SubmissionFiles, private_copy, read_submission
+from .submission import SubmissionFiles, read_submission
 from ..assignment.variants import DEFAULT_SEED
 
 
@@ -363,7 +363,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         reason = files.source.problem or f"no {files.source.name} was submitted"
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
-        with private_copy(files.source) as copy_path, Session(copy_path, limits, private=private) as session:
+        with Session(files.source.data, limits, private=private) as session:
             results = run_problems(problems, cases, session, limits)
             if session.load_failure is not None:
                 load_error = _load_error(session.load_failure, source)

@@ -10,18 +10,17 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import SubmissionError
-from ..paths import SUBMISSION_NAME, remove_tree
+from ..paths import SUBMISSION_NAME
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_parts
 from .student_files import StudentFile, entry_kind, open_folder, read_student_file
 
-__all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files", "private_copy"]
+__all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
 
 SOURCE_BYTES = 1 << 20  # attention.py: a full solution is a few kilobytes
 
@@ -111,15 +110,3 @@ def read_files(folder: int, name: str, label: str) -> SubmissionFiles:
     return SubmissionFiles(source, read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
 
 
-@contextlib.contextmanager
-def private_copy(source: StudentFile) -> Iterator[Path]:
-    """attention.py holding `source`'s bytes in a new folder only this user may enter, removed
-    afterwards: what the sandbox is handed, so the student's own path is never read again."""
-    folder = Path(tempfile.mkdtemp(prefix="mha-submission-"))
-    try:
-        path = folder / SUBMISSION_NAME
-        with open(path, "xb") as handle:
-            handle.write(source.data or b"")
-        yield path
-    finally:
-        remove_tree(folder)

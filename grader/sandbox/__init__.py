@@ -1,7 +1,7 @@
 """The sandbox: the one place where student code runs, and the trust boundary of the grader.
 
 What crosses the boundary, and in which form:
-- in: the submission's path, and each case's arguments as plain JSON (arrays as base64 bytes
+- in: the submission's text, and each case's arguments as plain JSON (arrays as base64 bytes
   with shape and dtype; `codec.encode_arg`), one request per problem on the student's stdin;
 - out: one JSON line per case on a dedicated pipe, holding tagged plain data made in the student
   process (numbers, text, lists, arrays as base64 bytes) or an error's type, bases and message.

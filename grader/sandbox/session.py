@@ -228,13 +228,15 @@ class _Ahead:
 class Session:
     """Runs one submission's problems, one worker at a time, within the submission budget.
 
+    `submission`: the submission's text (bytes, as the grader read it), or a file holding it;
+    either way student code runs from a copy in the session's own folder.
     `private`: folders student code must not read (made private when running as root).
     `separate_user`: run student code as a fresh uid (default: exactly when the grader is root).
     Create, use and close a session in one thread (a worker started directly, off Linux, dies
     with the thread that started it).
     """
 
-    def __init__(self, submission: Path, limits: Limits | None = None, *, private: Sequence[Path] = (),
+    def __init__(self, submission: Path | bytes, limits: Limits | None = None, *, private: Sequence[Path] = (),
                  separate_user: bool | None = None):
         self.limits = limits or Limits()
         self.start = time.monotonic()
@@ -247,7 +249,11 @@ class Session:
         self.load_failure: LoadFailure | None = None
         try:
             self.source = self._tmp / "attention.py"
-            shutil.copyfile(submission, self.source)
+            if isinstance(submission, bytes):  # its text, read by the grader (no student path is read again)
+                with open(self.source, "xb") as handle:
+                    handle.write(submission)
+            else:
+                shutil.copyfile(submission, self.source)
             self._home = self.isolation.prepare(self._tmp)
             self._spawn()  # start early: the submission's import overlaps the grader's own work
         except BaseException:
