@@ -193,6 +193,19 @@ class TestWrapping:
         assert " ".join(lines).split() == words
         assert all(len(line) <= width or " " not in line.strip() for line in lines)
 
+    @pytest.mark.parametrize("line", ["fits as it is", "ends in a space ", "\ttab", "non-breaking\xa0space",
+                                      "ideographic\u3000space", "carriage\rreturn", "", "two\nlines", "  leading"])
+    def test_a_line_that_fits_comes_out_as_textwrap_gives_it(self, line):
+        """Short lines skip textwrap (most feedback lines fit): only where that gives the same lines."""
+        for indent, hanging in (("", None), ("    ", "      ")):
+            expected = []
+            for k, paragraph in enumerate(line.split("\n")):
+                first = indent if k == 0 else (indent if hanging is None else hanging)
+                expected += textwrap.wrap(paragraph, width=40, initial_indent=first, break_long_words=False,
+                                          subsequent_indent=indent if hanging is None else hanging,
+                                          break_on_hyphens=False) or [first.rstrip()]
+            assert wrap(line, 40, indent, hanging) == expected
+
     def test_report_lines_fit_the_width(self):
         for width in (60, 80, 100):
             report = text.render(buggy_result(), Style(width=width))

@@ -72,7 +72,11 @@ def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) ->
     out: list[str] = []
     for k, paragraph in enumerate(text.split("\n")):
         first = indent if k == 0 else hanging
-        lines = textwrap.wrap(paragraph, width=max(width, len(first) + 20), initial_indent=first,
+        columns = max(width, len(first) + 20)
+        if len(first) + len(paragraph) <= columns and paragraph.isprintable() and paragraph[-1:] not in ("", " "):
+            out.append(first + paragraph)  # what textwrap gives a line that fits (its only spaces are ASCII ones)
+            continue
+        lines = textwrap.wrap(paragraph, width=columns, initial_indent=first,
                               subsequent_indent=hanging, break_long_words=False, break_on_hyphens=False)
         out.extend(lines or [first.rstrip()])
     return out
