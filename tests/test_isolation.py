@@ -508,6 +508,91 @@ class TestNamespaces:
             for parent in parents:
                 shutil.rmtree(parent, ignore_errors=True)
 
+    def test_a_kernel_without_open_tree_means_no_namespaces_and_says_why(self, tmp_path, monkeypatch):
+        """Before Linux 5.2 a session folder cannot be moved into a copy of the root: the probe
+        fails (so the grader runs without namespaces), and says which call failed."""
+        from grader.sandbox import confine, jail
+        monkeypatch.setattr(jail, "SYS_OPEN_TREE", 100000)  # no such system call: ENOSYS, as on an old kernel
+        session = tmp_path / "mha-run-probe"
+        session.mkdir()
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        try:
+            works, why = jail.probe(jail.Roots(confine.library_folders()), str(session), [], 1 << 20, own)
+        finally:
+            os.close(own)
+        assert (works, why) == (False, "[Errno 38] open_tree: Function not implemented")
+        assert os.listdir(session) == []  # the folder the root was built on is gone
+
+    @pytest.mark.parametrize("made_in", ["/tmp", "/root"])
+    def test_a_python_installation_in_tmp_stays_in_sight(self, tmp_path, made_in):
+        """Each student process's fresh /tmp (and the folder its session folder is made in) would
+        cover a Python installation inside it (a virtualenv in /tmp): it is put back, read-only,
+        with the folders hidden inside it still covered."""
+        from grader.sandbox import jail
+        library = tmp_path / "venv" / "site-packages"
+        (library / "secret").mkdir(parents=True)
+        (library / "module.py").write_text("X = 1\n")
+        (library / "secret" / "answers").write_text("hidden")
+        parent = Path(tempfile.mkdtemp(prefix="mha-test-sessions-", dir=made_in))
+        if made_in == "/root":
+            library = parent / "venv" / "site-packages"  # inside the folder the session folders are made in
+            shutil.copytree(tmp_path / "venv" / "site-packages", library)
+        session = parent / "mha-run-x"
+        session.mkdir()
+        read, write = os.pipe()
+        try:
+            root = jail.Roots([str(library)]).get(str(session), [str(library / "secret")])
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    jail.enter(root, str(session), 1 << 20)
+                    seen = [open(library / "module.py").read(), os.listdir(library / "secret"),
+                            os.access(library, os.W_OK), os.listdir(session), sorted(os.listdir("/tmp"))]
+                    os.write(write, json.dumps(seen).encode())
+                finally:
+                    os._exit(0)
+            os.close(write)
+            seen = json.loads(os.read(read, 1 << 16))
+            os.waitpid(pid, 0)
+        finally:
+            os.close(read)
+            shutil.rmtree(parent)
+        assert seen[:4] == ["X = 1\n", [], False, []]
+        in_tmp = {parent.name, library.relative_to("/tmp").parts[0]} if made_in == "/tmp" else set()
+        assert set(seen[4]) == in_tmp  # the student's own /tmp: only the ways to its session folder and the library
+
+    @pytest.mark.parametrize("ahead", ["built", "failed"])
+    def test_the_root_is_built_while_the_fork_server_waits(self, write_submission, monkeypatch, ahead):
+        """`prestart` (as `mha grade` and `mha check` start) has a new fork server build the
+        student's root before any request comes, in a folder it lends and then deletes; if that
+        fails (here: the folder is gone), the first request for namespaces tries again, and gets them."""
+        from grader.sandbox import spawn
+        path = write_submission("def f():\n    return 1\n")
+        spawn.stop_fork_server()
+        lent, real_mkdtemp = [], tempfile.mkdtemp
+        monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: (lent.append(real_mkdtemp(**kw)), lent[-1])[1])
+        if ahead == "built":
+            spawn.prestart()
+            spawn.prestart()  # as `mha grade` does (once as it starts, once for its command): one folder lent
+            server = spawn.fork_server()
+        else:
+            server = spawn.fork_server()
+            lent.append(os.path.join(tempfile.gettempdir(), f"mha-test-gone-{secrets.token_hex(4)}"))
+            server._send({"op": "prepare", "jail": spawn.jail_spec(), "folder": lent[-1]})
+        monkeypatch.undo()
+        deadline = time.monotonic() + 60
+        while server.prepared is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if ahead == "built":
+            assert server.prepared == (True, "")
+        else:
+            assert server.prepared[0] is False and "No such file or directory" in server.prepared[1], server.prepared
+        assert len(lent) == 1 and not os.path.exists(lent[0])  # the lent folder is gone
+        with Session(path) as session:
+            assert session.run("f", [[]], 30.0).cases[0].value == 1
+            assert session.isolation.mode == "namespaces"
+        assert spawn.fork_server() is server
+
     def test_namespaces_off_runs_the_fallback(self, write_submission, monkeypatch):
         """MHA_NAMESPACES=off: as root without namespaces, and the mode says why."""
         monkeypatch.setenv(isolation.NAMESPACES_ENV, "off")

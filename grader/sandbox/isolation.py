@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 from . import proctable
 from ..errors import InternalError
 from ..paths import PACKAGE
+from .spawn import NAMESPACES_ENV, jail_spec, namespaces_wanted
 from .proctable import Proc, processes
 from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
 from .spawn import MARKER, MARKER_LENGTH
@@ -229,17 +230,11 @@ def _uids_in_use() -> frozenset[int]:
     return uids
 
 
-NAMESPACES_ENV = "MHA_NAMESPACES"  # "off": as root, run student code without namespaces (the fallback)
-TMP_BYTES = 128 << 20             # the tmpfs holding a jailed student's /tmp, /var/tmp and /dev/shm
 MODES = {
     "namespaces": "root, with namespaces: a fresh uid in its own file system, network, IPC and process-id space",
     "uid": "root, without namespaces: a fresh uid (namespaces {why})",
     "same user": "not root: student code runs as the grader's own user and could change its scores",
 }
-
-
-def namespaces_wanted() -> bool:
-    return os.environ.get(NAMESPACES_ENV, "").strip().lower() not in ("off", "0", "no", "false")
 
 
 def key_users() -> set[int]:
@@ -278,12 +273,7 @@ class Isolation:
     def jail(self) -> dict | None:
         """What the fork server needs to run a student process of the session in namespaces (as
         root, unless MHA_NAMESPACES=off), or None."""
-        if not self.separate_user or not namespaces_wanted():
-            return None
-        from ..paths import cache_dir
-        cache = cache_dir()
-        hidden = (PACKAGE, *self.private, *((cache,) if cache else ()))
-        return {"tmp_bytes": TMP_BYTES, "hidden": [str(p) for p in hidden]}
+        return jail_spec(self.private) if self.separate_user else None
 
     def started(self, proc: object) -> None:
         """Note how a student process of the session runs (see MODES)."""

@@ -20,7 +20,9 @@ tmpfs that becomes the root of a mount namespace of its own and is then made rea
 Each student process (`enter`) gets its own copy of that namespace, and in it a fresh /tmp
 (mode 1777, a tmpfs bounded in size), its session folder (the submission and the student's
 home) at its own path, and a /proc of its own process-id space. Nothing else exists there: not
-the course, not the checkout, not classmates' files, not what an earlier student left.
+the course, not the checkout, not classmates' files, not what an earlier student left. (A
+Python installation inside /tmp, such as a virtualenv there, waits at /.kept/N in the root and
+is put back at its own path over the fresh /tmp.)
 """
 import ctypes
 import os
@@ -145,24 +147,45 @@ class Networks:
             self.free.append(self.lent.pop(pid))
 
 
-def _build(new, library, hidden, parent):
-    """Fill the tmpfs mounted on `new` with the student's root (see the module's docstring)."""
-    bound = []
+def plan(library, hidden):
+    """What a root holds from the machine: (the system folders that are links, the folders bound
+    read-only: system folders and the Python installation's at the paths Python knows them by,
+    the hidden folders inside those, each covered by an empty one)."""
+    links, bound, covers = [], [], []
     for path in SYSTEM:
         if os.path.islink(path):
-            os.symlink(os.readlink(path), new + path)
+            links.append(path)
         elif os.path.isdir(path):
-            _makedirs(new + path)
-            _bind(path, new + path)
             bound.append(path)
     for path in sorted({os.path.normpath(p) for p in library if os.path.isabs(p)}, key=len):
-        if os.path.isdir(path) and not _under(path, bound):  # at the path Python knows it by
-            _makedirs(new + path)
-            _bind(path, new + path)
+        if os.path.isdir(path) and not _under(path, bound):
             bound.append(path)
-    for path in {os.path.normpath(p) for p in hidden} | {os.path.realpath(p) for p in hidden}:
-        if _under(path, bound) and os.path.isdir(new + path) and not os.path.islink(new + path):
-            _mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0,size=4k")
+    for path in sorted({os.path.normpath(p) for p in hidden} | {os.path.realpath(p) for p in hidden}, key=len):
+        if _under(path, bound) and not _under(path, covers) and os.path.isdir(path) and not os.path.islink(path):
+            covers.append(path)
+    return tuple(links), tuple(bound), tuple(covers)
+
+
+def _kept(plan, parent):
+    """The bound folders that each student process's own /tmp (or the folder its session folder
+    is made in) would hide (a virtualenv in /tmp...): (path, where the root keeps it meanwhile)."""
+    shadowed = TMP if _under(parent, TMP) else (*TMP, parent)
+    return tuple((path, f"/.kept/{i}") for i, path in enumerate(p for p in plan[1] if _under(p, shadowed)))
+
+
+def _build(new, plan, parent):
+    """Fill the tmpfs mounted on `new` with the student's root (see the module's docstring)."""
+    links, bound, covers = plan
+    where = dict(_kept(plan, parent))
+    for path in links:
+        os.symlink(os.readlink(path), new + path)
+    for path in bound:
+        _makedirs(new + where.get(path, path))
+        _bind(path, new + where.get(path, path))
+    for path in covers:
+        top = next(b for b in bound if _under(path, [b]))
+        at = new + where.get(top, top) + path[len(top):]
+        _mount("tmpfs", at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0,size=4k")
     for path in ("/tmp", "/proc", "/dev", "/var") + (() if _under(parent, TMP) else (parent,)):
         _makedirs(new + path)
     for path in TMP[1:]:
@@ -176,11 +199,12 @@ def _build(new, library, hidden, parent):
         os.symlink(target, f"{new}/dev/{name}")
 
 
-def make_root(session, library, hidden):
+def make_root(session, plan):
     """A descriptor of a new mount namespace whose root is the student's file system, read-only
-    (see the module's docstring), for session folders made where `session` was: built by a child
-    of the calling process (whose own namespace stays as it is) on an empty folder made in
-    `session` for the time it takes. The child waits until the namespace is held here, then exits."""
+    (see the module's docstring), holding what `plan` says, for session folders made where
+    `session` is. Built by a child of the calling process (whose own namespace stays as it is)
+    on an empty folder made in `session` for the time it takes; the child waits until the
+    namespace is held here, then exits."""
     parent = os.path.dirname(session)
     if SYS_PIVOT_ROOT is None:
         raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
@@ -199,7 +223,7 @@ def make_root(session, library, hidden):
             _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the machine's mounts
             new = mount_point
             _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
-            _build(new, library, hidden, parent)
+            _build(new, plan, parent)
             os.mkdir(new + "/.old")
             _check(_libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), new.encode(), (new + "/.old").encode()),
                    "pivot_root")
@@ -224,30 +248,35 @@ def make_root(session, library, hidden):
         os.close(said)
         os.close(held)
         os.waitpid(pid, 0)
-        os.rmdir(mount_point)  # a mount point only in the child's namespace, which has no folder there now
+        try:
+            os.rmdir(mount_point)  # a mount point only in the child's namespace: free here
+        except OSError:
+            pass  # deleted with the session folder
 
 
 class Roots:
     """The fork server's read-only roots (`make_root`), one per folder the session folders are
-    made in and set of folders to hide; the last few are kept."""
+    made in and `plan`; the last few are kept. Each as `enter` takes it: (the descriptor of its
+    mount namespace, the folders it keeps aside, see `_kept`)."""
 
     def __init__(self, library):
         self.library, self.made = library, {}
 
     def get(self, session, hidden):
         """The root for the session folder `session` and the folders `hidden`."""
-        key = (os.path.dirname(session), tuple(sorted(hidden)))
+        key = (os.path.dirname(session), plan(self.library, hidden))
         if key not in self.made:
             if len(self.made) >= KEPT_ROOTS:
-                os.close(self.made.pop(next(iter(self.made))))
-            self.made[key] = make_root(session, self.library, hidden)
+                os.close(self.made.pop(next(iter(self.made)))[0])
+            self.made[key] = (make_root(session, key[1]), _kept(key[1], key[0]))
         return self.made[key]
 
 
 def enter(root, session, tmp_bytes):
     """In the student process (as root, in its own process-id space): move into a copy of the
-    mount namespace `root` (`make_root`) with a fresh IPC namespace, a fresh /tmp of
-    `tmp_bytes`, the session folder `session` (writable, at its own path) and /proc."""
+    root `root` (from `Roots`) with a fresh IPC namespace, a fresh /tmp of `tmp_bytes`, the
+    session folder `session` (writable, at its own path) and /proc."""
+    root, kept = root
     tree = _check(_libc.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_int(AT_FDCWD), session.encode(),
                                 ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)), "open_tree")
     try:
@@ -257,6 +286,9 @@ def enter(root, session, tmp_bytes):
         parent = os.path.dirname(session)
         if not _under(parent, TMP):
             _mount("tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k,nr_inodes=64")
+        for path, where in kept:  # back at their own paths, read-only, covers included
+            _makedirs(path)
+            _mount(where, path, None, MS_BIND | MS_REC)
         _makedirs(session)
         _check(_libc.syscall(ctypes.c_long(SYS_MOVE_MOUNT), ctypes.c_int(tree), b"", ctypes.c_int(AT_FDCWD),
                              session.encode(), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), "move_mount")
@@ -308,4 +340,4 @@ def probe(roots, session, hidden, tmp_bytes, own_pid_space):
 
 
 __all__ = ["Networks", "Roots", "enter", "enter_new_pid_space", "join_network", "leave_pid_space", "make_root",
-           "new_network", "probe", "unshare"]
+           "new_network", "plan", "probe", "unshare"]

@@ -33,9 +33,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, Sequence
 
 from ..errors import InternalError
+from ..paths import PACKAGE, cache_dir, remove_tree
 
 MARKER = "MHA_SANDBOX"  # environment variable carrying a session's marker (isolation.py)
 MARKER_LENGTH = 24      # characters of a marker (hex)
@@ -185,6 +186,9 @@ class ForkServer:
         self._closed = False
         self._ids = itertools.count(1)
         self.spawned = 0  # student processes forked so far
+        self.prepared: tuple[bool, str] | None = None  # what came of `prepare`: namespaces work, or why not
+        self._ahead: Path | None = None  # the folder `prepare` lends the zygote until then
+        self._asked = False  # `prepare` was called (once is enough)
         threading.Thread(target=self._read, name="mha-fork-server", daemon=True).start()
 
     @property
@@ -210,6 +214,9 @@ class ForkServer:
                     self._released.discard(message["pid"])  # nobody waits for it
                 elif "pid" in message:
                     self._status[message["pid"]] = int(message["status"])
+                elif "prepared" in message:
+                    self._drop_ahead()
+                    self.prepared = (bool(message["prepared"]), str(message.get("why", "")))
                 self._changed.notify_all()
 
     def _send(self, message: dict, fds: tuple[int, ...] = ()) -> bool:
@@ -229,6 +236,30 @@ class ForkServer:
             raise InternalError(f"the student process could not start ({reply['error']})")
         self.spawned += 1
         return reply
+
+    def prepare(self, jail: dict) -> None:
+        """Let the zygote build the student's file system and check that namespaces work while it
+        waits for its first request (else that request waits for it): `jail` as `start_student`
+        takes it, for session folders made where this process makes them, with an empty folder
+        made there for it (a session folder would be) and deleted here afterwards. What came of it
+        is in `prepared` once done; if it failed, the first request for namespaces tries again."""
+        with self._changed:
+            if self._asked:
+                return
+            self._asked = True
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="mha-run-"))
+        except OSError:
+            return
+        with self._changed:
+            self._ahead = folder
+        self._send({"op": "prepare", "jail": jail, "folder": str(folder)})
+
+    def _drop_ahead(self) -> None:
+        with self._changed:
+            folder, self._ahead = self._ahead, None
+        if folder is not None:
+            remove_tree(folder)
 
     def clear_keys(self, uid: int, gid: int, deadline: float) -> bool:
         """Empty the per-uid kernel keyrings of a sandbox uid (see confine.clear_user_keyrings)."""
@@ -299,6 +330,7 @@ class ForkServer:
         self.proc.kill()
         self.proc.wait()
         self._errors.close()
+        self._drop_ahead()
 
 
 _server: ForkServer | None = None
@@ -343,12 +375,16 @@ os.register_at_fork(after_in_child=_forget)
 def prestart() -> None:
     """Start the zygote now, so Python and numpy load while the grader does its own imports.
 
-    Never raises: a zygote that cannot start is reported when a student process is needed."""
+    As root, it also builds the student's file system ahead (see ForkServer.prepare). Never
+    raises: a zygote that cannot start is reported when a student process is needed."""
     if FORK_SERVER:
         try:
-            fork_server()
+            server = fork_server()
         except InternalError:
-            pass
+            return
+        jail = jail_spec()
+        if jail is not None:
+            server.prepare(jail)
 
 
 def reap(proc: StudentProcess) -> None:
@@ -358,6 +394,24 @@ def reap(proc: StudentProcess) -> None:
         proc.release()
     else:
         proc.wait()
+
+
+NAMESPACES_ENV = "MHA_NAMESPACES"  # "off": as root, run student code without namespaces (the fallback)
+TMP_BYTES = 128 << 20             # the tmpfs holding a jailed student's /tmp (/var/tmp and /dev/shm lead there)
+
+
+def namespaces_wanted() -> bool:
+    return os.environ.get(NAMESPACES_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def jail_spec(private: Sequence[Path] = ()) -> dict | None:
+    """What the fork server needs to run a student process in namespaces (see `start_student`),
+    as root unless MHA_NAMESPACES=off; else None. `private`: folders to hide besides the grader
+    package and its cache."""
+    if os.geteuid() != 0 or not namespaces_wanted():
+        return None
+    cache = cache_dir()
+    return {"tmp_bytes": TMP_BYTES, "hidden": [str(p) for p in (PACKAGE, *private, *((cache,) if cache else ()))]}
 
 
 def pipe() -> tuple[int, int]:

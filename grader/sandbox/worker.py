@@ -378,8 +378,15 @@ def zygote(control_fd):
     jail_state = None  # (whether namespaces work here, why not), found at the first request for them
     networks = _jail.Networks()  # lent to one student process at a time (jail.join_network)
     roots = _jail.Roots(_confine.library_folders())  # the student's file system, copied for each (jail.enter)
+    ahead = None  # {"jail", "folder"}: build that root while no request waits (spawn.ForkServer.prepare)
     while True:
-        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload else 1.0)
+        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload or ahead else 1.0)
+        if not ready and ahead:  # kept only if namespaces work: else the first request tries again
+            jail = ahead["jail"]
+            works = _jail.probe(roots, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+            jail_state, ahead = (works if works[0] else jail_state), None
+            control.send(_dumps({"prepared": works[0], "why": works[1]}).encode())
+            continue
         if not ready and preload:
             importlib.import_module(preload.pop(0))
             if not preload:
@@ -414,6 +421,7 @@ def zygote(control_fd):
                     if jail_state is None:
                         jail_state = _jail.probe(roots, os.path.dirname(message["submission"]), jail["hidden"],
                                                  jail["tmp_bytes"], OWN_PID_SPACE)
+                        ahead = None
                     jailed = jail_state[0]
                 network, ready = None, len(fds) == 4
                 if ready and jailed:
@@ -446,6 +454,8 @@ def zygote(control_fd):
                           "why": "" if jail_state is None else jail_state[1]}
                          if pid > 0 else {"id": message.get("id"), "error": error})
                 control.send(_dumps(reply).encode())
+            elif message.get("op") == "prepare" and os.geteuid() == 0 and jail_state is None:
+                ahead = message
             elif message.get("op") == "clear_keys":
                 done = _confine.clear_keys_as(int(message["uid"]), int(message["gid"]))
                 control.send(_dumps({"id": message.get("id"), "cleared": done}).encode())
