@@ -1,6 +1,7 @@
 """The `mha` console script (grader.cli.launch): which command it sees, the zygote started first, one BLAS thread."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -62,7 +63,8 @@ class TestMain:
         (["--exercises", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
-        """check and grade start the zygote before the CLI runs; other commands do not start it."""
+        """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
+        off (one submission: see launch.py); other commands do not start it and keep it on."""
         import grader.cli.commands
         from grader.sandbox import spawn
         seen = []
@@ -72,8 +74,13 @@ class TestMain:
         for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
             monkeypatch.setenv(variable, "")
             monkeypatch.delenv(variable)
-        launch.main()
+        try:
+            launch.main()
+            collecting = gc.isenabled()
+        finally:
+            gc.enable()
         assert seen == calls
+        assert collecting == (calls == ["cli mha"])
         assert {v: os.environ.get(v) for v in THREAD_VARIABLES} == dict.fromkeys(THREAD_VARIABLES, "1")
 
     def test_python_m_grader_version(self):
