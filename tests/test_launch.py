@@ -57,19 +57,21 @@ class TestCommandOf:
 
 class TestMain:
     @pytest.mark.parametrize("argv,calls", [
-        (["grade", "solutions"], ["zygote", "cli mha"]),
-        (["--exercises", "x", "check"], ["zygote", "cli mha"]),
+        (["grade", "solutions"], ["zygote", "cli mha", "leave None"]),
+        (["--exercises", "x", "check"], ["zygote", "cli mha", "leave None"]),
         (["list"], ["cli mha"]),
         (["--exercises", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
         """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
-        off (one submission: see launch.py); other commands do not start it and keep it on."""
+        off, and end at once after it (one submission: see launch.py); other commands do not start
+        it, keep the collector on and exit as usual."""
         import grader.cli.commands
         from grader.sandbox import spawn
         seen = []
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
         monkeypatch.setattr(grader.cli.commands, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
+        monkeypatch.setattr(launch, "_leave", lambda code: seen.append(f"leave {code}"))
         monkeypatch.setattr(sys, "argv", ["mha", *argv])
         for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
             monkeypatch.setenv(variable, "")
@@ -106,3 +108,41 @@ class TestMain:
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("mha, version ")
         assert threads == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class TestLeave:
+    """grade and check end at once when done (launch._leave): what any exit does still happens."""
+
+    def test_exit_status_output_and_exit_handlers_are_kept(self, tmp_path):
+        """A failing check exits 1 with its whole report on stdout, the exit handlers have run
+        (the fork server stopped, the folder it was lent deleted: nothing left in $TMPDIR)."""
+        tmp = tmp_path / "tmp"
+        tmp.mkdir()
+        done, threads = run_launch(["check", "--path", str(EXERCISES / "attention.py")], TMPDIR=str(tmp))
+        assert done.returncode == 1, done.stderr
+        assert "not implemented yet" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("Score:")
+        assert threads == dict.fromkeys(THREAD_VARIABLES, "1")  # printed by an exit handler
+        assert os.listdir(tmp) == []
+
+    def test_a_reader_that_went_away_is_a_quiet_exit(self):
+        """stdout closed before grade writes its report: exit 0, nothing on stderr."""
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            done = subprocess.run([sys.executable, "-m", "grader", "grade", str(SOLUTIONS), "--problem", "softmax"],
+                                  cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                                  env={**os.environ, "MHA_EXERCISES": str(EXERCISES)})
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (0, "")
+
+    def test_sys_exit_with_a_message(self, monkeypatch, capsys):
+        """A command ending with sys.exit("text") exits 1 with the text on stderr, as Python does."""
+        calls = []
+        monkeypatch.setattr(launch.atexit, "_run_exitfuncs", lambda: calls.append("handlers"))
+        monkeypatch.setattr(launch.os, "_exit", lambda status: calls.append(status))
+        launch._leave("no such thing")
+        launch._leave(None)
+        launch._leave(3)
+        assert calls == ["handlers", 1, "handlers", 0, "handlers", 3]
+        assert capsys.readouterr().err == "no such thing\n"
