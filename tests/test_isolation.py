@@ -8,6 +8,8 @@ import ctypes
 import fcntl
 import platform
 import secrets
+import select
+import signal
 import shutil
 import tempfile
 from types import SimpleNamespace
@@ -552,12 +554,15 @@ class TestNamespaces:
                 finally:
                     os._exit(0)
             os.close(write)
-            seen = json.loads(os.read(read, 1 << 16))
+            ready, _, _ = select.select([read], [], [], 60)  # bounded: a child stuck in a mount fails the test
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+            seen = json.loads(os.read(read, 1 << 16)) if ready else None
             os.waitpid(pid, 0)
         finally:
             os.close(read)
             shutil.rmtree(parent)
-        assert seen[:4] == ["X = 1\n", [], False, []]
+        assert seen is not None and seen[:4] == ["X = 1\n", [], False, []]
         in_tmp = {parent.name, library.relative_to("/tmp").parts[0]} if made_in == "/tmp" else set()
         assert set(seen[4]) == in_tmp  # the student's own /tmp: only the ways to its session folder and the library
 
