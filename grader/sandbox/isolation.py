@@ -33,10 +33,9 @@ from typing import Callable, Iterable
 from . import proctable
 from ..errors import InternalError
 from ..paths import PACKAGE
-from .spawn import NAMESPACES_ENV, jail_spec, namespaces_wanted
 from .proctable import Proc, processes
 from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
-from .spawn import MARKER, MARKER_LENGTH
+from .spawn import MARKER, MARKER_LENGTH, NAMESPACES_ENV, jail_spec, namespaces_wanted
 
 __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths", "processes", "protect"]
 
