@@ -519,9 +519,11 @@ class TestNamespaces:
         session.mkdir()
         own = os.open("/proc/self/ns/pid", os.O_RDONLY)
         try:
-            works, why = jail.probe(jail.Roots(confine.library_folders()), str(session), [], 1 << 20, own)
+            networks = jail.Networks()
+            works, why = jail.probe(jail.Roots(confine.library_folders()), networks, str(session), [], 1 << 20, own)
         finally:
             os.close(own)
+        assert len(networks.free) == 1 and networks.lent == {}  # the probe's network namespace, free for a student
         assert (works, why) == (False, "[Errno 38] open_tree: Function not implemented")
         assert os.listdir(session) == []  # the folder the root was built on is gone
 

@@ -298,14 +298,26 @@ def enter(root, session, tmp_bytes):
         os.close(tree)
 
 
-def probe(roots, session, hidden, tmp_bytes, own_pid_space):
+def probe(roots, networks, session, hidden, tmp_bytes, own_pid_space):
     """Whether a student process can be confined in namespaces here: the root is built (kept in
     `roots`) and a throwaway child of the zygote enters it all (a process-id space, a network
-    namespace, a copy of the root) and exits. Returns (True, "") or (False, why)."""
+    namespace of `networks`, free again for the first student once the child is gone, a copy of
+    the root) and exits. Returns (True, "") or (False, why)."""
     if own_pid_space < 0:
         return False, "/proc/self/ns/pid cannot be opened"
     try:
         root = roots.get(session, hidden)
+        network = networks.take()
+    except OSError as exc:
+        return False, str(exc)
+    try:
+        return _probe(root, network, session, tmp_bytes, own_pid_space)
+    finally:
+        networks.lend(-1, network)  # its child has exited (or was never made)
+
+
+def _probe(root, network, session, tmp_bytes, own_pid_space):
+    try:
         enter_new_pid_space()
     except OSError as exc:
         return False, str(exc)
@@ -319,7 +331,7 @@ def probe(roots, session, hidden, tmp_bytes, own_pid_space):
     if pid == 0:
         try:
             os.close(read)
-            unshare(CLONE_NEWNET)
+            join_network(network)
             enter(root, session, tmp_bytes)
             os._exit(0)
         except BaseException as exc:

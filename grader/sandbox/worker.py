@@ -383,7 +383,7 @@ def zygote(control_fd):
         ready, _, _ = select.select([control, wake_read], [], [], 0 if preload or ahead else 1.0)
         if not ready and ahead:  # kept only if namespaces work: else the first request tries again
             jail = ahead["jail"]
-            works = _jail.probe(roots, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+            works = _jail.probe(roots, networks, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
             jail_state, ahead = (works if works[0] else jail_state), None
             control.send(_dumps({"prepared": works[0], "why": works[1]}).encode())
             continue
@@ -419,8 +419,8 @@ def zygote(control_fd):
                 jail = message.get("jail") if message.get("user") else None
                 if jail:
                     if jail_state is None:
-                        jail_state = _jail.probe(roots, os.path.dirname(message["submission"]), jail["hidden"],
-                                                 jail["tmp_bytes"], OWN_PID_SPACE)
+                        jail_state = _jail.probe(roots, networks, os.path.dirname(message["submission"]),
+                                                 jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
                         ahead = None
                     jailed = jail_state[0]
                 network, ready = None, len(fds) == 4
