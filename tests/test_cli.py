@@ -183,11 +183,11 @@ class TestOtherCommands:
 
 
 def test_readme_starts_with_the_two_setup_commands():
-    """README's first commands install + grade the solutions, then run the tests."""
+    """README's first commands install and grade the solutions, then install the test tools and run the tests."""
     text = (ROOT / "README.md").read_text()
     block = text.split("```")[1]
     commands = [line for line in block.splitlines() if line.strip() and not line.startswith("```")][1:]
-    assert commands == ['pip install -e ".[test]" && mha grade solutions', "pytest"]
+    assert commands == ["pip install . && mha grade solutions", 'pip install -e ".[test]" && pytest']
 
 
 def test_grade_loads_no_code_of_other_commands(tmp_path):

@@ -1,4 +1,4 @@
-"""The package's layout (README "How grading works"): layers along the data flow, imports one way,
+"""The package's layout (docs/architecture.md): layers along the data flow, imports one way,
 no cycles, small modules, no module reaching into another's private names."""
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class TestImportCycles:
 
 class TestLayers:
     def test_every_module_belongs_to_a_layer(self, graph):
-        """A new folder or loose module must be placed in the layer table above (and in README)."""
+        """A new folder or loose module must be placed in the layer table above (and in docs/architecture.md)."""
         assert sorted({m.split(".")[1] for m in graph if "." in m} - set(LAYERS)) == []
 
     def test_imports_run_downward(self, graph):

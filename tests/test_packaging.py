@@ -104,7 +104,8 @@ class TestDistributions:
                   for p in (ROOT / folder).rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and p.name != "course.yaml"}
         assert wanted - names == set()
-        assert {"LICENSE", "README.md", "pyproject.toml", "MANIFEST.in", ".ci/run", "docs/PYPI.md"} <= names
+        assert {"LICENSE", "README.md", "CONTRIBUTING.md", "CHANGELOG.md", "pyproject.toml", "MANIFEST.in", ".ci/run",
+                "docs/PYPI.md", "docs/security.md"} <= names
 
     def test_wheel_carries_the_package_and_the_assignment(self, dists):
         """Every grader module and every assignment file is in the wheel (a subpackage missing

@@ -22,7 +22,7 @@ class Ctx:
     @property
     def located(self) -> tuple[Path, str]:
         """(assignment folder, why it was chosen): `--exercises`, `MHA_EXERCISES`, found from
-        the working folder, or the packaged one (grader/paths.py, README "For students")."""
+        the working folder, or the packaged one (grader/paths.py, README "Installing")."""
         if self._located is None:
             from ..paths import locate_assignment
             self._located = locate_assignment(self._exercises)
@@ -424,8 +424,8 @@ def doctor() -> None:
     """Say how student code is isolated here: run a one-line submission and print its mode.
 
     Modes: namespaces (root; its own file system, network, IPC and process ids), uid (root,
-    where namespaces do not work or MHA_NAMESPACES=off), same user (not root). See README,
-    "Security model".
+    where namespaces do not work or MHA_NAMESPACES=off), same user (not root). See the security
+    model, docs/security.md.
 
     \b
     Example:
