@@ -82,7 +82,7 @@ HOSTILES = (
     Hostile("syntax_error", loses=("*",), syntax_line=4),
     Hostile("import_error", loses=("*",),
             says=("importing attention.py raised ModuleNotFoundError", "No module named 'numpy_but_faster'")),
-    Hostile("memory_hog", loses=(AR,), says=("raised MemoryError",), timeout=10),  # touching 1.5 GB takes a while
+    Hostile("memory_hog", loses=(AR,), says=("raised MemoryError",), timeout=10),
     Hostile("fork_children"),
     Hostile("daemon"),
     Hostile("fork_bomb", loses=(PS,), says=("timed out",), alone=True),
