@@ -301,3 +301,23 @@ def test_modern_submission_full_marks_as_non_root(folder):
     data = json.loads((out / "results.json").read_text())
     assert [f"{t['name']}: {t['output']}" for t in data["tests"] if t["status"] != "passed"] == []
     assert data["score"] == load_assignment(EXERCISES).max_score > 0
+
+
+class TestDoctor:
+    def test_says_the_filter_is_in_force(self, cli):
+        """`mha doctor` reports, after the mode, the filter it saw in a student process and the
+        limits on memory and processes."""
+        result = cli("doctor")
+        assert result.exit_code == 0
+        lines = result.stdout.splitlines()
+        expected = "system calls: filtered (seccomp" if seccomp.supported() else "system calls: NOT filtered"
+        assert lines[1].startswith(expected)
+        assert lines[2].startswith("memory: the address-space limit of each student process (RLIMIT_AS) only")
+        assert lines[3].startswith("processes: RLIMIT_NPROC")
+
+    def test_says_why_not_where_there_is_no_table(self, monkeypatch):
+        """On a system with no table, the first line says the calls are NOT filtered, and why."""
+        from grader.sandbox import doctor
+        monkeypatch.setattr(doctor, "_probe", lambda: ("same user", "", "0"))
+        monkeypatch.setattr(seccomp.platform, "machine", lambda: "riscv64")
+        assert doctor.confinement()[0] == "system calls: NOT filtered (no system-call table for riscv64)"
