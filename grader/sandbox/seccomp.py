@@ -148,25 +148,39 @@ def assemble(code):
     return b"".join(out), count
 
 
+class _Program(ctypes.Structure):
+    """struct sock_fprog: the filter as the kernel takes it."""
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _prepare():
+    """Everything `install` needs, made once when the module loads (in the fork server, before
+    any student process is forked, so a child only makes the two calls): (prctl, syscall, the
+    seccomp call's number, sock_fprog, its buffer), or None where there is no table."""
+    abi = _abi()
+    if abi is None:
+        return None
+    data, count = assemble(program(abi))
+    buffer = ctypes.create_string_buffer(data, len(data))
+    number = ctypes.c_long(_TABLES[abi][1][len(DENIED) + _CHECKED.index("seccomp")])
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl, libc.syscall, number, _Program(count, ctypes.cast(buffer, ctypes.c_void_p)), buffer
+
+
+_PREPARED = _prepare()
+
+
 def install():
     """Set no_new_privs and install the filter on this process (all its threads), for good.
     Returns False, changing nothing, where there is no table for this system or the kernel has
     no seccomp filters; raises OSError if the kernel refuses it otherwise."""
-    abi = _abi()
-    if abi is None:
+    if _PREPARED is None or _abi() is None:
         return False
-    data, count = assemble(program(abi))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    prctl, syscall, number, fprog, _ = _PREPARED
+    if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    buffer = ctypes.create_string_buffer(data, len(data))
-
-    class Program(ctypes.Structure):  # struct sock_fprog
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-    fprog = Program(count, ctypes.cast(buffer, ctypes.c_void_p))
-    seccomp = _TABLES[abi][1][len(DENIED) + _CHECKED.index("seccomp")]
-    if libc.syscall(ctypes.c_long(seccomp), ctypes.c_long(SECCOMP_SET_MODE_FILTER),
-                    ctypes.c_long(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog)) != 0:
+    if syscall(number, ctypes.c_long(SECCOMP_SET_MODE_FILTER), ctypes.c_long(SECCOMP_FILTER_FLAG_TSYNC),
+               ctypes.byref(fprog)) != 0:
         failure = ctypes.get_errno()
         if failure in (errno.EINVAL, errno.ENOSYS):  # a kernel built without seccomp filters
             return False
