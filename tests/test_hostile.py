@@ -111,7 +111,7 @@ HOSTILES = (
     Hostile("read_checkout", loses=(CR,), root_only=True, fallback=True,
             says=("probes: from_cmdline=closed checkout=closed submissions=closed solutions=closed",)),
     Hostile("namespaces", loses=(CR,), root_only=True, namespaces_only=True,
-            says=("shared: network=OSError interfaces=lo processes=0 tmp=0 shm=0",)),
+            says=("shared: network=PermissionError interfaces=lo processes=0 tmp=0 shm=0",)),
 )
 
 

@@ -431,12 +431,15 @@ def doctor() -> None:
     Example:
       sudo mha doctor                  # the mode a root grader gets here
     """
-    from ..sandbox.doctor import sandbox_mode, unprotected_warning
+    from ..sandbox.doctor import confinement, sandbox_mode, unprotected_warning
     try:
         mode, text = sandbox_mode()
+        limits = confinement()
     except GraderError as exc:
         fail(exc)
     click.echo(f"sandbox: {mode}: {text}")
+    for line in limits:
+        click.echo(line)
     click.echo(f"python: {sys.executable} ({sys.version.split()[0]})")
     if (warning := unprotected_warning()) is not None:
         click.echo(warning, err=True)

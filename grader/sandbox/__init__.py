@@ -22,5 +22,5 @@ never enter it. The rest of the package calls only:
 As root, each student process runs in Linux namespaces where the kernel allows them (`jail.py`:
 its own file system, network, IPC and process ids), else as a fresh uid only.
 `session` re-exports `runs` (what a run came to). Everything else here (`spawn`, `isolation`,
-`proctable`, `worker`, `confine`, `jail`, `sweep`) is internal.
+`proctable`, `worker`, `confine`, `jail`, `seccomp`, `sweep`) is internal.
 """

@@ -12,8 +12,8 @@ of the `grader` package: the reference, the problems and the expected values nev
   once the grader has released it, so a pid the grader may still signal is never reused.
 
 Start-up of a student process, before any student code, is the same either way: set the resource
-limits, (as root) enter its namespaces (jail.py) and switch to the student's uid/gid for good, then
-say "ready". Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD.
+limits, (as root) enter its namespaces (jail.py) and switch to the student's uid/gid for good,
+install the system-call filter (seccomp.py), then say "ready". Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD.
 Return values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 """
@@ -69,6 +69,7 @@ def _sibling(name):
 
 _confine = _sibling("confine")
 _jail = _sibling("jail")
+_seccomp = _sibling("seccomp")
 set_limits, become, prctl, check_room, mark, Counted = (_confine.set_limits, _confine.become, _confine.prctl,
                                                         _confine.check_room, _confine.mark, _confine.Counted)
 
@@ -264,6 +265,7 @@ def enter(spec, user, parent, jailed=False):
     sys.meta_path.insert(0, NoGrader())
     with open(SUBMISSION, "rb"):  # readable now, or the grader's set-up is at fault
         pass
+    _seccomp.install()  # last: the set-up above may need calls it denies (seccomp.py)
 
 
 def serve():

@@ -1,6 +1,6 @@
 # What a student process shares with the machine when it runs in namespaces (as root, where the
-# kernel allows them): no network, no other process in sight, a /tmp of its own, its own System V
-# IPC. Reports what it saw.
+# kernel allows them): no network (not even an AF_INET socket: the system-call filter), no other
+# process in sight, a /tmp of its own, its own System V IPC. Reports what it saw.
 import os
 import socket
 
@@ -18,6 +18,7 @@ def count_routing_distributions(*layer):
     tmp = [n for n in os.listdir("/tmp") if not n.startswith("mha-run-")]
     with open("/proc/sysvipc/shm") as handle:
         segments = len(handle.read().splitlines()) - 1
-    interfaces = ",".join(name for _, name in socket.if_nameindex())
+    with open("/proc/net/dev") as handle:  # the network namespace's interfaces (no socket needed)
+        interfaces = ",".join(line.split(":")[0].strip() for line in handle.read().splitlines()[2:])
     raise PermissionError(f"shared: network={_probe_network()} interfaces={interfaces} "
                           f"processes={len(others)} tmp={len(tmp)} shm={segments}")
