@@ -43,7 +43,7 @@ from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARE
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import ROOT, lay_out_course, run_as_uid, solution_source
+from .conftest import ROOT, installation_in_tmp, isolation_missing, lay_out_course, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
@@ -138,6 +138,7 @@ def submission_source(hostile: Hostile, token: str, course: Course) -> tuple[str
     head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
     text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(course.base))
+    text = text.replace("@PYTHON@", repr(sorted(installation_in_tmp())))  # a virtualenv under /tmp
     return text.replace("@PACKAGE@", str(PACKAGE)).replace("@CHECKOUT@", str(ROOT)), head.count("\n")
 
 
@@ -416,7 +417,7 @@ def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseExcept
 def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """The hostile submissions marked `fallback` graded again as root without namespaces."""
     if not ROOT_MODE:
-        pytest.skip("the fallback without namespaces is root's")
+        isolation_missing("the fallback without namespaces is root's")
     return _grade_every([h for h in HOSTILES if h.fallback], course, tmp_path_factory,
                         {NAMESPACES_ENV: "off"})
 
@@ -462,9 +463,9 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
 def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
-        pytest.skip("this guarantee needs the grader to run as root")
+        isolation_missing("this guarantee needs the grader to run as root")
     if hostile.namespaces_only and sandbox_mode() != "namespaces":
-        pytest.skip("namespaces do not work here (see `mha doctor`)")
+        isolation_missing("namespaces do not work here (see `mha doctor`)")
     check_outcome(hostile, course, outcomes[hostile.name])
 
 
@@ -478,12 +479,13 @@ CLASSMATES = ("alice", "bob", "carol")  # correct submissions
 IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,)}  # student: problems lost
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="classmates are kept apart by the student uid, which needs root")
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting and a snooping student:
     exit 0, a gradebook with every classmate's full marks and each hostile student's exact
     score, nothing of the class readable, bounded grader memory, nothing left behind."""
+    if not ROOT_MODE:
+        isolation_missing("classmates are kept apart by the student uid, which needs root")
     base = Path(tempfile.mkdtemp(prefix="mha-class-"))  # under /tmp, readable by others until protected
     try:
         folder, out = base / "class", base / "graded"
