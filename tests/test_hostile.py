@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
+from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
@@ -66,6 +66,7 @@ class Hostile:
     alone: bool = False             # graded while no other hostile runs (it takes every CPU)
     fallback: bool = False          # graded again as root without namespaces (MHA_NAMESPACES=off)
     namespaces_only: bool = False   # the guarantee holds only in namespaces
+    scored: tuple[tuple[str, float], ...] = ()  # problems it earns part of (public cases only)
 
 
 AR, CR, PS = PROBLEMS
@@ -110,6 +111,7 @@ HOSTILES = (
     Hostile("keyrings", loses=(CR,), root_only=True, fallback=True, says=("grader_key=none",)),
     Hostile("read_checkout", loses=(CR,), root_only=True, fallback=True,
             says=("probes: from_cmdline=closed checkout=closed submissions=closed solutions=closed",)),
+    Hostile("hidden_left_behind", scored=((AR, 5.0),), fallback=True),  # its public half
     Hostile("namespaces", loses=(CR,), root_only=True, namespaces_only=True,
             says=("shared: network=OSError interfaces=lo processes=0 tmp=0 shm=0",)),
 )
@@ -327,10 +329,15 @@ def keys_left(token: str) -> list[str]:
         hits = [syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
                 for ring in rings for name in names]
         return 1 if any(hits) else 0
-    for uid in (u for u in uids if u in SANDBOX_IDS):
+    for uid in (u for u in uids if u in SANDBOX_IDS and not retired(u)):
         if run_as_uid(uid, search) != 0:
             found.append(f"uid {uid}")
     return found
+
+
+def retired(uid: int) -> bool:
+    """Whether no later session draws `uid` (its keyrings could not be emptied)."""
+    return any(os.path.exists(f"{folder}/{uid}{RETIRED}") for folder in CLAIMS)
 
 
 def read_results(path: Path) -> dict:
@@ -443,12 +450,13 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
     assert run.seconds < RUN_BOUND
     data = read_results(outcome.output)
     lost = set(course.points) if "*" in hostile.loses else set(hostile.loses)
-    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()}
+    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()} | dict(hostile.scored)
     assert {t["tags"][0]: t["score"] for t in data["tests"]} == deserved
     assert data["score"] == sum(deserved.values())
     report = data["output"] + "\n".join(t["output"] for t in data["tests"])
     for text in hostile.says:
         assert text in report
+    assert "LEAK" not in report + run.stdout + run.stderr  # what hidden_left_behind was passed in the hidden phase
     assert all(len(t["output"]) < 8000 for t in data["tests"])  # feedback stays short whatever was printed
     assert 0 < run.grader_mb < hostile.grader_mb
     if hostile.syntax_line:
