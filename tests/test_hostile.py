@@ -31,6 +31,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -557,6 +558,66 @@ class TestWithoutSeparateUser:
             assert run.cases[0].status is RunStatus.RETURNED
             assert leftovers(token) == []  # already killed: they outlived the problem
         assert leftovers(token) == []
+
+
+    def test_a_daemon_left_by_a_process_that_exited_is_killed(self, tmp_path):
+        """A function double-forks a daemon and its process exits at once (the daemon is nobody's
+        child in the session): the daemon is killed, and the next problem runs in a fresh process."""
+        token = f"{secrets.randbelow(10 ** 8):08d}"
+        path = tmp_path / "attention.py"
+        path.write_text(textwrap.dedent(f"""
+            import ctypes, os, time
+            def leave():
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        ctypes.CDLL(None).prctl(15, b"hx{token}", 0, 0, 0)
+                        time.sleep(600)
+                    os._exit(0)
+                time.sleep(0.05)
+                os._exit(0)
+            def answer():
+                return 42
+        """))
+        with Session(path, Limits(problem_seconds=5), separate_user=False) as session:
+            assert session.run("leave", [[]], 5.0).cases[0].status is RunStatus.CRASHED
+            assert session.run("answer", [[]], 5.0).cases[0].value == 42
+            gone = time.monotonic() + 5  # the zygote kills it when woken by its worker's exit
+            while leftovers(token) and time.monotonic() < gone:
+                time.sleep(0.05)
+            assert leftovers(token) == []
+        assert leftovers(token) == []
+
+    @pytest.mark.parametrize("separate_user", [False, None], ids=["same-user", "default"])
+    def test_a_stopped_student_process_costs_only_its_problem(self, tmp_path, separate_user):
+        """A function that stops itself (SIGSTOP) and one that stops its whole process group time
+        out at their limit; the grader does not wait on the stopped processes, and the next
+        problem is answered."""
+        path = tmp_path / "attention.py"
+        path.write_text(textwrap.dedent("""
+            import os, signal
+            def stop_self():
+                os.kill(os.getpid(), signal.SIGSTOP)
+                return 1
+            def stop_group():
+                if os.fork() == 0:
+                    os.killpg(0, signal.SIGSTOP)
+                    os._exit(0)
+                os.killpg(0, signal.SIGSTOP)
+                return 1
+            def answer():
+                return 42
+        """))
+        start = time.monotonic()
+        with Session(path, Limits(problem_seconds=1, submission_seconds=60), separate_user=separate_user) as session:
+            runs = [session.run(name, [[]], 1.0).cases[0] for name in ("stop_self", "stop_group", "answer")]
+            mode = session.isolation.mode
+        # in namespaces the student process is process 1 of its process-id space: the kernel
+        # drops a stop signal it sends itself, and only its child stops
+        stopped = RunStatus.RETURNED if mode == "namespaces" else RunStatus.TIMEOUT
+        assert [r.status for r in runs] == [stopped, stopped, RunStatus.RETURNED]
+        assert runs[2].value == 42
+        assert time.monotonic() - start < 40  # two 1 s limits and the clean-up, on a loaded machine
 
 
 class TestLimitOptions:
