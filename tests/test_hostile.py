@@ -485,13 +485,15 @@ def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course,
 
 
 CLASSMATES = ("alice", "bob", "carol")  # correct submissions
-IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,)}  # student: problems lost
+IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,),  # student: problems lost
+            "hidden_left_behind": ()}
+HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its public cases)
 
 
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
-    """`grade-all --jobs 2` on a class with a stalling, a uid-squatting and a snooping student:
-    exit 0, a gradebook with every classmate's full marks and each hostile student's exact
+    """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and
+    one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every classmate's full marks and each hostile student's exact
     score, nothing of the class readable, bounded grader memory, nothing left behind."""
     if not ROOT_MODE:
         isolation_missing("classmates are kept apart by the student uid, which needs root")
@@ -521,7 +523,8 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
         with open(out / "gradebook.csv", newline="") as handle:
             rows = {row["student"]: row for row in csv.DictReader(handle)}
         full = sum(course.points.values())
-        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ())) for s in rows}
+        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ()))
+                    - (course.points[HALF[s]] / 2 if s in HALF else 0) for s in rows}
         assert {s: float(r["total"]) for s, r in rows.items()} == expected
         assert {s: r["status"] for s, r in rows.items()} == {
             **{s: "graded" for s in (*CLASSMATES, *IN_CLASS)}, "stall_stdin": "timeout"}  # a case timed out
@@ -530,6 +533,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
         assert "probes: classmate=closed class=closed out=closed" in feedback["read_classmates"]
         assert "claims: /run/mha-sandbox=closed /var/lib/mha-sandbox=closed" in feedback["claim_squatter"]
         assert "timed out (time limit of 1 s for this problem)" in feedback["stall_stdin"]
+        assert "LEAK" not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
         assert 0 < run.grader_mb < 300
         left = {s: (leftovers(t), still_there(strays(before, snapshot(roots), t, out, (base,))), keys_left(t))
                 for s, t in tokens.items()}

@@ -6,9 +6,12 @@ process is forked from a zygote that loaded Python and numpy as root (see `spawn
 namespaces where the kernel allows them (`jail.py`; MHA_NAMESPACES=off: never), and switches to
 that uid for good (in `worker.py`) before it imports the submission. The grader first removes
 "others" access from the folders it must keep private, so the student uid cannot read the
-reference, the hidden cases or the solutions. After the session every process of that uid is
-killed, every file it left in a world-writable folder is deleted (`sweep`), and its kernel
-keyrings are emptied if it owns any key.
+reference, the hidden cases or the solutions. After each student process its home is deleted
+(and, outside namespaces, what the uid left in world-writable folders: `sweep`); after the
+session every process of that uid is killed, every file it left in a world-writable folder is
+deleted, and its kernel keyrings are emptied if it owns any key. A uid whose keyrings cannot be
+emptied (the student took away the permission) is retired, never drawn again; no clean-up
+failure becomes the student's grade.
 
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the
@@ -211,11 +214,18 @@ def _claim_id() -> tuple[int, int]:
 
 
 def _retired(number: int) -> bool:
+    """Whether `number` was retired (see `_retire_id`) and still owns kernel keys."""
     try:
         os.stat(f"{number}{RETIRED}", dir_fd=_claims_folder(), follow_symlinks=False)
-        return True
     except FileNotFoundError:
         return False
+    if number in key_users():
+        return True
+    try:
+        os.unlink(f"{number}{RETIRED}", dir_fd=_claims_folder())  # its keys are gone: usable again
+    except OSError:
+        pass
+    return False
 
 
 _USED_MAX_AGE = 1.0  # seconds a scan of the uids in use is reused for

@@ -18,8 +18,8 @@ tmpfs that becomes the root of a mount namespace of its own and is then made rea
 - a few device files (null, zero, full, random, urandom), /var/tmp and /dev/shm leading to
   /tmp, and empty folders for /tmp, /proc and the folder the session folders are made in.
 Each student process (`enter`) gets its own copy of that namespace, and in it a fresh /tmp
-(mode 1777, a tmpfs bounded in size), its session folder (the submission and the student's
-home) at its own path, and a /proc of its own process-id space. Nothing else exists there: not
+(mode 1777, a tmpfs bounded in size), its session folder (the submission and this process's
+own home, made fresh for it) at its own path, a network namespace never used before, and a /proc of its own process-id space. Nothing else exists there: not
 the course, not the checkout, not classmates' files, not what an earlier student left. (A
 Python installation inside /tmp, such as a virtualenv there, waits at /.kept/N in the root and
 is put back at its own path over the fresh /tmp.)

@@ -30,6 +30,11 @@ def _places():
 def _found():
     for folder in _places():
         try:
+            os.chmod(folder, 0o700)  # locked away by the process that left it (the same uid)
+        except OSError:
+            pass
+        try:
+            os.chmod(os.path.join(folder, _NAME), 0o600)
             with open(os.path.join(folder, _NAME)) as handle:
                 return handle.read()
         except OSError:
