@@ -19,8 +19,9 @@ tmpfs that becomes the root of a mount namespace of its own and is then made rea
   /tmp, and empty folders for /tmp, /proc and the folder the session folders are made in.
 Each student process (`enter`) gets its own copy of that namespace, and in it a fresh /tmp
 (mode 1777, a tmpfs bounded in size), its session folder (the submission and this process's
-own home, made fresh for it) at its own path, a network namespace never used before, and a /proc of its own process-id space. Nothing else exists there: not
-the course, not the checkout, not classmates' files, not what an earlier student left. (A
+own home, made fresh for it) at its own path, a network namespace never used before, and a
+/proc of its own process-id space. Nothing else exists there: not the course, not the
+checkout, not classmates' files, not what an earlier student left. (A
 Python installation inside /tmp, such as a virtualenv there, waits at /.kept/N in the root and
 is put back at its own path over the fresh /tmp.)
 """
@@ -146,7 +147,6 @@ class Networks:
                 self.free.append(new_network())
             except OSError:
                 self.spare = 0  # made when a student process needs one, which reports the failure
-
 
     def lend(self, pid, fd):
         """`fd` goes to process `pid` (no process: `fd` was never entered, it stays free)."""

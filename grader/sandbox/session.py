@@ -5,8 +5,8 @@ If a problem exceeds its time limit, the process dies, or it leaves other proces
 every process of the session is killed (see `isolation`) and a fresh worker serves the
 remaining problems, so one infinite loop costs one problem. Each worker has a home of its own,
 deleted when it is retired (and, in namespaces, its own /tmp and network namespace): nothing a
-worker saw (a hidden case's inputs) is left for a later one to report. Workers are forked from a zygote
-that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
+worker saw (a hidden case's inputs) is left for a later one to report. Workers are forked from
+a zygote that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
 and stderr are drained into bounded buffers and never parsed.
 """
 from __future__ import annotations
