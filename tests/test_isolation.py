@@ -297,6 +297,25 @@ class TestKeyrings:
             jail.close()
         assert run_as_uid(jail.uid, find) == 1
 
+    def test_keyrings_that_cannot_be_emptied_retire_the_uid(self, monkeypatch):
+        """When the uid's keyrings cannot be emptied (the student took away the permission), close
+        does not fail (the student's grade stands) and no later session draws that uid while it
+        owns keys; once it owns none, the uid is drawn again."""
+        jail = Isolation()
+        uid, owners = jail.uid, {jail.uid}
+        monkeypatch.setattr(isolation, "key_users", lambda: owners)
+        monkeypatch.setattr(Isolation, "_clear_keys", lambda self: False)
+        jail.close()
+        monkeypatch.setattr(isolation, "SANDBOX_IDS", range(uid, uid + 1))
+        with pytest.raises(InternalError, match="no free uid"):
+            Isolation()
+        owners.clear()  # its keys are gone (a reboot, the kernel's collection)
+        again = Isolation()
+        try:
+            assert again.uid == uid
+        finally:
+            again.close()
+
 
 @needs_root
 class TestClaims:
