@@ -105,6 +105,30 @@ def run_as_uid(uid: int, action) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
+REQUIRE_ISOLATION = os.environ.get("MHA_REQUIRE_ISOLATION", "").strip() in ("1", "yes", "true")
+
+
+def isolation_missing(reason: str) -> None:
+    """A test that needs root or namespaces cannot run here: it skips, or fails when the run
+    requires isolation (MHA_REQUIRE_ISOLATION=1, as `.ci/run` sets it as root)."""
+    if REQUIRE_ISOLATION:
+        pytest.fail(f"isolation is required (MHA_REQUIRE_ISOLATION=1) but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def installation_in_tmp() -> set[str]:
+    """The names in /tmp of the folders holding this Python installation, when it lies there (a
+    virtualenv under /tmp): a jailed student's fresh /tmp shows them, read-only, so that Python
+    keeps importing from them by their paths."""
+    from grader.sandbox.confine import library_folders
+    names = set()
+    for path in library_folders():
+        parts = Path(os.path.normpath(path)).parts
+        if len(parts) > 2 and parts[:2] == ("/", "tmp"):
+            names.add(parts[2])
+    return names
+
+
 def installation_hidden_from_others() -> bool:
     """Whether other users cannot reach this Python's standard library by its path (a folder on the
     way to it lacks o+x), as with a Python under /root (pyenv): the hard case for imports as a student uid."""

@@ -31,6 +31,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,11 +40,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
+from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import ROOT, lay_out_course, run_as_uid, solution_source
+from .conftest import ROOT, installation_in_tmp, isolation_missing, lay_out_course, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
@@ -66,6 +67,7 @@ class Hostile:
     alone: bool = False             # graded while no other hostile runs (it takes every CPU)
     fallback: bool = False          # graded again as root without namespaces (MHA_NAMESPACES=off)
     namespaces_only: bool = False   # the guarantee holds only in namespaces
+    scored: tuple[tuple[str, float], ...] = ()  # problems it earns part of (public cases only)
 
 
 AR, CR, PS = PROBLEMS
@@ -110,6 +112,7 @@ HOSTILES = (
     Hostile("keyrings", loses=(CR,), root_only=True, fallback=True, says=("grader_key=none",)),
     Hostile("read_checkout", loses=(CR,), root_only=True, fallback=True,
             says=("probes: from_cmdline=closed checkout=closed submissions=closed solutions=closed",)),
+    Hostile("hidden_left_behind", scored=((AR, 5.0),), fallback=True),  # its public half
     Hostile("namespaces", loses=(CR,), root_only=True, namespaces_only=True,
             says=("shared: network=PermissionError interfaces=lo processes=0 tmp=0 shm=0",)),
 )
@@ -138,6 +141,7 @@ def submission_source(hostile: Hostile, token: str, course: Course) -> tuple[str
     head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
     text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(course.base))
+    text = text.replace("@PYTHON@", repr(sorted(installation_in_tmp())))  # a virtualenv under /tmp
     return text.replace("@PACKAGE@", str(PACKAGE)).replace("@CHECKOUT@", str(ROOT)), head.count("\n")
 
 
@@ -326,10 +330,15 @@ def keys_left(token: str) -> list[str]:
         hits = [syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
                 for ring in rings for name in names]
         return 1 if any(hits) else 0
-    for uid in (u for u in uids if u in SANDBOX_IDS):
+    for uid in (u for u in uids if u in SANDBOX_IDS and not retired(u)):
         if run_as_uid(uid, search) != 0:
             found.append(f"uid {uid}")
     return found
+
+
+def retired(uid: int) -> bool:
+    """Whether no later session draws `uid` (its keyrings could not be emptied)."""
+    return any(os.path.exists(f"{folder}/{uid}{RETIRED}") for folder in CLAIMS)
 
 
 def read_results(path: Path) -> dict:
@@ -416,7 +425,7 @@ def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseExcept
 def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """The hostile submissions marked `fallback` graded again as root without namespaces."""
     if not ROOT_MODE:
-        pytest.skip("the fallback without namespaces is root's")
+        isolation_missing("the fallback without namespaces is root's")
     return _grade_every([h for h in HOSTILES if h.fallback], course, tmp_path_factory,
                         {NAMESPACES_ENV: "off"})
 
@@ -442,12 +451,13 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
     assert run.seconds < RUN_BOUND
     data = read_results(outcome.output)
     lost = set(course.points) if "*" in hostile.loses else set(hostile.loses)
-    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()}
+    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()} | dict(hostile.scored)
     assert {t["tags"][0]: t["score"] for t in data["tests"]} == deserved
     assert data["score"] == sum(deserved.values())
     report = data["output"] + "\n".join(t["output"] for t in data["tests"])
     for text in hostile.says:
         assert text in report
+    assert "LEAK" not in report + run.stdout + run.stderr  # what hidden_left_behind was passed in the hidden phase
     assert all(len(t["output"]) < 8000 for t in data["tests"])  # feedback stays short whatever was printed
     assert 0 < run.grader_mb < hostile.grader_mb
     if hostile.syntax_line:
@@ -462,9 +472,9 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
 def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
-        pytest.skip("this guarantee needs the grader to run as root")
+        isolation_missing("this guarantee needs the grader to run as root")
     if hostile.namespaces_only and sandbox_mode() != "namespaces":
-        pytest.skip("namespaces do not work here (see `mha doctor`)")
+        isolation_missing("namespaces do not work here (see `mha doctor`)")
     check_outcome(hostile, course, outcomes[hostile.name])
 
 
@@ -475,15 +485,18 @@ def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course,
 
 
 CLASSMATES = ("alice", "bob", "carol")  # correct submissions
-IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,)}  # student: problems lost
+IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,),  # student: problems lost
+            "hidden_left_behind": ()}
+HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its public cases)
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="classmates are kept apart by the student uid, which needs root")
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
-    """`grade-all --jobs 2` on a class with a stalling, a uid-squatting and a snooping student:
-    exit 0, a gradebook with every classmate's full marks and each hostile student's exact
+    """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and
+    one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every classmate's full marks and each hostile student's exact
     score, nothing of the class readable, bounded grader memory, nothing left behind."""
+    if not ROOT_MODE:
+        isolation_missing("classmates are kept apart by the student uid, which needs root")
     base = Path(tempfile.mkdtemp(prefix="mha-class-"))  # under /tmp, readable by others until protected
     try:
         folder, out = base / "class", base / "graded"
@@ -510,7 +523,8 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
         with open(out / "gradebook.csv", newline="") as handle:
             rows = {row["student"]: row for row in csv.DictReader(handle)}
         full = sum(course.points.values())
-        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ())) for s in rows}
+        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ()))
+                    - (course.points[HALF[s]] / 2 if s in HALF else 0) for s in rows}
         assert {s: float(r["total"]) for s, r in rows.items()} == expected
         assert {s: r["status"] for s, r in rows.items()} == {
             **{s: "graded" for s in (*CLASSMATES, *IN_CLASS)}, "stall_stdin": "timeout"}  # a case timed out
@@ -519,6 +533,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
         assert "probes: classmate=closed class=closed out=closed" in feedback["read_classmates"]
         assert "claims: /run/mha-sandbox=closed /var/lib/mha-sandbox=closed" in feedback["claim_squatter"]
         assert "timed out (time limit of 1 s for this problem)" in feedback["stall_stdin"]
+        assert "LEAK" not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
         assert 0 < run.grader_mb < 300
         left = {s: (leftovers(t), still_there(strays(before, snapshot(roots), t, out, (base,))), keys_left(t))
                 for s, t in tokens.items()}
@@ -547,6 +562,66 @@ class TestWithoutSeparateUser:
             assert run.cases[0].status is RunStatus.RETURNED
             assert leftovers(token) == []  # already killed: they outlived the problem
         assert leftovers(token) == []
+
+
+    def test_a_daemon_left_by_a_process_that_exited_is_killed(self, tmp_path):
+        """A function double-forks a daemon and its process exits at once (the daemon is nobody's
+        child in the session): the daemon is killed, and the next problem runs in a fresh process."""
+        token = f"{secrets.randbelow(10 ** 8):08d}"
+        path = tmp_path / "attention.py"
+        path.write_text(textwrap.dedent(f"""
+            import ctypes, os, time
+            def leave():
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        ctypes.CDLL(None).prctl(15, b"hx{token}", 0, 0, 0)
+                        time.sleep(600)
+                    os._exit(0)
+                time.sleep(0.05)
+                os._exit(0)
+            def answer():
+                return 42
+        """))
+        with Session(path, Limits(problem_seconds=5), separate_user=False) as session:
+            assert session.run("leave", [[]], 5.0).cases[0].status is RunStatus.CRASHED
+            assert session.run("answer", [[]], 5.0).cases[0].value == 42
+            gone = time.monotonic() + 5  # the zygote kills it when woken by its worker's exit
+            while leftovers(token) and time.monotonic() < gone:
+                time.sleep(0.05)
+            assert leftovers(token) == []
+        assert leftovers(token) == []
+
+    @pytest.mark.parametrize("separate_user", [False, None], ids=["same-user", "default"])
+    def test_a_stopped_student_process_costs_only_its_problem(self, tmp_path, separate_user):
+        """A function that stops itself (SIGSTOP) and one that stops its whole process group time
+        out at their limit; the grader does not wait on the stopped processes, and the next
+        problem is answered."""
+        path = tmp_path / "attention.py"
+        path.write_text(textwrap.dedent("""
+            import os, signal
+            def stop_self():
+                os.kill(os.getpid(), signal.SIGSTOP)
+                return 1
+            def stop_group():
+                if os.fork() == 0:
+                    os.killpg(0, signal.SIGSTOP)
+                    os._exit(0)
+                os.killpg(0, signal.SIGSTOP)
+                return 1
+            def answer():
+                return 42
+        """))
+        start = time.monotonic()
+        with Session(path, Limits(problem_seconds=1, submission_seconds=60), separate_user=separate_user) as session:
+            runs = [session.run(name, [[]], 1.0).cases[0] for name in ("stop_self", "stop_group", "answer")]
+            mode = session.isolation.mode
+        # in namespaces the student process is process 1 of its process-id space: the kernel
+        # drops a stop signal it sends itself, and only its child stops
+        stopped = RunStatus.RETURNED if mode == "namespaces" else RunStatus.TIMEOUT
+        assert [r.status for r in runs] == [stopped, stopped, RunStatus.RETURNED]
+        assert runs[2].value == 42
+        assert time.monotonic() - start < 40  # two 1 s limits and the clean-up, on a loaded machine
 
 
 class TestLimitOptions:

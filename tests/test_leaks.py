@@ -18,8 +18,8 @@ import pytest
 from grader.paths import remove_tree
 from grader.reports.gradescope import fenced
 
-from ._edges import AR, deserved, grade, make_course, new_folder, run_grader, scores, write_submission
-from .conftest import solution_source
+from ._edges import AR, CR, PS, deserved, grade, make_course, new_folder, run_grader, scores, write_submission
+from .conftest import isolation_missing, solution_source
 
 LEAKY = '''
 
@@ -234,3 +234,36 @@ def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
     shown = set(re.findall(r"FP[0-9a-f]{10}", text))
     assert shown & marks[False], "no input came through: the test would not see a leak"
     assert not shown & marks[True], f"hidden inputs in the report: {sorted(shown & marks[True])[:3]}"
+
+
+@pytest.mark.parametrize("fmt", ["gradescope", "text", "json"])
+def test_hidden_inputs_left_behind_as_a_non_root_grader(course, fmt):
+    """Without root the student runs as the grader's own user, and what it writes to /tmp,
+    /var/tmp or /dev/shm in the hidden phase outlives its process (nobody can tell its files
+    from the grader's). A later process that finds them and fails its import with that text
+    loses its own later hidden cases, but no report shows the text; no process is left."""
+    from .test_hostile import Hostile, submission_source
+    from ._edges import DROPPED_UID, ROOT_MODE, dropped_uid_problem
+    if not ROOT_MODE or dropped_uid_problem():
+        isolation_missing(dropped_uid_problem() or "a non-root uid is run from root")
+    import secrets
+    token = f"{secrets.randbelow(10 ** 8):08d}"
+    folder = new_folder(course, "left-behind")
+    text = submission_source(Hostile("hidden_left_behind"), token, course)[0]
+    write_submission(folder, text, answers=course.key)
+    output = new_folder(course, f"out-{fmt}") / "report"
+    try:
+        run = grade(course, folder, output=output, fmt=fmt, timeout=5, user=DROPPED_UID)
+        assert run.code == 0, run.stderr
+        report = run.report()
+        assert "LEAK" not in report
+        assert run.left == [] and run.processes == []
+        if fmt == "gradescope":
+            got = scores(json.loads(output.read_text()))
+            assert got[AR] == 0 and 0 < got[CR] < course.points[CR] and 0 < got[PS] < course.points[PS]
+            assert "failed to import again in a fresh one (what it said is not shown)" in report
+    finally:
+        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+            path = Path(shared) / f"left-{token}"
+            if path.exists():
+                path.unlink()

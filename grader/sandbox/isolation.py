@@ -6,9 +6,12 @@ process is forked from a zygote that loaded Python and numpy as root (see `spawn
 namespaces where the kernel allows them (`jail.py`; MHA_NAMESPACES=off: never), and switches to
 that uid for good (in `worker.py`) before it imports the submission. The grader first removes
 "others" access from the folders it must keep private, so the student uid cannot read the
-reference, the hidden cases or the solutions. After the session every process of that uid is
-killed, every file it left in a world-writable folder is deleted (`sweep`), and its kernel
-keyrings are emptied if it owns any key.
+reference, the hidden cases or the solutions. After each student process its home is deleted
+(and, outside namespaces, what the uid left in world-writable folders: `sweep`); after the
+session every process of that uid is killed, every file it left in a world-writable folder is
+deleted, and its kernel keyrings are emptied if it owns any key. A uid whose keyrings cannot be
+emptied (the student took away the permission) is retired, never drawn again; no clean-up
+failure becomes the student's grade.
 
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the
@@ -32,7 +35,7 @@ from typing import Callable, Iterable
 
 from . import proctable
 from ..errors import InternalError
-from ..paths import PACKAGE
+from ..paths import PACKAGE, remove_tree
 from .proctable import Proc, processes
 from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
 from .spawn import MARKER, MARKER_LENGTH, NAMESPACES_ENV, jail_spec, namespaces_wanted
@@ -195,7 +198,7 @@ def _claim_id() -> tuple[int, int]:
     folder = _claims_folder()
     for _ in range(200):
         number = SANDBOX_IDS[int.from_bytes(os.urandom(8), 'big') % len(SANDBOX_IDS)]  # (secrets costs 7 ms to import)
-        if _known_id(number):
+        if _known_id(number) or _retired(number):
             continue
         lock = os.open(str(number), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
         try:
@@ -208,6 +211,21 @@ def _claim_id() -> tuple[int, int]:
             continue
         return number, lock
     raise InternalError(f"no free uid for student code in {SANDBOX_IDS.start}-{SANDBOX_IDS.stop - 1}")
+
+
+def _retired(number: int) -> bool:
+    """Whether `number` was retired (see `_retire_id`) and still owns kernel keys."""
+    try:
+        os.stat(f"{number}{RETIRED}", dir_fd=_claims_folder(), follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if number in key_users():
+        return True
+    try:
+        os.unlink(f"{number}{RETIRED}", dir_fd=_claims_folder())  # its keys are gone: usable again
+    except OSError:
+        pass
+    return False
 
 
 _USED_MAX_AGE = 1.0  # seconds a scan of the uids in use is reused for
@@ -304,15 +322,13 @@ class Isolation:
         """RLIMIT_NPROC for the student: per uid, so exact for a fresh uid, approximate otherwise."""
         return processes if self.separate_user else proctable.user_tasks(os.getuid()) + processes
 
-    def prepare(self, folder: Path) -> Path:
-        """Give the student read access to `folder` (worker and submission), and a home inside it.
+    def prepare(self, folder: Path) -> None:
+        """Give the student read access to `folder` (worker and submission).
 
         As root: `folder` and its files are root-owned and readable by the student's group only,
-        so student code cannot change the worker or the submission between problems; the home
-        is the student's own (mode 0700).
+        so student code cannot change the worker or the submission between problems, nor write
+        anything there (its homes are made by `new_home`).
         """
-        home = folder / "home"
-        home.mkdir(mode=0o700)
         if self.separate_user:
             for path in folder.iterdir():
                 if path.is_file():
@@ -320,8 +336,27 @@ class Isolation:
                     os.chmod(path, 0o640)
             os.chown(folder, 0, self.gid)
             os.chmod(folder, 0o750)
+
+    def new_home(self, folder: Path, number: int) -> Path:
+        """A fresh, empty home in `folder` for one student process (the student's own, mode 0700):
+        nothing an earlier process of the session wrote is in it (see `ended`)."""
+        home = folder / f"home-{number}"
+        home.mkdir(mode=0o700)
+        if self.separate_user:
             os.chown(home, self.uid, self.gid)
         return home
+
+    def ended(self, home: Path) -> None:
+        """A student process of the session has been killed: delete its home, and (as root
+        outside namespaces) what its uid wrote in the shared folders, so the next process of the
+        session starts with nothing an earlier one left (hidden inputs it saw...). In namespaces
+        its /tmp was a tmpfs of its own, gone with it. Without root the student runs as the
+        grader's user: files it wrote elsewhere cannot be told apart (README, "Security model")."""
+        if not self._quiet:
+            self.kill_all()
+        remove_tree(home)
+        if self.separate_user and self._outside:
+            sweep(self.uid, shared_folders())
 
     def _select(self, worker: int | None) -> Select:
         """Which processes belong to this session (zombies included): `worker` and its descendants,
@@ -394,27 +429,45 @@ class Isolation:
         return gone
 
     def close(self) -> None:
-        """Kill what is left, delete the student's files in world-writable folders, release the uid."""
-        if not self._quiet:
-            self.kill_all()
-        if self.separate_user:
-            if self._outside:  # a jailed process wrote only to its session folder and its own
-                # tmpfs (the rest of its file system is read-only): shared folders hold nothing of it
-                sweep(self.uid, shared_folders())
-            if self.uid in key_users():  # keyrings belong to the uid, namespaces or not
-                self._clear_keys()
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        """Kill what is left, delete the student's files in world-writable folders, empty its
+        keyrings, release the uid. Never raises for what the student did: a uid whose keyrings
+        cannot be emptied is retired (`_retire_id`), never drawn again by a later session."""
+        try:
+            if not self._quiet:
+                self.kill_all()
+            if self.separate_user:
+                if self._outside:  # a jailed process wrote only to its session folder and its own
+                    # tmpfs (the rest of its file system is read-only): shared folders hold nothing of it
+                    sweep(self.uid, shared_folders())
+                if self.uid in key_users() and not self._clear_keys():  # keyrings belong to the uid
+                    _retire_id(self.uid)
+        finally:
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
 
-    def _clear_keys(self) -> None:
+    def _clear_keys(self) -> bool:
         """Empty the uid's kernel keyrings, which outlive its processes (a later session may draw
-        the same uid); raises if that fails, so the uid is not claimed again by this process."""
+        the same uid); whether that worked."""
         from .spawn import FORK_SERVER, fork_server
-        if FORK_SERVER and fork_server().clear_keys(self.uid, self.gid, time.monotonic() + KILL_SECONDS):
-            return
-        if not FORK_SERVER:  # no zygote to ask: a child of the grader does it (only system calls there)
-            from .confine import clear_keys_as
-            if clear_keys_as(self.uid, self.gid):
-                return
-        raise InternalError(f"the kernel keyrings of uid {self.uid} could not be emptied")
+        try:
+            if FORK_SERVER:
+                return fork_server().clear_keys(self.uid, self.gid, time.monotonic() + KILL_SECONDS)
+            from .confine import clear_keys_as  # no zygote to ask: a child of the grader (only system calls there)
+            return clear_keys_as(self.uid, self.gid)
+        except (OSError, InternalError):
+            return False
+
+
+RETIRED = ".retired"  # suffix of a claim file whose uid is never drawn again
+
+
+def _retire_id(uid: int) -> None:
+    """Never draw `uid` again: its keyrings still hold what a student left (the student took
+    away the permissions needed to empty them). A file in the root-only claims folder, which
+    lasts as long as the keyrings do where that folder is on a tmpfs (/run)."""
+    try:
+        os.close(os.open(f"{uid}{RETIRED}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=_claims_folder()))
+    except (OSError, InternalError):
+        pass

@@ -18,9 +18,10 @@ tmpfs that becomes the root of a mount namespace of its own and is then made rea
 - a few device files (null, zero, full, random, urandom), /var/tmp and /dev/shm leading to
   /tmp, and empty folders for /tmp, /proc and the folder the session folders are made in.
 Each student process (`enter`) gets its own copy of that namespace, and in it a fresh /tmp
-(mode 1777, a tmpfs bounded in size), its session folder (the submission and the student's
-home) at its own path, and a /proc of its own process-id space. Nothing else exists there: not
-the course, not the checkout, not classmates' files, not what an earlier student left. (A
+(mode 1777, a tmpfs bounded in size), its session folder (the submission and this process's
+own home, made fresh for it) at its own path, a network namespace never used before, and a
+/proc of its own process-id space. Nothing else exists there: not the course, not the
+checkout, not classmates' files, not what an earlier student left. (A
 Python installation inside /tmp, such as a virtualenv there, waits at /.kept/N in the root and
 is put back at its own path over the fresh /tmp.)
 """
@@ -114,29 +115,41 @@ def new_network():
 def join_network(fd):
     """Enter the network namespace of descriptor `fd` (as root, before the uid switch).
 
-    Making a network namespace and tearing it down is the dearest part of a jail, so the fork
-    server keeps one per student process running at a time and hands it to the next one once
-    that process is gone. Nothing of one student can be left there for the next: the process
-    that joined it was process 1 of its own process-id space, so when the fork server sees it
-    exit, every process that was ever inside has exited and closed its sockets (abstract unix
-    socket names included); the loopback interface is down and only root could raise it or
-    change anything else in the namespace (a student process has no capabilities); and files,
-    System V IPC and mounts live in namespaces made fresh for every process."""
+    Every student process gets a network namespace never used before (`Networks`), and its
+    descriptor is closed once that process has exited: the process was process 1 of its own
+    process-id space, so every process that was ever inside has exited by then, and the kernel
+    tears the namespace down. Nothing one student process leaves in a network namespace (IPv6
+    flow labels kept for minutes, abstract unix socket names, the state of the loopback
+    interface) can reach a later one, of its own session or of a classmate's."""
     _setns(fd, CLONE_NEWNET)
 
 
 class Networks:
-    """The fork server's network namespaces: each lent to one jailed student process at a time,
-    and free again once that process has exited (see `join_network`)."""
+    """The fork server's network namespaces: a fresh one for each jailed student process, made
+    ahead while the fork server has nothing else to do (`stock`), closed once that process has
+    exited (see `join_network`)."""
 
-    def __init__(self):
-        self.free, self.lent = [], {}  # descriptors; pid -> descriptor
+    def __init__(self, spare=1):
+        self.spare = spare  # namespaces made ahead
+        self.free, self.lent = [], {}  # descriptors never lent; pid -> descriptor
 
     def take(self):
         return self.free.pop() if self.free else new_network()
 
+    def short(self):
+        """Whether `stock` has a namespace to make."""
+        return len(self.free) < self.spare
+
+    def stock(self):
+        """Make one namespace ahead (off the path of a student process's start)."""
+        if self.short():
+            try:
+                self.free.append(new_network())
+            except OSError:
+                self.spare = 0  # made when a student process needs one, which reports the failure
+
     def lend(self, pid, fd):
-        """`fd` goes to process `pid` (no process: back to the free ones)."""
+        """`fd` goes to process `pid` (no process: `fd` was never entered, it stays free)."""
         if pid > 0:
             self.lent[pid] = fd
         else:
@@ -144,7 +157,7 @@ class Networks:
 
     def exited(self, pid):
         if pid in self.lent:
-            self.free.append(self.lent.pop(pid))
+            os.close(self.lent.pop(pid))
 
 
 def plan(library, hidden):
@@ -298,22 +311,21 @@ def enter(root, session, tmp_bytes):
         os.close(tree)
 
 
-def probe(roots, networks, session, hidden, tmp_bytes, own_pid_space):
+def probe(roots, session, hidden, tmp_bytes, own_pid_space):
     """Whether a student process can be confined in namespaces here: the root is built (kept in
     `roots`) and a throwaway child of the zygote enters it all (a process-id space, a network
-    namespace of `networks`, free again for the first student once the child is gone, a copy of
-    the root) and exits. Returns (True, "") or (False, why)."""
+    namespace of its own, a copy of the root) and exits. Returns (True, "") or (False, why)."""
     if own_pid_space < 0:
         return False, "/proc/self/ns/pid cannot be opened"
     try:
         root = roots.get(session, hidden)
-        network = networks.take()
+        network = new_network()
     except OSError as exc:
         return False, str(exc)
     try:
         return _probe(root, network, session, tmp_bytes, own_pid_space)
     finally:
-        networks.lend(-1, network)  # its child has exited (or was never made)
+        os.close(network)  # its child has exited (or was never made)
 
 
 def _probe(root, network, session, tmp_bytes, own_pid_space):

@@ -3,8 +3,10 @@
 One worker process per submission imports the student's file and runs one problem at a time.
 If a problem exceeds its time limit, the process dies, or it leaves other processes running,
 every process of the session is killed (see `isolation`) and a fresh worker serves the
-remaining problems, so one infinite loop costs one problem. Workers are forked from a zygote
-that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
+remaining problems, so one infinite loop costs one problem. Each worker has a home of its own,
+deleted when it is retired (and, in namespaces, its own /tmp and network namespace): nothing a
+worker saw (a hidden case's inputs) is left for a later one to report. Workers are forked from
+a zygote that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
 and stderr are drained into bounded buffers and never parsed.
 """
 from __future__ import annotations
@@ -246,6 +248,8 @@ class Session:
         self._worker: Worker | None = None
         self._ahead: _Ahead | None = None
         self._seq = 0
+        self._started = 0  # student processes started (each with a home of its own)
+        self._home: Path | None = None
         self.load_failure: LoadFailure | None = None
         try:
             self.source = self._tmp / "attention.py"
@@ -254,7 +258,7 @@ class Session:
                     handle.write(submission)
             else:
                 shutil.copyfile(submission, self.source)
-            self._home = self.isolation.prepare(self._tmp)
+            self.isolation.prepare(self._tmp)
             self._spawn()  # start early: the submission's import overlaps the grader's own work
         except BaseException:
             self.close()
@@ -262,6 +266,8 @@ class Session:
 
     def _spawn(self) -> None:
         deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        self._started += 1
+        self._home = self.isolation.new_home(self._tmp, self._started)  # nothing of an earlier process in it
         self._worker = Worker(self.source, self.limits, self._home, self.isolation, deadline)
         self._loaded = False
 
@@ -290,6 +296,11 @@ class Session:
             return True
         if event is None:
             self.load_failure = LoadFailure("timeout", "time limit")
+        elif event.get("event") == "load_error" and self._started > 1:
+            # the submission imported in the session's first process: what a later one says
+            # when it fails can only come from what an earlier process saw (a hidden input)
+            self.load_failure = LoadFailure("crashed", "the submission imported in its first process but "
+                                            "failed to import again in a fresh one (what it said is not shown)")
         elif event.get("event") == "load_error":
             line, column = (_number(event.get(key)) for key in ("line", "column"))
             self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
@@ -302,8 +313,13 @@ class Session:
     def _retire(self) -> None:
         self._ahead = None  # a request sent ahead to this worker dies with it: it is sent again
         if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+            try:
+                self._worker.close()
+            finally:
+                self._worker = None
+                if self._home is not None:
+                    home, self._home = self._home, None
+                    self.isolation.ended(home)
 
     def _request(self, worker: Worker, function: str, args: Sequence[Sequence[Any]]) -> int | None:
         """Send a request; its sequence number, or None if the worker is gone."""
@@ -412,9 +428,13 @@ class Session:
 
     def close(self) -> None:
         """Kill every process of the session, delete its files, release its uid."""
-        self._retire()
-        self.isolation.close()
-        remove_tree(self._tmp)  # however deep the student's folders go
+        try:
+            try:
+                self._retire()
+            finally:
+                self.isolation.close()
+        finally:
+            remove_tree(self._tmp)  # however deep the student's folders go, whatever their modes
 
     def __enter__(self) -> "Session":
         return self

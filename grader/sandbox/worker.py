@@ -349,6 +349,27 @@ def child(request, fds, zygote, control, jail):
     serve()
 
 
+def kill_orphans(children):
+    """SIGKILL and reap every child of this process that it did not fork as a student process
+    (`children`): what a student process left when it exited (a double-forked daemon...), which
+    comes to the zygote, a child subreaper, outside namespaces. (The zygote's other children, a
+    probe or a keyring clean-up, are waited for before it reads its socket again.) A killed
+    orphan's own children come here in turn, and are killed at the next wake-up (SIGCHLD)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            found = [int(pid) for pid in handle.read().split()]
+    except (OSError, ValueError):
+        return
+    for pid in found:
+        if pid not in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, os.WNOHANG)
+            except (OSError, ChildProcessError):
+                pass
+
+
 def exit_status(info):
     """A waitid result as Popen.returncode: the exit code, or minus the signal."""
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
@@ -361,6 +382,7 @@ def zygote(control_fd):
     child forked before they all have loads the rest itself, before it drops privileges)."""
     global OWN_PID_SPACE
     prctl(_confine.PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
+    prctl(_confine.PR_SET_CHILD_SUBREAPER, 1)  # what a student process leaves when it exits comes here (kill_orphans)
     try:
         OWN_PID_SPACE = os.open("/proc/self/ns/pid", os.O_RDONLY)  # close-on-exec; closed in children
     except OSError:
@@ -378,14 +400,18 @@ def zygote(control_fd):
     me = os.getpid()
     children = {}  # pid -> [exit status or None, released by the grader]
     jail_state = None  # (whether namespaces work here, why not), found at the first request for them
-    networks = _jail.Networks()  # lent to one student process at a time (jail.join_network)
+    networks = _jail.Networks()  # a fresh one for each jailed student process (jail.join_network)
     roots = _jail.Roots(_confine.library_folders())  # the student's file system, copied for each (jail.enter)
     ahead = None  # {"jail", "folder"}: build that root while no request waits (spawn.ForkServer.prepare)
     while True:
-        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload or ahead else 1.0)
+        stock = jail_state is not None and jail_state[0] and networks.short()
+        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload or ahead or stock else 1.0)
+        if not ready and stock:  # the next jailed student's network namespace, made while none waits
+            networks.stock()
+            continue
         if not ready and ahead:  # kept only if namespaces work: else the first request tries again
             jail = ahead["jail"]
-            works = _jail.probe(roots, networks, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+            works = _jail.probe(roots, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
             jail_state, ahead = (works if works[0] else jail_state), None
             control.send(_dumps({"prepared": works[0], "why": works[1]}).encode())
             continue
@@ -402,6 +428,7 @@ def zygote(control_fd):
                         break
                 except BlockingIOError:
                     break
+            kill_orphans(children)
         if control in ready:
             try:
                 data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
@@ -421,7 +448,7 @@ def zygote(control_fd):
                 jail = message.get("jail") if message.get("user") else None
                 if jail:
                     if jail_state is None:
-                        jail_state = _jail.probe(roots, networks, os.path.dirname(message["submission"]),
+                        jail_state = _jail.probe(roots, os.path.dirname(message["submission"]),
                                                  jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
                         ahead = None
                     jailed = jail_state[0]

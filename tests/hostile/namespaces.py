@@ -15,7 +15,8 @@ def _probe_network():
 
 def count_routing_distributions(*layer):
     others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
-    tmp = [n for n in os.listdir("/tmp") if not n.startswith("mha-run-")]
+    python = @PYTHON@  # a virtualenv under /tmp: read-only at its own path
+    tmp = [n for n in os.listdir("/tmp") if not n.startswith("mha-run-") and n not in python]
     with open("/proc/sysvipc/shm") as handle:
         segments = len(handle.read().splitlines()) - 1
     with open("/proc/net/dev") as handle:  # the network namespace's interfaces (no socket needed)
