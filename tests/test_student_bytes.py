@@ -1,0 +1,97 @@
+"""Nothing a student controls is expanded, multiplied or parsed in the grader without a bound.
+
+Each case goes through the CLI (`mha grade`, `mha grade-all` in a subprocess, see _edges): exit
+0, the exact score deserved, a short message saying why, a small results file and the grader
+process's own peak memory (VmHWM) under 300 MB:
+
+- answers.yaml whose aliases stand for billions of values (used as a mapping key, where the
+  "unhashable key" message used to write out the whole expansion);
+- grade-all: student ids that are made safe for file names alike keep files of their own.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import yaml
+
+from grader.assignment.loader import load_assignment
+from grader.assignment.quiz import answer_key
+from grader.assignment.variants import student_seed
+
+from ._edges import course, deserved, grade, new_folder, run_grader, scores, write_submission  # noqa: F401
+
+GRADER_MB = 300
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """YAML of a few hundred bytes whose last list stands for 9 ** levels strings, used as a key."""
+    lines = ['lol0: &lol0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels):
+        lines.append(f"lol{level}: &lol{level} [" + ", ".join([f"*lol{level - 1}"] * 9) + "]")
+    lines.append(f"? *lol{levels - 1}\n: 1")
+    return "\n".join(lines) + "\n"
+
+
+def key_of(course, student: str) -> dict:
+    """The right answers of `student`'s variant (grade-all draws it from the course secret)."""
+    return answer_key(load_assignment(course.exercises).quiz, student_seed(course.secret, student))
+
+
+def bombed_answers(key: dict) -> str:
+    """The right answers, then the alias bomb."""
+    return yaml.safe_dump(key) + alias_bomb()
+
+
+class TestAliasBomb:
+    def test_grade_scores_the_quiz_zero_briefly(self, course):
+        """The whole answers file is refused before it is built: every quiz item 0 with the line and
+        the reason, every problem full marks, a small results.json, the grader under 300 MB."""
+        folder = write_submission(new_folder(course, "alias-bomb"), answers=bombed_answers(course.key))
+        assert len((folder / "answers.yaml").read_bytes()) < 2000
+        run = grade(course, folder, timeout=5)
+        assert run.code == 0, run.stderr
+        assert scores(run.results()) == deserved(course, quiz=False)
+        # named at the first anchor standing for too many values: lol4 (9 ** 5 strings, 66,430 values)
+        lines = len(yaml.safe_dump(course.key).splitlines())
+        assert f"answers.yaml:{lines + 5}: its aliases stand for more than 65536 values" in run.report()
+        assert run.output.stat().st_size < 200_000
+        assert 0 < run.peak_mb < GRADER_MB
+
+    def test_grade_all_grades_the_classmates(self, course):
+        """In a class of three, the bomb costs its author the quiz; both classmates get full marks."""
+        root = new_folder(course, "bomb-class")
+        for student in ("ann", "bob", "cat"):
+            (root / student).mkdir()
+            write_submission(root / student, answers=bombed_answers(key_of(course, student)) if student == "bob"
+                             else key_of(course, student))
+        out = new_folder(course, "bomb-graded")
+        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+        assert run.code == 0, run.stderr
+        totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
+        assert totals == {"ann": course.total, "bob": sum(course.points.values()), "cat": course.total}
+        assert "its aliases stand for more than 65536 values" in (out / "feedback" / "bob.txt").read_text()
+        assert sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) < 2_000_000
+        assert 0 < run.peak_mb < GRADER_MB
+
+
+class TestCollidingIds:
+    def test_ids_made_safe_alike_keep_their_own_files(self, course):
+        """o'brien@x.edu and o_brien@x.edu (one file name once made safe) are both graded, each
+        into files of their own, with their own scores; the batch exits 0."""
+        root = new_folder(course, "collide")
+        ids = ("o'brien@x.edu", "o_brien@x.edu")
+        (root / ids[0]).mkdir()
+        write_submission(root / ids[0], answers=key_of(course, ids[0]))
+        (root / ids[1]).mkdir()
+        write_submission(root / ids[1], answers={})
+        out = new_folder(course, "collide-graded")
+        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+        assert run.code == 0, run.stderr
+        totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
+        assert totals == {ids[0]: course.total, ids[1]: sum(course.points.values())}
+        results = sorted((out / "results").glob("*.json"))
+        assert len(results) == 2 and len(list((out / "feedback").glob("*.txt"))) == 2
+        assert (out / "results" / "o_brien@x.edu.json").is_file()  # a safe id names its own files
+        assert {json.loads(p.read_text())["student"] for p in results} == set(ids)
