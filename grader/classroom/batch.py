@@ -69,8 +69,13 @@ class Submission:
 
     @property
     def key(self) -> str:
-        """A file-name-safe name for this student's output files."""
-        return re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
+        """A file-name-safe name for this student's output files: the id itself when it is safe,
+        else the id made safe and a short hash of the real one, so that two ids made safe alike
+        (o'brien@x.edu and o_brien@x.edu) still name different files."""
+        safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
+        if safe == self.student:
+            return safe
+        return f"{safe[:71]}-{hashlib.sha256(self.student.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
