@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import multiprocessing
 import os
 import secrets
@@ -356,12 +357,14 @@ class TestDiscover:
         (found,) = batch.discover(tmp_path)
         assert (found.source, found.note) == (None, "attention.py is a link: it was not read (submit the file itself)")
 
-    def test_students_whose_file_names_collide_are_refused(self, tmp_path):
-        """Two ids that would write the same file name are a usage error naming it."""
+    def test_ids_made_safe_alike_name_different_files(self, tmp_path):
+        """Two ids made safe for file names alike ("a b", "a_b") still name files of their own: a
+        safe id names its files itself, another its safe form and a hash of itself."""
         (tmp_path / "a b").mkdir()
         (tmp_path / "a_b").mkdir()
-        with pytest.raises(SubmissionError, match="more than one student would write the files named 'a_b'"):
-            batch.discover(tmp_path)
+        keys = {s.student: s.key for s in batch.discover(tmp_path)}
+        assert keys["a_b"] == "a_b"
+        assert re.fullmatch(r"a_b-[0-9a-f]{8}", keys["a b"])
 
     def test_invalid_gradescope_metadata_names_its_line(self, tmp_path):
         """Broken metadata YAML is a usage error with file and line."""
