@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import multiprocessing
 import os
+import re
 import secrets
 import shutil
 import subprocess
