@@ -6,21 +6,29 @@ process's own peak memory (VmHWM) under 300 MB:
 
 - answers.yaml whose aliases stand for billions of values (used as a mapping key, where the
   "unhashable key" message used to write out the whole expansion);
+- answers of the wrong shape, however large, fail on their shape before any detector computes
+  with them (a designed head returning two (N, 1) arrays made a detector build N x N matrices);
 - grade-all: student ids that are made safe for file names alike keep files of their own.
 """
 from __future__ import annotations
 
 import csv
 import json
+import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
 
-from ._edges import course, deserved, grade, new_folder, run_grader, scores, write_submission  # noqa: F401
+from grader.paths import remove_tree
+
+from ._edges import (Course, course, deserved, grade, new_folder, run_grader, scores,  # noqa: F401
+                     write_submission)
+from .conftest import lay_out_course, solution_source
 
 GRADER_MB = 300
 
@@ -95,3 +103,44 @@ class TestCollidingIds:
         assert len(results) == 2 and len(list((out / "feedback").glob("*.txt"))) == 2
         assert (out / "results" / "o_brien@x.edu.json").is_file()  # a safe id names its own files
         assert {json.loads(p.read_text())["student"] for p in results} == set(ids)
+
+
+HEAD, AR = "previous_token_head", "attention_reading"
+
+
+@pytest.fixture(scope="module")
+def head_course():
+    """A course of a designed head (whose mistakes are found by detectors) and attention_reading."""
+    base = Path(tempfile.mkdtemp(prefix="mha-heads-"))
+    exercises = lay_out_course(base, "title: Heads\n", (HEAD, AR), (HEAD, AR))
+    points = {p.id: p.points for p in load_assignment(exercises).problems}
+    yield Course(base, exercises, "", points, {}, {})
+    remove_tree(base)
+
+
+WRONG_SHAPES = {
+    # two (N, 1) arrays: W_Q W_K^T would be N x N (6 GB of float64 matrices at N = 16,000)
+    HEAD: ("previous_token_head", "def previous_token_head(seq_len):\n"
+                                  "    return np.ones((16000, 1)), np.ones((16000, 1))\n",
+           "W_Q: wrong shape", "got shape (16000, 1)"),
+    # 360,000 values where a handful are expected
+    AR: ("attention_reading", "def attention_reading(weights, values):\n    return np.ones((600, 600))\n",
+         "wrong shape", "got shape (600, 600)"),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(WRONG_SHAPES))
+def test_an_answer_of_the_wrong_shape_fails_on_its_shape(head_course, problem):
+    """That problem 0 saying "got shape X", the other full marks, the grader under 300 MB."""
+    _, code, kind, detail = WRONG_SHAPES[problem]
+    folder = write_submission(new_folder(head_course, f"shape-{problem}"), solution_source() + "\n\n" + code)
+    run = grade(head_course, folder, fmt="json", output=folder / "results.json", timeout=10)
+    assert run.code == 0, run.stderr
+    data = run.results()
+    earned = {p["id"]: p["score"] for p in data["problems"]}
+    assert earned == {HEAD: 0.0 if problem == HEAD else head_course.points[HEAD],
+                      AR: 0.0 if problem == AR else head_course.points[AR]}
+    cases = next(p for p in data["problems"] if p["id"] == problem)["cases"]
+    assert {c["summary"] for c in cases} == {kind}
+    assert detail in cases[0]["detail"] and all(c["mistake"] is None for c in cases)
+    assert 0 < run.peak_mb < GRADER_MB
