@@ -26,7 +26,7 @@ from grader.assignment.variants import student_seed
 
 from grader.paths import remove_tree
 
-from ._edges import (Course, course, deserved, grade, new_folder, run_grader, scores,  # noqa: F401
+from ._edges import (AR, Course, course, deserved, grade, new_folder, run_grader, scores,  # noqa: F401
                      write_submission)
 from .conftest import lay_out_course, solution_source
 
@@ -75,7 +75,7 @@ class TestAliasBomb:
             write_submission(root / student, answers=bombed_answers(key_of(course, student)) if student == "bob"
                              else key_of(course, student))
         out = new_folder(course, "bomb-graded")
-        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
         assert run.code == 0, run.stderr
         totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
         assert totals == {"ann": course.total, "bob": sum(course.points.values()), "cat": course.total}
@@ -95,7 +95,7 @@ class TestCollidingIds:
         (root / ids[1]).mkdir()
         write_submission(root / ids[1], answers={})
         out = new_folder(course, "collide-graded")
-        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
         assert run.code == 0, run.stderr
         totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
         assert totals == {ids[0]: course.total, ids[1]: sum(course.points.values())}
@@ -105,7 +105,7 @@ class TestCollidingIds:
         assert {json.loads(p.read_text())["student"] for p in results} == set(ids)
 
 
-HEAD, AR = "previous_token_head", "attention_reading"
+HEAD = "previous_token_head"
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,45 @@ def test_an_answer_of_the_wrong_shape_fails_on_its_shape(head_course, problem):
     assert {c["summary"] for c in cases} == {kind}
     assert detail in cases[0]["detail"] and all(c["mistake"] is None for c in cases)
     assert 0 < run.peak_mb < GRADER_MB
+
+
+BROKEN_AR = '''
+
+def attention_reading(weights, values):
+    raise RuntimeError("not yet")
+'''
+
+
+class TestSourceParsedInTheGrader:
+    def test_a_one_mib_attention_py(self, course):
+        """1 MiB of dense statements and a failing problem (the grader reads the call graph only
+        of text it may parse): that problem 0, the rest full marks, the grader under 300 MB."""
+        padding = "_ = 0\n" * ((1 << 20) // 6 - 2000)
+        folder = write_submission(new_folder(course, "mib-source"), solution_source() + BROKEN_AR + padding,
+                                  answers=course.key)
+        assert (1 << 20) - 20000 < (folder / "attention.py").stat().st_size <= 1 << 20
+        run = grade(course, folder, timeout=10)
+        assert run.code == 0, run.stderr
+        assert scores(run.results()) == deserved(course, (AR,))
+        assert "raised RuntimeError" in run.report()
+        assert 0 < run.peak_mb < GRADER_MB
+
+    @pytest.mark.parametrize("cells, says", [
+        # one 4 MiB cell
+        ([solution_source(), "_ = 0\n" * (700_000)], "cell 2 holds 4101 KiB of code; a code cell may hold at most 64 KiB"),
+        # 24 cells of 60 KiB: each may be parsed, all of them are more code than attention.py may hold
+        ([solution_source()] + ["_ = 0\n" * 10_000] * 24, "the code cells hold 1412 KiB of code; a submission "
+                                                         "may hold at most 1024 KiB, as attention.py"),
+    ], ids=["one-large-cell", "many-cells"])
+    def test_a_notebook_with_too_much_code(self, course, cells, says):
+        """Refused before any cell is parsed: every problem 0 saying why, the quiz counts, exit 0,
+        the grader under 300 MB."""
+        folder = new_folder(course, "large-notebook")
+        notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": c} for c in cells], "nbformat": 4}
+        (folder / "attention.ipynb").write_text(json.dumps(notebook))
+        (folder / "answers.yaml").write_text(yaml.safe_dump(course.key))
+        run = grade(course, folder, timeout=5)
+        assert run.code == 0, run.stderr
+        assert scores(run.results()) == deserved(course, tuple(course.points))
+        assert f"attention.ipynb: {says}" in run.report()
+        assert 0 < run.peak_mb < GRADER_MB

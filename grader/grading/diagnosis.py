@@ -49,7 +49,7 @@ from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
-from .student_files import open_folder, read_student_file
+from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
            "FLOAT16_ANSWER", "SEVERAL_CAUSES", "name_mistakes", "read_source", "calls", "point_at_callees"]
@@ -252,7 +252,10 @@ def read_source(path: Path) -> str | None:
 def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     """For each of `names` defined at the top of `source`, the others of `names` it may call,
     directly or through helpers defined at the top of the module (any reference by name
-    counts). Parsed only, never run; {} when the source does not parse."""
+    counts). Parsed only, never run; {} when the source does not parse, or is longer than the
+    grader parses (PARSE_BYTES: then no problem points at its callees)."""
+    if len(source) > PARSE_BYTES:
+        return {}
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
