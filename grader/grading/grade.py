@@ -198,7 +198,7 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         if case.raises and case.raises in error.bases:
             return CaseResult(status=CaseStatus.PASSED, **base)
         expected = f", expected {case.raises}" if case.raises else ""
-        said = _hidden_summary(run) if case.hidden else f"raised {error.type}{where}: {one_line(error.message)}"
+        said = _hidden_summary(run) if case.hidden else one_line(f"raised {error.type}{where}: {error.message}")
         return CaseResult(status=CaseStatus.ERROR, summary=said + expected, **base)
     if run.status is not RunStatus.RETURNED:
         status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
@@ -382,8 +382,8 @@ def _source_line(source: str | None, line: int | None) -> str:
 
 def _load_error(failure, source: str | None) -> LoadError:
     """The session's load failure as plain result data, with the text of the line it names."""
-    return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
-                     source=_source_line(source, failure.line))
+    return LoadError(kind=one_line(failure.kind), message=one_line(failure.message), line=failure.line,
+                     column=failure.column, source=one_line(_source_line(source, failure.line)))
 
 
 def _no_code(source: str | None) -> bool:
