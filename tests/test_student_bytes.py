@@ -8,12 +8,14 @@ process's own peak memory (VmHWM) under 300 MB:
   "unhashable key" message used to write out the whole expansion);
 - answers of the wrong shape, however large, fail on their shape before any detector computes
   with them (a designed head returning two (N, 1) arrays made a detector build N x N matrices);
+- a problem whose function leaves a process running loses its points, in every mode;
 - grade-all: student ids that are made safe for file names alike keep files of their own.
 """
 from __future__ import annotations
 
 import csv
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -25,9 +27,10 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
 
 from grader.paths import remove_tree
+from grader.sandbox.isolation import NAMESPACES_ENV
 
-from ._edges import (AR, Course, course, deserved, grade, new_folder, run_grader, scores,  # noqa: F401
-                     write_submission)
+from ._edges import (AR, DROPPED_UID, ROOT_MODE, Course, course, deserved, grade, new_folder,  # noqa: F401
+                     run_grader, scores, skip_unless_runnable, write_submission)
 from .conftest import lay_out_course, solution_source
 
 GRADER_MB = 300
@@ -186,3 +189,39 @@ class TestSourceParsedInTheGrader:
         assert scores(run.results()) == deserved(course, tuple(course.points))
         assert f"attention.ipynb: {says}" in run.report()
         assert 0 < run.peak_mb < GRADER_MB
+
+
+LEAVES_A_CHILD = '''
+
+_solved_ar = attention_reading
+
+
+def attention_reading(weights, values):
+    import os, time
+    if os.fork() == 0:  # a child that outlives the call
+        time.sleep(600)
+        os._exit(0)
+    return _solved_ar(weights, values)
+'''
+
+
+@pytest.mark.parametrize("mode", ["default", "no-namespaces", "non-root"])
+def test_a_problem_that_leaves_a_process_loses_its_points(course, mode):
+    """attention_reading answers right but leaves a child running: that problem 0 saying why, every
+    other problem and the quiz full marks (the next problem gets a fresh process), nothing left."""
+    if mode != "default" and not ROOT_MODE:
+        if os.environ.get("MHA_REQUIRE_ISOLATION") == "1":
+            pytest.fail("this mode needs root, and isolation is required")
+        pytest.skip("needs root: as another user, or without namespaces")
+    if mode == "non-root":
+        skip_unless_runnable(DROPPED_UID)
+    folder = write_submission(new_folder(course, f"leaves-{mode}"), solution_source() + LEAVES_A_CHILD,
+                              answers=course.key)
+    output = new_folder(course, "out") / "results.json"
+    run = run_grader(course, "grade", str(folder), "--format", "gradescope", "--timeout", "10", cwd=folder,
+                     output=output, user=DROPPED_UID if mode == "non-root" else None,
+                     env={NAMESPACES_ENV: "off"} if mode == "no-namespaces" else None)
+    assert run.code == 0, run.stderr
+    assert scores(run.results()) == deserved(course, (AR,))
+    assert "it left processes running after it returned" in run.report()
+    assert run.processes == [] and run.left == []
