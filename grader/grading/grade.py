@@ -29,6 +29,10 @@ from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .submission import SubmissionFiles, read_submission
 from ..assignment.variants import DEFAULT_SEED
 
+# what every case of a problem whose function left processes running shows (the grader's words)
+LEFT_BEHIND = ("it left processes running after it returned (they were stopped): a function must end "
+               "every process it starts")
+
 
 @dataclass(frozen=True)
 class PreparedCase:
@@ -248,10 +252,6 @@ def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Seq
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
                          hints=problem.hints, message=_problem_message(results, session, runs) or diagnosis.note,
                          stdout=shown[:4000])
-
-
-LEFT_BEHIND = ("it left processes running after it returned (they were stopped): a function must end "
-               "every process it starts")
 
 
 class WatchedSession(Session):
