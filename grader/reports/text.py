@@ -83,7 +83,7 @@ def first_fix(problem: ProblemResult) -> str:
     return f"{'[hidden] ' if first.hidden else ''}{first.name}: {first.summary}"
 
 
-def not_run(result: GradeResult) -> list[ProblemResult]:
+def _not_run(result: GradeResult) -> list[ProblemResult]:
     """The problems no case of which could run because attention.py failed its import."""
     if result.load_error is None:
         return []
@@ -246,7 +246,7 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
-    unrun = not_run(result)
+    unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
     width = max((len(p.id) for p in ran), default=4)
     if unrun:
@@ -320,7 +320,7 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         out.text(note)
     problems = [p for p in result.problems if not p.quiz]
     quiz = [p for p in result.problems if p.quiz]
-    unrun = not_run(result)
+    unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
     if error is not None and problems:
         _load_error(out, error, problems, unrun)
