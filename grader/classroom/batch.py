@@ -69,13 +69,10 @@ class Submission:
 
     @property
     def key(self) -> str:
-        """A file-name-safe name for this student's output files: the id itself when it is safe,
-        else the id made safe and a short hash of the real one, so that two ids made safe alike
-        (o'brien@x.edu and o_brien@x.edu) still name different files."""
+        """A file-name-safe name for this student's files: the id if safe, else made safe plus a hash of it."""
         safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
-        if safe == self.student:
-            return safe
-        return f"{safe[:71]}-{hashlib.sha256(self.student.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        digest = hashlib.sha256(self.student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return safe if safe == self.student else f"{safe[:71]}-{digest}"
 
 
 @dataclass(frozen=True)
