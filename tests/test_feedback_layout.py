@@ -371,3 +371,27 @@ def test_a_timeout_is_told_once_and_the_cases_it_stopped_by_name():
               also timed out (not run: an earlier case of this problem did not finish):
                     two heads; one-hot; [hidden] many queries
         """)
+
+
+class TestLaterImportFailure:
+    """A later process of the submission failing its import (after some problems ran): the text
+    report counts only the problems it kept from running, and its counts agree with the score."""
+
+    @staticmethod
+    def result():
+        from grader.grading.results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult
+        passed = ProblemResult("softmax", "Softmax", 10.0, (CaseResult("a", False, 1.0, CaseStatus.PASSED),))
+        unrun = tuple(ProblemResult(pid, pid, 5.0, (CaseResult("a", False, 1.0, CaseStatus.ERROR, summary=NOT_IMPORTED),),
+                                    message="importing attention.py raised ImportError (line 3): later")
+                      for pid in ("split_heads", "merge_heads"))
+        return GradeResult("T", "sub", (passed, *unrun), load_error=LoadError("ImportError", "later", line=3))
+
+    def test_counts_agree_with_the_score(self):
+        """2 problems not run, 0 of 10 points; softmax shown as passed; Score: 10/20."""
+        from grader.reports.text import render
+        text = render(self.result())
+        assert "2 problems not run, 0 of 10 points: fix attention.py line 3 first" in text
+        assert "2 of 3 problems could not run (10 points); the others ran and are below." in text
+        assert "PASS  softmax: Softmax  [10/10]" in text
+        assert "Score: 10/20" in text
+        assert "3 problems not run" not in text and "No problem could run" not in text

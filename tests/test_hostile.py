@@ -85,8 +85,9 @@ HOSTILES = (
     Hostile("import_error", loses=("*",),
             says=("importing attention.py raised ModuleNotFoundError", "No module named 'numpy_but_faster'")),
     Hostile("memory_hog", loses=(AR,), says=("raised MemoryError",), timeout=10),
-    Hostile("fork_children"),
-    Hostile("daemon"),
+    # a problem whose function leaves processes running loses its points (they are stopped)
+    Hostile("fork_children", loses=(AR,), says=("it left processes running after it returned",), fallback=True),
+    Hostile("daemon", loses=(CR,), says=("it left processes running after it returned",), fallback=True),
     Hostile("fork_bomb", loses=(PS,), says=("timed out",), alone=True),
     # attention_reading has hidden cases, so what it printed is not shown (tests/test_leaks.py)
     Hostile("output_flood", loses=(AR,), says=("timed out",)),

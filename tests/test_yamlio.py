@@ -214,3 +214,24 @@ class TestStudentAnswers:
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["answers.yaml is nested too deeply"] * 2
+
+
+class TestAliasBudget:
+    @pytest.mark.parametrize("text, message", [
+        ("a: &a [1, 2, 3]\nb: [*a, *a]\n", None),
+        ("a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b]\n",
+         "answers.yaml:2: its aliases stand for more than 100 values"),
+        ("a: &a [1, *a]\n", "answers.yaml:1: an alias refers to a value that holds it"),
+        ("? [1, [2, [3, [4, 5, 6, 7, 8]]]]\n: 1\n",
+         "answers.yaml:1: a key must be a plain value, not a list or a mapping (got [1, [2, [...]]])"),
+    ], ids=["within", "beyond", "self-reference", "list-key"])
+    def test_student_yaml_within_a_value_budget(self, text, message):
+        """Aliases standing for more values than the budget, or for themselves, are refused with
+        their line before the document is built; a key that is a list is named in a few characters."""
+        try:
+            loaded, said = load_yaml(Path("answers.yaml"), text, max_values=100), None
+        except SpecError as exc:
+            loaded, said = None, str(exc)
+        assert said == message
+        if message is None:
+            assert loaded == {"a": [1, 2, 3], "b": [[1, 2, 3], [1, 2, 3]]}

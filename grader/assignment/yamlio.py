@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import reprlib
 from pathlib import Path
 
 import yaml
@@ -24,9 +25,36 @@ class YList(list):
 
 
 class _DuplicateKey(Exception):
-    def __init__(self, line: int, key: object):
-        super().__init__(line, key)
-        self.line, self.key = line, key
+    def __init__(self, line: int, message: str):
+        super().__init__(line, message)
+        self.line, self.message = line, message
+
+
+class _TooManyValues(Exception):
+    def __init__(self, line: int, message: str):
+        super().__init__(line, message)
+        self.line, self.message = line, message
+
+
+class _Repr(reprlib.Repr):
+    """reprlib that also cuts the line-tracking containers short (the built-in repr of a list
+    built from aliases writes out every repetition)."""
+
+    def repr_YList(self, obj, level):
+        return self.repr_list(obj, level)
+
+    def repr_YMap(self, obj, level):
+        return self.repr_dict(obj, level)
+
+
+_brief_repr = _Repr()
+_brief_repr.maxstring, _brief_repr.maxother, _brief_repr.maxlist, _brief_repr.maxdict = 40, 40, 4, 4
+_brief_repr.maxlevel = 2
+
+
+def brief(value: object) -> str:
+    """A repr of parsed YAML of at most a few dozen characters, however large the value."""
+    return _brief_repr.repr(value)
 
 
 class _Loader(yaml.SafeLoader):
@@ -48,9 +76,10 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YMap:
         try:
             duplicate = key in result
         except TypeError:  # an unhashable key such as a list
-            raise _DuplicateKey(line, f"unhashable key {key!r}") from None
+            raise _DuplicateKey(line, f"a key must be a plain value, not a list or a mapping (got {brief(key)})") \
+                from None
         if duplicate:
-            raise _DuplicateKey(line, key)
+            raise _DuplicateKey(line, f"duplicate key {brief(key)}")
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = line
     return result
@@ -96,14 +125,59 @@ def _nesting_bound(text: str) -> int:
     return sum(text.count(c) for c in "[{-?:") + 1
 
 
-def load_yaml(path: Path, text: str | None = None):
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many values `root` stands for with every alias written out (at most `limit`: beyond it,
+    or for an alias inside its own anchor, _TooManyValues). Each distinct node is visited once,
+    so this costs the size of the text, not of the expansion."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # visited, not finished: the path from the root
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) \
+            else node.value if isinstance(node, yaml.SequenceNode) else []
+        if finished:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
+            if size > limit:
+                raise _TooManyValues(node.start_mark.line + 1, f"its aliases stand for more than {limit} values")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise _TooManyValues(node.start_mark.line + 1, "an alias refers to a value that holds it")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
+
+
+def _load(text: str, loader_class, max_values: int | None):
+    """yaml.load, with the composed document's expanded size checked before it is built."""
+    if max_values is None:
+        return yaml.load(text, Loader=loader_class)  # noqa: S506 - both loaders are SafeLoaders
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, max_values)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = None):
     """Parse one YAML file; every failure is a SpecError with the file and line.
 
     The text (the file's, or `text` handed in: a student's answers, read with a size limit) is
     parsed by libyaml when PyYAML has it, and again by the pure-Python parser if that fails, so
     error messages do not depend on libyaml. libyaml's composer recurses in C, so text that
     could nest deeply (a hostile `[[[[...`) only meets the pure-Python parser, which raises
-    RecursionError instead of crashing the grader."""
+    RecursionError instead of crashing the grader.
+
+    `max_values` (for student data): a document whose aliases stand for more values than this
+    (a "billion laughs") is refused before it is built, so no message or report can expand it."""
     try:
         if text is None:
             text = Path(path).read_text(encoding="utf-8")
@@ -111,13 +185,15 @@ def load_yaml(path: Path, text: str | None = None):
         raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
     if _nesting_bound(text) <= MAX_FAST_NESTING:
         try:
-            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a SafeLoader
+            return _load(text, _FastLoader, max_values)
+        except _TooManyValues as big:
+            raise SpecError(str(path), big.line, big.message) from None
         except (yaml.YAMLError, _DuplicateKey):
             pass  # parsed again below, for the pure-Python parser's message
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-    except _DuplicateKey as dup:
-        raise SpecError(str(path), dup.line, f"duplicate key {dup.key!r}") from None
+        return _load(text, _Loader, max_values)
+    except (_DuplicateKey, _TooManyValues) as bad:
+        raise SpecError(str(path), bad.line, bad.message) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

@@ -69,8 +69,10 @@ class Submission:
 
     @property
     def key(self) -> str:
-        """A file-name-safe name for this student's output files."""
-        return re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
+        """A file-name-safe name for this student's files: the id if safe, else made safe plus a hash of it."""
+        safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", self.student).strip("._")[:80] or "student"
+        digest = hashlib.sha256(self.student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return safe if safe == self.student else f"{safe[:71]}-{digest}"
 
 
 @dataclass(frozen=True)

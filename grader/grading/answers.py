@@ -28,6 +28,9 @@ __all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answ
 
 ANSWERS_NAME = "answers.yaml"
 MAX_BYTES = 64 * 1024
+# values the file may stand for once its aliases are written out: more than MAX_BYTES of YAML
+# can write without aliases, far fewer than an alias bomb's
+MAX_VALUES = 1 << 16
 NOT_ANSWERED = "not answered yet"
 
 
@@ -96,7 +99,7 @@ def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerShe
         return AnswerSheet({}, {}, error=file.problem)
     raw = file.data
     try:
-        node = load_yaml(Path(name), raw.decode("utf-8"))
+        node = load_yaml(Path(name), raw.decode("utf-8"), max_values=MAX_VALUES)
     except UnicodeDecodeError:
         return AnswerSheet({}, {}, error=f"{name} is not UTF-8 text")
     except SpecError as exc:

@@ -13,7 +13,17 @@ import numpy as np
 from ..sandbox.codec import Opaque
 from ..assignment.model import CompareKind, Comparison
 
-__all__ = ["Verdict", "check", "describe", "as_array"]
+__all__ = ["Verdict", "check", "describe", "as_array", "FORM_FAILURES", "wrong_form"]
+
+# the kinds of failure a check finds before looking at any value: the answer is not of the
+# form the case expects (a tuple of two arrays of the case's shape, a dict with given keys)
+FORM_FAILURES = ("wrong type", "wrong shape", "missing key")
+
+
+def wrong_form(kind: str) -> bool:
+    """Whether a failure kind ("wrong shape", "W_Q: wrong shape", "head 0: W_Q: wrong type")
+    says the answer is not of the expected form."""
+    return kind.rsplit(": ", 1)[-1] in FORM_FAILURES
 
 
 @dataclass(frozen=True)

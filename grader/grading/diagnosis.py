@@ -10,7 +10,9 @@ together, never against one case alone:
   included: the student got right what the mistake gets wrong); it is **neutral** on a case
   where it answers right or does not apply (with one head, averaging the heads' patterns is not
   told apart from one wide head, so those variants do not apply there);
-- a *detector* explains a failing case it recognizes and is neutral elsewhere;
+- a *detector* explains a failing case it recognizes and is neutral elsewhere; it only looks at
+  an answer the comparison found of the expected form (a wrong shape is told as such, at the
+  cost of a shape check, whatever the answer's size);
 - two mistakes of no problem file are recognized from the run itself: `assert` where a
   ValueError is expected, and float16 answers that are right to float16 precision.
 
@@ -45,9 +47,9 @@ from ..attention.api import ReturnKind
 from ..attention.detectors import DETECTORS
 from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
-from .checks import as_array, check
+from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
-from .student_files import open_folder, read_student_file
+from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
            "FLOAT16_ANSWER", "SEVERAL_CAUSES", "name_mistakes", "read_source", "calls", "point_at_callees"]
@@ -152,7 +154,9 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
             return Fit.NEUTRAL
         return Fit.EXPLAINS if _close_at_float16(problem, prepared.expected, run.value) else Fit.NEUTRAL
     if mistake.variant in DETECTORS:
-        if result.passed or run.status is not RunStatus.RETURNED:
+        # a detector computes with the answer itself (a head's weights from W_Q W_K^T): only on
+        # an answer the comparison found of the expected form, whose size the case sets
+        if result.passed or run.status is not RunStatus.RETURNED or wrong_form(result.summary):
             return Fit.NEUTRAL
         try:
             with np.errstate(all="ignore"):
@@ -248,7 +252,10 @@ def read_source(path: Path) -> str | None:
 def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     """For each of `names` defined at the top of `source`, the others of `names` it may call,
     directly or through helpers defined at the top of the module (any reference by name
-    counts). Parsed only, never run; {} when the source does not parse."""
+    counts). Parsed only, never run; {} when the source does not parse, or is longer than the
+    grader parses (PARSE_BYTES: then no problem points at its callees)."""
+    if len(source) > PARSE_BYTES:
+        return {}
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -10,7 +10,7 @@ import copy
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -24,10 +24,14 @@ from ..errors import InternalError
 from ..sandbox.isolation import private_paths
 from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
 from .grids import weight_grids
-from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
+from .results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .submission import SubmissionFiles, read_submission
 from ..assignment.variants import DEFAULT_SEED
+
+# what every case of a problem whose function left processes running shows (the grader's words)
+LEFT_BEHIND = ("it left processes running after it returned (they were stopped): a function must end "
+               "every process it starts")
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ def _hidden_summary(run: CaseRun) -> str:
     if run.status is RunStatus.TIMEOUT:
         return f"timed out ({run.detail})"  # the grader's own words: which time limit
     if run.status is RunStatus.CRASHED:
-        return "crashed" + (f": {run.detail}" if run.detail.startswith("not run:") else "")
+        return "crashed" + (f": {run.detail}" if run.detail.startswith("not run:") or run.detail == LEFT_BEHIND else "")
     return "returned a value that could not be read"
 
 
@@ -198,13 +202,13 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         if case.raises and case.raises in error.bases:
             return CaseResult(status=CaseStatus.PASSED, **base)
         expected = f", expected {case.raises}" if case.raises else ""
-        said = _hidden_summary(run) if case.hidden else f"raised {error.type}{where}: {one_line(error.message)}"
+        said = _hidden_summary(run) if case.hidden else one_line(f"raised {error.type}{where}: {error.message}")
         return CaseResult(status=CaseStatus.ERROR, summary=said + expected, **base)
     if run.status is not RunStatus.RETURNED:
         status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
         summary = {RunStatus.TIMEOUT: f"timed out ({run.detail})", RunStatus.CRASHED: f"crashed: {run.detail}",
                    RunStatus.NO_FUNCTION: f"attention.py defines no function {fn.name}",
-                   RunStatus.LOAD_FAILED: "attention.py could not be imported"}.get(run.status, run.detail)
+                   RunStatus.LOAD_FAILED: NOT_IMPORTED}.get(run.status, run.detail)
         if case.hidden and run.status in (RunStatus.TIMEOUT, RunStatus.CRASHED, RunStatus.BAD_RESULT, RunStatus.RAISED):
             summary = _hidden_summary(run)
         return CaseResult(status=status, summary=one_line(summary), **base)
@@ -223,9 +227,11 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:
     results = list(results)
-    if session.load_failure is not None:
+    if session.load_failure is not None and any(r is not None and r.status is RunStatus.LOAD_FAILED for r in runs):
         failure = session.load_failure
         return one_line(LoadError(failure.kind, failure.message, failure.line).describe())
+    if any(r is not None and r.status is RunStatus.CRASHED and r.detail == LEFT_BEHIND for r in runs):
+        return LEFT_BEHIND[0].upper() + LEFT_BEHIND[1:] + "."
     if runs and all(r.status is RunStatus.NO_FUNCTION for r in runs):
         return results[0].summary
     if results and all(r.status is CaseStatus.NOT_IMPLEMENTED for r in results):
@@ -248,6 +254,51 @@ def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Seq
                          stdout=shown[:4000])
 
 
+class WatchedSession(Session):
+    """A Session that tells whether a problem's run left processes of its own running. The session
+    stops them and serves the next problem with a fresh process; the problem pays for them.
+
+    While a problem runs, the next problem's request may already be on its way to the same
+    process (Session's `then`), which may have started on it: processes found then could be
+    either problem's. The problem is then run once more, alone in a fresh process, and pays
+    only if that run leaves processes too (the next problem gets a fresh process anyway)."""
+
+    def __init__(self, *args, **kwargs):
+        self._watching = False
+        self.left_behind = False
+        self._maybe = False  # processes were found, but the next problem's request was out too
+        super().__init__(*args, **kwargs)
+
+    def run(self, function, args, seconds, *, then=None) -> ProblemRun:
+        """Session.run; `left_behind` then says whether this problem left processes running."""
+        run = self._watched(function, args, seconds, then)
+        if self._maybe and run.rest is None:
+            self._watched(function, args, seconds, None)  # alone: what it leaves is its own
+        return run
+
+    def _watched(self, function, args, seconds, then) -> ProblemRun:
+        self._watching, self.left_behind, self._maybe = True, False, False
+        try:
+            return super().run(function, args, seconds, then=then)
+        finally:
+            self._watching = False
+
+    def _retire(self) -> None:
+        worker = self._worker
+        if self._watching and worker is not None and worker.proc.returncode is None \
+                and self.isolation.others_running(worker.proc.pid):
+            if self._ahead is not None and self._ahead.worker is worker:
+                self._maybe = True
+            else:
+                self.left_behind = True
+        super()._retire()
+
+
+def _left_behind(run: ProblemRun) -> ProblemRun:
+    """A run whose every case answered, but which left processes running: each case crashed."""
+    return replace(run, cases=tuple(CaseRun(RunStatus.CRASHED, detail=LEFT_BEHIND) for _ in run.cases))
+
+
 def _in_turn(problems: Sequence[Problem], chosen: Callable[[Problem], list[PreparedCase]], session: Session,
              seconds: Callable[[Problem], float]) -> dict[str, tuple[list[PreparedCase], ProblemRun]]:
     """Run the `chosen` cases of each problem (none chosen: not run), one problem after another,
@@ -266,8 +317,10 @@ def _in_turn(problems: Sequence[Problem], chosen: Callable[[Problem], list[Prepa
         problem, picked = current
         then = following()
         ahead = (then[0].function.name, [p.args for p in then[1]]) if then is not None else None
-        done[problem.id] = picked, session.run(problem.function.name, [p.args for p in picked], seconds(problem),
-                                               then=ahead)
+        run = session.run(problem.function.name, [p.args for p in picked], seconds(problem), then=ahead)
+        if getattr(session, "left_behind", False) and run.rest is None:
+            run = _left_behind(run)  # (a run that stopped early has already cost its cases)
+        done[problem.id] = picked, run
         current = then
     return done
 
@@ -302,8 +355,10 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
     results = []
     for problem in problems:
         run_of = {}
-        for picked, problem_run in (part[problem.id] for part in (first, second) if problem.id in part):
-            run_of.update(zip(map(id, picked), problem_run.cases))
+        parts = [part[problem.id] for part in (first, second) if problem.id in part]
+        left = any(r.status is RunStatus.CRASHED and r.detail == LEFT_BEHIND for _, run in parts for r in run.cases)
+        for picked, problem_run in parts:  # processes left in either part cost the whole problem
+            run_of.update(zip(map(id, picked), (_left_behind(problem_run) if left else problem_run).cases))
         runs = [run_of.get(id(p), skipped.get(problem.id)) for p in prepared[problem.id]]
         shown = first[problem.id][1] if problem.id in first else None
         results.append(judged_problem(problem, prepared[problem.id], runs, session,
@@ -363,7 +418,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         reason = files.source.problem or f"no {files.source.name} was submitted"
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
-        with Session(files.source.data, limits, private=private) as session:
+        with WatchedSession(files.source.data, limits, private=private) as session:
             results = run_problems(problems, cases, session, limits)
             if session.load_failure is not None:
                 load_error = _load_error(session.load_failure, source)
@@ -382,8 +437,8 @@ def _source_line(source: str | None, line: int | None) -> str:
 
 def _load_error(failure, source: str | None) -> LoadError:
     """The session's load failure as plain result data, with the text of the line it names."""
-    return LoadError(kind=failure.kind, message=failure.message, line=failure.line, column=failure.column,
-                     source=_source_line(source, failure.line))
+    return LoadError(kind=one_line(failure.kind), message=one_line(failure.message), line=failure.line,
+                     column=failure.column, source=one_line(_source_line(source, failure.line)))
 
 
 def _no_code(source: str | None) -> bool:

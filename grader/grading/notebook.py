@@ -2,7 +2,8 @@
 
 A notebook is student data: it is read like any student file (student_files: no link, a
 regular file, at most MAX_BYTES) and parsed as JSON within bounds on its nesting and size (no
-nbformat, no kernel); no cell is run here. From each code cell this keeps the top-level imports, function
+nbformat, no kernel); no cell is run here. Its code cells are bounded like attention.py
+(SOURCE_BYTES in all) and each one by what the grader parses (PARSE_BYTES), before any is parsed. From each code cell this keeps the top-level imports, function
 and class definitions and assignments, in order, and drops everything else: calls and prints
 (a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
 checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
@@ -30,7 +31,7 @@ from typing import Iterable
 from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
-from .student_files import open_folder, read_student_file
+from .student_files import PARSE_BYTES, SOURCE_BYTES, open_folder, read_student_file
 
 __all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "answer_cells", "extract_source",
            "extract_answers", "notebook_parts", "check"]
@@ -92,7 +93,23 @@ def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
     return "\n".join(kept)
 
 
+def _bounded(cells: Iterable[tuple[str, str]], origin: str) -> list[tuple[str, str]]:
+    """The cells, or SubmissionError when their code is larger than attention.py may be, or one
+    of them larger than the grader parses (checked before any cell is parsed)."""
+    cells = list(cells)
+    for label, source in cells:
+        if len(source) > PARSE_BYTES:
+            raise SubmissionError(f"{origin}: {label} holds {len(source) >> 10} KiB of code; a code cell may hold "
+                                  f"at most {PARSE_BYTES >> 10} KiB (keep data in files, not in cells)")
+    total = sum(len(source) for _, source in cells)
+    if total > SOURCE_BYTES:
+        raise SubmissionError(f"{origin}: the code cells hold {total >> 10} KiB of code; a submission may hold "
+                              f"at most {SOURCE_BYTES >> 10} KiB, as attention.py")
+    return cells
+
+
 def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
+    cells = _bounded(cells, origin)
     parts = [f"# The definitions in {origin}, extracted by mha (calls, prints and magics are left out).\n"]
     for label, source in cells:
         code = definitions(source)

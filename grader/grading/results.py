@@ -18,6 +18,9 @@ def one_line(text: str) -> str:
                                                             else f"\\u{ord(m.group()):04x}"), text)
 
 
+NOT_IMPORTED = "attention.py could not be imported"  # the summary of a case whose process failed its import
+
+
 class CaseStatus(Enum):
     PASSED = "passed"
     FAILED = "failed"              # returned a wrong answer

@@ -20,7 +20,12 @@ from pathlib import Path
 
 from ..paths import kind_of
 
-__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal"]
+__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal", "SOURCE_BYTES", "PARSE_BYTES"]
+
+SOURCE_BYTES = 1 << 20  # the code of a submission (attention.py, or a notebook's code cells); a solution is a few KiB
+# student code the grader itself parses with `ast` (the call graph, a notebook cell): a syntax
+# tree takes up to a thousand times its text's size, so only text this short is parsed here
+PARSE_BYTES = 64 << 10
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -18,11 +18,9 @@ from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_parts
-from .student_files import StudentFile, entry_kind, open_folder, read_student_file
+from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
-
-SOURCE_BYTES = 1 << 20  # attention.py: a full solution is a few kilobytes
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from ..grading.results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
+from ..grading.results import (NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult,
+                               WeightGrid)
 from .terminal import Style, grid_lines, wrap
 
 __all__ = ["render", "first_fix", "problem_lines", "case_lines"]
@@ -82,8 +83,16 @@ def first_fix(problem: ProblemResult) -> str:
     return f"{'[hidden] ' if first.hidden else ''}{first.name}: {first.summary}"
 
 
-def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult]) -> None:
-    """The import failure, once: what happened, the line with a caret, and what it costs."""
+def _not_run(result: GradeResult) -> list[ProblemResult]:
+    """The problems no case of which could run because attention.py failed its import."""
+    if result.load_error is None:
+        return []
+    return [p for p in result.problems if not p.quiz and p.cases and all(c.summary == NOT_IMPORTED for c in p.cases)]
+
+
+def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unrun: list[ProblemResult]) -> None:
+    """The import failure, once: what happened, the line with a caret, and what the problems
+    it kept from running (`unrun`, of `problems`) cost."""
     what = {"syntax": "has a syntax error", "timeout": "took too long to import",
             "crashed": "stopped the process while being imported"}.get(error.kind, f"raised {error.kind} while being imported")
     where = f" on line {error.line}" if error.line else ""
@@ -96,9 +105,13 @@ def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult]) -> N
         out.lines.append(f"{IND}{number} | {error.source}")
         if error.column and error.kind == "syntax":
             out.lines.append(f"{IND}{' ' * len(number)} | {' ' * (error.column - 1)}" + out.style.paint("^", "fail"))
-    points = sum(p.max_score for p in problems)
-    out.text(f"No problem could run, so none was checked ({len(problems)} problems, 0 of {_pts(points)} points). "
-             "Fix this first; the cases then run as usual.", IND)
+    points = sum(p.max_score for p in unrun)
+    if len(unrun) == len(problems):
+        out.text(f"No problem could run, so none was checked ({len(problems)} problems, 0 of {_pts(points)} points). "
+                 "Fix this first; the cases then run as usual.", IND)
+    else:  # a later process of the submission failed its import: the problems before it ran
+        out.text(f"{len(unrun)} of {len(problems)} problems could not run ({_pts(points)} points); the others "
+                 "ran and are below. Fix this first; the cases then run as usual.", IND)
 
 
 def _hidden_line(out: _Out, hidden: list[CaseResult], total: int) -> None:
@@ -233,16 +246,17 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
-    width = 4 if result.load_error is not None else max((len(p.id) for p in problems), default=4)
-    if result.load_error is not None and problems:
-        out.marked("fail", f"{len(problems)} problems not run, 0 of {_pts(sum(p.max_score for p in problems))} "
+    unrun = _not_run(result)
+    ran = [p for p in problems if all(p is not u for u in unrun)]
+    width = max((len(p.id) for p in ran), default=4)
+    if unrun:
+        out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
-    else:
-        for p in problems:
-            mark = "pass" if p.passed else "todo" if p.not_implemented else "fail"
-            score = f"{_pts(p.score)}/{_pts(p.max_score)}"
-            fix = "" if p.passed else "  " + first_fix(p)
-            out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
+    for p in ran:
+        mark = "pass" if p.passed else "todo" if p.not_implemented else "fail"
+        score = f"{_pts(p.score)}/{_pts(p.max_score)}"
+        fix = "" if p.passed else "  " + first_fix(p)
+        out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
     counted = [p for p in quiz if p.counted]
     if counted:
         status = [p.cases[0].status for p in counted]
@@ -306,11 +320,13 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         out.text(note)
     problems = [p for p in result.problems if not p.quiz]
     quiz = [p for p in result.problems if p.quiz]
+    unrun = _not_run(result)
+    ran = [p for p in problems if all(p is not u for u in unrun)]
     if error is not None and problems:
-        _load_error(out, error, problems)
-    elif problems:
+        _load_error(out, error, problems, unrun)
+    if ran:
         out.heading("Problems")
-        for p in problems:
+        for p in ran:
             _problem(out, p, show_hints)
     if quiz:
         out.heading("Quiz (answers.yaml)")

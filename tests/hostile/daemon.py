@@ -1,4 +1,4 @@
-# A double fork + setsid daemon (reparented away from the worker), then a correct answer.
+# A double fork + setsid daemon (reparented away from the worker), then a correct answer: the problem loses its points.
 import os
 import time
 

@@ -1,4 +1,4 @@
-# Leaves children behind and answers correctly: full marks, but no process may survive grading.
+# Leaves children behind and answers correctly: the problem loses its points, and no process may survive grading.
 import os
 
 _solved = attention_reading

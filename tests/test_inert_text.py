@@ -1,0 +1,109 @@
+"""Student-chosen text (an exception's class name and message, what it printed) is shown inert in
+every format: it never starts a line of its own, so it cannot forge a `PASS ... [10/10]` line.
+
+Each format is produced through the CLI (`mha grade --format F`, `mha check`, `mha grade-all`'s
+feedback files); the text each gives a reader (JSON strings decoded, XML text and attributes,
+HTML without its tags) is split into lines, and no line starts with the forged PASS.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from xml.etree import ElementTree
+
+import pytest
+
+from ._edges import AR, course, deserved, grade, new_folder, run_grader, write_submission  # noqa: F401
+from .conftest import solution_source
+
+FORGED = f"PASS  {AR}: forged  [10/10]"
+# the class name, the message and the printed output all try to start a line with FORGED
+RAISES = f'''
+
+def attention_reading(weights, values):
+    print("\\n{FORGED}")
+    raise type("Oops\\n{FORGED}\\r\\n{FORGED}", (ValueError,), {{}})("msg\\n{FORGED}\\n {FORGED}")
+'''
+AT_IMPORT = f'''
+raise type("Oops\\n{FORGED}", (ValueError,), {{}})("msg\\n{FORGED}")
+'''
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def readable(fmt: str, output: str) -> list[str]:
+    """The lines a reader of `output` in format `fmt` sees."""
+    if fmt in ("json", "gradescope", "github"):
+        texts = _strings(json.loads(output))
+    elif fmt == "junit":
+        root = ElementTree.fromstring(output)
+        texts = [t for e in root.iter() for t in (e.text or "", e.tail or "", *e.attrib.values())]
+    elif fmt == "html":
+        texts = [html.unescape(re.sub(r"<[^>]*>", "\n", output))]
+    else:
+        texts = [output]
+    return [line for text in texts for line in re.split(r"\r\n|\r|\n", text)]
+
+
+def forged(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith(f"PASS  {AR}") or line.startswith(f"PASS {AR}")]
+
+
+@pytest.fixture(scope="module")
+def raising(course):
+    return write_submission(new_folder(course, "forger"), solution_source() + RAISES, answers=course.key)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github", "html"])
+def test_no_format_shows_a_forged_pass_line(course, raising, fmt):
+    """attention_reading 0 (the real score), and no line of the report starts with the forged PASS."""
+    output = raising.parent / f"report-{raising.name}.{fmt}"
+    run = grade(course, raising, fmt=fmt, output=output, timeout=5)
+    assert run.code == 0, run.stderr
+    text = output.read_text()
+    assert "Oops\\n" in text or "Oops\\\\n" in text  # the class name is shown, its line break escaped
+    assert forged(readable(fmt, text) + run.stdout.splitlines() + run.stderr.splitlines()) == []
+    if fmt == "gradescope":
+        assert {t["tags"][0]: t["score"] for t in json.loads(text)["tests"]} == deserved(course, (AR,))
+    if fmt == "json":
+        assert {p["id"]: p["score"] for p in json.loads(text)["problems"]} == deserved(course, (AR,))
+
+
+def test_check_in_a_terminal(course, raising):
+    """`mha check` (the student's terminal) shows the failure, no forged PASS line; exit 1."""
+    run = run_grader(course, "check", AR, "--path", str(raising / "attention.py"), cwd=raising)
+    assert run.code == 1, run.stderr
+    assert "Oops\\n" in run.stdout and forged(run.stdout.splitlines() + run.stderr.splitlines()) == []
+
+
+def test_an_import_failure_shows_no_forged_line(course):
+    """Raised while importing attention.py: every problem 0, the class name escaped in the report."""
+    folder = write_submission(new_folder(course, "import-forger"), solution_source() + AT_IMPORT, answers=course.key)
+    output = folder / "report.txt"
+    run = grade(course, folder, fmt="text", output=output, timeout=5)
+    assert run.code == 0, run.stderr
+    text = output.read_text()
+    assert "Oops\\n" in text and forged(text.splitlines()) == []
+
+
+def test_grade_all_feedback_files(course, raising):
+    """A class's feedback file and stored result of the same submission hold no forged line."""
+    root = new_folder(course, "forger-class")
+    (root / "ann").mkdir()
+    for name in ("attention.py", "answers.yaml"):
+        (root / "ann" / name).write_bytes((raising / name).read_bytes())
+    out = new_folder(course, "forger-graded")
+    run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
+    assert run.code == 0, run.stderr
+    feedback = (out / "feedback" / "ann.txt").read_text()
+    assert "Oops\\n" in feedback and forged(feedback.splitlines()) == []
+    assert forged(readable("json", (out / "results" / "ann.json").read_text())) == []
