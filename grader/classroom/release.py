@@ -27,11 +27,10 @@ from ..assignment.model import Assignment
 from ..paths import PACKAGE, write_atomically
 from ..assignment.variants import DEFAULT_KEY, DEFAULT_SEED, course_config, normalize_student, student_seed, student_token
 
-# Grader modules a student bundle never carries: whatever answers (the reference, the wrong
-# variants, the quiz's answer functions), reads the hidden cases (the loader), or serves only
-# instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
-STUDENT_EXCLUDE = ("attention/reference.py", "attention/mistakes.py", "attention/mistakes_flagship.py", "assignment/quiz.py",
-                   "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
+# Grader modules a student bundle never carries: whatever loads the course's code (which holds
+# the reference, the wrong variants, the quiz's answer functions), reads the hidden cases (the
+# loader), or serves only instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
+STUDENT_EXCLUDE = ("assignment/quiz.py", "assignment/course.py", "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
                    "grading/validation.py", "grading/compiled.py", "classroom", "exports",
                    "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
                    "cli/release.py", "__main__.py",

@@ -42,7 +42,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..attention.api import ReturnKind
-from ..attention.detectors import DETECTORS
 from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check
@@ -84,11 +83,15 @@ class Diagnosis:
     note: str = ""                            # SEVERAL_CAUSES, or ""
 
 
-def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
-    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
-    from ..attention.mistakes import VARIANTS
+def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> Any:
+    """What the mistake's wrong variant (a function of the course code `code`) answers on these
+    inputs (raises if it does not apply, or if the mistake is a detector)."""
+    from ..assignment.course import course_function
+    fn = None if mistake.detector else course_function(code, mistake.variant)
+    if fn is None:
+        raise LookupError(f"{mistake.variant!r} is not a wrong variant of the course code")
     with np.errstate(all="ignore"):
-        return VARIANTS[mistake.variant](*copy.deepcopy(args))
+        return fn(*copy.deepcopy(args))
 
 
 def _parts(problem: Problem) -> Sequence[str]:
@@ -105,7 +108,7 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
             applies, wrong = mistake.id in known, known.get(mistake.id)
         else:
             try:
-                applies, wrong = True, wrong_answer(mistake, prepared.args)
+                applies, wrong = True, wrong_answer(mistake, prepared.args, problem.code)
             except Exception:  # the variant does not apply to these inputs
                 applies, wrong = False, None
         differs = False
@@ -151,12 +154,14 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
                 or not _is_float16(run.value):
             return Fit.NEUTRAL
         return Fit.EXPLAINS if _close_at_float16(problem, prepared.expected, run.value) else Fit.NEUTRAL
-    if mistake.variant in DETECTORS:
+    if mistake.detector:
         if result.passed or run.status is not RunStatus.RETURNED:
             return Fit.NEUTRAL
         try:
+            from ..assignment.course import course_function
+            detector = course_function(problem.code, mistake.variant)  # None in a student bundle: no course code
             with np.errstate(all="ignore"):
-                found = DETECTORS[mistake.variant](copy.deepcopy(prepared.args), run.value)
+                found = detector is not None and detector(copy.deepcopy(prepared.args), run.value)
         except Exception:  # the detector does not apply to this answer
             return Fit.NEUTRAL
         return Fit.EXPLAINS if found else Fit.NEUTRAL

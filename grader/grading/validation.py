@@ -18,7 +18,7 @@ def check_against_reference(problems: Iterable[Problem]) -> None:
         for case in problem.cases:
             args = build_args(problem, case)
             try:
-                answer = reference_answer(fn, args)
+                answer = reference_answer(fn, args, problem.code)
             except Exception as exc:
                 if case.raises and type(exc).__name__ == case.raises:
                     continue
