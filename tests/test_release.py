@@ -1,6 +1,7 @@
 """Per-student variants and the release bundles: the student bundle gives nothing away and works alone."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -154,9 +155,9 @@ class TestStudentBundle:
             assert text[:40] not in everything
 
     def test_autograder_bundle_has_everything_to_grade(self, bundle):
-        """The autograder bundle holds the reference, the hidden cases and the secret (private)."""
+        """The autograder bundle holds the course code (the reference), the hidden cases and the secret (private)."""
         root = bundle / "autograder"
-        assert (root / "grader" / "attention" / "reference.py").is_file()
+        assert (root / "exercises" / "course.py").is_file() and (root / "exercises" / "reference.py").is_file()
         assert (root / "exercises" / "problems" / "softmax.yaml").is_file()
         config = root / "exercises" / "course.yaml"
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
@@ -172,9 +173,11 @@ class TestStudentBundle:
         assert pip.returncode == 0, pip.stderr[-2000:]
         mha = str(venv / "bin" / "mha")
         env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
-        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.attention.reference"], capture_output=True,
-                               text=True, cwd=tmp_path)
-        assert probe.returncode != 0 and "No module named 'grader.attention.reference'" in probe.stderr
+        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader, pathlib; print(sorted(p.name for p in "
+                                "pathlib.Path(grader.__file__).parent.rglob('*.py')))"], capture_output=True, text=True, cwd=tmp_path)
+        shipped = set(ast.literal_eval(probe.stdout))
+        assert shipped and not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py",
+                                                             "quiz_answers.py", "loader.py"}, shipped
         stubs = subprocess.run([mha, "check", "--student", STUDENTS[0]], cwd=student, capture_output=True, text=True,
                                env=env)
         assert stubs.returncode == 1 and "not implemented yet" in stubs.stdout

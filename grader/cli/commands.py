@@ -294,7 +294,9 @@ def validate(obj: Ctx, path: Path | None) -> None:
     quiz = None
     try:
         if path is not None and path.is_file():
-            problems = [load_problem(path)]
+            from ..assignment.course import course_of
+            home = path.resolve().parent.parent  # a problem file inside a course's problems/, else the located course
+            problems = [load_problem(path, course_of(home if (home / "assignment.yaml").is_file() else obj.root))]
         else:
             root = path if path is not None else obj.root
             if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
