@@ -41,7 +41,7 @@ def bundle(tmp_path_factory):
     """One release with a roster of two students."""
     out = tmp_path_factory.mktemp("release")
     roster = out / "roster.csv"
-    roster.write_text("student,name\n" + "\n".join(f"{s},x" for s in STUDENTS) + "\n")
+    roster.write_text("email,name\n" + "\n".join(f"{s},x" for s in STUDENTS) + "\n")
     result = run("release", "--out", str(out / "r"), "--roster", str(roster))
     assert result.exit_code == 0, result.output
     return out / "r"
@@ -100,7 +100,7 @@ class TestVariants:
     def test_roster_needs_a_secret(self, tmp_path):
         """Releasing per-student fixtures without the course secret is a usage error."""
         roster = tmp_path / "roster.csv"
-        roster.write_text("alice\n")
+        roster.write_text("alice@example.edu\n")
         result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(tmp_path / "r"),
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == 2

@@ -46,8 +46,8 @@ class Ctx:
         return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
 
     def assignment(self):
-        from ..assignment.loader import load_assignment
-        return load_assignment(self.root)
+        from ..grading.validation import load_valid
+        return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
 
     def compiled(self, seed: int):
         """The assignment with every case of variant `seed` prepared (compiled.py): read from the

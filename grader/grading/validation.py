@@ -1,6 +1,11 @@
-"""Deeper checks of loaded problems that need the reference: explicit answers must agree with it."""
+"""Deeper checks of loaded problems that need the reference: explicit answers must agree with it.
+
+`load_valid` is what every command that grades, releases or exports loads: the assignment as
+`mha validate` accepts it, or SpecErrors; a key that disagrees with the reference is never used.
+"""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable
 
 from .checks import check
@@ -35,3 +40,14 @@ def check_against_reference(problems: Iterable[Problem]) -> None:
                                             f"case {case.name!r}: 'expect' disagrees with the reference ({verdict.detail})"))
     if errors:
         raise SpecErrors(errors)
+
+
+def load_valid(root: Path):
+    """The assignment at `root`, refused (SpecErrors) unless `mha validate` accepts it."""
+    from ..assignment.loader import load_assignment
+    from ..assignment.quiz import check_quiz
+    assignment = load_assignment(root)
+    check_against_reference(assignment.problems)
+    if assignment.quiz is not None:
+        check_quiz(assignment.quiz)
+    return assignment
