@@ -31,7 +31,7 @@ __all__ = ["CODE_KEY", "RETURN_KINDS", "CourseCode", "load_code", "read_code", "
 
 CODE_KEY = "code"
 RETURN_KINDS = ("array", "int", "shapes", "head", "head_pair")
-_LOADED: dict[Path, ModuleType] = {}
+_LOADED: dict[Path, tuple[tuple[int, int], ModuleType]] = {}  # path -> (mtime, size), module
 
 
 def _package(folder: Path) -> str:
@@ -54,14 +54,22 @@ def _where(path: Path, exc: BaseException) -> tuple[str, int | None]:
 
 
 def load_code(path: Path) -> ModuleType:
-    """The course module at `path`, loaded once per process; SpecErrors (file:line) when it is
-    missing or fails to import."""
+    """The course module at `path`, loaded once per process (again when the file changes);
+    SpecErrors (file:line) when it is missing or fails to import."""
     path = Path(path).resolve()
-    if path in _LOADED:
-        return _LOADED[path]
-    if not path.is_file():
-        raise SpecErrors([SpecError(str(path), None, "the course code file (assignment.yaml 'code') is missing")])
-    spec = importlib.util.spec_from_file_location(f"{_package(path.parent)}.{path.stem}", path)
+    try:
+        info = path.stat()
+    except OSError:
+        raise SpecErrors([SpecError(str(path), None, "the course code file (assignment.yaml 'code') is missing")]) \
+            from None
+    version = (info.st_mtime_ns, info.st_size)
+    if path in _LOADED and _LOADED[path][0] == version:
+        return _LOADED[path][1]
+    package = _package(path.parent)
+    if path in _LOADED:  # changed since it was loaded: load it and its neighbours afresh
+        for name in [m for m in sys.modules if m.startswith(package + ".")]:
+            del sys.modules[name]
+    spec = importlib.util.spec_from_file_location(f"{package}.{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
@@ -71,7 +79,7 @@ def load_code(path: Path) -> ModuleType:
         file, line = _where(path, exc)
         raise SpecErrors([SpecError(file, line, f"the course code failed to load: {type(exc).__name__}: {exc}")]) \
             from None
-    _LOADED[path] = module
+    _LOADED[path] = (version, module)
     return module
 
 

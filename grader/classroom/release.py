@@ -111,7 +111,7 @@ def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
     elif len(first) == 1 and looks.match(first[0].strip()):
         column = 0
     else:
-        raise _roster_error(path, number, f"the header names no {key!r} column (got {', '.join(first)!r}): "
+        raise _roster_error(path, number, f"the header names no {key!r} column (got {','.join(first)!r}): "
                             f"name the column of each student's {key}, or list one {key} per line")
     ids: list[str] = []
     seen: dict[str, tuple[str, int]] = {}

@@ -137,6 +137,9 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
     ctx.obj = Ctx(exercises)
 
 
+main.global_options = frozenset({"--exercises"})
+
+
 @main.command(context_settings=CONTEXT)
 @click.argument("problems", nargs=-1)
 @click.option("--path", "path", type=click.Path(path_type=Path), default=None,
