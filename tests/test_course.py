@@ -260,3 +260,21 @@ def test_grade_all_refuses_one_students_folder(tmp_path):
     assert f"{one} is one student's submission (it holds attention.py): grade it with `mha grade {one}`" \
         in result.stderr
     assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+class TestGradescopeZip:
+    def test_the_zip_built_offline_grades_the_course_as_the_cli_does(self, entropy, tmp_path):
+        """The entropy course's Gradescope zip carries its code to the autograder (setup.sh builds the image
+        with the network off): the correct submission gets 5/5, the buggy one 1/5 with its named mistake."""
+        from .test_export_gradescope import autograder, run_autograder, setup_offline
+        course, answer = entropy
+        root = autograder(tmp_path, load_assignment(course), secret=None)
+        assert (root / "source" / "exercises" / "entropy_course.py").is_file()
+        done = setup_offline(root)
+        assert done.returncode == 0, done.stdout + done.stderr
+        answers = f"uniform_row: {answer}\n"
+        good = run_autograder(root, {"attention.py": CORRECT, "answers.yaml": answers}, image=True)
+        assert good["score"] == 5
+        bad = run_autograder(root, {"attention.py": BUGGY, "answers.yaml": answers}, image=True)
+        assert bad["score"] == 1
+        assert "entropy-in-bits" in json.dumps(bad["tests"])
