@@ -278,3 +278,20 @@ class TestGradescopeZip:
         bad = run_autograder(root, {"attention.py": BUGGY, "answers.yaml": answers}, image=True)
         assert bad["score"] == 1
         assert "entropy-in-bits" in json.dumps(bad["tests"])
+
+
+class TestInit:
+    def test_init_writes_the_starter_files_of_the_course(self, entropy, tmp_path):
+        """`mha init DIR` writes stubs and blank answers made from the course; never over a file already there."""
+        course, _ = entropy
+        folder = tmp_path / "mine"
+        result = run("init", str(folder), "--exercises", str(course))
+        assert result.exit_code == 0, result.output
+        stubs = (folder / "attention.py").read_text()
+        assert "def attention_entropy(weights):" in stubs and "np.log" not in stubs
+        assert (folder / "answers.yaml").read_text().splitlines()[-1].split("#")[0].strip() == "uniform_row:"
+        again = run("init", str(folder), "--exercises", str(course))
+        assert again.exit_code == ExitCode.USAGE
+        assert f"{folder / 'attention.py'} already exists: nothing was written (--force replaces it)" in again.stderr
+        graded = run("--exercises", str(course), "check", "--path", str(folder / "attention.py"))
+        assert graded.exit_code == ExitCode.FAILED and "not implemented yet" in graded.stdout

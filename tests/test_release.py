@@ -16,7 +16,7 @@ from grader.cli.commands import main
 from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.grade import prepare
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import variant as quiz_variant
+from grader.assignment.quiz import answers_template, variant as quiz_variant
 from grader.assignment.render import render_prompt
 from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
 from grader.errors import SpecError
@@ -203,6 +203,13 @@ class TestStudentBundle:
         assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout, told.stdout[-3000:]
         assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
         assert "attention-softmax-over-queries" not in told.stdout
+        fresh = tmp_path / "fresh"  # `mha init` of the bundle writes the starter files, from any folder
+        started = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
+        assert started.returncode == 0, started.stderr
+        assert (fresh / "attention.py").read_text().count("raise NotImplementedError(") == len(assignment.problems)
+        assert (fresh / "answers.yaml").read_text() == answers_template(assignment.quiz)
+        again = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
+        assert again.returncode == 2 and "already exists: nothing was written" in again.stderr
         here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
                               capture_output=True, text=True, env=env)
         assert here.returncode == 0, here.stdout[-2000:]

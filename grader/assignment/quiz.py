@@ -39,6 +39,8 @@ from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of
+from .. import starter
+from ..starter import ANSWER_FORMS
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
            "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
@@ -55,11 +57,6 @@ _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _PLACEHOLDER = gen.PLACEHOLDER
 LETTERS = string.ascii_lowercase
 
-ANSWER_FORMS = {
-    QuizKind.MULTIPLE_CHOICE: "one letter, like b",
-    QuizKind.MULTIPLE_ANSWERS: "a list of letters, like [a, c]",
-    QuizKind.NUMERIC: "a number, like 0.25",
-}
 
 
 # ---------------------------------------------------------------- loading and validation
@@ -347,20 +344,7 @@ def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
 
 def answers_template(quiz: Quiz, key: Mapping[str, Any] | None = None) -> str:
     """answers.yaml for students (blank) or the answer key (with `key`), one line per item."""
-    def shown(value: Any) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, list):
-            return "[" + ", ".join(value) + "]"
-        return _number_text(value) if isinstance(value, (int, float)) else str(value)
-
-    head = [f"# {quiz.title}: answers. `mha show ITEM` prints an item; `mha check` checks the public ones.",
-            "# Write one letter (b), a list of letters ([a, c]) or a number (0.25) after each colon.", ""]
-    rows = [(f"{item.id}: {shown((key or {}).get(item.id))}",
-             f"# {ANSWER_FORMS[item.kind]}{' (hidden: graded by mha grade)' if item.hidden else ''}")
-            for item in quiz.items]
-    width = max(len(left) for left, _ in rows)
-    return "\n".join(head + [f"{left:<{width}}  {comment}" for left, comment in rows]) + "\n"
+    return starter.answers_template(quiz.title, quiz.items, key)
 
 
 def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:

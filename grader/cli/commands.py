@@ -319,6 +319,26 @@ def validate(obj: Ctx, path: Path | None) -> None:
     click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
 
 
+@main.command(context_settings=CONTEXT)
+@click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace attention.py and answers.yaml when FOLDER already has them.")
+@click.pass_obj
+def init(obj: Ctx, folder: Path, force: bool) -> None:
+    """Write a student's starter files into FOLDER (default: the current one): attention.py with
+    a stub per problem and a blank answers.yaml, made from the assignment.
+
+    \b
+    Example:
+      mha init my-work && cd my-work && mha check
+    """
+    from ..starter import starter_files, write_starters
+    try:
+        written = write_starters(starter_files(obj.assignment()), folder, force)
+    except GraderError as exc:
+        fail(exc)
+    click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
+
+
 @main.command("compile", context_settings=CONTEXT)
 @click.option("--student", default=None, metavar="ID", help="Compile this student's variant (needs the course secret).")
 @click.pass_obj

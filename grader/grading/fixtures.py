@@ -145,7 +145,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
         })
     quiz = None
     if assignment.quiz is not None:
-        quiz = {"ids": [i.id for i in assignment.quiz.items],
+        quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
                 "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
     return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
 
@@ -161,6 +161,7 @@ class Fixtures:
         self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
+        self.quiz_title: str | None = quiz.get("title") if quiz else None
         self.quiz: list[Variant] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
