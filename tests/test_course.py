@@ -295,3 +295,33 @@ class TestInit:
         assert f"{folder / 'attention.py'} already exists: nothing was written (--force replaces it)" in again.stderr
         graded = run("--exercises", str(course), "check", "--path", str(folder / "attention.py"))
         assert graded.exit_code == ExitCode.FAILED and "not implemented yet" in graded.stdout
+
+
+class TestNewProblem:
+    def test_a_course_from_nothing_validates_and_grades(self, tmp_path):
+        """`mha new problem ID` in an empty folder writes assignment.yaml, the problem with its
+        `function:` block, the reference and the stub: the course validates, the stub scores 0."""
+        course = tmp_path / "mine"
+        result = run("--exercises", str(course), "new", "problem", "row_sums")
+        assert result.exit_code == 0, result.output
+        assert (course / "problems" / "row_sums.yaml").is_file()
+        assert "def row_sums(x):" in (course / "course.py").read_text()
+        assert "raise NotImplementedError" in (course / "attention.py").read_text()
+        assert "code: course.py" in (course / "assignment.yaml").read_text()
+        assert run("--exercises", str(course), "new", "problem", "second").exit_code == 0
+        validated = run("validate", str(course))
+        assert validated.exit_code == 0 and validated.stdout.startswith("OK: 2 problem(s), 4 cases")
+        graded = run("--exercises", str(course), "grade", str(course / "attention.py"), "--format", "json")
+        assert (graded.exit_code, json.loads(graded.stdout)["score"]) == (0, 0)
+
+    @pytest.mark.parametrize("problem_id, message", [
+        ("Row", "'Row': a problem id is a Python function name in lower case, like attention_entropy"),
+        ("attention_entropy", "problems/attention_entropy.yaml already exists: nothing was written"),
+    ])
+    def test_refusals(self, entropy, problem_id, message):
+        """A bad id, or one the course already has, is refused (exit 2) and nothing changes."""
+        course, _ = entropy
+        before = (course / "assignment.yaml").read_text()
+        result = run("--exercises", str(course), "new", "problem", problem_id)
+        assert result.exit_code == ExitCode.USAGE and message in result.stderr
+        assert (course / "assignment.yaml").read_text() == before

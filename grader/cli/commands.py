@@ -468,4 +468,4 @@ def doctor() -> None:
 
 
 main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),
-             "release": (".release", "release")}
+             "release": (".release", "release"), "new": (".new", "new")}
