@@ -224,6 +224,7 @@ class TestCourseFromNothing:
         assert "def attention_entropy(weights):" in stubs and "raise NotImplementedError(" in stubs
         assert "np.log" not in stubs
         assert (student / "answers.yaml").read_text().splitlines()[-1].split("#")[0].strip() == "uniform_row:"
-        texts = [p.read_bytes() for p in student.rglob("*") if p.is_file()]
-        assert not [t for t in texts if b"entropy_in_bits" in t or b"uniform_entropy" in t]
+        files = [p for p in student.rglob("*") if p.is_file()]
+        assert "entropy_course.py" not in {p.name for p in files}
+        assert not [p for p in files if b"def entropy_in_bits" in p.read_bytes() or b"def uniform_entropy" in p.read_bytes()]
         assert (tmp_path / "rel" / "autograder" / "exercises" / "entropy_course.py").is_file()
