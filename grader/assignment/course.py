@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
-import traceback
 import types
 import zlib
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ __all__ = ["CODE_KEY", "RETURN_KINDS", "CourseCode", "load_code", "read_code", "
 
 CODE_KEY = "code"
 RETURN_KINDS = ("array", "int", "shapes", "head", "head_pair")
-_LOADED: dict[Path, tuple[tuple[int, int], ModuleType]] = {}  # path -> (mtime, size), module
+_LOADED: dict[Path, tuple[tuple, ModuleType]] = {}  # path -> (the folder's Python files when loaded, module)
 
 
 def _package(folder: Path) -> str:
@@ -46,6 +45,7 @@ def _package(folder: Path) -> str:
 
 def _where(path: Path, exc: BaseException) -> tuple[str, int | None]:
     """The file and line of the course code that `exc` was raised in (the module itself by default)."""
+    import traceback  # here: only a course that fails to load needs it
     if isinstance(exc, SyntaxError) and exc.filename:
         return exc.filename, exc.lineno
     grader = str(Path(__file__).resolve().parent.parent)
@@ -53,16 +53,24 @@ def _where(path: Path, exc: BaseException) -> tuple[str, int | None]:
     return (frames[-1].filename, frames[-1].lineno) if frames else (str(path), None)
 
 
+def _version(folder: Path) -> tuple:
+    """What the loaded code depends on: the size and modification time of each Python file of the
+    course folder (the module and the neighbours it may import)."""
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if entry.suffix == ".py":
+            info = entry.stat()
+            found.append((entry.name, info.st_mtime_ns, info.st_size))
+    return tuple(found)
+
+
 def load_code(path: Path) -> ModuleType:
-    """The course module at `path`, loaded once per process (again when the file changes);
+    """The course module at `path`, loaded once per process (again when a Python file of its folder changes);
     SpecErrors (file:line) when it is missing or fails to import."""
     path = Path(path).resolve()
-    try:
-        info = path.stat()
-    except OSError:
-        raise SpecErrors([SpecError(str(path), None, "the course code file (assignment.yaml 'code') is missing")]) \
-            from None
-    version = (info.st_mtime_ns, info.st_size)
+    if not path.is_file():
+        raise SpecErrors([SpecError(str(path), None, "the course code file (assignment.yaml 'code') is missing")])
+    version = _version(path.parent)
     if path in _LOADED and _LOADED[path][0] == version:
         return _LOADED[path][1]
     package = _package(path.parent)

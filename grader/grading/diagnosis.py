@@ -4,7 +4,7 @@ student's own failing functions a problem calls.
 **One mistake per problem.** Each named mistake is weighed against every case of the problem
 together, never against one case alone:
 
-- a *variant* (grader/attention/mistakes.py) **explains** a failing case when its answer differs
+- a *variant* (a function of the course code) **explains** a failing case when its answer differs
   from the right one and the student's answer matches it; it is **contradicted** by a case where
   its answer differs from the right one and the student's does not match it (a passing case
   included: the student got right what the mistake gets wrong); it is **neutral** on a case
