@@ -72,7 +72,7 @@ def load_code(path: Path) -> ModuleType:
         raise SpecErrors([SpecError(str(path), None, "the course code file (assignment.yaml 'code') is missing")])
     version = _version(path.parent)
     if path in _LOADED and _LOADED[path][0] == version:
-        return _LOADED[path][1]
+        return _current(path, _LOADED[path][1])
     package = _package(path.parent)
     if path in _LOADED:  # changed since it was loaded: load it and its neighbours afresh
         for name in [m for m in sys.modules if m.startswith(package + ".")]:
@@ -88,14 +88,26 @@ def load_code(path: Path) -> ModuleType:
         raise SpecErrors([SpecError(file, line, f"the course code failed to load: {type(exc).__name__}: {exc}")]) \
             from None
     _LOADED[path] = (version, module)
+    return _current(path, module)
+
+
+def _current(path: Path, module: ModuleType) -> ModuleType:
+    _CURRENT[str(path)] = module
     return module
 
 
+_CURRENT: dict[str, ModuleType] = {}  # the code path as a problem holds it -> the module load_code last gave
+
+
 def course_function(code: Path | str | None, name: str) -> Callable | None:
-    """The callable `name` of the course module at `code` (None when there is none)."""
+    """The callable `name` of the course module at `code` (None when there is none): the module as
+    loaded with the assignment (loading the assignment again picks up a change), loaded on first use."""
     if code is None:
         return None
-    fn = getattr(load_code(Path(code)), name, None)
+    module = _CURRENT.get(str(code))
+    if module is None:
+        module = _CURRENT[str(code)] = load_code(Path(code))
+    fn = getattr(module, name, None)
     return fn if callable(fn) else None
 
 
@@ -210,7 +222,7 @@ def code_path(root: Path, value: Any) -> Path | str:
 
 def read_code(path: Path) -> CourseCode:
     """Load the course module at `path` and its declared functions (SpecErrors at their lines)."""
-    module = load_code(path)
+    module = _CURRENT[str(path)] = load_code(path)
     declared = getattr(module, "FUNCTIONS", {})
     errors: list[SpecError] = []
     functions: dict[str, FunctionSpec] = {}

@@ -20,7 +20,7 @@ from .answers import grade_variants
 from ..attention.api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
-from ..errors import InternalError
+from ..errors import InternalError, SpecError
 from ..sandbox.isolation import private_paths
 from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
 from .grids import weight_grids
@@ -87,9 +87,9 @@ def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> Prepar
     try:
         expected = literal_expected(problem.function, case.expect) if case.has_expect \
             else reference_answer(problem.function, args, problem.code)
-    except Exception as exc:  # a case the reference cannot answer is the problem file's fault
-        raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
-                            f"{type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # a case the reference cannot answer is the problem file's fault (as mha validate says)
+        raise SpecError(str(problem.path), case.line, f"case {case.name!r}: the reference raised "
+                        f"{type(exc).__name__}: {exc}") from exc
     return PreparedCase(case, args, expected, inputs=inputs)
 
 
