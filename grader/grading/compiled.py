@@ -31,7 +31,7 @@ from .. import __version__
 from .fixtures import Fixtures, build
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
 
-__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp"]
+__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp", "validated", "mark_validated"]
 
 FORMAT = 1
 STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the assignment folder that are not the course's
@@ -98,3 +98,37 @@ def _prune(folder: Path, keep: int) -> None:
 
 def _fixtures(data: dict) -> Fixtures:
     return Fixtures(data, Path("<compiled>"))
+
+
+def _validation_marker(root: Path) -> tuple[Path, str] | None:
+    """Where the note that the course at `root`, as it is now, passed validation is kept, and its stamp."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        current = stamp(root, -1)  # no variant: the course itself
+    except OSError:
+        return None
+    return folder / f"{zlib.crc32(current.encode()):08x}-valid.json", current
+
+
+def validated(root: Path) -> bool:
+    """Whether the course at `root` passed validation unchanged since (grader, YAML files, code)."""
+    marker = _validation_marker(root)
+    if marker is None:
+        return False
+    try:
+        return json.loads(marker[0].read_bytes()).get("stamp") == marker[1]
+    except Exception:  # none yet, damaged: validate again
+        return False
+
+
+def mark_validated(root: Path) -> None:
+    """Note that the course at `root`, as it is now, passed validation (nothing when there is no cache)."""
+    marker = _validation_marker(root)
+    if marker is None:
+        return
+    try:
+        write_private(marker[0], json.dumps({"stamp": marker[1]}, separators=(",", ":")))
+    except OSError:
+        pass

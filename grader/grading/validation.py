@@ -50,8 +50,12 @@ def load_valid(root: Path):
     """The assignment at `root`, refused (SpecErrors) unless `mha validate` accepts it."""
     from ..assignment.loader import load_assignment
     from ..assignment.quiz import check_quiz
+    from .compiled import mark_validated, validated
     assignment = load_assignment(root)
+    if validated(root):  # unchanged since it last passed (the compiled cache keeps that note)
+        return assignment
     check_against_reference(assignment.problems, keys_only=True)  # a case the reference fails stops its preparation
     if assignment.quiz is not None:
         check_quiz(assignment.quiz)
+    mark_validated(root)
     return assignment
