@@ -325,3 +325,16 @@ class TestNewProblem:
         result = run("--exercises", str(course), "new", "problem", problem_id)
         assert result.exit_code == ExitCode.USAGE and message in result.stderr
         assert (course / "assignment.yaml").read_text() == before
+
+
+def test_a_key_edited_after_validation_is_refused_again(tmp_path):
+    """The note that a course passed validation holds for that version of it only: a key edited
+    afterwards is refused by the next command."""
+    course = tmp_path / "exercises"
+    shutil.copytree(EXERCISES, course, ignore=shutil.ignore_patterns("__pycache__"))
+    assert run("--exercises", str(course), "list").exit_code == 0
+    softmax = course / "problems" / "softmax.yaml"
+    softmax.write_text(softmax.read_text().replace("expect: [0.09003057, 0.24472847, 0.66524096]",
+                                                   "expect: [0.1, 0.2, 0.7]", 1))
+    result = run("--exercises", str(course), "grade", str(SOLUTIONS))
+    assert result.exit_code == ExitCode.INVALID_SPEC and f"{course}/problems/{BAD_KEY}" in result.stderr

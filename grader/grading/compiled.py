@@ -109,7 +109,7 @@ def _validation_marker(root: Path) -> tuple[Path, str] | None:
         current = stamp(root, -1)  # no variant: the course itself
     except OSError:
         return None
-    return folder / f"{zlib.crc32(current.encode()):08x}-valid.json", current
+    return folder / f"{zlib.crc32(current.encode()):08x}.valid", current
 
 
 def validated(root: Path) -> bool:
@@ -130,5 +130,8 @@ def mark_validated(root: Path) -> None:
         return
     try:
         write_private(marker[0], json.dumps({"stamp": marker[1]}, separators=(",", ":")))
+        found = sorted(marker[0].parent.glob("*.valid"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in found[KEEP:]:  # one note per version of a course: keep as many as compiled assignments
+            old.unlink(missing_ok=True)
     except OSError:
         pass
