@@ -206,7 +206,7 @@ class TestStudentBundle:
         fresh = tmp_path / "fresh"  # `mha init` of the bundle writes the starter files, from any folder
         started = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
         assert started.returncode == 0, started.stderr
-        assert (fresh / "attention.py").read_text().count("raise NotImplementedError(") == len(assignment.problems)
+        assert (fresh / "attention.py").read_text().count("    raise NotImplementedError(") == len(assignment.problems)
         assert (fresh / "answers.yaml").read_text() == answers_template(assignment.quiz)
         again = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
         assert again.returncode == 2 and "already exists: nothing was written" in again.stderr
