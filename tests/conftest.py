@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from grader.assignment.course import read_code
 from click.testing import CliRunner
 
 from grader.cli.commands import main
@@ -18,6 +20,9 @@ from grader.assignment.loader import load_assignment
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
+# The default course's own code (reference, named mistakes, answer functions), loaded as any course's is.
+COURSE_CODE = read_code(EXERCISES / "course.py")
+COURSE = COURSE_CODE.module
 
 
 TEST_SECONDS = 600  # no test may take longer, whatever it grades: a hang fails, it never blocks the run
@@ -136,13 +141,21 @@ def installation_hidden_from_others() -> bool:
     return any(not os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
 
 
+def copy_course_code(folder: Path) -> None:
+    """The default course's code (every Python file of exercises/ but the student's attention.py) into `folder`."""
+    for path in EXERCISES.glob("*.py"):
+        if path.name != "attention.py":
+            shutil.copy(path, folder)
+
+
 def lay_out_course(base: Path, header: str, order, problems, extra=()) -> Path:
     """A course folder beside a checkout's usual neighbours (solutions/, .git/), every file
     readable by anyone until the grader protects it: base/exercises with assignment.yaml (`header`
     then the problems in `order`), the `problems`' YAML files and the `extra` files of exercises/."""
     exercises = base / "exercises"
     (exercises / "problems").mkdir(parents=True)
-    (exercises / "assignment.yaml").write_text(header + "problems:\n" + "".join(f"  - {p}\n" for p in order))
+    (exercises / "assignment.yaml").write_text(header + "code: course.py\nproblems:\n" + "".join(f"  - {p}\n" for p in order))
+    copy_course_code(exercises)
     for name in extra:
         shutil.copy(EXERCISES / name, exercises)
     for problem in problems:

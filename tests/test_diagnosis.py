@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader.attention.detectors import DETECTORS
+from .conftest import COURSE
 from grader.grading.checks import check
 from grader.grading.diagnosis import SEVERAL_CAUSES, calls, read_source
 from grader.grading.grade import grade
@@ -234,8 +234,8 @@ class TestDesignedHeads:
 
     def test_off_by_one_keys_are_recognized(self):
         """np.eye(T, k=-1) as W_K makes each query match the next, hidden key."""
-        assert DETECTORS["head_attends_to_next"]((8,), (50.0 * np.eye(8), np.eye(8, k=-1)))
-        assert not DETECTORS["head_attends_to_next"]((8,), (50.0 * np.eye(8), np.eye(8, k=1)))
+        assert COURSE.head_attends_to_next((8,), (50.0 * np.eye(8), np.eye(8, k=-1)))
+        assert not COURSE.head_attends_to_next((8,), (50.0 * np.eye(8), np.eye(8, k=1)))
 
 
 class TestTexts:

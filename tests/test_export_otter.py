@@ -169,7 +169,7 @@ class TestStudentChecks:
         assert "softmax results:" in checks["buggy"] and "All tests passed!" not in checks["buggy"]
         python = tmp / "student-env" / "venv" / "bin" / "python"
         probe = subprocess.run([str(python), "-c", "import importlib.util as u, grader, pathlib; "
-                                "print([m for m in ('grader.attention.reference', 'grader.attention.mistakes', "
+                                "print([m for m in ('grader.assignment.course', 'grader._assignment', "
                                 "'grader.assignment.loader', 'grader.assignment.quiz') if u.find_spec(m)]); "
                                 "print(pathlib.Path(grader.__file__).parent)"],
                                capture_output=True, text=True, timeout=60, cwd=tmp)

@@ -14,6 +14,7 @@ import pytest
 from grader.errors import ExitCode, SpecError
 from grader.exports import qti
 from grader.assignment.quiz import load_quiz, variant
+from .conftest import COURSE_CODE
 
 SMALL_QUIZ = """\
 title: Small quiz
@@ -156,7 +157,7 @@ def _fields(questions: bytes) -> list[tuple[str, str]]:
 def small_quiz(tmp_path_factory):
     path = tmp_path_factory.mktemp("quiz") / "quiz.yaml"
     path.write_text(SMALL_QUIZ)
-    return load_quiz(path)
+    return load_quiz(path, COURSE_CODE)
 
 
 @pytest.fixture(scope="module")
@@ -252,14 +253,14 @@ class TestContent:
         path = tmp_path / "quiz.yaml"
         path.write_text(SMALL_QUIZ.replace("answer: 5\n    tolerance: 0.1", "answer: 0.00005\n    tolerance: 0.00001"))
         with pytest.raises(SpecError, match="Canvas rounds 5e-05 to 0"):
-            qti.render(load_quiz(path))
+            qti.render(load_quiz(path, COURSE_CODE))
 
     def test_range_that_would_accept_a_known_wrong_value_is_an_error(self, tmp_path):
         """Rounding the range outward must not let in a known-wrong value."""
         path = tmp_path / "quiz.yaml"
         path.write_text(SMALL_QUIZ.replace("tolerance: 0.1", "tolerance: 0.00005").replace("{value: 6,", "{value: 5.00008,"))
         with pytest.raises(SpecError, match=r"range \[4.9999, 5.0001\] would accept the known-wrong value 5.00008"):
-            qti.render(load_quiz(path))
+            qti.render(load_quiz(path, COURSE_CODE))
 
 
 def test_cli_writes_the_zip(cli, tmp_path):

@@ -14,8 +14,7 @@ import pytest
 
 from grader.assignment.render import render_prompt
 from grader.attention import patterns
-from grader.attention import reference as ref
-from grader.attention.mistakes import DETECTORS
+from .conftest import COURSE as ref
 from grader.classroom.release import STUDENT_EXCLUDE
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
@@ -153,7 +152,7 @@ class TestDiagnoses:
         """On every case and several students' numbers, no two mistakes give the same wrong answer,
         and none gives the right one on all cases (each can be told apart)."""
         problem = assignment.problem(problem_id)
-        variants = [m for m in problem.mistakes if m.variant not in DETECTORS]
+        variants = [m for m in problem.mistakes if not m.detector]
         differs = {m.id: False for m in variants}
         for seed, case in itertools.product(SEEDS, problem.cases):
             if case.raises:
@@ -162,7 +161,7 @@ class TestDiagnoses:
             answers = []
             for mistake in variants:
                 try:
-                    answer = wrong_answer(mistake, prepared.args)
+                    answer = wrong_answer(mistake, prepared.args, problem.code)
                 except Exception:  # does not apply to these inputs
                     continue
                 if not check(problem.compare, answer, prepared.expected, _parts(problem)).passed:
@@ -257,5 +256,6 @@ class TestNothingAnsweredAhead:
             assert "head_output: got" in case_result.detail and str(expected) not in case_result.detail
 
     def test_the_student_bundle_leaves_out_the_flagship_mistakes(self):
-        """The wrong variants hold near-solutions: the student bundle never ships them."""
-        assert "attention/mistakes_flagship.py" in STUDENT_EXCLUDE
+        """The wrong variants hold near-solutions: they are course code, which the student bundle never
+        ships (neither the packaged course nor the module that loads a course's code)."""
+        assert {"_assignment", "assignment/course.py"} <= set(STUDENT_EXCLUDE)

@@ -12,7 +12,7 @@ from grader.assignment.loader import load_assignment, load_problem
 from grader.assignment.model import CompareKind, Visibility
 from grader.assignment.yamlio import load_yaml
 
-from .conftest import EXERCISES
+from .conftest import COURSE_CODE, EXERCISES, copy_course_code
 
 GOOD = """\
 id: attention_reading
@@ -38,14 +38,14 @@ def write(tmp_path: Path, text: str, name: str = "attention_reading.yaml") -> Pa
 
 def errors_of(path: Path) -> list[str]:
     with pytest.raises(SpecErrors) as info:
-        load_problem(path)
+        load_problem(path, COURSE_CODE)
     return [str(e) for e in info.value.errors]
 
 
 class TestLoadProblem:
     def test_good_file_loads(self, tmp_path):
         """A valid file becomes a Problem; 1e-6 is read as a float, not text."""
-        problem = load_problem(write(tmp_path, GOOD))
+        problem = load_problem(write(tmp_path, GOOD), COURSE_CODE)
         assert problem.function.name == "attention_reading"
         assert problem.compare.kind is CompareKind.ALLCLOSE
         assert problem.compare.rtol == 1e-6 and problem.compare.atol == 1e-9
@@ -58,9 +58,10 @@ class TestLoadProblem:
         ("atol: 1.0e-9", "atol: small", ":5: 'atol' must be a number (got 'small')"),
         ("rtol: 1e-6", "rtol: -0.1", ":5: 'rtol' must be between 0 and 1 (got -0.1)"),
         ("title: Reading\n", "title: Reading\nfunction: attention_writing\n",
-         ":3: unknown function 'attention_writing' (known: softmax, attention_reading, count_routing_distributions, "
-         "scaled_dot_product_attention, split_heads, merge_heads, multi_head_attention, predict_shapes, "
-         "parameter_count, previous_token_head, sink_head, multi_head_reading, head_contributions, two_head_layer)"),
+         ":3: unknown function 'attention_writing' (declared by the course: softmax, attention_reading, "
+         "count_routing_distributions, scaled_dot_product_attention, split_heads, merge_heads, multi_head_attention, "
+         "predict_shapes, parameter_count, previous_token_head, sink_head, multi_head_reading, head_contributions, "
+         "two_head_layer; or declare it with a 'function:' block of signature, params, returns)"),
         ("visibility: public", "visibility: secret", ":8: 'visibility' must be public or hidden (got 'secret')"),
         ("      weights: [0.8, 0.2]\n", "      weights: [0.8, 0.2]\n      keys: [1]\n",
          ":11: 'keys' is not a parameter of attention_reading(weights, values) -> ndarray"),
@@ -102,7 +103,8 @@ class TestLoadAssignment:
     def make(self, tmp_path: Path, listing: str) -> Path:
         (tmp_path / "problems").mkdir()
         write(tmp_path / "problems", GOOD)
-        (tmp_path / "assignment.yaml").write_text(listing)
+        (tmp_path / "assignment.yaml").write_text(listing + "code: course.py\n")
+        copy_course_code(tmp_path)
         return tmp_path
 
     def test_duplicate_problem_id(self, tmp_path):

@@ -6,9 +6,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from grader.attention import mistakes
 
-from grader.attention import reference
+from .conftest import COURSE as reference
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge, prepare
@@ -383,7 +382,7 @@ class TestJudge:
     def softmax_with_variant(self, assignment, monkeypatch):
         """softmax's worked example, with one mistake whose variant is the right answer times `factor`."""
         def make(factor: float):
-            monkeypatch.setitem(mistakes.VARIANTS, "scaled", lambda scores: reference.softmax(scores) * factor)
+            monkeypatch.setattr(reference, "scaled", lambda scores: reference.softmax(scores) * factor, raising=False)
             problem = replace(assignment.problem("softmax"), mistakes=(Mistake("scaled", "a message", "scaled"),))
             return problem, prepare(problem, problem.cases[0])
         return make

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.loader import load_assignment
+from grader.assignment.quiz import variant as quiz_variant
 from grader.paths import locate_assignment, packaged_assignment
 
+from ._course import BUGGY, CORRECT, build_course, write_submission as write_course_submission
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -189,3 +191,41 @@ class TestPrecedence:
         assert result.exit_code == 0
         assert result.stderr.strip() == f"assignment: {EXERCISES} (--exercises)"
         assert "assignment:" not in result.stdout
+
+
+class TestCourseFromNothing:
+    def test_the_wheel_grades_a_course_outside_the_repository(self, installed, tmp_path):
+        """With the wheel installed in a fresh venv and run from another folder: a course of its own
+        (tests/_course.py) validates, a correct submission gets full marks, the buggy one is told its
+        named mistake, and its release's student bundle holds the stub and blank answers, no course code."""
+        course = build_course(tmp_path / "courses" / "entropy")
+        answer = quiz_variant(load_assignment(course).quiz.items[0], 0).answer
+        good = write_course_submission(tmp_path / "class" / "good", CORRECT, answer)
+        bad = write_course_submission(tmp_path / "class" / "bad", BUGGY, answer)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+
+        def mha(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([str(installed), *args], cwd=elsewhere, capture_output=True, text=True, timeout=300,
+                                  env=clean_env(tmp_path))
+
+        done = mha("validate", str(course))
+        assert done.returncode == 0 and done.stdout.startswith("OK: 1 problem(s), 3 cases"), done.stderr
+        done = mha("--exercises", str(course), "grade", str(good), "--format", "json")
+        assert done.returncode == 0, done.stderr
+        assert (json.loads(done.stdout)["score"], json.loads(done.stdout)["max_score"]) == (5, 5)
+        done = mha("grade", str(bad), "--format", "json", "--exercises", str(course))
+        data = json.loads(done.stdout)
+        mistakes = {c["mistake"] for p in data["problems"] for c in p["cases"]}
+        assert data["score"] == 1 and "entropy-in-bits" in mistakes
+        done = mha("--exercises", str(course), "release", "--out", str(tmp_path / "rel"))
+        assert done.returncode == 0, done.stderr
+        student = tmp_path / "rel" / "student"
+        stubs = (student / "attention.py").read_text()
+        assert "def attention_entropy(weights):" in stubs and "raise NotImplementedError(" in stubs
+        assert "np.log" not in stubs
+        assert (student / "answers.yaml").read_text().splitlines()[-1].split("#")[0].strip() == "uniform_row:"
+        files = [p for p in student.rglob("*") if p.is_file()]
+        assert "entropy_course.py" not in {p.name for p in files}
+        assert not [p for p in files if b"def entropy_in_bits" in p.read_bytes() or b"def uniform_entropy" in p.read_bytes()]
+        assert (tmp_path / "rel" / "autograder" / "exercises" / "entropy_course.py").is_file()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.attention import reference as ref
+from .conftest import COURSE as ref
 from grader.attention.patterns import direct_head_weights
 
 

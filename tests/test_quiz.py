@@ -18,11 +18,11 @@ from grader.grading.grade import grade
 from grader.assignment.loader import load_assignment
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import (DEFAULT_SEED, answer_key, answers_template, check_quiz, draw_params, fill,
-                         head2_reading, head_count, load_quiz, one_head_distributions, variant)
+                                   load_quiz, variant)
 from grader.grading.results import CaseStatus
 from grader.assignment.yamlio import load_yaml
 
-from .conftest import EXERCISES, SOLUTIONS
+from .conftest import COURSE, COURSE_CODE, EXERCISES, SOLUTIONS
 
 GOOD = """\
 title: Q
@@ -70,7 +70,7 @@ def write(tmp_path: Path, text: str, name: str = "quiz.yaml") -> Path:
 
 def errors_of(path: Path) -> list[str]:
     with pytest.raises(SpecErrors) as info:
-        load_quiz(path)
+        load_quiz(path, COURSE_CODE)
     return [str(e) for e in info.value.errors]
 
 
@@ -86,7 +86,7 @@ def graded(quiz, tmp_path: Path, text: str | None, *, seed: int = DEFAULT_SEED, 
 class TestLoadQuiz:
     def test_good_file_loads(self, tmp_path):
         """A valid quiz file becomes items with lettered choices, params and known-wrong values."""
-        quiz = load_quiz(write(tmp_path, GOOD))
+        quiz = load_quiz(write(tmp_path, GOOD), COURSE_CODE)
         pick, width = quiz.items
         assert [c.letter for c in pick.choices] == ["a", "b"] and pick.choices[1].mistake == "wrong_pick"
         assert width.kind is QuizKind.NUMERIC and width.hidden and width.wrong[0].value == "W"
@@ -111,8 +111,8 @@ class TestLoadQuiz:
         ("    answer: one_head_distributions\n", "    answer: one_head_distributions\n    tolerance: -1\n",
          ":25: 'tolerance' must be 0 or more (got -1)"),
         ("answer: one_head_distributions", "answer: __import__('os')",
-         ":24: 'answer' must be a number, a parameter (params: W) or an answer function defined in "
-         "grader/assignment/quiz.py (got \"__import__('os')\")"),
+         ":24: 'answer' must be a number, a parameter (params: W) or an answer function of the "
+         "course code (course.py) (got \"__import__('os')\")"),
         ("answer: one_head_distributions", "answer: head_count",
          ":24: answer function 'head_count' needs parameter 'd_model', which 'params' does not define"),
         ("    answer: one_head_distributions\n", "", ":16: a numeric item is missing required key 'answer'"),
@@ -142,7 +142,7 @@ class TestLoadQuiz:
         assignment.write_text(assignment.read_text().replace("quiz: quiz.yaml", "quiz: quizz.yaml"))
         with pytest.raises(SpecErrors) as info:
             load_assignment(tmp_path / "ex")
-        assert str(info.value) == f"{assignment}:3: quiz file 'quizz.yaml' not found beside assignment.yaml"
+        assert str(info.value) == f"{assignment}:4: quiz file 'quizz.yaml' not found beside assignment.yaml"
 
     def test_quiz_ids_must_not_be_problem_ids(self, tmp_path):
         """A quiz item named like a problem would be ambiguous in reports and `mha show`."""
@@ -186,13 +186,13 @@ class TestVariants:
 
     def test_answers_come_from_the_reference(self):
         """The lesson's numbers: one distribution per head and query, 768/64 = 12 heads, head 2 reads [0.1, 0.9, 1, 18]."""
-        assert [one_head_distributions(W) for W in (2, 128)] == [1, 1]
-        assert head_count(768, 64) == 12
-        assert [head2_reading(c) for c in (1, 2, 3, 4)] == pytest.approx([0.1, 0.9, 1, 18])
+        assert [COURSE.one_head_distributions(W) for W in (2, 128)] == [1, 1]
+        assert COURSE.head_count(768, 64) == 12
+        assert [COURSE.head2_reading(c) for c in (1, 2, 3, 4)] == pytest.approx([0.1, 0.9, 1, 18])
 
     def test_check_catches_a_wrong_value_equal_to_the_answer(self, tmp_path):
         """A known-wrong value that equals the right answer is reported on its line."""
-        quiz = load_quiz(write(tmp_path, GOOD.replace("value: W", "value: 1")))
+        quiz = load_quiz(write(tmp_path, GOOD.replace("value: W", "value: 1")), COURSE_CODE)
         drawn = draw_params(quiz.items[1], 0)["W"]
         with pytest.raises(SpecErrors) as info:
             check_quiz(quiz)

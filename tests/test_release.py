@@ -1,6 +1,7 @@
 """Per-student variants and the release bundles: the student bundle gives nothing away and works alone."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -15,7 +16,7 @@ from grader.cli.commands import main
 from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.grade import prepare
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import variant as quiz_variant
+from grader.assignment.quiz import answers_template, variant as quiz_variant
 from grader.assignment.render import render_prompt
 from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
 from grader.errors import SpecError
@@ -40,7 +41,7 @@ def bundle(tmp_path_factory):
     """One release with a roster of two students."""
     out = tmp_path_factory.mktemp("release")
     roster = out / "roster.csv"
-    roster.write_text("student,name\n" + "\n".join(f"{s},x" for s in STUDENTS) + "\n")
+    roster.write_text("email,name\n" + "\n".join(f"{s},x" for s in STUDENTS) + "\n")
     result = run("release", "--out", str(out / "r"), "--roster", str(roster))
     assert result.exit_code == 0, result.output
     return out / "r"
@@ -99,7 +100,7 @@ class TestVariants:
     def test_roster_needs_a_secret(self, tmp_path):
         """Releasing per-student fixtures without the course secret is a usage error."""
         roster = tmp_path / "roster.csv"
-        roster.write_text("alice\n")
+        roster.write_text("alice@example.edu\n")
         result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(tmp_path / "r"),
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == 2
@@ -154,9 +155,9 @@ class TestStudentBundle:
             assert text[:40] not in everything
 
     def test_autograder_bundle_has_everything_to_grade(self, bundle):
-        """The autograder bundle holds the reference, the hidden cases and the secret (private)."""
+        """The autograder bundle holds the course code (the reference), the hidden cases and the secret (private)."""
         root = bundle / "autograder"
-        assert (root / "grader" / "attention" / "reference.py").is_file()
+        assert (root / "exercises" / "course.py").is_file() and (root / "exercises" / "reference.py").is_file()
         assert (root / "exercises" / "problems" / "softmax.yaml").is_file()
         config = root / "exercises" / "course.yaml"
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
@@ -172,9 +173,11 @@ class TestStudentBundle:
         assert pip.returncode == 0, pip.stderr[-2000:]
         mha = str(venv / "bin" / "mha")
         env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
-        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader.attention.reference"], capture_output=True,
-                               text=True, cwd=tmp_path)
-        assert probe.returncode != 0 and "No module named 'grader.attention.reference'" in probe.stderr
+        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader, pathlib; print(sorted(p.name for p in "
+                                "pathlib.Path(grader.__file__).parent.rglob('*.py')))"], capture_output=True, text=True, cwd=tmp_path)
+        shipped = set(ast.literal_eval(probe.stdout))
+        assert shipped and not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py",
+                                                             "quiz_answers.py", "loader.py"}, shipped
         stubs = subprocess.run([mha, "check", "--student", STUDENTS[0]], cwd=student, capture_output=True, text=True,
                                env=env)
         assert stubs.returncode == 1 and "not implemented yet" in stubs.stdout
@@ -200,6 +203,13 @@ class TestStudentBundle:
         assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout, told.stdout[-3000:]
         assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
         assert "attention-softmax-over-queries" not in told.stdout
+        fresh = tmp_path / "fresh"  # `mha init` of the bundle writes the starter files, from any folder
+        started = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
+        assert started.returncode == 0, started.stderr
+        assert (fresh / "attention.py").read_text().count("    raise NotImplementedError(") == len(assignment.problems)
+        assert (fresh / "answers.yaml").read_text() == answers_template(assignment.quiz)
+        again = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
+        assert again.returncode == 2 and "already exists: nothing was written" in again.stderr
         here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
                               capture_output=True, text=True, env=env)
         assert here.returncode == 0, here.stdout[-2000:]

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import generators as gen
-from ..attention.api import FUNCTIONS, FunctionSpec, ReturnKind
+from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import SpecError, SpecErrors
 from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from .course import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
 from .quiz import load_quiz
 from .yamlio import YMap, line_of
 
@@ -23,8 +24,8 @@ PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases
 REQUIRED_PROBLEM_KEYS = ("id", "title", "points", "prompt", "cases")
 CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed"}
 COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
-MISTAKE_KEYS = {"id", "message", "variant"}
-ASSIGNMENT_KEYS = {"title", "problems", "quiz"}
+MISTAKE_KEYS = {"id", "message", "variant", "detector"}
+ASSIGNMENT_KEYS = {"title", "problems", "quiz", CODE_KEY}
 RAISABLE = ("ValueError", "TypeError", "IndexError", "ZeroDivisionError")
 HEAD_PATTERNS = ("previous", "sink")
 
@@ -136,7 +137,7 @@ def _dollar_names(spec: Any) -> set[str]:
     return set()
 
 
-def _mistakes(node: Any, line: int | None, errors: Errors, variants: Callable[[str], bool]) -> tuple[Mistake, ...]:
+def _mistakes(node: Any, line: int | None, errors: Errors, course: CourseCode) -> tuple[Mistake, ...]:
     if not isinstance(node, list):
         errors.at(line, f"'mistakes' must be a list (got {got(node)})")
         return ()
@@ -145,30 +146,60 @@ def _mistakes(node: Any, line: int | None, errors: Errors, variants: Callable[[s
     for i, item in enumerate(node):
         item_line = line_of(node, i)
         if not isinstance(item, dict):
-            errors.at(item_line, f"each mistake must be a mapping with id, message, variant (got {got(item)})")
+            errors.at(item_line, f"each mistake must be a mapping with id, message, variant or detector "
+                      f"(got {got(item)})")
             continue
         unknown_keys(item, MISTAKE_KEYS, "a mistake", errors)
-        missing = [k for k in ("id", "message", "variant") if k not in item]
+        missing = [k for k in ("id", "message") if k not in item]
+        if "variant" in item and "detector" in item:
+            errors.at(line_of(item, "detector"), "a mistake has either 'variant' or 'detector', not both")
+            continue
+        if not missing and "variant" not in item and "detector" not in item:
+            missing = ["variant"]
         if missing:
             errors.at(item_line, f"mistake is missing required key {missing[0]!r}")
             continue
         if item["id"] in seen:
             errors.at(line_of(item, "id"), f"duplicate mistake id {item['id']!r}")
         seen.add(item["id"])
-        if not variants(item["variant"]):
-            errors.at(line_of(item, "variant"), f"unknown mistake variant {item['variant']!r} (not defined in grader/attention/mistakes.py)")
+        key = "detector" if "detector" in item else "variant"
+        if course.get(item[key]) is None:
+            where = course.path.name if course.path else "the course code (assignment.yaml names none with 'code:')"
+            errors.at(line_of(item, key), f"unknown mistake {key} {item[key]!r} (not a function of {where})")
             continue
         found.append(Mistake(id=str(item["id"]), message=str(item["message"]).strip(),
-                             variant=item["variant"], line=item_line))
+                             variant=item[key], line=item_line, detector=key == "detector"))
     return tuple(found)
 
 
-def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> Problem:
-    """Load one problem file; raises SpecErrors listing everything wrong with it."""
+def _function(node: YMap, path: Path, course: CourseCode, errors: Errors) -> FunctionSpec | None:
+    """What the problem's function takes and returns: its own `function:` block, else the course
+    code's declaration of `function:` (a name) or of the problem's id. It must have a reference."""
+    block = node.get("function")
+    if isinstance(block, dict):
+        fn = parse_function(str(node.get("id")), block, lambda message, key: errors.at(
+            line_of(block, key) if key in block else line_of(node, "function"), f"'function': {message}"))
+    else:
+        fn_name = path.stem if block is None else block
+        fn = course.functions.get(fn_name) if isinstance(fn_name, str) else None
+        if fn is None:
+            known = ", ".join(course.functions) or "none declared"
+            errors.at(line_of(node, "function" if "function" in node else "id"),
+                      f"unknown function {fn_name!r} (declared by the course: {known}; or declare it with a "
+                      "'function:' block of signature, params, returns)")
+    if fn is not None:
+        check_reference(fn, course.get(fn.name), course.path or Path("course.py"),
+                        lambda message: errors.at(line_of(node, "function" if "function" in node else "id"), message))
+    return fn
+
+
+def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
+    """Load one problem file (with the code of `course`, by default the course folder holding its
+    problems/); raises SpecErrors listing everything wrong with it."""
     path = Path(path)
     errors = Errors(path)
-    if variants is None:
-        from ..attention.mistakes import has_variant as variants
+    if course is None:
+        course = course_of(path.parent.parent)
     node = load_mapping(path, "a problem file")
     unknown_keys(node, PROBLEM_KEYS, "a problem", errors)
     for key in REQUIRED_PROBLEM_KEYS:
@@ -179,11 +210,8 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
     problem_id = node["id"]
     if problem_id != path.stem:
         errors.at(line_of(node, "id"), f"'id' must equal the file name {path.stem!r} (got {got(problem_id)})")
-    fn_name = node.get("function", path.stem)
-    fn = FUNCTIONS.get(fn_name)
+    fn = _function(node, path, course, errors)
     if fn is None:
-        errors.at(line_of(node, "function" if "function" in node else "id"),
-                  f"unknown function {fn_name!r} (known: {', '.join(FUNCTIONS)})")
         raise SpecErrors(errors.items)
     title = text_field(node, "title", errors)
     prompt = text_field(node, "prompt", errors)
@@ -194,7 +222,7 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
     if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
         errors.at(line_of(node, "hints"), f"'hints' must be a list of text (got {got(hints)})")
         hints = []
-    mistakes = _mistakes(node["mistakes"], line_of(node, "mistakes"), errors, variants) if "mistakes" in node else ()
+    mistakes = _mistakes(node["mistakes"], line_of(node, "mistakes"), errors, course) if "mistakes" in node else ()
     params: set[str] = set()
     if "params" in node:
         params = gen.check_let(node["params"], lambda key, msg: errors.at(
@@ -222,7 +250,8 @@ def load_problem(path: Path, variants: Callable[[str], bool] | None = None) -> P
         raise SpecErrors(errors.items)
     return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
                    compare=compare, cases=tuple(cases), hints=tuple(h.strip() for h in hints),
-                   mistakes=mistakes, timeout=timeout, path=path, params=dict(node.get("params") or {}))
+                   mistakes=mistakes, timeout=timeout, path=path, params=dict(node.get("params") or {}),
+                   code=course.path)
 
 
 def load_assignment(root: Path) -> Assignment:
@@ -235,6 +264,9 @@ def load_assignment(root: Path) -> Assignment:
     node = load_mapping(path, "assignment.yaml")
     unknown_keys(node, ASSIGNMENT_KEYS, "assignment.yaml", errors)
     title = text_field(node, "title", errors) if "title" in node else root.name
+    course = _course(node, root, errors)
+    if course is None:
+        raise SpecErrors(errors.items)
     entries = node.get("problems")
     if not isinstance(entries, list) or not entries:
         errors.at(line_of(node, "problems" if "problems" in node else None, default=1),
@@ -263,7 +295,7 @@ def load_assignment(root: Path) -> Assignment:
             errors.at(entry_line, f"problem {entry!r} has no file problems/{entry}.yaml")
             continue
         try:
-            problem = load_problem(file)
+            problem = load_problem(file, course)
         except SpecErrors as exc:
             problem_errors.extend(exc.errors)
             continue
@@ -274,14 +306,33 @@ def load_assignment(root: Path) -> Assignment:
     for file in sorted((root / "problems").glob("*.yaml")):
         if file.stem not in listed:
             errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
-    quiz = _quiz(node, root, errors, problem_errors, seen) if "quiz" in node else None
+    quiz = _quiz(node, root, errors, problem_errors, seen, course) if "quiz" in node else None
     if errors.items or problem_errors:
         raise SpecErrors(errors.items + problem_errors)
-    return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz)
+    return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)
+
+
+def _course(node: YMap, root: Path, errors: Errors) -> CourseCode | None:
+    """The course code `code:` names, loaded (an empty CourseCode when it names none); None when it
+    cannot be loaded (the errors say why)."""
+    if CODE_KEY not in node:
+        return CourseCode()
+    path = code_path(root, node[CODE_KEY])
+    if isinstance(path, str):
+        errors.at(line_of(node, CODE_KEY), path)
+        return None
+    if not path.is_file():
+        errors.at(line_of(node, CODE_KEY), f"course code {node[CODE_KEY]!r} not found beside assignment.yaml")
+        return None
+    try:
+        return read_code(path)
+    except SpecErrors as exc:
+        errors.items.extend(exc.errors)
+        return None
 
 
 def _quiz(node: YMap, root: Path, errors: Errors, quiz_errors: list[SpecError],
-          problem_ids: dict) -> Quiz | None:
+          problem_ids: dict, course: CourseCode) -> Quiz | None:
     """The quiz named by `quiz:` (a path relative to the assignment folder), or None if invalid."""
     name = text_field(node, "quiz", errors)
     if name is None:
@@ -291,7 +342,7 @@ def _quiz(node: YMap, root: Path, errors: Errors, quiz_errors: list[SpecError],
         errors.at(line_of(node, "quiz"), f"quiz file {name!r} not found beside assignment.yaml")
         return None
     try:
-        quiz = load_quiz(file)
+        quiz = load_quiz(file, course)
     except SpecErrors as exc:
         quiz_errors.extend(exc.errors)
         return None

@@ -64,8 +64,9 @@ class Mistake:
 
     id: str
     message: str
-    variant: str                   # name of a function in grader.attention.mistakes
+    variant: str                   # name of a function of the course code: a wrong variant or a detector
     line: int | None = None
+    detector: bool = False         # a predicate (args, answer) -> bool rather than a wrong implementation
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Problem:
     timeout: float | None = None   # seconds for all of this problem's cases
     path: Path | None = None
     params: Mapping[str, Any] = field(default_factory=dict)  # per-student integers ({name} / $name)
+    code: Path | None = None       # the course code holding the reference and the named mistakes
 
     def visible_cases(self, include_hidden: bool) -> tuple[Case, ...]:
         return self.cases if include_hidden else tuple(c for c in self.cases if not c.hidden)
@@ -99,7 +101,7 @@ class QuizKind(Enum):
 DEFAULT_TOLERANCE = 1e-6
 
 # A number in a quiz file: a literal, the name of one of the item's params, or the name of an
-# answer function of grader.assignment.quiz (called with the params it names). Never text to evaluate.
+# answer function of the course code (called with the params it names). Never text to evaluate.
 NumberSource = float | str
 
 
@@ -141,6 +143,7 @@ class QuizItem:
     params: Mapping[str, Any] = field(default_factory=dict)  # integer variables, `let` grammar
     hint: str | None = None
     line: int | None = None
+    code: Path | None = None       # the course code holding the answer functions
 
     @property
     def hidden(self) -> bool:
@@ -167,6 +170,7 @@ class Assignment:
     root: Path
     problems: tuple[Problem, ...] = field(default_factory=tuple)
     quiz: Quiz | None = None
+    code: Path | None = None       # the course's own module (assignment.yaml 'code')
 
     @property
     def max_score(self) -> float:

@@ -9,7 +9,7 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
       visibility: public                   # public: `mha check` grades it; hidden: `mha grade` only
       params: {W: {choice: [2, 64, 128]}}  # integer variables, the grammar of a case's `let`
       prompt: A head has value width {W}.  # Markdown; {name} is a param, {{ and }} are braces
-      answer: one_head_distributions       # a number, a param, or a function of ANSWER_FUNCTIONS
+      answer: one_head_distributions       # a number, a param, or an answer function of the course code
       tolerance: 0.001                     # absolute (default 1e-6)
       feedback: Why the answer is right.
       wrong:                               # known-wrong values and the misconception behind each
@@ -18,7 +18,8 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
 
 Choice items list `choices:` of {text, correct, feedback, mistake}, lettered a, b, c... in order;
 every wrong choice names its misconception in `mistake`. No number is ever evaluated from text:
-an answer is computed by a named Python function below, called with the item's params.
+an answer is computed by a named function of the course's code (assignment.yaml `code:`), called
+with the item's params as keyword arguments.
 Grading a student's answers lives in grader.grading.answers.
 """
 from __future__ import annotations
@@ -32,16 +33,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-import numpy as np
-
 from . import generators as gen
-from ..attention import reference
 from ..errors import InternalError, SpecError, SpecErrors
+from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of
+from .. import starter
+from ..starter import ANSWER_FORMS
 
-__all__ = ["DEFAULT_SEED", "ANSWER_FUNCTIONS", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
+__all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
            "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
 
 DEFAULT_SEED = 0  # the variant everyone gets until a per-student seed is passed
@@ -56,118 +57,6 @@ _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _PLACEHOLDER = gen.PLACEHOLDER
 LETTERS = string.ascii_lowercase
 
-ANSWER_FORMS = {
-    QuizKind.MULTIPLE_CHOICE: "one letter, like b",
-    QuizKind.MULTIPLE_ANSWERS: "a list of letters, like [a, c]",
-    QuizKind.NUMERIC: "a number, like 0.25",
-}
-
-
-# ---------------------------------------------------------------- answer functions
-# Each takes some of an item's params as keyword arguments and returns a number. Where the
-# reference can answer (it counts its own softmax rows, it reads values), it does.
-
-WORKED_VALUES = np.array([[1, 0, 10, 0], [0, 1, 0, 20]], dtype=np.float64)  # (T=2, d_v=4): v1, v2
-HEAD_WEIGHTS = (np.array([0.8, 0.2]), np.array([0.1, 0.9]))                  # head 1, head 2 over (v1, v2)
-
-
-def _reading(weights: np.ndarray, coord: int) -> float:
-    return float(reference.attention_reading(weights, WORKED_VALUES)[coord - 1])  # coord counts from 1
-
-
-def one_head_distributions(W: int) -> int:
-    """Softmax rows that one head of value width W forms for one query, as the reference counts them."""
-    return reference.count_routing_distributions(1, W, 1)
-
-
-def budget_left(p: int) -> float:
-    """Most weight left for all other positions when one gets p percent: a softmax row sums to 1."""
-    return (100 - p) / 100
-
-
-def budget_referent(p: int) -> float:
-    """The referent's own share (a known-wrong answer to the budget question)."""
-    return p / 100
-
-
-def budget_left_percent(p: int) -> float:
-    """What is left, in percent instead of as a fraction (a known-wrong answer)."""
-    return 100 - p
-
-
-def head_count(d_model: int, d_head: int) -> int:
-    """Heads in a layer of width d_model whose heads are d_head wide (d_k = d_model / h)."""
-    if d_model % d_head:
-        raise ValueError(f"d_model {d_model} is not a multiple of the head width {d_head}")
-    return d_model // d_head
-
-
-def head2_reading(coord: int) -> float:
-    """Coordinate `coord` of head 2's reading of the worked example."""
-    return _reading(HEAD_WEIGHTS[1], coord)
-
-
-def head1_reading(coord: int) -> float:
-    """The same coordinate of head 1's reading (a known-wrong answer: the other head's weights)."""
-    return _reading(HEAD_WEIGHTS[0], coord)
-
-
-def head2_reversed_reading(coord: int) -> float:
-    """Head 2's weights applied to the values in the wrong order (a known-wrong answer)."""
-    return _reading(HEAD_WEIGHTS[1][::-1], coord)
-
-
-def heads_averaged_reading(coord: int) -> float:
-    """The mean of both heads' readings (a known-wrong answer)."""
-    return (head1_reading(coord) + head2_reading(coord)) / 2
-
-
-def unweighted_sum_reading(coord: int) -> float:
-    """v1 + v2 with the weights left out (a known-wrong answer)."""
-    return _reading(np.ones(2), coord)
-
-
-# --- the practice counterpart of two_head_reading: its own values, weights in tenths per student
-
-PRACTICE_VALUES = np.array([[2, 0, 6], [0, 3, 12]], dtype=np.float64)  # (T=2, d_v=3): v1, v2
-
-
-def _practice(first_tenths: float, coord: int) -> float:
-    weights = np.array([first_tenths / 10, 1 - first_tenths / 10])
-    return float(reference.attention_reading(weights, PRACTICE_VALUES)[coord - 1])  # coord counts from 1
-
-
-def practice_head2_reading(b: int, coord: int) -> float:
-    """Coordinate `coord` of head 2's reading, weights [b/10, 1 - b/10] over (v1, v2)."""
-    return _practice(b, coord)
-
-
-def practice_head1_reading(a: int, coord: int) -> float:
-    """The same coordinate of head 1's reading (a known-wrong answer: the other head's weights)."""
-    return _practice(a, coord)
-
-
-def practice_heads_averaged_reading(a: int, b: int, coord: int) -> float:
-    """The mean of both heads' readings (a known-wrong answer)."""
-    return (_practice(a, coord) + _practice(b, coord)) / 2
-
-
-def practice_head2_reversed_reading(b: int, coord: int) -> float:
-    """Head 2's weights applied to (v2, v1) (a known-wrong answer)."""
-    return _practice(10 - b, coord)
-
-
-def practice_unweighted_reading(coord: int) -> float:
-    """v1 + v2 with the weights left out (a known-wrong answer)."""
-    return float(PRACTICE_VALUES.sum(axis=0)[coord - 1])
-
-
-ANSWER_FUNCTIONS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
-    one_head_distributions, budget_left, budget_referent, budget_left_percent, head_count,
-    head2_reading, head1_reading, head2_reversed_reading, heads_averaged_reading, unweighted_sum_reading,
-    practice_head2_reading, practice_head1_reading, practice_heads_averaged_reading,
-    practice_head2_reversed_reading, practice_unweighted_reading,
-)}
 
 
 # ---------------------------------------------------------------- loading and validation
@@ -197,15 +86,15 @@ def _mistake_id(node: Mapping, errors: Errors) -> str | None:
     return value
 
 
-def _source(node: Mapping, key: str, params: Mapping, errors: Errors) -> NumberSource | None:
+def _source(node: Mapping, key: str, params: Mapping, errors: Errors, course: CourseCode) -> NumberSource | None:
     """A number, a param name, or an answer function whose arguments are all params."""
     value = node[key]
     if gen.is_number(value) and math.isfinite(value):
         return float(value)
     if isinstance(value, str) and value in params:
         return value
-    if isinstance(value, str) and value in ANSWER_FUNCTIONS:
-        missing = [p for p in inspect.signature(ANSWER_FUNCTIONS[value]).parameters if p not in params]
+    if isinstance(value, str) and course.get(value) is not None:
+        missing = [p for p in inspect.signature(course.get(value)).parameters if p not in params]
         if missing:
             errors.at(line_of(node, key), f"answer function {value!r} needs parameter {missing[0]!r}, "
                       "which 'params' does not define")
@@ -213,7 +102,8 @@ def _source(node: Mapping, key: str, params: Mapping, errors: Errors) -> NumberS
         return value
     known = ", ".join(params) or "none defined"
     errors.at(line_of(node, key), f"{key!r} must be a number, a parameter (params: {known}) or an answer "
-              f"function defined in grader/assignment/quiz.py (got {got(value)})")
+              f"function of the course code ({course.path.name if course.path else 'assignment.yaml names none'}) "
+              f"(got {got(value)})")
     return None
 
 
@@ -256,7 +146,7 @@ def _choices(node: Any, line: int | None, kind: QuizKind, params: Mapping, error
     return tuple(found)
 
 
-def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors) -> tuple[WrongValue, ...]:
+def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors, course: CourseCode) -> tuple[WrongValue, ...]:
     if not isinstance(node, list):
         errors.at(line, f"'wrong' must be a list of {{value, feedback, mistake}} (got {got(node)})")
         return ()
@@ -272,7 +162,7 @@ def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors) 
         if missing:
             errors.at(item_line, f"wrong value is missing required key {missing[0]!r}")
             continue
-        value = _source(item, "value", params, errors)
+        value = _source(item, "value", params, errors, course)
         feedback = _feedback_text(item, "feedback", params, errors)
         mistake = _mistake_id(item, errors)
         if len(errors.items) == before:
@@ -292,7 +182,7 @@ def _params(node: Mapping, errors: Errors) -> dict[str, Any]:
     return dict(params)  # names stay known even when a spec is wrong: no cascade of errors
 
 
-def _item(node: Any, line: int | None, errors: Errors) -> QuizItem | None:
+def _item(node: Any, line: int | None, errors: Errors, course: CourseCode) -> QuizItem | None:
     if not isinstance(node, dict):
         errors.at(line, f"each quiz item must be a mapping (got {got(node)})")
         return None
@@ -327,7 +217,7 @@ def _item(node: Any, line: int | None, errors: Errors) -> QuizItem | None:
             if key not in node:
                 errors.at(line, f"a numeric item is missing required key {key!r}")
         if "answer" in node:
-            fields["answer"] = _source(node, "answer", params, errors)
+            fields["answer"] = _source(node, "answer", params, errors, course)
         if "feedback" in node:
             fields["feedback"] = _feedback_text(node, "feedback", params, errors)
         if "tolerance" in node:
@@ -336,7 +226,7 @@ def _item(node: Any, line: int | None, errors: Errors) -> QuizItem | None:
                 errors.at(line_of(node, "tolerance"), f"'tolerance' must be 0 or more (got {got(node['tolerance'])})")
             fields["tolerance"] = tolerance
         if "wrong" in node:
-            fields["wrong"] = _wrong_values(node["wrong"], line_of(node, "wrong"), params, errors)
+            fields["wrong"] = _wrong_values(node["wrong"], line_of(node, "wrong"), params, errors, course)
     else:
         for key in _NUMERIC_KEYS:
             if key in node:
@@ -348,12 +238,15 @@ def _item(node: Any, line: int | None, errors: Errors) -> QuizItem | None:
     if len(errors.items) > before:
         return None
     return QuizItem(id=item_id, title=title, kind=kind, points=points, visibility=Visibility(visibility),
-                    prompt=prompt + "\n", params=params, hint=hint, line=line, **fields)
+                    prompt=prompt + "\n", params=params, hint=hint, line=line, code=course.path, **fields)
 
 
-def load_quiz(path: Path) -> Quiz:
-    """Load one quiz file; raises SpecErrors listing everything wrong with it."""
+def load_quiz(path: Path, course: CourseCode | None = None) -> Quiz:
+    """Load one quiz file, its answer functions from `course` (by default the code that the
+    assignment.yaml beside it names); raises SpecErrors listing everything wrong with it."""
     path = Path(path)
+    if course is None:
+        course = course_of(path.parent)
     errors = Errors(path)
     node = load_mapping(path, "a quiz file")
     unknown_keys(node, QUIZ_KEYS, "a quiz", errors)
@@ -366,7 +259,7 @@ def load_quiz(path: Path) -> Quiz:
     items: list[QuizItem] = []
     seen: dict[str, int | None] = {}
     for i, entry in enumerate(entries):
-        item = _item(entry, line_of(entries, i), errors)
+        item = _item(entry, line_of(entries, i), errors, course)
         if item is None:
             continue
         if item.id in seen:
@@ -389,11 +282,13 @@ def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
 fill = gen.fill
 
 
-def _resolve(source: NumberSource, params: Mapping[str, int]) -> float:
+def _resolve(source: NumberSource, params: Mapping[str, int], code: Path | None) -> float:
     if isinstance(source, str) and source in params:
         value = params[source]
     elif isinstance(source, str):
-        fn = ANSWER_FUNCTIONS[source]
+        fn = course_function(code, source)
+        if fn is None:
+            raise ValueError(f"the course code has no answer function {source!r}")
         value = fn(**{name: params[name] for name in inspect.signature(fn).parameters})
     else:
         value = source
@@ -404,8 +299,8 @@ def variant(item: QuizItem, seed: int) -> Variant:
     """Draw the item's params from `seed` and fill in its text and numbers."""
     params = draw_params(item, seed)
     try:
-        answer = _resolve(item.answer, params) if item.answer is not None else None
-        wrong = tuple(replace(w, value=_resolve(w.value, params), feedback=fill(w.feedback, params)) for w in item.wrong)
+        answer = _resolve(item.answer, params, item.code) if item.answer is not None else None
+        wrong = tuple(replace(w, value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params)) for w in item.wrong)
     except Exception as exc:  # an answer function that fails is the quiz file's fault
         raise InternalError(f"quiz item {item.id!r} (line {item.line}): cannot compute its numbers for "
                             f"{params}: {type(exc).__name__}: {exc}") from exc
@@ -449,20 +344,7 @@ def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
 
 def answers_template(quiz: Quiz, key: Mapping[str, Any] | None = None) -> str:
     """answers.yaml for students (blank) or the answer key (with `key`), one line per item."""
-    def shown(value: Any) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, list):
-            return "[" + ", ".join(value) + "]"
-        return _number_text(value) if isinstance(value, (int, float)) else str(value)
-
-    head = [f"# {quiz.title}: answers. `mha show ITEM` prints an item; `mha check` checks the public ones.",
-            "# Write one letter (b), a list of letters ([a, c]) or a number (0.25) after each colon.", ""]
-    rows = [(f"{item.id}: {shown((key or {}).get(item.id))}",
-             f"# {ANSWER_FORMS[item.kind]}{' (hidden: graded by mha grade)' if item.hidden else ''}")
-            for item in quiz.items]
-    width = max(len(left) for left, _ in rows)
-    return "\n".join(head + [f"{left:<{width}}  {comment}" for left, comment in rows]) + "\n"
+    return starter.answers_template(quiz.title, quiz.items, key)
 
 
 def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:

@@ -1,3 +1,2 @@
-"""The maths: the reference implementation (`reference`), the student API it answers (`api`),
-known-wrong variants and detectors of named mistakes (`mistakes`, `detectors`), and designed
-head patterns (`patterns`). Imports nothing above it."""
+"""The types of a graded function's declaration (`api`) and the attention pattern a designed head
+makes (`patterns`). A course's reference, mistakes and answers live in the course's own code."""

@@ -1,8 +1,8 @@
 """The attention pattern a designed head makes, for the design-a-head checks and detectors.
 
-The autograder runs the reference itself (multi-head attention with X = I, one head,
-W_V = W_O = I, causal mask). The student bundle has no reference, so there the same weights
-come from the direct formula below; tests check that the two agree.
+The weights come from the direct formula below, in the autograder and the student bundle alike
+(neither needs the course's reference); tests check that it agrees with the default course's
+reference (multi-head attention with X = I, one head, W_V = W_O = I, causal mask).
 """
 from __future__ import annotations
 
@@ -26,12 +26,8 @@ def direct_head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
 
 
 def head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:
-    """The (seq_len, seq_len) weights of the designed head: by the reference when it is present."""
-    try:
-        from .reference import head_pattern_weights
-    except ImportError:  # the student bundle ships no reference
-        return direct_head_weights(seq_len, W_Q, W_K)
-    return head_pattern_weights(seq_len, W_Q, W_K)
+    """The (seq_len, seq_len) weights of the designed head."""
+    return direct_head_weights(seq_len, W_Q, W_K)
 
 
 def pair_head_weights(seq_len: int, W_Q, W_K) -> np.ndarray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Iterable
@@ -27,11 +28,10 @@ from ..assignment.model import Assignment
 from ..paths import PACKAGE, write_atomically
 from ..assignment.variants import DEFAULT_KEY, DEFAULT_SEED, course_config, normalize_student, student_seed, student_token
 
-# Grader modules a student bundle never carries: whatever answers (the reference, the wrong
-# variants, the quiz's answer functions), reads the hidden cases (the loader), or serves only
-# instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
-STUDENT_EXCLUDE = ("attention/reference.py", "attention/mistakes.py", "attention/mistakes_flagship.py", "assignment/quiz.py",
-                   "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
+# Grader modules a student bundle never carries: whatever loads the course's code (which holds
+# the reference, the wrong variants, the quiz's answer functions), reads the hidden cases (the
+# loader), or serves only instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
+STUDENT_EXCLUDE = ("assignment/quiz.py", "assignment/course.py", "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
                    "grading/validation.py", "grading/compiled.py", "classroom", "exports",
                    "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
                    "cli/release.py", "__main__.py",
@@ -84,26 +84,53 @@ PERSONAL_MARKDOWN = ("> Every student has their own numbers: the numbers below a
                      "`mha show ITEM --student YOUR_{KEY}` shows yours.\n\n")
 
 
+_LOOKS_LIKE = {"email": re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[^@\s,;]+$"),
+               "sid": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")}
+
+
+def _roster_error(path: Path, line: int, message: str) -> SubmissionError:
+    return SubmissionError(f"{path}:{line}: {message}")
+
+
 def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
-    """Student ids (of the course's variant_key: email or sid), one per non-blank, non-# line: the
-    column headed `key` when the first line is a header that names it (a Gradescope roster export),
-    else the first comma-separated field (a 'student', 'id', 'sid' or 'email' header is skipped)."""
+    """Student ids (of the course's variant_key: email or sid), checked: either a CSV whose header
+    names the `key` column (a Gradescope roster export), or one id per line, each looking like
+    one. Blank and # lines are skipped. An empty id, an id that does not look like one, and an id
+    listed twice (or two ids that become one, as Ann@x.edu and ann@x.edu) are refused
+    (SubmissionError naming the line)."""
     import csv
-    rows = [row for row in csv.reader(Path(path).read_text(encoding="utf-8-sig").splitlines())
-            if row and row[0].strip() and not row[0].strip().startswith("#")]
-    column = 0
-    if rows:
-        header = [cell.strip().lower() for cell in rows[0]]
-        if key in header:
-            column, rows = header.index(key), rows[1:]
-        elif header[0] in ("student", "id", "sid", "email"):
-            rows = rows[1:]
-    ids = [row[column].strip() for row in rows if len(row) > column and row[column].strip()]
-    seen = {}
-    for student in ids:
-        if normalize_student(student) in seen:
-            raise SubmissionError(f"{path}: {student!r} is listed twice (as {seen[normalize_student(student)]!r})")
-        seen[normalize_student(student)] = student
+    looks = _LOOKS_LIKE.get(key, _LOOKS_LIKE["sid"])
+    rows = [(number, row) for number, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), 1)
+            if line.strip() and not line.strip().startswith("#") for row in csv.reader([line])]
+    if not rows:
+        raise SubmissionError(f"{path}: the roster lists no student")
+    number, first = rows[0]
+    header = [cell.strip().lower() for cell in first]
+    if key in header:
+        column, rows = header.index(key), rows[1:]
+    elif len(first) == 1 and looks.match(first[0].strip()):
+        column = 0
+    else:
+        raise _roster_error(path, number, f"the header names no {key!r} column (got {','.join(first)!r}): "
+                            f"name the column of each student's {key}, or list one {key} per line")
+    ids: list[str] = []
+    seen: dict[str, tuple[str, int]] = {}
+    for number, row in rows:
+        if column == 0 and len(rows[0][1]) == 1 and len(row) != 1 and key not in header:
+            raise _roster_error(path, number, f"expected one {key} per line (got {','.join(row)!r})")
+        student = row[column].strip() if len(row) > column else ""
+        if not student:
+            raise _roster_error(path, number, f"no {key} on this line")
+        if not looks.match(student):
+            raise _roster_error(path, number, f"{student!r} does not look like a{'n' if key == 'email' else ''} {key}")
+        same = seen.get(normalize_student(student))
+        if same is not None:
+            twice = "is listed twice" if same[0] == student else f"and {same[0]!r} become one id"
+            raise _roster_error(path, number, f"{student!r} {twice} (line {same[1]})")
+        seen[normalize_student(student)] = (student, number)
+        ids.append(student)
+    if not ids:
+        raise SubmissionError(f"{path}: the roster lists no student")
     return ids
 
 
@@ -147,9 +174,9 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
                                    build(assignment, seed, student_token(student))))
     personal = bool(roster)
     _write_json(fixtures / INDEX, {"personal": personal, "variant_key": variant_key})
-    shutil.copyfile(assignment.root / "attention.py", out / "attention.py")
-    if (assignment.root / "answers.yaml").is_file():
-        shutil.copyfile(assignment.root / "answers.yaml", out / "answers.yaml")
+    from ..exports.pysource import starter_files
+    for name, text in starter_files(assignment).items():  # made from the course, never copied
+        write_atomically(out / name, text)
     words = {"key": variant_key, "KEY": variant_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))

@@ -43,6 +43,29 @@ def echo_report(result, fmt: str = "text") -> None:
     click.echo(text.render(result, style), nl=False, color=style.color)
 
 
+def hoist(args: list[str], options: frozenset[str]) -> list[str]:
+    """`args` with each of the group's `options` (taking one value) that follows the sub-command
+    moved before it: `mha grade SUB --exercises DIR` reads as `mha --exercises DIR grade SUB`.
+    Nothing after `--` is touched."""
+    front, rest, i, seen_command = [], [], 0, False
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in options:
+            taken = [arg] if "=" in arg else args[i:i + 2]
+            (front if seen_command else rest).extend(taken)
+            i += len(taken)
+            continue
+        if not arg.startswith("-"):
+            seen_command = True
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
 class Group(click.Group):
     """Maps any error that escapes a command to its exit code: never a bare traceback.
 
@@ -60,6 +83,13 @@ class Group(click.Group):
             module, attribute = self.lazy[name]
             self.add_command(getattr(importlib.import_module(module, __package__), attribute), name)
         return super().get_command(ctx, name)
+
+    global_options: frozenset[str] = frozenset()  # options of the group that may also follow the sub-command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None and self.global_options:
+            args = hoist(args, self.global_options)
+        return super().parse_args(ctx, args)
 
     def make_context(self, *args, **kwargs) -> click.Context:
         try:  # `mha --help` and `mha --version` print here, before any command runs

@@ -16,6 +16,7 @@ import click
 
 from .commands import CONTEXT, Ctx, fail, limit_options
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
+from ..paths import SUBMISSION_NAME
 
 
 def _default_jobs() -> int:
@@ -88,6 +89,10 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         seed_of = _seeds(obj.root)
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
+        if (submissions / SUBMISSION_NAME).is_file():
+            raise SubmissionError(f"{submissions} is one student's submission (it holds {SUBMISSION_NAME}): grade it "
+                                  f"with `mha grade {submissions}`; grade-all takes the folder holding every "
+                                  "student's folder or <student>.py")
         found = batch.discover(submissions, exclude=out, course=obj.course())
         from ..sandbox.doctor import unprotected_warning
         if (warning := unprotected_warning()) is not None:

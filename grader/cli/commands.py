@@ -46,8 +46,8 @@ class Ctx:
         return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
 
     def assignment(self):
-        from ..assignment.loader import load_assignment
-        return load_assignment(self.root)
+        from ..grading.validation import load_valid
+        return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
 
     def compiled(self, seed: int):
         """The assignment with every case of variant `seed` prepared (compiled.py): read from the
@@ -135,6 +135,9 @@ def main(ctx: click.Context, exercises: Path | None) -> None:
       mha grade solutions       # grade a submission on every case
     """
     ctx.obj = Ctx(exercises)
+
+
+main.global_options = frozenset({"--exercises"})
 
 
 @main.command(context_settings=CONTEXT)
@@ -294,7 +297,9 @@ def validate(obj: Ctx, path: Path | None) -> None:
     quiz = None
     try:
         if path is not None and path.is_file():
-            problems = [load_problem(path)]
+            from ..assignment.course import course_of
+            home = path.resolve().parent.parent  # a problem file inside a course's problems/, else the located course
+            problems = [load_problem(path, course_of(home if (home / "assignment.yaml").is_file() else obj.root))]
         else:
             root = path if path is not None else obj.root
             if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
@@ -312,6 +317,26 @@ def validate(obj: Ctx, path: Path | None) -> None:
     note = f"; quiz: {len(items)} items ({sum(not i.hidden for i in items)} public, {sum(i.hidden for i in items)} hidden)" \
         if quiz else ""
     click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace attention.py and answers.yaml when FOLDER already has them.")
+@click.pass_obj
+def init(obj: Ctx, folder: Path, force: bool) -> None:
+    """Write a student's starter files into FOLDER (default: the current one): attention.py with
+    a stub per problem and a blank answers.yaml, made from the assignment.
+
+    \b
+    Example:
+      mha init my-work && cd my-work && mha check
+    """
+    from ..starter import starter_files, write_starters
+    try:
+        written = write_starters(starter_files(obj.assignment()), folder, force)
+    except GraderError as exc:
+        fail(exc)
+    click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
 
 
 @main.command("compile", context_settings=CONTEXT)
@@ -446,4 +471,4 @@ def doctor() -> None:
 
 
 main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),
-             "release": (".release", "release")}
+             "release": (".release", "release"), "new": (".new", "new")}

@@ -141,6 +141,28 @@ def show(problem: str, student: str | None) -> None:
     click.echo("\n".join(lines).rstrip() + "\n")
 
 
+@main.command(context_settings=CONTEXT)
+@click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace attention.py and answers.yaml when FOLDER already has them.")
+def init(folder: Path, force: bool) -> None:
+    """Write your starter files into FOLDER (default: the current one): attention.py with a stub
+    per problem and a blank answers.yaml.
+
+    \b
+    Example:
+      mha init my-work && cd my-work && mha check
+    """
+    from types import SimpleNamespace
+    from ..starter import starter_files, write_starters
+    try:
+        _, fixtures = load(None, own_numbers=False)
+        course = SimpleNamespace(title=fixtures.title, problems=[p for p, _ in fixtures.problems], root=None)
+        written = write_starters(starter_files(course, fixtures.quiz_title, [v.item for v in fixtures.quiz]), folder, force)
+    except GraderError as exc:
+        fail(exc)
+    click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
+
+
 @main.command("list", context_settings=CONTEXT)
 @student_option
 def list_(student: str | None) -> None:

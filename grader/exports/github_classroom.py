@@ -133,16 +133,16 @@ def render(assignment: Assignment, *, install: str | None = None, fractional: bo
 def write(out: Path, assignment: Assignment, *, install: str | None = None, fractional: bool = False) -> list[Path]:
     """The starter repository: the workflow, the grader's wheel in .mha/ (unless `install` names
     another), and the stubs and answers template; returns the paths written."""
-    from ..paths import SUBMISSION_NAME, write_atomically
+    from ..paths import write_atomically
+    from .pysource import starter_files
     from . import wheel
     out = Path(out)
     files: dict[Path, str | bytes] = {out / WORKFLOW_PATH: render(assignment, install=install, fractional=fractional)}
     if install is None:
         name, data = wheel.build(assignment.root)
         files[out / VENDOR / name] = data
-    for starter in (SUBMISSION_NAME, "answers.yaml"):
-        if (assignment.root / starter).is_file():
-            files[out / starter] = (assignment.root / starter).read_bytes()
+    for starter, text in starter_files(assignment).items():  # made from the course, never copied
+        files[out / starter] = text
     for path, data in files.items():
         write_atomically(path, data)
     return list(files)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..assignment.model import Assignment
 from ..grading.notebook import ANSWERS_TAG, CHECK_TAG
-from ..paths import SUBMISSION_NAME
-from .pysource import split_module, stub
+from .pysource import split_module, stub, student_module
 
 __all__ = ["render"]
 
@@ -70,8 +69,7 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
     from ..assignment.render import render_prompt
     from ..assignment.quiz import DEFAULT_SEED
     seed = DEFAULT_SEED if seed is None else seed
-    stubs_path = assignment.root / SUBMISSION_NAME
-    module = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None
+    module = split_module(student_module(assignment))  # stubs made from the course, never the instructor's code
     cells = [_cell(new_markdown_cell, INTRO.format(title=assignment.title).rstrip(), "intro"),
              _cell(new_code_cell, module.imports if module and module.imports else "import numpy as np", "imports")]
     for problem in assignment.problems:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ..assignment.model import Assignment, Case, Problem
 from ..errors import SpecError
-from ..paths import SUBMISSION_NAME, write_atomically
-from .pysource import split_module, stub
+from ..paths import write_atomically
+from .pysource import split_module, stub, student_module
 
 __all__ = ["test_file", "test_cases", "master_notebook", "write", "NOTEBOOK_NAME"]
 
@@ -140,8 +140,7 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
     from ..assignment.quiz import DEFAULT_SEED
     from ..assignment.render import render_prompt
     solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
-    stubs_path = assignment.root / SUBMISSION_NAME
-    stubs = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None
+    stubs = split_module(student_module(assignment))  # made from the course, never the instructor's code
     cells = []
 
     def add(kind, source: str, cell_id: str) -> None:

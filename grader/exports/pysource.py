@@ -4,9 +4,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..attention.api import FunctionSpec
+from ..starter import starter_files, stub, student_module  # noqa: F401 - the exports' names for them
 
-__all__ = ["Module", "split_module", "stub"]
+__all__ = ["Module", "split_module", "stub", "student_module", "starter_files"]
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,3 @@ def split_module(source: str) -> Module:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = text
     return Module("\n".join(imports), functions)
-
-
-def stub(fn: FunctionSpec) -> str:
-    """A stub for `fn` when the assignment has no attention.py to take it from."""
-    params = ", ".join(p.name if p.required else f"{p.name}={p.default!r}" for p in fn.params)
-    return (f"def {fn.name}({params}):\n    \"\"\"{fn.signature}\"\"\"\n"
-            f"    raise NotImplementedError(\"{fn.name}: not implemented yet\")")

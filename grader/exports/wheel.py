@@ -3,8 +3,9 @@ platform installs exactly this grader, offline, without this repository or a pac
 
 `build(assignment_root)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
 every file of the installed `grader` package (no caches, no packaged assignment of its own),
-the assignment at `assignment_root` as the packaged one (`grader/_assignment`, course.yaml left
-out: a secret never goes into a package), and the dist-info pip needs (METADATA with the light
+the assignment at `assignment_root` as the packaged one (`grader/_assignment`, with its course
+code; course.yaml left out: a secret never goes into a package; so are the instructor's own
+attention.py and answers.yaml, which may hold the answers), and the dist-info pip needs (METADATA with the light
 dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a checkout and from an
 installed wheel alike, and is deterministic: the same files give byte-identical bytes.
 
@@ -106,7 +107,9 @@ def _wheel(distribution: str, files: dict[str, bytes], scripts: bool) -> tuple[s
 def build(assignment_root: Path) -> tuple[str, bytes]:
     """(file name, wheel bytes) of the grader with `assignment_root` as its packaged assignment."""
     files = _package_files(PACKAGE, "grader", _SKIP)
-    files.update(_package_files(Path(assignment_root), "grader/_assignment", {"__pycache__", "course.yaml"}))
+    # the instructor's own attention.py and answers.yaml may hold the answers: `mha init` makes students' from the course
+    files.update(_package_files(Path(assignment_root), "grader/_assignment",
+                                {"__pycache__", "course.yaml", "attention.py", "answers.yaml"}))
     return _wheel(DISTRIBUTION, files, scripts=True)
 
 

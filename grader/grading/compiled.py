@@ -6,10 +6,10 @@ grader's code and the variant, so the first run stores them (full fixtures, fixt
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
 A compiled assignment is stored with its stamp: the grader's version, the variant seed, the
-size and modification time of every file of the grader package (its reference, generators,
-wrong variants...), and the size, modification time and CRC-32 of every YAML file of the
-assignment. It is used only when the stamp equals the current one exactly: change any of them
-and the next run compiles afresh. (The file name is a CRC-32 of the stamp; hashlib is not used
+size and modification time of every file of the grader package (its generators, checks...),
+and the size, modification time and CRC-32 of every YAML file of the assignment and of its
+code (its reference, wrong variants, answer functions). It is used only when the stamp equals
+the current one exactly: change any of them and the next run compiles afresh. (The file name is a CRC-32 of the stamp; hashlib is not used
 because loading OpenSSL costs a cold start 5 ms.) A file that cannot be read, is damaged, or
 was written for another stamp is ignored and replaced; nothing here is ever needed for a
 correct grade.
@@ -31,10 +31,10 @@ from .. import __version__
 from .fixtures import Fixtures, build
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
 
-__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp"]
+__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp", "validated", "mark_validated"]
 
 FORMAT = 1
-STUDENT_FILES = {"answers.yaml"}  # YAML in the assignment folder that is not the assignment's
+STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the assignment folder that are not the course's
 
 
 def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], bool]) -> list[Path]:
@@ -46,13 +46,13 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 
 def stamp(root: Path, seed: int) -> str:
-    """What a compiled assignment depends on: the grader, the assignment's YAML files, the variant."""
+    """What a compiled assignment depends on: the grader, the course's YAML files and code, the variant."""
     lines = [f"format {FORMAT}", f"mha-exercises {__version__}", f"seed {seed}"]
     for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
         info = path.stat()
         lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")
     root = Path(root).resolve()
-    for path in _files(root, lambda n: n.endswith((".yaml", ".yml")) and n not in STUDENT_FILES,
+    for path in _files(root, lambda n: n.endswith((".yaml", ".yml", ".py")) and n not in STUDENT_FILES,
                        lambda d: d.startswith(".")):
         data, info = path.read_bytes(), path.stat()
         lines.append(f"{path.relative_to(root)} {len(data)} {info.st_mtime_ns} {zlib.crc32(data):08x}")
@@ -98,3 +98,40 @@ def _prune(folder: Path, keep: int) -> None:
 
 def _fixtures(data: dict) -> Fixtures:
     return Fixtures(data, Path("<compiled>"))
+
+
+def _validation_marker(root: Path) -> tuple[Path, str] | None:
+    """Where the note that the course at `root`, as it is now, passed validation is kept, and its stamp."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        current = stamp(root, -1)  # no variant: the course itself
+    except OSError:
+        return None
+    return folder / f"{zlib.crc32(current.encode()):08x}.valid", current
+
+
+def validated(root: Path) -> bool:
+    """Whether the course at `root` passed validation unchanged since (grader, YAML files, code)."""
+    marker = _validation_marker(root)
+    if marker is None:
+        return False
+    try:
+        return json.loads(marker[0].read_bytes()).get("stamp") == marker[1]
+    except Exception:  # none yet, damaged: validate again
+        return False
+
+
+def mark_validated(root: Path) -> None:
+    """Note that the course at `root`, as it is now, passed validation (nothing when there is no cache)."""
+    marker = _validation_marker(root)
+    if marker is None:
+        return
+    try:
+        write_private(marker[0], json.dumps({"stamp": marker[1]}, separators=(",", ":")))
+        found = sorted(marker[0].parent.glob("*.valid"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in found[KEEP:]:  # one note per version of a course: keep as many as compiled assignments
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass

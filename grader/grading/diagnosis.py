@@ -4,7 +4,7 @@ student's own failing functions a problem calls.
 **One mistake per problem.** Each named mistake is weighed against every case of the problem
 together, never against one case alone:
 
-- a *variant* (grader/attention/mistakes.py) **explains** a failing case when its answer differs
+- a *variant* (a function of the course code) **explains** a failing case when its answer differs
   from the right one and the student's answer matches it; it is **contradicted** by a case where
   its answer differs from the right one and the student's does not match it (a passing case
   included: the student got right what the mistake gets wrong); it is **neutral** on a case
@@ -44,7 +44,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..attention.api import ReturnKind
-from ..attention.detectors import DETECTORS
 from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form
@@ -86,11 +85,15 @@ class Diagnosis:
     note: str = ""                            # SEVERAL_CAUSES, or ""
 
 
-def wrong_answer(mistake: Mistake, args: tuple[Any, ...]) -> Any:
-    """What the mistake's wrong variant answers on these inputs (raises if it does not apply)."""
-    from ..attention.mistakes import VARIANTS
+def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> Any:
+    """What the mistake's wrong variant (a function of the course code `code`) answers on these
+    inputs (raises if it does not apply, or if the mistake is a detector)."""
+    from ..assignment.course import course_function
+    fn = None if mistake.detector else course_function(code, mistake.variant)
+    if fn is None:
+        raise LookupError(f"{mistake.variant!r} is not a wrong variant of the course code")
     with np.errstate(all="ignore"):
-        return VARIANTS[mistake.variant](*copy.deepcopy(args))
+        return fn(*copy.deepcopy(args))
 
 
 def _parts(problem: Problem) -> Sequence[str]:
@@ -107,7 +110,7 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
             applies, wrong = mistake.id in known, known.get(mistake.id)
         else:
             try:
-                applies, wrong = True, wrong_answer(mistake, prepared.args)
+                applies, wrong = True, wrong_answer(mistake, prepared.args, problem.code)
             except Exception:  # the variant does not apply to these inputs
                 applies, wrong = False, None
         differs = False
@@ -153,14 +156,16 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
                 or not _is_float16(run.value):
             return Fit.NEUTRAL
         return Fit.EXPLAINS if _close_at_float16(problem, prepared.expected, run.value) else Fit.NEUTRAL
-    if mistake.variant in DETECTORS:
+    if mistake.detector:
         # a detector computes with the answer itself (a head's weights from W_Q W_K^T): only on
         # an answer the comparison found of the expected form, whose size the case sets
         if result.passed or run.status is not RunStatus.RETURNED or wrong_form(result.summary):
             return Fit.NEUTRAL
         try:
+            from ..assignment.course import course_function
+            detector = course_function(problem.code, mistake.variant)  # None in a student bundle: no course code
             with np.errstate(all="ignore"):
-                found = DETECTORS[mistake.variant](copy.deepcopy(prepared.args), run.value)
+                found = detector is not None and detector(copy.deepcopy(prepared.args), run.value)
         except Exception:  # the detector does not apply to this answer
             return Fit.NEUTRAL
         return Fit.EXPLAINS if found else Fit.NEUTRAL

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import FUNCTIONS
+from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SubmissionError
 from ..assignment.model import (Case, Choice, CompareKind, Comparison, Mistake, Problem, QuizItem, QuizKind, Variant,
                     Visibility, WrongValue)
 
-FORMAT = 1
+FORMAT = 2
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
 BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (exports/otter_checks.py)
@@ -70,7 +70,7 @@ def _choice_public(c: Choice) -> dict:
 def _item_data(v: Variant, keep_answers: bool = False) -> dict:
     """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
     `keep_answers`: the autograder's own copy)."""
-    item = replace(v.item, prompt=v.prompt, params={})
+    item = replace(v.item, prompt=v.prompt, params={}, code=None)  # numbers resolved: no course code needed
     if v.item.hidden and not keep_answers:
         choices = tuple(replace(c, correct=False, feedback="", mistake=None) for c in v.choices)
         item = replace(item, choices=choices, answer=None, feedback="", wrong=(), hint=v.hint)
@@ -96,6 +96,19 @@ def _item_from(data: dict) -> Variant:
                    wrong=tuple(WrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
 
+def _function_data(fn: FunctionSpec) -> dict:
+    """A function's declaration as plain data (the fixtures carry it: the bundle has no course code)."""
+    return {"name": fn.name, "signature": fn.signature, "returns": fn.returns.value, "outputs": list(fn.outputs),
+            "params": [{"name": p.name, "kind": p.kind.value, "default": p.default, "required": p.required}
+                       for p in fn.params]}
+
+
+def _function_from(data: dict) -> FunctionSpec:
+    params = tuple(Param(p["name"], ParamKind(p["kind"]), default=p["default"], required=p["required"])
+                   for p in data["params"])
+    return FunctionSpec(data["name"], params, ReturnKind(data["returns"]), data["signature"], tuple(data["outputs"]))
+
+
 def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
     the reference and the variants)."""
@@ -111,7 +124,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
             wrong = []
             for mistake in problem.mistakes:
                 try:
-                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args), hidden)])
+                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), hidden)])
                 except Exception:  # the mistake's variant does not apply to these inputs (or is a detector)
                     continue
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
@@ -120,16 +133,19 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
                           "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
         problems.append({
-            "id": problem.id, "title": problem.title, "points": problem.points, "function": problem.function.name,
+            "id": problem.id, "title": problem.title, "points": problem.points,
+            "function": _function_data(problem.function),
+            "code": str(problem.code) if hidden and problem.code else None,  # the detectors' course code
             "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
             "text": "" if hidden else render_problem(problem, variant),
-            "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant} for m in problem.mistakes],
+            "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant, "detector": m.detector}
+                         for m in problem.mistakes],
             "cases": cases,
         })
     quiz = None
     if assignment.quiz is not None:
-        quiz = {"ids": [i.id for i in assignment.quiz.items],
+        quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
                 "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
     return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
 
@@ -145,6 +161,7 @@ class Fixtures:
         self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
+        self.quiz_title: str | None = quiz.get("title") if quiz else None
         self.quiz: list[Variant] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
@@ -168,7 +185,8 @@ class Fixtures:
             prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
                                          inputs=c.get("inputs")))
-        problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=FUNCTIONS[p["function"]],
+        problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=_function_from(p["function"]),
                           prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
-                          mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"])
+                          mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"],
+                          code=Path(p["code"]) if p.get("code") else None)
         return problem, prepared

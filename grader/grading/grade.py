@@ -20,7 +20,7 @@ from .answers import grade_variants
 from ..attention.api import FunctionSpec, ReturnKind
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
-from ..errors import InternalError
+from ..errors import InternalError, SpecError
 from ..sandbox.isolation import private_paths
 from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
 from .grids import weight_grids
@@ -40,7 +40,7 @@ class PreparedCase:
     args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
     expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
     # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
-    # None: run the variants of grader/attention/mistakes.py when a case fails
+    # None: run the course code's wrong variants when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
@@ -72,11 +72,15 @@ def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
     return expect
 
 
-def reference_answer(fn: FunctionSpec, args: tuple[Any, ...]) -> Any:
+def reference_answer(fn: FunctionSpec, args: tuple[Any, ...], code: Path | None) -> Any:
+    """The course reference's answer (`code`: the course module holding it; autograder side only)."""
     if fn.returns in (ReturnKind.HEAD, ReturnKind.HEAD_PAIR):
-        return args[0]  # the check runs the reference on the student's matrices for this seq_len
-    from ..attention import reference  # the autograder's side only: the student bundle has no reference
-    return getattr(reference, fn.name)(*copy.deepcopy(args))
+        return args[0]  # the check computes the pattern the student's matrices make for this seq_len
+    from ..assignment.course import course_function
+    reference = course_function(code, fn.name)
+    if reference is None:
+        raise InternalError(f"{fn.name}: the course code has no reference for it")
+    return reference(*copy.deepcopy(args))
 
 
 def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
@@ -86,10 +90,10 @@ def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> Prepar
         return PreparedCase(case, args, None, inputs=inputs)
     try:
         expected = literal_expected(problem.function, case.expect) if case.has_expect \
-            else reference_answer(problem.function, args)
-    except Exception as exc:  # a case the reference cannot answer is the problem file's fault
-        raise InternalError(f"{problem.path}:{case.line}: the reference failed on case {case.name!r}: "
-                            f"{type(exc).__name__}: {exc}") from exc
+            else reference_answer(problem.function, args, problem.code)
+    except Exception as exc:  # a case the reference cannot answer is the problem file's fault (as mha validate says)
+        raise SpecError(str(problem.path), case.line, f"case {case.name!r}: the reference raised "
+                        f"{type(exc).__name__}: {exc}") from exc
     return PreparedCase(case, args, expected, inputs=inputs)
 
 

@@ -28,7 +28,6 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
 from .student_files import PARSE_BYTES, SOURCE_BYTES, open_folder, read_student_file
@@ -65,8 +64,22 @@ def _calls_api(node: ast.AST, api: frozenset[str]) -> bool:
                for n in ast.walk(node))
 
 
-def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
-    """The statements of one cell that belong in attention.py (see the module docstring)."""
+def defined_functions(sources: Iterable[str]) -> frozenset[str]:
+    """The names of the functions the cells define at top level (the functions a course grades
+    are among them): an assignment calling one of them is a use, not a definition."""
+    names = set()
+    for source in sources:
+        try:
+            tree = ast.parse("\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in source.split("\n")))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        names.update(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return frozenset(names)
+
+
+def definitions(source: str, api: Iterable[str] | None = None) -> str:
+    """The statements of one cell that belong in attention.py (see the module docstring); `api`:
+    the functions whose calls are left out (by default those the cell defines)."""
     if source.lstrip().startswith("%%"):  # a cell magic: the whole cell is not Python
         return ""
     lines = source.split("\n")
@@ -75,7 +88,7 @@ def definitions(source: str, api: Iterable[str] = FUNCTIONS) -> str:
         tree = ast.parse(python)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # `1+1+...` 100,000 long recurses
         return python  # kept as it is: the sandbox reports the error (with its line) when it imports it
-    api = frozenset(api)
+    api = frozenset(api) if api is not None else defined_functions([source])
     tools = set(TOOLS)
     kept = []
     for node in tree.body:
@@ -111,8 +124,10 @@ def _bounded(cells: Iterable[tuple[str, str]], origin: str) -> list[tuple[str, s
 def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
     cells = _bounded(cells, origin)
     parts = [f"# The definitions in {origin}, extracted by mha (calls, prints and magics are left out).\n"]
+    cells = list(cells)
+    api = defined_functions(source for _, source in cells)
     for label, source in cells:
-        code = definitions(source)
+        code = definitions(source, api)
         if code.strip():
             parts.append(f"# {label}\n{code.rstrip()}\n")
     return "\n".join(parts)

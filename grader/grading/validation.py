@@ -1,6 +1,11 @@
-"""Deeper checks of loaded problems that need the reference: explicit answers must agree with it."""
+"""Deeper checks of loaded problems that need the reference: explicit answers must agree with it.
+
+`load_valid` is what every command that grades, releases or exports loads: the assignment as
+`mha validate` accepts it, or SpecErrors; a key that disagrees with the reference is never used.
+"""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable
 
 from .checks import check
@@ -9,16 +14,20 @@ from .grade import build_args, literal_expected, reference_answer
 from ..assignment.model import Problem
 
 
-def check_against_reference(problems: Iterable[Problem]) -> None:
-    """Every `expect` must match the reference, and every `raises` case must raise in it."""
+def check_against_reference(problems: Iterable[Problem], keys_only: bool = False) -> None:
+    """Every `expect` must match the reference, and every `raises` case must raise in it; without
+    `keys_only`, the reference must also answer every other case (grading checks that as it
+    prepares them)."""
     errors: list[SpecError] = []
     for problem in problems:
         fn = problem.function
         parts = fn.outputs if fn.returns.value == "array_pair" else ()
         for case in problem.cases:
+            if keys_only and not (case.has_expect or case.raises):
+                continue
             args = build_args(problem, case)
             try:
-                answer = reference_answer(fn, args)
+                answer = reference_answer(fn, args, problem.code)
             except Exception as exc:
                 if case.raises and type(exc).__name__ == case.raises:
                     continue
@@ -35,3 +44,18 @@ def check_against_reference(problems: Iterable[Problem]) -> None:
                                             f"case {case.name!r}: 'expect' disagrees with the reference ({verdict.detail})"))
     if errors:
         raise SpecErrors(errors)
+
+
+def load_valid(root: Path):
+    """The assignment at `root`, refused (SpecErrors) unless `mha validate` accepts it."""
+    from ..assignment.loader import load_assignment
+    from ..assignment.quiz import check_quiz
+    from .compiled import mark_validated, validated
+    assignment = load_assignment(root)
+    if validated(root):  # unchanged since it last passed (the compiled cache keeps that note)
+        return assignment
+    check_against_reference(assignment.problems, keys_only=True)  # a case the reference fails stops its preparation
+    if assignment.quiz is not None:
+        check_quiz(assignment.quiz)
+    mark_validated(root)
+    return assignment

@@ -1,13 +1,14 @@
 """Known-wrong answers: each one is a misconception a student may hold.
 
-A problem file names one under `mistakes:` (key `variant`). When a problem fails, the grader
-weighs each named mistake against all its cases together (grader/grading/diagnosis.py):
+A problem file names one under `mistakes:` (key `variant`, or `detector` for a predicate of
+detectors.py). When a problem fails, the grader weighs each named mistake against all its cases
+together (grader/grading/diagnosis.py):
 
-- a **variant** (`@variant`) has the signature of the function it imitates and computes the
+- a **variant** (key `variant`) has the signature of the function it imitates and computes the
   wrong answer; it explains an answer that matches it, on a case where it differs from the
   right one (it raises on inputs where the mistake cannot be told apart, e.g. averaged heads
   when there is one head);
-- a **detector** (`@detector`) is a predicate `(args, got) -> bool` for mistakes that are
+- a **detector** (key `detector`, detectors.py) is a predicate `(args, got) -> bool` for mistakes that are
   easier to recognize in the answer than to reproduce, such as a designed head that looks at
   the wrong position.
 
@@ -21,12 +22,8 @@ from typing import Callable
 import numpy as np
 
 from . import reference as ref
-from .detectors import DETECTORS, detector  # noqa: F401 - one registry of mistakes
-from .mistakes_flagship import FLAGSHIP_VARIANTS
 
-__all__ = ["VARIANTS", "DETECTORS", "variant", "detector", "has_variant"]
-
-VARIANTS: dict[str, Callable] = dict(FLAGSHIP_VARIANTS)  # the flagship problems' own: mistakes_flagship.py
+VARIANTS: dict[str, Callable] = {}  # the flagship problems' own are in mistakes_flagship.py
 
 
 def variant(fn: Callable) -> Callable:
@@ -34,10 +31,6 @@ def variant(fn: Callable) -> Callable:
     VARIANTS[fn.__name__] = fn
     return fn
 
-
-def has_variant(name: object) -> bool:
-    """Whether a problem file may name `name` as a mistake's variant (or detector)."""
-    return isinstance(name, str) and (name in VARIANTS or name in DETECTORS)
 
 
 # --- softmax ---------------------------------------------------------------------------------
@@ -236,3 +229,6 @@ def mha_softmax_shared_across_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
     joint = ref.softmax(scores.transpose(1, 0, 2).reshape(n, h * m))  # (n, h * m): one row per query
     weights = joint.reshape(n, h, m).transpose(1, 0, 2)               # (h, n, m), rows sum to < 1
     return ref.merge_heads(weights @ v) @ W_O, weights
+
+
+__all__ = ["VARIANTS", "variant", *VARIANTS]  # the course module (course.py) exports each by name

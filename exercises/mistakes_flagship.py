@@ -1,6 +1,6 @@
 """Known-wrong answers of the flagship problems: reading values, counting distributions,
-predicting shapes, several heads in one layer. Registered into grader.attention.mistakes.VARIANTS
-(see that module for how a named mistake explains a failing answer).
+predicting shapes, several heads in one layer. Exported by name through course.py, like those
+of mistakes.py (see that module for how a named mistake explains a failing answer).
 
 A variant raises (ValueError) where its mistake makes no sense for the inputs, such as
 confusing keys with queries in self-attention: then it names nothing there, and no two
@@ -13,8 +13,6 @@ from typing import Callable
 import numpy as np
 
 from . import reference as ref
-
-__all__ = ["FLAGSHIP_VARIANTS"]
 
 FLAGSHIP_VARIANTS: dict[str, Callable] = {}
 
@@ -230,3 +228,6 @@ def shapes_weights_layout_swapped(seq_len, d_model, num_heads, src_len=None, bat
     swapped = _shapes(seq_len, d_model, num_heads, src_len, batch, d_v, not average_weights)
     shapes["returned_weights"] = swapped["returned_weights"]
     return shapes
+
+
+__all__ = ["FLAGSHIP_VARIANTS", *FLAGSHIP_VARIANTS]

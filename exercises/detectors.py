@@ -1,8 +1,8 @@
 """Detectors: predicates `(args, got) -> bool` for mistakes easier to recognize in an answer
 than to reproduce, such as a designed head that looks at the wrong position.
 
-Kept apart from the wrong variants (grader/attention/mistakes.py) because they hold no near-solutions:
-the student bundle ships them, so `mha check` can name these mistakes too.
+A problem file names one with `detector:` under `mistakes:`; the grader calls it with the case's
+arguments and the student's answer (course code: it runs in the grader, never in a student bundle).
 """
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .patterns import head_weights, pair_head_weights
-
-__all__ = ["DETECTORS", "detector"]
+from grader.attention.patterns import head_weights, pair_head_weights
 
 DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
 
@@ -130,3 +128,6 @@ def pair_one_head_does_both(args, got) -> bool:
     if rows.size == 0:
         return False
     return any(bool(((w[rows, rows - 1] >= 0.25) & (w[rows, 0] >= 0.25)).all()) for w in weights)
+
+
+__all__ = ["DETECTORS", "detector", *DETECTORS]

@@ -1,0 +1,119 @@
+"""`mha new problem ID`: scaffold a problem on a new function of the course."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from .base import CONTEXT, Group, fail
+from .commands import Ctx
+from ..errors import GraderError, SubmissionError
+
+PROBLEM = """\
+id: {id}
+title: TODO a short title
+points: 10
+function:
+  signature: {id}(x) -> ndarray
+  params: {{x: array}}        # array | mask | int | bool
+  returns: array             # array | int | shapes | head | head_pair | [name, ...] for a tuple of arrays
+prompt: |
+  TODO what the student computes, with a worked example.
+mistakes: []                 # {{id, message, variant: a wrong function of {code}}}
+cases:
+  - name: worked example
+    visibility: public
+    args: {{x: [1.0, 2.0, 3.0]}}
+  - name: random input
+    visibility: hidden
+    args:
+      x: {{random: normal, shape: [4, 3]}}
+"""
+
+REFERENCE = '''
+
+def {id}(x):
+    """TODO the reference of {id}: float64, pure (graded problems compare against it)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x.copy()  # replace with the real computation
+'''
+
+
+@click.group(cls=Group, context_settings=CONTEXT)
+def new() -> None:
+    """Scaffold course material.
+
+    \b
+    Example:
+      mha new problem attention_entropy
+    """
+
+
+@new.command(context_settings=CONTEXT)
+@click.argument("problem_id", metavar="ID")
+@click.pass_obj
+def problem(obj: Ctx, problem_id: str) -> None:
+    """Scaffold a problem on a new function ID: problems/ID.yaml (with its `function:` block),
+    the reference function in the course's code, a stub in attention.py beside the assignment,
+    and ID listed in assignment.yaml. Edit them, then `mha validate`.
+
+    \b
+    Example:
+      mha --exercises my-course new problem attention_entropy
+    """
+    root, reason = obj.located
+    try:
+        if reason == "packaged":  # never the assignment installed with the package
+            raise SubmissionError("no course here: give its folder with --exercises DIR (it may not exist yet)")
+        written = scaffold(root, problem_id)
+    except GraderError as exc:
+        fail(exc)
+    click.echo("wrote " + ", ".join(str(p) for p in written) + "; next: edit them, then `mha validate`")
+
+
+def scaffold(root: Path, problem_id: str) -> list[Path]:
+    """Write the problem, reference and stub of `problem_id` into the course at `root`; returns the files changed."""
+    from ..assignment.course import CODE_KEY
+    from ..assignment.fields import load_mapping
+    from ..paths import SUBMISSION_NAME
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", problem_id):
+        raise SubmissionError(f"{problem_id!r}: a problem id is a Python function name in lower case, like "
+                              "attention_entropy")
+    root = Path(root)
+    listing = root / "assignment.yaml"
+    if not listing.is_file():  # a course from nothing: its assignment.yaml too
+        root.mkdir(parents=True, exist_ok=True)
+        listing.write_text(f"title: {root.resolve().name}\n{CODE_KEY}: course.py\nproblems: []\n", encoding="utf-8")
+    problem_file = root / "problems" / f"{problem_id}.yaml"
+    if problem_file.exists():
+        raise SubmissionError(f"{problem_file} already exists: nothing was written")
+    text = listing.read_text(encoding="utf-8")
+    node = load_mapping(listing, "assignment.yaml")
+    code_name = node.get(CODE_KEY, "course.py")
+    code = root / str(code_name)
+    if code.is_file() and re.search(rf"^def {problem_id}\(", code.read_text(encoding="utf-8"), re.M):
+        raise SubmissionError(f"{code} already defines {problem_id}(): nothing was written")
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines) if re.match(r"^problems:\s*(\[\s*\])?\s*(#.*)?$", line)), None)
+    if header is None or not isinstance(node.get("problems"), list):
+        raise SubmissionError(f"{listing}: add a 'problems:' list first (nothing was written)")
+    end = header + 1
+    while end < len(lines) and re.match(r"^\s+-\s", lines[end]):
+        end += 1
+    lines[header] = "problems:"
+    lines.insert(end, "  - " + problem_id)
+    if CODE_KEY not in node:
+        lines.insert(0, f"{CODE_KEY}: {code_name}")
+    problem_file.parent.mkdir(exist_ok=True)
+    problem_file.write_text(PROBLEM.format(id=problem_id, code=code_name), encoding="utf-8")
+    start = "" if code.is_file() else '"""The course\'s own code: references, named mistakes, quiz answer functions."""\n' \
+                                       "import numpy as np\n"
+    with open(code, "a", encoding="utf-8") as handle:
+        handle.write(start + REFERENCE.format(id=problem_id))
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stub_file = root / SUBMISSION_NAME
+    with open(stub_file, "a", encoding="utf-8") as handle:
+        handle.write(f"\n\ndef {problem_id}(x):\n    \"\"\"TODO what the student writes.\"\"\"\n"
+                     f"    raise NotImplementedError(\"{problem_id}: not implemented yet (see `mha show {problem_id}`)\")\n")
+    return [problem_file, code, stub_file, listing]

@@ -1,0 +1,340 @@
+"""A course is a folder: its own code (reference, named mistakes, answer functions) is loaded
+by the grader from the course folder, the default assignment through the same path; every
+command refuses a course that `mha validate` rejects; student files are made from the course;
+rosters are checked."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import grader
+from grader.assignment.course import read_code
+from grader.assignment.loader import load_assignment
+from grader.assignment.quiz import variant
+from grader.cli.launch import main as launch_main  # noqa: F401 - the entry point the console script runs
+from grader.cli.commands import main
+from grader.errors import ExitCode, SpecErrors
+
+from ._course import BUGGY, CORRECT, build_course, write_submission
+from .conftest import EXERCISES, SOLUTIONS, copy_course_code
+
+BAD_KEY = "softmax.yaml:66: case 'worked example': 'expect' disagrees with the reference"
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, env=env)
+
+
+@pytest.fixture
+def entropy(tmp_path):
+    """The entropy course (tests/_course.py) and its quiz answer for the default variant."""
+    course = build_course(tmp_path / "entropy")
+    answer = variant(load_assignment(course).quiz.items[0], 0).answer
+    return course, answer
+
+
+class TestCourseCode:
+    def test_the_default_assignment_loads_through_the_course_path(self, assignment):
+        """exercises/assignment.yaml names its code; every problem and quiz item is answered by it."""
+        code = EXERCISES / "course.py"
+        assert assignment.code == code
+        assert {p.code for p in assignment.problems} == {code}
+        assert {i.code for i in assignment.quiz.items} == {code}
+        declared = read_code(code).functions
+        assert {p.function for p in assignment.problems} == {declared[p.function.name] for p in assignment.problems}
+
+    def test_the_grader_holds_no_course(self):
+        """No table of functions, no reference, no mistakes, no answer functions left in the grader package."""
+        package = Path(grader.__file__).parent
+        names = {p.name for p in package.rglob("*.py") if "_assignment" not in p.parts}
+        assert not names & {"reference.py", "mistakes.py", "mistakes_flagship.py", "detectors.py", "quiz_answers.py"}
+        from grader.attention import api
+        from grader.assignment import quiz
+        assert not hasattr(api, "FUNCTIONS") and not hasattr(quiz, "ANSWER_FUNCTIONS")
+
+    def test_a_course_outside_the_repository_grades_its_own_function(self, entropy, tmp_path):
+        """Validated; a correct submission gets full marks, the buggy one fails with its named mistake."""
+        course, answer = entropy
+        assert run("--exercises", str(course), "validate").exit_code == 0
+        good = write_submission(tmp_path / "good", CORRECT, answer)
+        bad = write_submission(tmp_path / "bad", BUGGY, answer)
+        graded = run("--exercises", str(course), "grade", str(good), "--format", "json")
+        data = json.loads(graded.stdout)
+        assert (graded.exit_code, data["score"], data["max_score"]) == (0, 5, 5)
+        graded = run("--exercises", str(course), "grade", str(bad), "--format", "json")
+        data = json.loads(graded.stdout)
+        problem, = [p for p in data["problems"] if p["id"] == "attention_entropy"]
+        assert data["score"] == 1 and "entropy-in-bits" in {c["mistake"] for c in problem["cases"]}
+
+    def test_the_global_option_works_after_the_subcommand(self, entropy, tmp_path):
+        """`mha grade SUB --exercises DIR` is the same as `mha --exercises DIR grade SUB`."""
+        course, answer = entropy
+        good = write_submission(tmp_path / "good", CORRECT, answer)
+        graded = run("grade", str(good), "--format", "json", "--exercises", str(course))
+        assert graded.exit_code == 0 and json.loads(graded.stdout)["score"] == 5
+
+    @pytest.mark.parametrize("edit, message", [
+        (("variant: entropy_in_bits", "variant: entropy_in_hex"),
+         "problems/attention_entropy.yaml:13: unknown mistake variant 'entropy_in_hex' (not a function of entropy_course.py)"),
+        (("returns: array", "returns: tensor"),
+         "problems/attention_entropy.yaml:7: 'function': 'returns' must be one of array, int, shapes, head, "
+         "head_pair or a list of two or more names for a tuple of arrays (got 'tensor')"),
+        (("params: {weights: array}", "params: {weights: matrix}"),
+         "problems/attention_entropy.yaml:6: 'function': parameter 'weights' needs a kind in 'params': array, mask, "
+         "int or bool (got 'matrix')"),
+        (("signature: attention_entropy(weights) -> ndarray", "signature: attention_entropy(w) -> ndarray"),
+         "problems/attention_entropy.yaml:6: 'function': 'params' names 'weights', which is not a parameter of "
+         "attention_entropy(w) -> ndarray"),
+    ])
+    def test_bad_declarations_are_named_with_their_line(self, entropy, edit, message):
+        """A wrong mistake name or function declaration is a spec error at its line (exit 3)."""
+        course, _ = entropy
+        problem = course / "problems" / "attention_entropy.yaml"
+        problem.write_text(problem.read_text().replace(*edit))
+        result = run("--exercises", str(course), "validate")
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert f"{course}/{message}" in result.stderr
+
+    def test_a_reference_missing_from_the_code_is_named(self, entropy):
+        """A declared function that the course code does not define is refused."""
+        course, _ = entropy
+        code = course / "entropy_course.py"
+        code.write_text(code.read_text().replace("def attention_entropy(", "def attention_entropy_(")
+                        .replace("return attention_entropy(", "return attention_entropy_("))
+        with pytest.raises(SpecErrors) as info:
+            load_assignment(course)
+        assert "'attention_entropy' has no reference: define a function attention_entropy() in entropy_course.py" \
+            in str(info.value)
+
+    def test_course_code_that_fails_to_load_is_named_with_its_line(self, entropy):
+        """An exception while the course code loads is reported at the code's file and line."""
+        course, _ = entropy
+        code = course / "entropy_course.py"
+        code.write_text(code.read_text() + "\n1 / 0\n")
+        with pytest.raises(SpecErrors) as info:
+            load_assignment(course)
+        line = len(code.read_text().splitlines())
+        assert str(info.value) == (f"{code}:{line}: the course code failed to load: "
+                                   "ZeroDivisionError: division by zero")
+
+    def test_quiz_answer_is_a_function_of_the_course_code(self, entropy):
+        """An answer naming no function of the course code is refused at its line."""
+        course, _ = entropy
+        quiz = course / "quiz.yaml"
+        quiz.write_text(quiz.read_text().replace("answer: uniform_entropy", "answer: uniform_entropie"))
+        with pytest.raises(SpecErrors) as info:
+            load_assignment(course)
+        assert f"{quiz}:10: 'answer' must be a number, a parameter (params: T) or an answer function of the course " \
+               "code (entropy_course.py) (got 'uniform_entropie')" == str(info.value)
+
+
+@pytest.fixture(scope="module")
+def wrong_key(tmp_path_factory):
+    """A copy of the default course whose softmax `expect` disagrees with the reference, and a submission."""
+    tmp = tmp_path_factory.mktemp("wrong_key")
+    course = tmp / "exercises"
+    shutil.copytree(EXERCISES, course, ignore=shutil.ignore_patterns("__pycache__"))
+    softmax = course / "problems" / "softmax.yaml"
+    text = softmax.read_text()
+    assert text.count("expect: [0.09003057, 0.24472847, 0.66524096]") == 2
+    softmax.write_text(text.replace("expect: [0.09003057, 0.24472847, 0.66524096]",
+                                    "expect: [0.1, 0.2, 0.7]", 1))
+    submissions = tmp / "class"
+    shutil.copytree(SOLUTIONS, submissions / "ada")
+    return course, submissions
+
+
+class TestWrongKey:
+    @pytest.mark.parametrize("command", [
+        ["grade", "{sub}/ada"], ["check", "--path", "{sub}/ada/attention.py"], ["grade-all", "{sub}", "--out", "{out}"],
+        ["compile"], ["release", "--out", "{out}"], ["list"],
+        ["export", "notebook", "--out", "{out}/n.ipynb"], ["export", "otter", "--out", "{out}",
+                                                           "--solutions", "{sub}/ada/attention.py"],
+        ["export", "github-classroom", "--out", "{out}"], ["export", "gradescope", "--out", "{out}/g.zip"],
+        ["export", "qti", "--out", "{out}/q.zip"], ["export", "moodle", "--out", "{out}/m.xml"],
+    ], ids=lambda c: " ".join(c[:2]))
+    def test_every_command_refuses_a_key_that_disagrees_with_the_reference(self, wrong_key, tmp_path, command):
+        """Exit 3 with the file:line of the wrong key; nothing graded or written with it."""
+        course, submissions = wrong_key
+        out = tmp_path / "out"
+        args = [a.format(sub=submissions, out=out) for a in command]
+        result = run("--exercises", str(course), *args, env={"MHA_COURSE_SECRET": ""})
+        assert result.exit_code == ExitCode.INVALID_SPEC, result.output
+        assert f"{course}/problems/{BAD_KEY}" in result.stderr
+        assert not out.exists() or not any(out.iterdir())
+
+
+class TestStudentFiles:
+    @pytest.fixture
+    def implemented(self, tmp_path):
+        """A course whose instructor's attention.py and answers.yaml hold the model answers."""
+        course = tmp_path / "exercises"
+        shutil.copytree(EXERCISES, course, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(SOLUTIONS / "attention.py", course / "attention.py")
+        shutil.copy(SOLUTIONS / "answers.yaml", course / "answers.yaml")
+        return course
+
+    def _assert_stubs(self, text: str) -> None:
+        import ast
+        tree = ast.parse(text)
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert len(functions) == 14
+        for fn in functions:  # a docstring and `raise NotImplementedError(...)`, nothing else
+            assert len(fn.body) == 2 and isinstance(fn.body[1], ast.Raise), fn.name
+            assert "NotImplementedError" in ast.unparse(fn.body[1])
+
+    def test_release_ships_stubs_and_blank_answers(self, implemented, tmp_path):
+        """An implemented exercises/attention.py is never shipped: the bundle has stubs and blank answers."""
+        result = run("--exercises", str(implemented), "release", "--out", str(tmp_path / "rel"),
+                     env={"MHA_COURSE_SECRET": ""})
+        assert result.exit_code == 0, result.output
+        student = tmp_path / "rel" / "student"
+        self._assert_stubs((student / "attention.py").read_text())
+        answers = (student / "answers.yaml").read_text()
+        assert "distributions_one_head:        # a number" in answers
+        assert all(line.split("#")[0].rstrip().endswith(":") for line in answers.splitlines()
+                   if line and not line.startswith("#"))
+        shipped = {p.name for p in student.rglob("*.py")}
+        assert not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py", "quiz_answers.py"}
+
+    def test_github_classroom_and_notebook_ship_stubs(self, implemented, tmp_path):
+        """The starter repository and the notebook hold stubs, never the instructor's implementations."""
+        result = run("--exercises", str(implemented), "export", "github-classroom", "--out", str(tmp_path / "gh"),
+                     "--install", "mha-exercises")
+        assert result.exit_code == 0, result.output
+        self._assert_stubs((tmp_path / "gh" / "attention.py").read_text())
+        assert "distributions_one_head: 1" not in (tmp_path / "gh" / "answers.yaml").read_text()
+        pytest.importorskip("nbformat")
+        result = run("--exercises", str(implemented), "export", "notebook", "--out", str(tmp_path / "n.ipynb"))
+        assert result.exit_code == 0, result.output
+        cells = json.loads((tmp_path / "n.ipynb").read_text())["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        assert "not implemented yet" in code and "np.exp" not in code
+
+
+class TestRoster:
+    @pytest.mark.parametrize("text, message", [
+        ("name,mail\nAda,ada@uni.edu\n", "roster.csv:1: the header names no 'email' column (got 'name,mail'): "
+                                         "name the column of each student's email, or list one email per line"),
+        ("email,name\nada@uni.edu,Ada\n,Bob\n", "roster.csv:3: no email on this line"),
+        ("ada@uni.edu\nbob@uni.edu\nada@uni.edu\n", "roster.csv:3: 'ada@uni.edu' is listed twice (line 1)"),
+        ("ada@uni.edu\nAda@Uni.edu\n", "roster.csv:2: 'Ada@Uni.edu' and 'ada@uni.edu' become one id (line 1)"),
+        ("ada@uni.edu\nbob\n", "roster.csv:2: 'bob' does not look like an email"),
+        ("# the class\n\n", "roster.csv: the roster lists no student"),
+    ], ids=["header", "empty", "duplicate", "colliding", "not-an-id", "no-one"])
+    def test_bad_rosters_are_refused_naming_the_line(self, tmp_path, text, message):
+        """Exit 2, the roster's line, and nothing released."""
+        roster = tmp_path / "roster.csv"
+        roster.write_text(text)
+        result = run("--exercises", str(EXERCISES), "release", "--out", str(tmp_path / "rel"), "--roster",
+                     str(roster), env={"MHA_COURSE_SECRET": "s3cret"})
+        assert result.exit_code == ExitCode.USAGE
+        assert f"{tmp_path}/{message}" in result.stderr
+        assert not (tmp_path / "rel").exists()
+
+    def test_an_sid_roster_takes_the_named_column(self, tmp_path):
+        """With variant_key sid, the sid column of a Gradescope roster export."""
+        from grader.classroom.release import read_roster
+        roster = tmp_path / "roster.csv"
+        roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
+        assert read_roster(roster, "sid") == ["2024001", "2024002"]
+        assert read_roster(roster, "email") == ["ann@example.edu", "ben@example.edu"]
+
+
+def test_copy_course_code_copies_no_student_file(tmp_path):
+    """The test helper copies the course code, never the student's stubs."""
+    copy_course_code(tmp_path)
+    assert (tmp_path / "course.py").is_file() and not (tmp_path / "attention.py").exists()
+
+
+def test_grade_all_refuses_one_students_folder(tmp_path):
+    """grade-all given a folder that is itself a submission says so (exit 2) and grades nobody."""
+    one = tmp_path / "ada"
+    shutil.copytree(SOLUTIONS, one)
+    result = run("--exercises", str(EXERCISES), "grade-all", str(one), "--out", str(tmp_path / "out"))
+    assert result.exit_code == ExitCode.USAGE
+    assert f"{one} is one student's submission (it holds attention.py): grade it with `mha grade {one}`" \
+        in result.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+class TestGradescopeZip:
+    def test_the_zip_built_offline_grades_the_course_as_the_cli_does(self, entropy, tmp_path):
+        """The entropy course's Gradescope zip carries its code to the autograder (setup.sh builds the image
+        with the network off): the correct submission gets 5/5, the buggy one 1/5 with its named mistake."""
+        from .test_export_gradescope import autograder, run_autograder, setup_offline
+        course, answer = entropy
+        root = autograder(tmp_path, load_assignment(course), secret=None)
+        assert (root / "source" / "exercises" / "entropy_course.py").is_file()
+        done = setup_offline(root)
+        assert done.returncode == 0, done.stdout + done.stderr
+        answers = f"uniform_row: {answer}\n"
+        good = run_autograder(root, {"attention.py": CORRECT, "answers.yaml": answers}, image=True)
+        assert good["score"] == 5
+        bad = run_autograder(root, {"attention.py": BUGGY, "answers.yaml": answers}, image=True)
+        assert bad["score"] == 1
+        assert "entropy-in-bits" in json.dumps(bad["tests"])
+
+
+class TestInit:
+    def test_init_writes_the_starter_files_of_the_course(self, entropy, tmp_path):
+        """`mha init DIR` writes stubs and blank answers made from the course; never over a file already there."""
+        course, _ = entropy
+        folder = tmp_path / "mine"
+        result = run("init", str(folder), "--exercises", str(course))
+        assert result.exit_code == 0, result.output
+        stubs = (folder / "attention.py").read_text()
+        assert "def attention_entropy(weights):" in stubs and "np.log" not in stubs
+        assert (folder / "answers.yaml").read_text().splitlines()[-1].split("#")[0].strip() == "uniform_row:"
+        again = run("init", str(folder), "--exercises", str(course))
+        assert again.exit_code == ExitCode.USAGE
+        assert f"{folder / 'attention.py'} already exists: nothing was written (--force replaces it)" in again.stderr
+        graded = run("--exercises", str(course), "check", "--path", str(folder / "attention.py"))
+        assert graded.exit_code == ExitCode.FAILED and "not implemented yet" in graded.stdout
+
+
+class TestNewProblem:
+    def test_a_course_from_nothing_validates_and_grades(self, tmp_path):
+        """`mha new problem ID` in an empty folder writes assignment.yaml, the problem with its
+        `function:` block, the reference and the stub: the course validates, the stub scores 0."""
+        course = tmp_path / "mine"
+        result = run("--exercises", str(course), "new", "problem", "row_sums")
+        assert result.exit_code == 0, result.output
+        assert (course / "problems" / "row_sums.yaml").is_file()
+        assert "def row_sums(x):" in (course / "course.py").read_text()
+        assert "raise NotImplementedError" in (course / "attention.py").read_text()
+        assert "code: course.py" in (course / "assignment.yaml").read_text()
+        assert run("--exercises", str(course), "new", "problem", "second").exit_code == 0
+        validated = run("validate", str(course))
+        assert validated.exit_code == 0 and validated.stdout.startswith("OK: 2 problem(s), 4 cases")
+        graded = run("--exercises", str(course), "grade", str(course / "attention.py"), "--format", "json")
+        assert (graded.exit_code, json.loads(graded.stdout)["score"]) == (0, 0)
+
+    @pytest.mark.parametrize("problem_id, message", [
+        ("Row", "'Row': a problem id is a Python function name in lower case, like attention_entropy"),
+        ("attention_entropy", "problems/attention_entropy.yaml already exists: nothing was written"),
+    ])
+    def test_refusals(self, entropy, problem_id, message):
+        """A bad id, or one the course already has, is refused (exit 2) and nothing changes."""
+        course, _ = entropy
+        before = (course / "assignment.yaml").read_text()
+        result = run("--exercises", str(course), "new", "problem", problem_id)
+        assert result.exit_code == ExitCode.USAGE and message in result.stderr
+        assert (course / "assignment.yaml").read_text() == before
+
+
+def test_a_key_edited_after_validation_is_refused_again(tmp_path):
+    """The note that a course passed validation holds for that version of it only: a key edited
+    afterwards is refused by the next command."""
+    course = tmp_path / "exercises"
+    shutil.copytree(EXERCISES, course, ignore=shutil.ignore_patterns("__pycache__"))
+    assert run("--exercises", str(course), "list").exit_code == 0
+    softmax = course / "problems" / "softmax.yaml"
+    softmax.write_text(softmax.read_text().replace("expect: [0.09003057, 0.24472847, 0.66524096]",
+                                                   "expect: [0.1, 0.2, 0.7]", 1))
+    result = run("--exercises", str(course), "grade", str(SOLUTIONS))
+    assert result.exit_code == ExitCode.INVALID_SPEC and f"{course}/problems/{BAD_KEY}" in result.stderr
