@@ -145,3 +145,66 @@ class TestKnownWrongValues:
         checked = {"distributions_one_head", "attention_budget", "head_count", "two_head_reading",
                    "double_width_budget", "two_head_reading_practice"}
         assert {i.id for i in quiz.items if i.kind is QuizKind.NUMERIC} == checked
+
+
+# Phrases that handed the student the rule, the construction or the code; none may come back in a
+# prompt or a hint of its problem (the named mistakes' messages, shown after a wrong answer, may).
+# The counting rule is the exception: it moved from the prompt to a hint, shown after a wrong count.
+COUNTING_RULE = ["Widths add no rows", "The number of keys is the length of a row", "A causal mask shortens rows"]
+GIVE_AWAY = {
+    "count_routing_distributions": ["Widths create no rows", "Keys set the length of a row",
+                                    "Independent rows come from heads", *COUNTING_RULE],
+    "parameter_count": ["does not depend on h", "as many numbers as one d_model x d_model",
+                        "re-partitions a fixed capacity", "They do not:"],
+    "sink_head": ["has T\n  competitors", "has T competitors", "a direction that all rows of W_Q share",
+                  "only row 0 of W_K", "9 (T - 1). Choose", "c times the first one-hot", "ln(9 (T - 1))"],
+    "previous_token_head": ["one-hot vector of position j + 1"],
+    "two_head_layer": ["np.hstack"],
+    "split_heads": [".transpose(1, 0, 2)", "reshape(n, num_heads", "Reshape to (n, h, d_k) first"],
+    "merge_heads": ["H.transpose(1, 0, 2)", "Move the\n  head axis next to the width first"],
+    "multi_head_attention": ["merge_heads(...) @ W_O", "d_model // num_heads"],
+    "scaled_dot_product_attention": ["np.where(mask, scores, -np.inf)", "Q.shape[-1]"],
+    "multi_head_reading": ["np.concatenate"],
+    "head_contributions": ["W_O.reshape(h, d_v, d_model)", "weights @ values"],
+    "softmax": ["x.max(axis=-1, keepdims=True)"],
+}
+
+
+class TestProblemText:
+    @pytest.mark.parametrize("problem_id", sorted(GIVE_AWAY))
+    def test_no_give_away_in_prompt_or_hints(self, assignment, problem_id):
+        """The prompt and hints guide without stating the rule, the construction or the code."""
+        problem = assignment.problem(problem_id)
+        for text in (problem.prompt, *problem.hints):
+            for phrase in GIVE_AWAY[problem_id]:
+                if phrase in COUNTING_RULE and text is not problem.prompt:
+                    continue
+                assert phrase not in text, f"{problem_id}: {phrase!r}"
+
+    def test_counting_rule_waits_in_a_hint(self, assignment):
+        """The factor-by-factor rule is not in the counting prompt but in a hint, after a guiding one."""
+        problem = assignment.problem("count_routing_distributions")
+        assert len(problem.hints) >= 2 and not any(p in problem.hints[0] for p in COUNTING_RULE)
+        assert all(phrase in problem.hints[-1] for phrase in COUNTING_RULE)
+
+    def test_one_notation_in_every_prompt(self, assignment):
+        """L, S, N and d_k throughout; a head's reading is z^(i); no 0-based W_O blocks."""
+        for problem in assignment.problems:
+            text = problem.prompt
+            for old in ("d_head", "z_i ", "z_1", "(n, ", "n queries", "i*d_v to (i+1)*d_v", "i*d_k to (i+1)*d_k"):
+                assert old not in text, f"{problem.id}: {old!r}"
+
+    @pytest.mark.parametrize("problem_id", ["multi_head_reading", "head_contributions"])
+    def test_w_o_blocks_match_the_lessons_head_numbers(self, assignment, problem_id):
+        """Heads are numbered from 1 as in the lesson, and W_O^(i) is rows (i - 1) * d_v to i * d_v - 1."""
+        prompt = assignment.problem(problem_id).prompt
+        assert "(i - 1) * d_v to i * d_v - 1" in " ".join(prompt.split())
+        assert "W_O[(i - 1) * d_v : i * d_v]" in prompt and "z^(i)" in prompt
+
+    def test_a_query_sees_itself_only_in_self_attention(self, assignment):
+        """No text says every query sees itself without saying it is self-attention."""
+        problem = assignment.problem("count_routing_distributions")
+        for text in (problem.prompt, *problem.hints):
+            flat = " ".join(text.split())
+            if "sees itself" in flat or "see itself" in flat:
+                assert "self-attention every query" in flat
