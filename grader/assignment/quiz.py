@@ -162,45 +162,22 @@ def practice_unweighted_reading(coord: int) -> float:
     return float(PRACTICE_VALUES.sum(axis=0)[coord - 1])
 
 
-# --- two_head_reading: the lesson's values, each head's weights in tenths per student (head 1 gives
-# w1/10 to v1, head 2 gives w2/10), read from the concatenation [z^(1), z^(2)] that W_O receives
-
-def _lesson_readings(w1: int, w2: int) -> np.ndarray:
-    weights = np.array([[w1 / 10, 1 - w1 / 10], [w2 / 10, 1 - w2 / 10]])   # (h=2, T=2)
-    return np.stack([reference.attention_reading(w, WORKED_VALUES) for w in weights])  # (h, d_v)
-
-
 def concat_reading(w1: int, w2: int, coord: int) -> float:
-    """Coordinate `coord` (counting from 1) of the concatenation, as the reference joins the heads."""
-    return float(reference.merge_heads(_lesson_readings(w1, w2)[:, None, :])[0, coord - 1])
-
-
-def concat_other_head(w1: int, w2: int, coord: int) -> float:
-    """The same place in the other head's reading (a known-wrong answer: the heads' weights swapped)."""
-    return concat_reading(w2, w1, coord)
+    """Coordinate `coord` (from 1) of [z^(1), z^(2)]: the lesson's values, head 1 giving w1/10 to v1, head 2 w2/10."""
+    tenths = w1 if coord <= WORKED_VALUES.shape[1] else w2  # joined head after head: head 1's d_v coordinates first
+    return _reading(np.array([tenths / 10, 1 - tenths / 10]), (coord - 1) % WORKED_VALUES.shape[1] + 1)
 
 
 def concat_interleaved(w1: int, w2: int, coord: int) -> float:
-    """Coordinate `coord` of the readings joined coordinate by coordinate (a known-wrong answer)."""
-    return float(_lesson_readings(w1, w2).T.reshape(-1)[coord - 1])
-
-
-def concat_heads_averaged(w1: int, w2: int, coord: int) -> float:
-    """The mean of both heads at that place (a known-wrong answer)."""
-    return (concat_reading(w1, w2, coord) + concat_reading(w2, w1, coord)) / 2
-
-
-def concat_unweighted(coord: int) -> float:
-    """v1 + v2 at that place, the weights left out (a known-wrong answer)."""
-    return float(WORKED_VALUES.sum(axis=0)[(coord - 1) % WORKED_VALUES.shape[1]])
+    """The two readings joined coordinate by coordinate, z^(1)_1, z^(2)_1, ... (a known-wrong answer)."""
+    return concat_reading(w1, w2, (coord - 1) % 2 * WORKED_VALUES.shape[1] + (coord - 1) // 2 + 1)
 
 
 ANSWER_FUNCTIONS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
     one_head_distributions, budget_left, budget_referent, budget_left_percent, head_count,
     head2_reading, head1_reading, head2_reversed_reading, heads_averaged_reading, unweighted_sum_reading,
     practice_head2_reading, practice_head1_reading, practice_heads_averaged_reading,
-    practice_head2_reversed_reading, practice_unweighted_reading,
-    concat_reading, concat_other_head, concat_interleaved, concat_heads_averaged, concat_unweighted,
+    practice_head2_reversed_reading, practice_unweighted_reading, concat_reading, concat_interleaved,
 )}
 
 
