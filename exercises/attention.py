@@ -15,7 +15,7 @@ def softmax(scores):
 
 
 def attention_reading(weights, values):
-    """Weighted sum of value vectors: weights (T,) or (n, T), values (T, d_v) -> (d_v,) or (n, d_v)."""
+    """Weighted sum of value vectors: weights (S,) or (L, S), values (S, d_v) -> (d_v,) or (L, d_v)."""
     raise NotImplementedError("attention_reading: not implemented yet (see `mha show attention_reading`)")
 
 
@@ -27,25 +27,25 @@ def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    """Q (n, d_k), K (m, d_k), V (m, d_v), mask bool (n, m) with True = may attend.
-    Return (output (n, d_v), weights (n, m))."""
+    """Q (L, d_k), K (S, d_k), V (S, d_v), mask bool (L, S) with True = may attend.
+    Return (output (L, d_v), weights (L, S))."""
     raise NotImplementedError("scaled_dot_product_attention: not implemented yet (see `mha show scaled_dot_product_attention`)")
 
 
 def split_heads(X, num_heads):
-    """(n, d_model) -> (num_heads, n, d_model // num_heads); ValueError if not divisible."""
+    """(L, d_model) -> (num_heads, L, d_model // num_heads); ValueError if not divisible."""
     raise NotImplementedError("split_heads: not implemented yet (see `mha show split_heads`)")
 
 
 def merge_heads(H):
-    """(num_heads, n, d_head) -> (n, num_heads * d_head); the inverse of split_heads."""
+    """(num_heads, L, d_v) -> (L, num_heads * d_v); the inverse of split_heads."""
     raise NotImplementedError("merge_heads: not implemented yet (see `mha show merge_heads`)")
 
 
 def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    """Self-attention with num_heads heads. X (n, d_model), each W (d_model, d_model).
-    Head i uses columns i*d_k:(i+1)*d_k of X @ W_Q, X @ W_K, X @ W_V; concatenate, then @ W_O.
-    Return (output (n, d_model), weights (num_heads, n, n))."""
+    """Self-attention with num_heads heads. X (L, d_model), each W (d_model, d_model).
+    Head i (i = 1..h) uses columns (i-1)*d_k:i*d_k of X @ W_Q, X @ W_K, X @ W_V.
+    Return (output (L, d_model), weights (num_heads, L, L))."""
     raise NotImplementedError("multi_head_attention: not implemented yet (see `mha show multi_head_attention`)")
 
 
@@ -72,17 +72,17 @@ def sink_head(seq_len):
 
 
 def multi_head_reading(weights, values, W_O):
-    """weights (h, T) or (h, n, T), values (h, T, d_v), W_O (h*d_v, d_model).
+    """weights (h, S) or (h, L, S), values (h, S, d_v), W_O (h*d_v, d_model).
     Return (readings, concat, output) (see `mha show multi_head_reading`)."""
     raise NotImplementedError("multi_head_reading: not implemented yet (see `mha show multi_head_reading`)")
 
 
 def head_contributions(weights, values, W_O):
-    """weights (h, n, m), values (h, m, d_v), W_O (h*d_v, d_model).
-    Return (contributions (h, n, d_model), ablated (h, n, d_model))."""
+    """weights (h, L, S), values (h, S, d_v), W_O (h*d_v, d_model).
+    Return (contributions (h, L, d_model), ablated (h, L, d_model))."""
     raise NotImplementedError("head_contributions: not implemented yet (see `mha show head_contributions`)")
 
 
 def two_head_layer(seq_len):
-    """Design W_Q, W_K (seq_len x 2*seq_len): head 0 attends to i - 1, head 1 to position 0 (X = identity)."""
+    """Design W_Q, W_K (seq_len x 2*seq_len): head 0 (columns 0:T) attends to i - 1, head 1 to position 0."""
     raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")

@@ -10,7 +10,8 @@ from . import reference as ref
 __all__ = ["one_head_distributions", "budget_left", "budget_referent", "budget_left_percent", "head_count",
            "head2_reading", "head1_reading", "head2_reversed_reading", "heads_averaged_reading",
            "unweighted_sum_reading", "practice_head2_reading", "practice_head1_reading",
-           "practice_heads_averaged_reading", "practice_head2_reversed_reading", "practice_unweighted_reading"]
+           "practice_heads_averaged_reading", "practice_head2_reversed_reading", "practice_unweighted_reading",
+           "concat_reading", "concat_interleaved"]
 
 WORKED_VALUES = np.array([[1, 0, 10, 0], [0, 1, 0, 20]], dtype=np.float64)  # (T=2, d_v=4): v1, v2
 HEAD_WEIGHTS = (np.array([0.8, 0.2]), np.array([0.1, 0.9]))                  # head 1, head 2 over (v1, v2)
@@ -105,3 +106,14 @@ def practice_head2_reversed_reading(b: int, coord: int) -> float:
 def practice_unweighted_reading(coord: int) -> float:
     """v1 + v2 with the weights left out (a known-wrong answer)."""
     return float(PRACTICE_VALUES.sum(axis=0)[coord - 1])
+
+
+def concat_reading(w1: int, w2: int, coord: int) -> float:
+    """Coordinate `coord` (from 1) of [z^(1), z^(2)]: the lesson's values, head 1 giving w1/10 to v1, head 2 w2/10."""
+    tenths = w1 if coord <= WORKED_VALUES.shape[1] else w2  # joined head after head: head 1's d_v coordinates first
+    return _reading(np.array([tenths / 10, 1 - tenths / 10]), (coord - 1) % WORKED_VALUES.shape[1] + 1)
+
+
+def concat_interleaved(w1: int, w2: int, coord: int) -> float:
+    """The two readings joined coordinate by coordinate, z^(1)_1, z^(2)_1, ... (a known-wrong answer)."""
+    return concat_reading(w1, w2, (coord - 1) % 2 * WORKED_VALUES.shape[1] + (coord - 1) // 2 + 1)

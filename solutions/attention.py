@@ -25,7 +25,7 @@ def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_
     """One softmax row per query, per head, per sequence of the batch, per layer.
 
     d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
-    A causal mask shortens rows but never removes one (every query may see itself)."""
+    A causal mask shortens rows but never removes one (query i still sees keys 0..i)."""
     return num_layers * batch * num_heads * num_queries
 
 
@@ -40,7 +40,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 
 def split_heads(X, num_heads):
-    """(n, d_model) -> (h, n, d_k); head i takes columns i*d_k:(i+1)*d_k."""
+    """(L, d_model) -> (h, L, d_k); head i (i = 1..h, index i - 1) takes columns (i-1)*d_k:i*d_k."""
     n, d_model = X.shape
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
@@ -48,7 +48,7 @@ def split_heads(X, num_heads):
 
 
 def merge_heads(H):
-    """(h, n, d_head) -> (n, h * d_head), undoing split_heads."""
+    """(h, L, d_v) -> (L, h * d_v), undoing split_heads."""
     h, n, d_head = H.shape
     return H.transpose(1, 0, 2).reshape(n, h * d_head)
 
@@ -128,7 +128,7 @@ def multi_head_reading(weights, values, W_O):
 
 
 def head_contributions(weights, values, W_O):
-    """Head i adds z_i W_O^(i) (rows i*d_v:(i+1)*d_v of W_O); removing it takes exactly that away."""
+    """Head i adds z^(i) W_O^(i) (rows (i-1)*d_v:i*d_v of W_O); removing it takes exactly that away."""
     z = np.asarray(weights, dtype=np.float64) @ np.asarray(values, dtype=np.float64)  # (h, n, d_v)
     h, n, d_v = z.shape
     blocks = np.asarray(W_O, dtype=np.float64).reshape(h, d_v, -1)                     # (h, d_v, d_model)

@@ -136,7 +136,7 @@ class TestCheck:
         assert result.exit_code == ExitCode.FAILED
         assert "inputs: num_heads=1, d_v=20, num_queries=4" in result.stdout
         assert "got 20, expected 4" in result.stdout
-        assert "hint: Softmax is applied once per query row" in result.stdout
+        assert "hint: For each argument, ask what doubling it does to the softmax rows" in result.stdout
 
     def test_unknown_problem_is_usage_error(self, cli):
         """Naming a problem that does not exist is exit 2 and lists the known ones."""

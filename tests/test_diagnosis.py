@@ -253,7 +253,7 @@ class TestTexts:
     def test_w_o_lets_every_head_write_anywhere(self, assignment):
         message = next(m.message for m in assignment.problem("multi_head_attention").mistakes
                        if m.id == "mha-no-output-projection")
-        assert "sum over heads of z_i W_O^(i)" in message and "any output direction" in message
+        assert "sum over heads of z^(i) W_O^(i)" in message and "any output direction" in message
 
     def test_the_sink_head_is_not_called_a_do_nothing_head(self, assignment):
         prompt = assignment.problem("sink_head").prompt

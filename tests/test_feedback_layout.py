@@ -329,18 +329,18 @@ class TestHiddenQuizItemsInCheck:
     def check(self, cli, tmp_path, answers: str):
         (tmp_path / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
         (tmp_path / "answers.yaml").write_text(answers)
-        return cli("check", "two_relations", "pruning", "--path", str(tmp_path / "attention.py"))
+        return cli("check", "two_relations", "precise_claim", "--path", str(tmp_path / "attention.py"))
 
     def test_a_wrong_hidden_answer_is_recorded_not_scored(self, cli, tmp_path):
         """A wrong answer to a hidden item: 'recorded', no PASS, no FAIL, not in the score; exit 0."""
-        result = self.check(cli, tmp_path, "two_relations: a\npruning: a\n")
+        result = self.check(cli, tmp_path, "two_relations: a\nprecise_claim: a\n")
         assert result.exit_code == 0
         assert "Recorded, graded later by `mha grade` (hidden items): two_relations" in result.stdout
         assert "two_relations: " not in result.stdout and "Score: 1/1 (100%)" in result.stdout
 
     def test_a_hidden_answer_of_the_wrong_form_fails_check(self, cli, tmp_path):
         """An answer of the wrong form is told at once, even for a hidden item, and check exits 1."""
-        result = self.check(cli, tmp_path, "two_relations: [c]\npruning: a\n")
+        result = self.check(cli, tmp_path, "two_relations: [c]\nprecise_claim: a\n")
         assert result.exit_code == 1
         assert "FAIL  two_relations: Two relations for one token  [hidden: graded by `mha grade`]" in result.stdout
         assert "Score: 1/1 (100%)" in result.stdout

@@ -185,10 +185,14 @@ class TestVariants:
         assert fill("W={W}, set {{W}}, d_{k}", {"W": 64, "k": 2}) == "W=64, set {W}, d_2"
 
     def test_answers_come_from_the_reference(self):
-        """The lesson's numbers: one distribution per head and query, 768/64 = 12 heads, head 2 reads [0.1, 0.9, 1, 18]."""
+        """The lesson's numbers: one distribution per head and query, 768/64 = 12 heads, head 2 reads [0.1, 0.9, 1, 18],
+        and joined head after head the two readings are [0.8, 0.2, 8, 4, 0.1, 0.9, 1, 18]."""
         assert [COURSE.one_head_distributions(W) for W in (2, 128)] == [1, 1]
         assert COURSE.head_count(768, 64) == 12
         assert [COURSE.head2_reading(c) for c in (1, 2, 3, 4)] == pytest.approx([0.1, 0.9, 1, 18])
+        assert [COURSE.concat_reading(8, 1, c) for c in range(1, 9)] == pytest.approx([0.8, 0.2, 8, 4, 0.1, 0.9, 1, 18])
+        assert [COURSE.concat_interleaved(8, 1, c) for c in range(1, 9)] == pytest.approx(
+            [0.8, 0.1, 0.2, 0.9, 8, 1, 4, 18])
 
     def test_check_catches_a_wrong_value_equal_to_the_answer(self, tmp_path):
         """A known-wrong value that equals the right answer is reported on its line."""
@@ -235,7 +239,7 @@ class TestGradeQuiz:
         """Choosing any wrong choice of a multiple-choice item fails with that choice's feedback and mistake id."""
         checked = 0
         for item in (i for i in quiz.items if i.kind is QuizKind.MULTIPLE_CHOICE):
-            for choice in (c for c in item.choices if not c.correct):
+            for choice in (c for c in variant(item, DEFAULT_SEED).choices if not c.correct):  # params filled in
                 case = graded(quiz, tmp_path, f"{item.id}: {choice.letter}\n")[item.id].cases[0]
                 assert (case.status, case.summary) == (CaseStatus.FAILED, f"you chose {choice.letter}")
                 assert (case.mistake, case.mistake_message) == (choice.mistake, choice.feedback)
@@ -352,13 +356,13 @@ class TestGradeQuiz:
     def test_hidden_items_are_only_checked_for_form_without_include_hidden(self, quiz, tmp_path):
         """`mha check` mode: a hidden item's well-formed answer is 'recorded' (never passed, never in the
         score), right or wrong; a bad form is still an error."""
-        right = graded(quiz, tmp_path, "two_relations: c\n", include_hidden=False)["two_relations"]
-        wrong = graded(quiz, tmp_path, "two_relations: a\n", include_hidden=False)["two_relations"]
+        right = graded(quiz, tmp_path, "pruning: a\n", include_hidden=False)["pruning"]
+        wrong = graded(quiz, tmp_path, "pruning: b\n", include_hidden=False)["pruning"]
         for result in (right, wrong):
             assert result.cases[0].status is CaseStatus.RECORDED and not result.passed and not result.counted
             assert result.cases[0].name == "answer format" and not result.cases[0].hidden
             assert result.message == "answer recorded; this hidden item is graded by `mha grade`"
-        bad = graded(quiz, tmp_path, "two_relations: [c]\n", include_hidden=False)["two_relations"].cases[0]
+        bad = graded(quiz, tmp_path, "pruning: [a]\n", include_hidden=False)["pruning"].cases[0]
         assert bad.status is CaseStatus.ERROR
 
     def test_hidden_items_are_graded_with_include_hidden(self, quiz, tmp_path):
@@ -408,11 +412,11 @@ class TestGradingAndCommands:
     def test_check_one_quiz_item_with_feedback(self, cli, tmp_path):
         """`mha check ITEM` grades just that public item and shows the chosen choice's feedback; exit 1."""
         shutil.copy(SOLUTIONS / "attention.py", tmp_path / "attention.py")
-        (tmp_path / "answers.yaml").write_text("pruning: b\n")
-        result = cli("check", "pruning", "--path", str(tmp_path / "attention.py"))
+        (tmp_path / "answers.yaml").write_text("precise_claim: b\n")
+        result = cli("check", "precise_claim", "--path", str(tmp_path / "attention.py"))
         assert result.exit_code == ExitCode.FAILED
-        assert "FAIL  pruning: Pruning heads  [0/1]" in result.stdout
-        assert "likely mistake (pruning_means_useless): Too strong." in result.stdout
+        assert "FAIL  precise_claim: A precise claim about heads  [0/1]" in result.stdout
+        assert "likely mistake (heads_are_rules): Too strong." in result.stdout
         assert "Score: 0/1 (0%)" in result.stdout
         assert "softmax" not in result.stdout
 
