@@ -178,10 +178,12 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github", "html"]),
+@click.option("--format", "fmt", type=click.Choice(
+                  ["text", "json", "gradescope", "junit", "github", "html", "prairielearn"]),
               default="text", show_default=True,
               help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
-                   "or an HTML page (the text report with pictures of the attention weights).")
+                   "PrairieLearn results.json, or an HTML page (the text report with pictures of the attention "
+                   "weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
@@ -250,6 +252,9 @@ def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time
     if fmt == "gradescope":  # its own wording: the student must see whether to resubmit
         from ..reports.gradescope import failure
         return failure(str(exc), execution_time, submission_fault=exc.exit_code is ExitCode.USAGE)
+    if fmt == "prairielearn":  # not gradable: PrairieLearn does not count the attempt
+        from ..reports.prairielearn import failure as pl_failure
+        return pl_failure(str(exc), submission_fault=exc.exit_code is ExitCode.USAGE)
     from ..grading.results import GradeResult
     from ..reports import render
     title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"
