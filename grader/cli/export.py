@@ -42,7 +42,8 @@ def _variant_options(command):
 
 @click.group(context_settings=CONTEXT)
 def export() -> None:
-    """Export the assignment for another platform: otter, Jupyter, GitHub Classroom, Canvas, Moodle.
+    """Export the assignment for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
+    Canvas, Moodle.
 
     \b
     Example:
@@ -153,6 +154,54 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
     _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
 
 
+def _python_version(python: str | None) -> str:
+    import re
+    from ..exports import wheelhouse
+    python = python or wheelhouse.running_python()
+    if not re.fullmatch(r"3\.\d{1,2}", python):
+        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
+    return python
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True,
+              help="The course folder to write (new or empty): infoCourse.json, questions/, courseInstances/, "
+                   "serverFilesCourse/.")
+@click.option("--python", "python", default=None, metavar="X.Y",
+              help="Python version of the grading image (its python3): the wheels in serverFilesCourse are for it "
+                   "[default: this Python's version].")
+@click.option("--image", default="prairielearn/grader-python", show_default=True,
+              help="Docker image of the external grader (Linux x86_64, with python3 of the --python version).")
+@click.option("--variants", type=click.IntRange(min=1, max=100), default=10, show_default=True, metavar="N",
+              help="Precomputed variants of each quiz item with params; PrairieLearn's variant seed picks one.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Variant seed of the first quiz variant.")
+@click.pass_obj
+def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: int, seed: int) -> None:
+    """Write a PrairieLearn course folder: one externally graded question per problem, the quiz as
+    native elements, and a Homework assessment listing them.
+
+    The entry point (serverFilesCourse/mha/grade.sh) installs this grader and its dependencies
+    from the wheels beside it, with no network, and writes /grade/results/results.json. Code
+    problems are graded on the default variant; each quiz variant's numbers come from
+    PrairieLearn's variant seed.
+
+    \b
+    Example:
+      mha export prairielearn --out pl-course --python 3.12
+    """
+    from ..exports import prairielearn as exporter, wheelhouse
+    python = _python_version(python)
+    assignment = obj.assignment()
+    files = exporter.build(assignment, wheelhouse.download(python), python, image=image, variants=variants,
+                           seed=seed)
+    try:
+        written = exporter.write(out, files)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {len(written)} files into {out}", err=True)
+
+
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
 @click.option("--python", "python", default=None, metavar="X.Y",
@@ -174,12 +223,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
       MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    import re
     from ..exports import gradescope as exporter, wheelhouse
     from ..assignment.variants import course_secret
-    python = python or wheelhouse.running_python()
-    if not re.fullmatch(r"3\.\d{1,2}", python):
-        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
+    python = _python_version(python)
     assignment = obj.assignment()
     wheels = wheelhouse.download(python)
     secret = course_secret(assignment.root, os.environ)
