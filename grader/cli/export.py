@@ -207,8 +207,13 @@ def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: 
 @click.option("--python", "python", default=None, metavar="X.Y",
               help="Python version of the Gradescope image (its python3): the wheels in the zip are for it "
                    "[default: this Python's version].")
+@click.option("--hidden-visibility", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
+              show_default=True,
+              help="What students see of hidden cases and hidden quiz items: tests of their own, counted in the "
+                   "score, shown after the due date (after_due_date) or never (hidden); before then the visible "
+                   "output only says they were recorded.")
 @click.pass_obj
-def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
+def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) -> None:
     """Write a Gradescope autograder zip (setup.sh, run_autograder, wheels, the assignment).
 
     The image is built with no network: the zip carries this grader as a wheel and its
@@ -216,7 +221,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
     Python version (the export downloads them once, from the package index or pip's cache).
     setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
-    their own variant, identified by the sid in submission_metadata.json.
+    their own variant, identified by the first user's email in submission_metadata.json (or the
+    sid, with 'variant_key: sid' in course.yaml); metadata that names no student is an
+    "autograder failed" result, never the default variant.
 
     \b
     Example:
@@ -229,4 +236,5 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
     assignment = obj.assignment()
     wheels = wheelhouse.download(python)
     secret = course_secret(assignment.root, os.environ)
-    _write(out, exporter.build(assignment, secret, wheels, python), private=secret is not None)
+    _write(out, exporter.build(assignment, secret, wheels, python, hidden=hidden_visibility),
+           private=secret is not None)
