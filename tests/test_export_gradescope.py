@@ -61,7 +61,7 @@ def setup_offline(root: Path, **env: str) -> subprocess.CompletedProcess:
     network at all (so pip can reach no index), with this Python as the image's python3."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode:
         pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
-    environment = clean_env(root.parent, AUTOGRADER_ROOT=str(root), MHA_PYTHON=sys.executable, **env)
+    environment = clean_env(root.parent, **{"AUTOGRADER_ROOT": str(root), "MHA_PYTHON": sys.executable, **env})
     return subprocess.run(["unshare", "--net", "bash", str(root / "source" / "setup.sh")], env=environment,
                           capture_output=True, text=True, timeout=600)
 
@@ -250,3 +250,59 @@ def test_cli_help_says_how_students_are_identified(cli):
     text = " ".join(result.output.split())
     assert "first user's email in submission_metadata.json" in text and "variant_key: sid" in text
     assert "after_due_date" in text and "never the default variant" in text
+
+
+def _python310() -> str | None:
+    """A CPython 3.10 on this machine, if there is one (the image's python3 in the 3.10 test)."""
+    for candidate in ("python3.10", "/usr/bin/python3.10", "/root/.pyenv/versions/3.10.13/bin/python3.10"):
+        path = shutil.which(candidate)
+        if path and subprocess.run([path, "-c", "import sys; assert sys.version_info[:2] == (3, 10)"],
+                                   capture_output=True, timeout=60).returncode == 0:
+            return path
+    return None
+
+
+class TestOtherPython:
+    def test_a_310_export_from_this_install_builds_and_grades(self, tmp_path, assignment):
+        """From this install (numpy newer than any with 3.10 wheels), `--python 3.10` resolves the
+        dependencies for 3.10 and says so; with a 3.10 python3 at hand, setup.sh builds the image
+        offline with those wheels and run_autograder gives the model answers full marks."""
+        if PYTHON == "3.10":
+            pytest.skip("this test exports for 3.10 from another Python")
+        wheels, notes = wheelhouse.resolve("3.10")
+        names = sorted(wheels)
+        assert all("cp310" in n or "py3-none-any" in n for n in names)
+        numpy = next(n for n in names if n.startswith("numpy-"))
+        installed = dict(p.split("==") for p in wheelhouse.pinned())["numpy"]
+        if numpy.split("-")[1] != installed:
+            assert notes == [f"numpy {installed} has no wheel for Python 3.10: the export carries numpy "
+                             f"{numpy.split('-')[1]}, the newest release from 1.23 up with one"]
+        root = tmp_path / "autograder"
+        with zipfile.ZipFile(io.BytesIO(build_zip(assignment, None, wheels, "3.10"))) as archive:
+            archive.extractall(root / "source")
+        (root / "submission").mkdir()
+        setup = (root / "source" / "setup.sh").read_text()
+        assert f"numpy=={numpy.split('-')[1]}" in setup
+        python310 = _python310()
+        if python310 is None:
+            pytest.skip("no CPython 3.10 here to play the image's python3")
+        done = setup_offline(root, MHA_PYTHON=python310)
+        assert done.returncode == 0, done.stdout + done.stderr
+        files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
+                 "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
+        result = run_autograder(root, files, image=True)
+        assert result["score"] == assignment.max_score
+
+    def test_no_wheel_for_a_dependency_says_how_to_get_one(self, monkeypatch):
+        """When no release of a dependency has a wheel for the target, the error names the
+        requirement and the pip download command that fetches it."""
+        from grader.errors import InternalError
+
+        def nothing(python, platforms=(), requirements=None, timeout=0):
+            raise InternalError("no wheels")
+        monkeypatch.setattr(wheelhouse, "download", nothing)
+        with pytest.raises(InternalError) as caught:
+            wheelhouse.resolve("3.99")
+        message = str(caught.value)
+        assert "no wheel of numpy>=1.23,<=" in message and "for Python 3.99" in message
+        assert "pip download 'numpy>=1.23,<=" in message and "--python-version 3.99" in message

@@ -154,6 +154,15 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
     _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
 
 
+def _wheels(python: str) -> dict[str, bytes]:
+    """The dependency wheels for `python`, saying on stderr which versions differ from the ones here."""
+    from ..exports import wheelhouse
+    wheels, notes = wheelhouse.resolve(python)
+    for note in notes:
+        click.echo(note, err=True)
+    return wheels
+
+
 def _python_version(python: str | None) -> str:
     import re
     from ..exports import wheelhouse
@@ -190,11 +199,10 @@ def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: 
     Example:
       mha export prairielearn --out pl-course --python 3.12
     """
-    from ..exports import prairielearn as exporter, wheelhouse
+    from ..exports import prairielearn as exporter
     python = _python_version(python)
     assignment = obj.assignment()
-    files = exporter.build(assignment, wheelhouse.download(python), python, image=image, variants=variants,
-                           seed=seed)
+    files = exporter.build(assignment, _wheels(python), python, image=image, variants=variants, seed=seed)
     try:
         written = exporter.write(out, files)
     except OSError as exc:
@@ -230,11 +238,11 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
       MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    from ..exports import gradescope as exporter, wheelhouse
+    from ..exports import gradescope as exporter
     from ..assignment.variants import course_secret
     python = _python_version(python)
     assignment = obj.assignment()
-    wheels = wheelhouse.download(python)
+    wheels = _wheels(python)
     secret = course_secret(assignment.root, os.environ)
     _write(out, exporter.build(assignment, secret, wheels, python, hidden=hidden_visibility),
            private=secret is not None)
