@@ -99,8 +99,9 @@ def notebook(obj: Ctx, out: Path) -> None:
 @export.command("github-classroom", context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True,
               help="The starter repository folder: the workflow, the grader's wheel (.mha/), the stubs.")
-@click.option("--fractional", is_flag=True,
-              help="Partial credit: each step reports mha's fractional score (default: all or nothing per step).")
+@click.option("--fractional/--all-or-nothing", default=True, show_default=True,
+              help="Partial credit: each step reports mha's fractional score, so the points equal every other "
+                   "platform's; --all-or-nothing: each step is GitHub's command grader, full points or none.")
 @click.option("--install", default=None, metavar="REQUIREMENT",
               help="pip arguments that install this grader in the workflow, for a grader you publish "
                    "yourself [default: the wheel this export writes into the repository's .mha/].")
@@ -113,7 +114,7 @@ def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str | None)
 
     \b
     Example:
-      mha export github-classroom --out starter-repo --fractional
+      mha export github-classroom --out starter-repo
     """
     from ..exports import github_classroom as exporter
     try:
