@@ -61,7 +61,9 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
     """Write otter-grader tests (one file per problem) and an `otter assign` master notebook.
 
     Each otter test case grades with this package's checks, so otter's scores equal
-    `mha grade`'s; the grading environment needs this package installed.
+    `mha grade`'s; the grading environment needs this package installed (requirements.txt,
+    installable from OUT or from otter's zip). The code problems only: the concept quiz is not
+    in it. `otter assign` needs otter-grader[grading].
 
     \b
     Example:
