@@ -36,8 +36,8 @@ def _by_id(gradescope: str) -> dict[str, tuple[float, float]]:
 
 class TestRender:
     def test_one_command_grader_step_per_problem_and_item_with_its_points(self, assignment):
-        """Every problem and quiz item is one command-grader step whose max-score is its points."""
-        workflow = yaml.safe_load(github_classroom.render(assignment))
+        """All or nothing: every problem and quiz item is one command-grader step whose max-score is its points."""
+        workflow = yaml.safe_load(github_classroom.render(assignment, fractional=False))
         steps = workflow["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if s.get("uses") == COMMAND_GRADER]
         expected = {p.id: p.points for p in assignment.problems} | {i.id: i.points for i in assignment.quiz.items}
@@ -57,9 +57,8 @@ class TestRender:
         assert reporter["env"] == {f"{i.upper()}_RESULTS": f"${{{{steps.{i}.outputs.result}}}}" for i in ids}
 
     def test_fractional_steps_write_the_base64_github_report(self, assignment):
-        """--fractional: run: steps pipe `mha grade --format github` through base64 into $GITHUB_OUTPUT."""
-        steps = yaml.safe_load(github_classroom.render(assignment, fractional=True))["jobs"][
-            "run-autograding-tests"]["steps"]
+        """By default run: steps pipe `mha grade --format github` through base64 into $GITHUB_OUTPUT."""
+        steps = yaml.safe_load(github_classroom.render(assignment))["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if "id" in s]
         assert len(graded) == len(assignment.problems) + len(assignment.quiz.items)
         for step in graded:
@@ -116,3 +115,14 @@ class TestJunitEscaping:
         messages = [f.get("message") for f in root.iter("error")]  # an exception: an error, not a failure
         public = [m for m in messages if m != "raised ValueError"]  # hidden cases show the kind only
         assert public and all("\\x00" in m and "\\x1b" in m and "\\ud800" in m for m in public)
+
+
+def test_cli_all_or_nothing_keeps_the_command_grader(cli, tmp_path):
+    """`--all-or-nothing`: every graded step is GitHub's command grader; the default is fractional."""
+    cli("export", "github-classroom", "--out", str(tmp_path / "a"), "--install", "mha-exercises", "--all-or-nothing")
+    steps = yaml.safe_load((tmp_path / "a" / WORKFLOW_PATH).read_text())["jobs"]["run-autograding-tests"]["steps"]
+    assert all(s.get("uses") == COMMAND_GRADER for s in steps if "id" in s)
+    cli("export", "github-classroom", "--out", str(tmp_path / "f"), "--install", "mha-exercises")
+    steps = yaml.safe_load((tmp_path / "f" / WORKFLOW_PATH).read_text())["jobs"]["run-autograding-tests"]["steps"]
+    graded = [s for s in steps if "id" in s]
+    assert graded and all("--format github" in s["run"] for s in graded)

@@ -15,7 +15,7 @@ import pytest
 
 from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
-from grader.assignment.quiz import answer_key, answers_template
+from grader.assignment.quiz import answer_key, answers_template, variant
 from grader.assignment.variants import student_seed
 
 from ._install import clean_env
@@ -61,7 +61,7 @@ def setup_offline(root: Path, **env: str) -> subprocess.CompletedProcess:
     network at all (so pip can reach no index), with this Python as the image's python3."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode:
         pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
-    environment = clean_env(root.parent, AUTOGRADER_ROOT=str(root), MHA_PYTHON=sys.executable, **env)
+    environment = clean_env(root.parent, **{"AUTOGRADER_ROOT": str(root), "MHA_PYTHON": sys.executable, **env})
     return subprocess.run(["unshare", "--net", "bash", str(root / "source" / "setup.sh")], env=environment,
                           capture_output=True, text=True, timeout=600)
 
@@ -151,10 +151,13 @@ class TestGradescopeZip:
                                       "answers.yaml": (EXERCISES / "answers.yaml").read_text()})
         assert stubs["score"] == 0
         half = run_autograder(root, {"attention.py": half_done(), "answers.yaml": answers})
-        by_problem = {t["name"].split(":")[0]: t["score"] for t in half["tests"]}
+        by_problem: dict[str, float] = {}
+        for test in half["tests"]:  # a problem's public test and its hidden cases' test
+            name = test["name"].split(":")[0]
+            by_problem[name] = by_problem.get(name, 0) + test["score"]
         deserved = sum(p.points for p in assignment.problems if p.id in DONE) + assignment.quiz.max_score
         assert half["score"] == pytest.approx(deserved)
-        assert all(by_problem[p.id] == (p.points if p.id in DONE else 0) for p in assignment.problems)
+        assert all(by_problem[p.id] == pytest.approx(p.points if p.id in DONE else 0) for p in assignment.problems)
 
     def test_missing_file_gives_a_visible_message(self, tmp_path, assignment):
         """An upload without attention.py scores 0 with a visible explanation, not a crash."""
@@ -186,3 +189,120 @@ def test_cli_refuses_a_python_that_is_not_a_version(cli, tmp_path):
     assert result.exit_code == 2
     assert "--python must be a version like 3.11 (got 'three')" in result.stderr
     assert not (tmp_path / "a.zip").exists()
+
+
+def _hidden_ids(assignment) -> tuple[set[str], set[str]]:
+    """(hidden quiz item ids, names of every hidden case)."""
+    items = {i.id for i in assignment.quiz.items if i.hidden}
+    cases = {c.name for p in assignment.problems for c in p.cases if c.hidden}
+    return items, cases
+
+
+class TestHiddenItems:
+    @pytest.mark.parametrize("visibility", ["after_due_date", "hidden"])
+    def test_hidden_cases_and_items_carry_no_visible_feedback(self, tmp_path, assignment, visibility):
+        """Hidden quiz items and each problem's hidden cases are tests of their own with the chosen
+        visibility; no visible test or summary shows their score, their feedback or their mistakes,
+        and the top-level score still counts them."""
+        root = tmp_path / "autograder"
+        with zipfile.ZipFile(io.BytesIO(build_zip(assignment, None, wheels(), PYTHON, hidden=visibility))) as archive:
+            archive.extractall(root / "source")
+        (root / "submission").mkdir()
+        wrong = "\n".join(f"{i.id}: {'a' if i.kind.value != 'numeric' else 12345}" for i in assignment.quiz.items)
+        result = run_autograder(root, {"attention.py": half_done(), "answers.yaml": wrong + "\n"})
+        items, cases = _hidden_ids(assignment)
+        assert items and cases
+        concealed = [t for t in result["tests"] if t["visibility"] == visibility]
+        shown = [t for t in result["tests"] if t["visibility"] == "visible"]
+        assert {t["name"].split(":")[0] for t in concealed} == items | {p.id for p in assignment.problems}
+        assert all(t["name"].split(":")[0] not in items for t in shown)
+        visible_text = result["output"] + "".join(t["output"] + " ".join(t["tags"]) for t in shown)
+        assert not any(name in visible_text for name in cases)
+        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in variant(i, 0).choices}
+        concealed_text = "".join(t["output"] for t in concealed)
+        assert any(f in concealed_text for f in feedback)  # the feedback exists, in the concealed tests only
+        assert not any(f in visible_text for f in feedback)
+        assert "Recorded and graded" in result["output"] and "Score:" not in result["output"]
+        assert result["score"] == pytest.approx(sum(t["score"] for t in result["tests"]), abs=1e-3)
+
+    def test_secret_with_no_student_in_the_metadata_is_a_visible_error(self, tmp_path, assignment):
+        """A course secret and an empty users list: "autograder failed" saying why, never the
+        default variant's grade."""
+        root = autograder(tmp_path, assignment, secret=SECRET)
+        (root / "submission" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+        (root / "submission" / "answers.yaml").write_text((SOLUTIONS / "answers.yaml").read_text())
+        (root / "submission_metadata.json").write_text(json.dumps({"id": 1, "users": []}))
+        env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": shutil.which("mha")}
+        env.pop("MHA_COURSE_SECRET", None)
+        done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        result = json.loads((root / "results" / "results.json").read_text())
+        assert result["score"] == 0
+        assert result["tests"][0]["name"] == "autograder failed"
+        assert "an empty 'users' list" in result["tests"][0]["output"]
+
+
+def test_cli_help_says_how_students_are_identified(cli):
+    """`mha export gradescope --help`: the email by default, the sid on request, both visibility choices."""
+    result = cli("export", "gradescope", "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "first user's email in submission_metadata.json" in text and "variant_key: sid" in text
+    assert "after_due_date" in text and "never the default variant" in text
+
+
+def _python310() -> str | None:
+    """A CPython 3.10 on this machine, if there is one (the image's python3 in the 3.10 test)."""
+    for candidate in ("python3.10", "/usr/bin/python3.10", "/root/.pyenv/versions/3.10.13/bin/python3.10"):
+        path = shutil.which(candidate)
+        if path and subprocess.run([path, "-c", "import sys; assert sys.version_info[:2] == (3, 10)"],
+                                   capture_output=True, timeout=60).returncode == 0:
+            return path
+    return None
+
+
+class TestOtherPython:
+    def test_a_310_export_from_this_install_builds_and_grades(self, tmp_path, assignment):
+        """From this install (numpy newer than any with 3.10 wheels), `--python 3.10` resolves the
+        dependencies for 3.10 and says so; with a 3.10 python3 at hand, setup.sh builds the image
+        offline with those wheels and run_autograder gives the model answers full marks."""
+        if PYTHON == "3.10":
+            pytest.skip("this test exports for 3.10 from another Python")
+        wheels, notes = wheelhouse.resolve("3.10")
+        names = sorted(wheels)
+        assert all("cp310" in n or "py3-none-any" in n for n in names)
+        numpy = next(n for n in names if n.startswith("numpy-"))
+        installed = dict(p.split("==") for p in wheelhouse.pinned())["numpy"]
+        if numpy.split("-")[1] != installed:
+            assert notes == [f"numpy {installed} has no wheel for Python 3.10: the export carries numpy "
+                             f"{numpy.split('-')[1]}, the newest release from 1.23 up with one"]
+        root = tmp_path / "autograder"
+        with zipfile.ZipFile(io.BytesIO(build_zip(assignment, None, wheels, "3.10"))) as archive:
+            archive.extractall(root / "source")
+        (root / "submission").mkdir()
+        setup = (root / "source" / "setup.sh").read_text()
+        assert f"numpy=={numpy.split('-')[1]}" in setup
+        python310 = _python310()
+        if python310 is None:
+            pytest.skip("no CPython 3.10 here to play the image's python3")
+        done = setup_offline(root, MHA_PYTHON=python310)
+        assert done.returncode == 0, done.stdout + done.stderr
+        files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
+                 "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
+        result = run_autograder(root, files, image=True)
+        assert result["score"] == assignment.max_score
+
+    def test_no_wheel_for_a_dependency_says_how_to_get_one(self, monkeypatch):
+        """When no release of a dependency has a wheel for the target, the error names the
+        requirement and the pip download command that fetches it."""
+        from grader.errors import InternalError
+
+        def nothing(python, platforms=(), requirements=None, timeout=0):
+            raise InternalError("no wheels")
+        monkeypatch.setattr(wheelhouse, "download", nothing)
+        with pytest.raises(InternalError) as caught:
+            wheelhouse.resolve("3.99")
+        message = str(caught.value)
+        assert "no wheel of numpy>=1.23,<=" in message and "for Python 3.99" in message
+        assert "pip download 'numpy>=1.23,<=" in message and "--python-version 3.99" in message

@@ -45,7 +45,7 @@ def declared_environment(zip_path: Path, tmp: Path) -> tuple[Path, dict]:
     environment = yaml.safe_load((image / "environment.yml").read_text())
     pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict) and "pip" in d)
     declared = [line for line in pip if not line.startswith("otter-grader")]
-    assert any(line.startswith("./files/mha_exercises-") for line in declared), pip
+    assert "--find-links=files" in declared and any(line.startswith("mha-exercises==") for line in declared), pip
     python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
     env = clean_env(tmp)
     env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
@@ -218,3 +218,26 @@ class TestCheckCase:
         assert plain((np.int64(3), [np.float32(0.5)], {"a": None})) == (3, [0.5], {"a": None})
         assert type(plain(np.ma.masked_array([1.0]))) is np.ndarray
         assert plain(object()) == Opaque("object")
+
+
+def test_requirements_install_from_the_export_folder(cli, tmp_path):
+    """`pip install -r requirements.txt`, run from another folder with no package index: the grader
+    comes from the wheel beside the file, the pinned dependencies from a folder of their wheels."""
+    from grader.exports import wheelhouse
+    out = tmp_path / "export"
+    result = cli("export", "otter", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for name, data in wheelhouse.download(wheelhouse.running_python()).items():
+        (deps / name).write_bytes(data)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-index",
+                           "--find-links", str(deps), "--report", str(report), "-r", str(out / "requirements.txt")],
+                          cwd=elsewhere, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    installs = {i["metadata"]["name"].lower(): i["download_info"]["url"] for i in json.loads(report.read_text())["install"]}
+    assert installs["mha-exercises"].startswith("file://") and str(out) in installs["mha-exercises"]
+    assert {"numpy", "pyyaml", "click"} <= set(installs)

@@ -140,7 +140,7 @@ class TestModes:
         (the zip's making is stubbed here: test_export_gradescope builds real ones)."""
         from grader.exports import gradescope, wheelhouse
         monkeypatch.setattr(wheelhouse, "download", lambda python, **_: {})
-        monkeypatch.setattr(gradescope, "build", lambda assignment, secret, wheels, python: b"PK\x05\x06" + bytes(18))
+        monkeypatch.setattr(gradescope, "build", lambda assignment, secret, wheels, python, **options: b"PK\x05\x06" + bytes(18))
         if secret:
             monkeypatch.setenv("MHA_COURSE_SECRET", secret)
         else:

@@ -64,12 +64,18 @@ class Ctx:
     def seed(self, student: str | None) -> int:
         """The variant seed of `student`: a keyed hash with the course secret (0 without a student).
         Without --student, Gradescope's metadata names the student, when given and the course has a
-        secret (without one there are no per-student variants: everyone gets the default)."""
+        secret (without one there are no per-student variants: everyone gets the default); metadata
+        that names no student is then an InternalError, never the default variant."""
         from ..assignment.variants import gradescope_student, student_seed
         if student is None and self.gradescope_metadata is not None:
             course = self.course()
             if course.secret:
                 student = gradescope_student(self.gradescope_metadata, course)
+                if student is None:  # the default variant would grade this student on someone else's numbers
+                    raise InternalError(
+                        f"{self.gradescope_metadata}: no student named there (a missing or unreadable file, or "
+                        "an empty 'users' list); with a course secret each student is graded on their own "
+                        "variant, so this submission was not graded")
         if student is None:
             return student_seed(None, None)
         return student_seed(self.course().secret, student)
@@ -181,10 +187,12 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "github", "html"]),
+@click.option("--format", "fmt", type=click.Choice(
+                  ["text", "json", "gradescope", "junit", "github", "html", "prairielearn"]),
               default="text", show_default=True,
               help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
-                   "or an HTML page (the text report with pictures of the attention weights).")
+                   "PrairieLearn results.json, or an HTML page (the text report with pictures of the attention "
+                   "weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
@@ -193,10 +201,15 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
                    "a link, FIFO or device is refused, except a character device such as /dev/stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
+@click.option("--hidden-visibility", type=click.Choice(["visible", "after_due_date", "hidden"]), default="visible",
+              show_default=True,
+              help="Gradescope format: what students see of hidden cases and hidden quiz items. visible: inside "
+                   "each problem's test; after_due_date or hidden: tests of their own with that Gradescope "
+                   "visibility, recorded and counted, with no score or feedback shown before then.")
 @limit_options
 @click.pass_obj
 def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], output: Path | None,
-          fail_under: float | None, limits, student: str | None) -> None:
+          fail_under: float | None, hidden_visibility: str, limits, student: str | None) -> None:
     """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
 
     Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
@@ -226,7 +239,11 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             known_ids(compiled, problem_ids)
             result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
                                     private=private_paths(obj.root))
-            report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
+            if fmt == "gradescope":
+                from ..reports import gradescope
+                report = gradescope.render(result, hidden_visibility)
+            else:
+                report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: say so, never a bare traceback
@@ -253,6 +270,9 @@ def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time
     if fmt == "gradescope":  # its own wording: the student must see whether to resubmit
         from ..reports.gradescope import failure
         return failure(str(exc), execution_time, submission_fault=exc.exit_code is ExitCode.USAGE)
+    if fmt == "prairielearn":  # not gradable: PrairieLearn does not count the attempt
+        from ..reports.prairielearn import failure as pl_failure
+        return pl_failure(str(exc), submission_fault=exc.exit_code is ExitCode.USAGE)
     from ..grading.results import GradeResult
     from ..reports import render
     title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"

@@ -42,7 +42,8 @@ def _variant_options(command):
 
 @click.group(context_settings=CONTEXT)
 def export() -> None:
-    """Export the assignment for another platform: otter, Jupyter, GitHub Classroom, Canvas, Moodle.
+    """Export the assignment for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
+    Canvas, Moodle.
 
     \b
     Example:
@@ -60,7 +61,9 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
     """Write otter-grader tests (one file per problem) and an `otter assign` master notebook.
 
     Each otter test case grades with this package's checks, so otter's scores equal
-    `mha grade`'s; the grading environment needs this package installed.
+    `mha grade`'s; the grading environment needs this package installed (requirements.txt,
+    installable from OUT or from otter's zip). The code problems only: the concept quiz is not
+    in it. `otter assign` needs otter-grader[grading].
 
     \b
     Example:
@@ -98,8 +101,9 @@ def notebook(obj: Ctx, out: Path) -> None:
 @export.command("github-classroom", context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True,
               help="The starter repository folder: the workflow, the grader's wheel (.mha/), the stubs.")
-@click.option("--fractional", is_flag=True,
-              help="Partial credit: each step reports mha's fractional score (default: all or nothing per step).")
+@click.option("--fractional/--all-or-nothing", default=True, show_default=True,
+              help="Partial credit: each step reports mha's fractional score, so the points equal every other "
+                   "platform's; --all-or-nothing: each step is GitHub's command grader, full points or none.")
 @click.option("--install", default=None, metavar="REQUIREMENT",
               help="pip arguments that install this grader in the workflow, for a grader you publish "
                    "yourself [default: the wheel this export writes into the repository's .mha/].")
@@ -112,7 +116,7 @@ def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str | None)
 
     \b
     Example:
-      mha export github-classroom --out starter-repo --fractional
+      mha export github-classroom --out starter-repo
     """
     from ..exports import github_classroom as exporter
     try:
@@ -153,13 +157,74 @@ def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
     _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
 
 
+def _wheels(python: str) -> dict[str, bytes]:
+    """The dependency wheels for `python`, saying on stderr which versions differ from the ones here."""
+    from ..exports import wheelhouse
+    wheels, notes = wheelhouse.resolve(python)
+    for note in notes:
+        click.echo(note, err=True)
+    return wheels
+
+
+def _python_version(python: str | None) -> str:
+    import re
+    from ..exports import wheelhouse
+    python = python or wheelhouse.running_python()
+    if not re.fullmatch(r"3\.\d{1,2}", python):
+        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
+    return python
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True,
+              help="The course folder to write (new or empty): infoCourse.json, questions/, courseInstances/, "
+                   "serverFilesCourse/.")
+@click.option("--python", "python", default=None, metavar="X.Y",
+              help="Python version of the grading image (its python3): the wheels in serverFilesCourse are for it "
+                   "[default: this Python's version].")
+@click.option("--image", default="prairielearn/grader-python", show_default=True,
+              help="Docker image of the external grader (Linux x86_64, with python3 of the --python version).")
+@click.option("--variants", type=click.IntRange(min=1, max=100), default=10, show_default=True, metavar="N",
+              help="Precomputed variants of each quiz item with params; PrairieLearn's variant seed picks one.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Variant seed of the first quiz variant.")
+@click.pass_obj
+def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: int, seed: int) -> None:
+    """Write a PrairieLearn course folder: one externally graded question per problem, the quiz as
+    native elements, and a Homework assessment listing them.
+
+    The entry point (serverFilesCourse/mha/grade.sh) installs this grader and its dependencies
+    from the wheels beside it, with no network, and writes /grade/results/results.json. Code
+    problems are graded on the default variant; each quiz variant's numbers come from
+    PrairieLearn's variant seed.
+
+    \b
+    Example:
+      mha export prairielearn --out pl-course --python 3.12
+    """
+    from ..exports import prairielearn as exporter
+    python = _python_version(python)
+    assignment = obj.assignment()
+    files = exporter.build(assignment, _wheels(python), python, image=image, variants=variants, seed=seed)
+    try:
+        written = exporter.write(out, files)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {len(written)} files into {out}", err=True)
+
+
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The autograder zip to upload to Gradescope.")
 @click.option("--python", "python", default=None, metavar="X.Y",
               help="Python version of the Gradescope image (its python3): the wheels in the zip are for it "
                    "[default: this Python's version].")
+@click.option("--hidden-visibility", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
+              show_default=True,
+              help="What students see of hidden cases and hidden quiz items: tests of their own, counted in the "
+                   "score, shown after the due date (after_due_date) or never (hidden); before then the visible "
+                   "output only says they were recorded.")
 @click.pass_obj
-def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
+def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) -> None:
     """Write a Gradescope autograder zip (setup.sh, run_autograder, wheels, the assignment).
 
     The image is built with no network: the zip carries this grader as a wheel and its
@@ -167,20 +232,20 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
     Python version (the export downloads them once, from the package index or pip's cache).
     setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
-    their own variant, identified by the sid in submission_metadata.json.
+    their own variant, identified by the first user's email in submission_metadata.json (or the
+    sid, with 'variant_key: sid' in course.yaml); metadata that names no student is an
+    "autograder failed" result, never the default variant.
 
     \b
     Example:
       MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    import re
-    from ..exports import gradescope as exporter, wheelhouse
+    from ..exports import gradescope as exporter
     from ..assignment.variants import course_secret
-    python = python or wheelhouse.running_python()
-    if not re.fullmatch(r"3\.\d{1,2}", python):
-        raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")
+    python = _python_version(python)
     assignment = obj.assignment()
-    wheels = wheelhouse.download(python)
+    wheels = _wheels(python)
     secret = course_secret(assignment.root, os.environ)
-    _write(out, exporter.build(assignment, secret, wheels, python), private=secret is not None)
+    _write(out, exporter.build(assignment, secret, wheels, python, hidden=hidden_visibility),
+           private=secret is not None)

@@ -17,13 +17,15 @@ and the reference included: GitHub Classroom runs the grading where students can
 The command grader (its src/main.js) runs `setup-command` and then `command` with Node's
 execSync: /bin/sh, the repository as working folder, an environment of PATH and HOME only,
 `timeout` minutes; `max-score` is read with parseInt, so each step's points must be whole
-numbers (else use --fractional).
+numbers (all or nothing only).
 
-- default: each step is `classroom-resources/autograding-command-grader@v1` running
+- fractional (the default): each step runs `mha grade . --problem ID --format github` itself
+  and writes the base64 result to $GITHUB_OUTPUT, so partial credit reaches the reporter and
+  the points equal every other platform's. If the grader fails, the step writes an "error"
+  result worth 0 instead, so the reporter still runs.
+- all or nothing (`fractional=False`): each step is
+  `classroom-resources/autograding-command-grader@v1` running
   `mha grade . --problem ID --fail-under 100`: full points on exit 0, none otherwise.
-- fractional: each step runs `mha grade . --problem ID --format github` itself and writes the
-  base64 result to $GITHUB_OUTPUT, so partial credit reaches the reporter. If the grader fails,
-  the step writes an "error" result worth 0 instead, so the reporter still runs.
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def vendored_install() -> str:
     return " ".join([f"./{VENDOR}/{wheel.filename()}", *pins])
 
 
-def render(assignment: Assignment, *, install: str | None = None, fractional: bool = False,
+def render(assignment: Assignment, *, install: str | None = None, fractional: bool = True,
            python: str = "3.11", timeout_minutes: int = 5) -> str:
     """The workflow as YAML text. `install`: the pip arguments that install this grader (default:
     the wheel `write` vendors into the repository)."""
@@ -99,7 +101,7 @@ def render(assignment: Assignment, *, install: str | None = None, fractional: bo
         if partial:
             path = str(assignment.root / "assignment.yaml")
             raise SpecError(path, None, f"GitHub Classroom's command grader counts whole points only; "
-                                        f"{', '.join(partial)} have fractional points (export with --fractional)")
+                                        f"{', '.join(partial)} have fractional points (export without --all-or-nothing)")
     for step_id, name, points in runners:
         if fractional:
             job_steps.append({"name": name, "id": step_id, "shell": "bash",
@@ -126,11 +128,11 @@ def render(assignment: Assignment, *, install: str | None = None, fractional: bo
         }},
     }
     head = (f"# GitHub Classroom autograding for {assignment.title!r}, exported by `mha export github-classroom`"
-            f"{' --fractional' if fractional else ''}.\n")
+            f"{'' if fractional else ' --all-or-nothing'}.\n")
     return head + yaml.dump(workflow, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
-def write(out: Path, assignment: Assignment, *, install: str | None = None, fractional: bool = False) -> list[Path]:
+def write(out: Path, assignment: Assignment, *, install: str | None = None, fractional: bool = True) -> list[Path]:
     """The starter repository: the workflow, the grader's wheel in .mha/ (unless `install` names
     another), and the stubs and answers template; returns the paths written."""
     from ..paths import write_atomically

@@ -8,7 +8,9 @@ image with no network: a virtual environment made without ensurepip, then pip (r
 wheel) installs everything from `wheels/` with `--no-index`; it stops with a clear message when
 the image's python3 is not the version the wheels are for. Both scripts honour
 $AUTOGRADER_ROOT (default /autograder). run_autograder grades $AUTOGRADER_ROOT/submission with
-the student's variant taken from submission_metadata.json and writes results/results.json. As
+the student's variant taken from submission_metadata.json and writes results/results.json, the
+hidden cases and hidden quiz items in tests of their own that students see only after the due
+date (or never: `hidden`). As
 root, student code runs as an unprivileged user that cannot read the source, the hidden cases
 or the secret (README, "Security model").
 """
@@ -21,7 +23,7 @@ from typing import Mapping
 from ..assignment.model import Assignment
 from .archive import zip_bytes
 
-__all__ = ["SETUP", "RUN", "build"]
+__all__ = ["HIDDEN_CHOICES", "SETUP", "RUN", "build"]
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu, x86_64).
@@ -59,7 +61,8 @@ MHA="${MHA_BIN:-$ROOT/venv/bin/mha}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 "$MHA" --exercises "$ROOT/source/exercises" grade "$ROOT/submission" \\
-  --format gradescope --output "$RESULTS" --gradescope-metadata "$ROOT/submission_metadata.json"
+  --format gradescope --output "$RESULTS" --gradescope-metadata "$ROOT/submission_metadata.json" \\
+  --hidden-visibility HIDDEN_VISIBILITY
 status=$?
 if [ ! -s "$RESULTS" ]; then
   cat > "$RESULTS" <<'JSON'
@@ -73,11 +76,19 @@ exit 0
 """
 
 
-def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes], python: str) -> bytes:
+HIDDEN_CHOICES = ("after_due_date", "hidden")
+
+
+def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes], python: str,
+          hidden: str = "after_due_date") -> bytes:
     """The autograder zip, byte-identical for the same assignment, secret and wheels.
 
     `wheels`: {file name: bytes} of the dependencies and pip for CPython `python` ("3.11") on
-    Linux x86_64 (`wheelhouse.download`); this grader's own wheel is added here."""
+    Linux x86_64 (`wheelhouse.download`); this grader's own wheel is added here. `hidden`: the
+    Gradescope visibility of the tests holding hidden cases and hidden quiz items
+    (reports/gradescope.py)."""
+    if hidden not in HIDDEN_CHOICES:
+        raise ValueError(f"hidden must be one of {', '.join(HIDDEN_CHOICES)} (got {hidden!r})")
     from ..classroom.release import write_autograder
     from . import wheel
     pips = sorted(name for name in wheels if name.startswith("pip-"))
@@ -94,5 +105,5 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
     pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels if name not in pips)
     requirements = " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
     files["setup.sh"] = SETUP.format(python=python, pip=pips[0], requirements=requirements)
-    files["run_autograder"] = RUN
+    files["run_autograder"] = RUN.replace("HIDDEN_VISIBILITY", hidden)
     return zip_bytes(files, executable=("setup.sh", "run_autograder"), stored=[f"wheels/{n}" for n in all_wheels])

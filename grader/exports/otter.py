@@ -10,8 +10,9 @@
     OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
                                 cases; the public cases' expected answers precomputed), given to
                                 students with the notebook (`files`): their checks run on it
-    OUT/requirements.txt        what the grading environment needs besides otter: the wheel (as
-                                otter places it, files/<wheel>) and numpy, PyYAML, click pinned
+    OUT/requirements.txt        what the grading environment needs besides otter: this grader
+                                (found beside the file or in files/, where otter places the wheel)
+                                and numpy, PyYAML, click pinned; `pip install -r` works in OUT too
 
 Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
 function with this package's own checks, so otter's per-problem scores equal `mha grade`'s (for
@@ -110,10 +111,13 @@ STUDENT_SETUP = ("Before you start, install the checking tools once, in the fold
 
 
 def requirements() -> str:
-    """requirements.txt: the grader's wheel where otter's autograder zip puts it (files/), pinned deps."""
+    """requirements.txt: this grader at its version, found beside the file (the export folder) or
+    in files/ (where otter's autograder zip puts it; pip reads a relative --find-links from the
+    requirements file's folder), and the dependencies pinned."""
     from . import wheel, wheelhouse
     pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
-    return "\n".join([f"./files/{wheel.filename()}", *pins]) + "\n"
+    own = f"{wheel.DISTRIBUTION}=={wheel.filename().split('-')[1]}"
+    return "\n".join(["--find-links=.", "--find-links=files", own, *pins]) + "\n"
 
 
 def _config(assignment: Assignment) -> str:

@@ -4,7 +4,9 @@ An autograder image must build without the network and install the same versions
 `pinned()` gives `numpy==X`, `PyYAML==Y`, `click==Z` (and `pip==P`, which installs them) as
 installed in this environment; `download(python, platform)` fetches their binary wheels for
 that Python and platform with `pip download` (the package index or pip's cache: the export
-needs them once, the image never).
+needs them once, the image never). `resolve(python)` does the same for an image whose Python
+the installed versions have no wheels for (a 3.10 image from a 3.11 install): the newest
+version within the package's supported range that has one, and a note saying so.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from ..errors import InternalError
 
-__all__ = ["DISTRIBUTIONS", "GRADESCOPE_PLATFORMS", "download", "pinned", "running_python"]
+__all__ = ["DISTRIBUTIONS", "GRADESCOPE_PLATFORMS", "download", "pinned", "resolve", "running_python"]
 
 DISTRIBUTIONS = ("numpy", "PyYAML", "click", "pip")
 # Gradescope's images are Ubuntu (20.04 and later: glibc >= 2.31) on x86_64: every manylinux tag
@@ -38,6 +40,53 @@ def pinned() -> list[str]:
         except PackageNotFoundError:
             raise InternalError(f"{name} is not installed here, so its version cannot be pinned") from None
     return found
+
+
+def _floors() -> dict[str, str]:
+    """{distribution (lower case): its lowest supported version} from the package's dependencies."""
+    from .wheel import DEPENDENCIES
+    floors = {}
+    for dependency in DEPENDENCIES:
+        name, _, floor = dependency.partition(">=")
+        floors[name.strip().lower()] = floor.strip()
+    return floors
+
+
+def resolve(python: str, platforms: tuple[str, ...] = GRADESCOPE_PLATFORMS,
+            timeout: float = 600) -> tuple[dict[str, bytes], list[str]]:
+    """The dependency wheels for CPython `python` and what was changed to get them.
+
+    Each dependency at the version installed here when it has a wheel for `python`; else the
+    newest release between the package's floor (numpy>=1.23...) and the installed version that
+    has one (numpy 2.3 and later have no wheels for Python 3.10, for instance), with a note
+    saying so. InternalError, saying how to get the wheels, when a dependency has none."""
+    try:
+        return download(python, platforms=platforms, timeout=timeout), []
+    except InternalError:
+        pass  # some pinned version has no wheel for that Python: look for each one alone
+    floors, wheels, notes = _floors(), {}, []
+    for requirement in pinned():
+        name, installed = requirement.split("==")
+        try:
+            wheels.update(download(python, platforms=platforms, requirements=[requirement], timeout=timeout))
+            continue
+        except InternalError:
+            pass
+        floor = floors.get(name.lower())
+        wanted = f"{name}>={floor},<={installed}" if floor else f"{name}<={installed}"
+        try:
+            found = download(python, platforms=platforms, requirements=[wanted], timeout=timeout)
+        except InternalError:
+            raise InternalError(
+                f"no wheel of {wanted} for Python {python} on Linux x86_64 in the package index or pip's cache. "
+                f"Where the network is, run: pip download '{wanted}' --only-binary=:all: --python-version {python} "
+                f"--platform manylinux2014_x86_64 --dest wheels && export again with PIP_FIND_LINKS=wheels; or "
+                f"export for the Python your image has (--python)") from None
+        wheels.update(found)
+        got = next(n.split("-")[1] for n in found)
+        notes.append(f"{name} {installed} has no wheel for Python {python}: the export carries {name} {got}, "
+                     f"the newest release from {floor or 'any'} up with one")
+    return wheels, notes
 
 
 def download(python: str, platforms: tuple[str, ...] = GRADESCOPE_PLATFORMS, requirements: list[str] | None = None,

@@ -10,7 +10,7 @@ import importlib
 from ..grading.results import GradeResult
 
 MODULES = {"text": "text", "json": "json_report", "gradescope": "gradescope", "junit": "junit", "github": "github",
-           "html": "html"}
+           "html": "html", "prairielearn": "prairielearn"}
 FORMATS = tuple(MODULES)
 
 

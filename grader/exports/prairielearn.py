@@ -1,0 +1,300 @@
+"""PrairieLearn: a course folder with one externally graded question per problem and one native
+question per quiz item, and a Homework assessment that lists them all.
+
+Layout (`build` returns it as {relative path: content}; `write` puts it in a folder):
+
+- `infoCourse.json`; `courseInstances/<ci>/infoCourseInstance.json` and
+  `courseInstances/<ci>/assessments/<aid>/infoAssessment.json` (every question, at its points);
+- `questions/<problem>/`: `info.json` (`gradingMethod: External`, `externalGradingOptions` with
+  the image, the entry point, `serverFilesCourse: ["mha/"]` and a timeout), `question.html`
+  (the prompt, a `pl-file-editor` preloaded with the assignment's attention.py stubs, and
+  `pl-external-grader-results`), `attention.py` (those stubs) and `tests/problem` (the id the
+  entry point grades);
+- `questions/quiz_<item>/`: `info.json`, `question.html` with `pl-multiple-choice`,
+  `pl-checkbox` (`partial-credit="net-correct"`: this package's multiple-answers rule) or
+  `pl-number-input` (`comparison="relabs"`, `rtol="0"`, `atol` the half-width of the range
+  `mha grade` accepts, around its midpoint), and `server.py`, whose `generate()` picks one of
+  the item's precomputed variants from PrairieLearn's variant seed, so each student's variant has
+  its own numbers (the answers are computed here, by this package: PrairieLearn needs no grader);
+- `serverFilesCourse/mha/`: the grader's wheel, its dependencies pinned as the Gradescope export
+  pins them (`wheelhouse.py`), the assignment (`exercises/`, hidden cases included) and `grade.sh`,
+  the entry point: it installs the wheels offline into a fresh virtual environment and runs
+  `mha grade --format prairielearn` on `/grade/student`, writing `/grade/results/results.json`.
+
+The code problems are graded on the default variant (their cases' numbers are the same for
+everyone; the hidden cases stay in serverFilesCourse, which students never see). Text reaches
+the question files as HTML with braces written as entities, so PrairieLearn's Mustache pass
+leaves it alone; the variants' text goes through `params` with triple braces.
+"""
+from __future__ import annotations
+
+import html
+import json
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Mapping
+
+from ..assignment.model import Assignment, Problem, QuizItem, QuizKind
+from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..grading.scoring import numeric_range
+from .markup import to_html
+from .qti import variant_seeds
+
+__all__ = ["ENTRY_POINT", "IMAGE", "INSTANCE", "ASSESSMENT", "TIMEOUT", "build", "quiz_qid", "write"]
+
+IMAGE = "prairielearn/grader-python"
+INSTANCE = "mha"
+ASSESSMENT = "hw-mha"
+# Seconds for one grading job: PrairieLearn's per-course cap is commonly 30 s (an administrator
+# can raise it). The offline install takes a few seconds; mha's own limits stay below the rest.
+TIMEOUT = 30
+TOTAL_SECONDS = 20
+ENTRY_POINT = "/grade/serverFilesCourse/mha/grade.sh"
+_NAMESPACE = uuid.UUID("6f1d2c1e-5b7a-4d0e-9a53-3c0f8d2b7e41")
+
+GRADE_SH = """#!/usr/bin/env bash
+# PrairieLearn runs this in the grading container for every submission: the student's files in
+# $ROOT/student, this question's tests/ in $ROOT/tests, this folder in $ROOT/serverFilesCourse/mha.
+# No network: the grader and its dependencies are installed from wheels/ here, for Python {python}.
+# Outside a container (tests): MHA_GRADE_ROOT for /grade, MHA_PYTHON, MHA_BIN (an mha already installed).
+set -u
+ROOT="${{MHA_GRADE_ROOT:-/grade}}"
+HERE="$ROOT/serverFilesCourse/mha"
+RESULTS="$ROOT/results/results.json"
+PYTHON="${{MHA_PYTHON:-python3}}"
+WANT="{python}"
+mkdir -p "$ROOT/results"
+not_graded() {{  # $1: a message with no quotes or backslashes
+  printf '{{"gradable": false, "score": 0, "tests": [], "format_errors": ["%s"],\\n "message": "%s"}}\\n' "$1" \\
+    "The autograder could not run; this is not a grade. Please tell your instructor." > "$RESULTS"
+  exit 0
+}}
+command -v "$PYTHON" >/dev/null || not_graded "no $PYTHON in the grading image; this question needs Python $WANT"
+HAVE=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+[ "$HAVE" = "$WANT" ] || not_graded "the wheels of this question are for Python $WANT but the image has $HAVE: \
+export again with mha export prairielearn --python $HAVE"
+# The hidden cases, the reference and the answers stay with root: student code runs as another user.
+chmod -R go-rwx "$ROOT/serverFilesCourse" "$ROOT/tests" 2>/dev/null
+[ -d "$ROOT/data" ] && chmod -R go-rwx "$ROOT/data" 2>/dev/null
+WORK=$(mktemp -d)
+MHA="${{MHA_BIN:-}}"
+if [ -z "$MHA" ]; then
+  # Every job starts from a fresh container: install (no bytecode compiled ahead: it costs more than it saves).
+  "$PYTHON" -m venv --without-pip "$WORK/venv" || not_graded "cannot make a virtual environment with $PYTHON"
+  "$WORK/venv/bin/python" "$HERE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
+    --no-compile --no-index --find-links "$HERE/wheels" {requirements} >"$WORK/install.log" 2>&1 \\
+    || not_graded "installing the grader from its wheels failed; see the grading job log"
+  MHA="$WORK/venv/bin/mha"
+fi
+PROBLEM=$(tr -cd 'a-z0-9_' < "$ROOT/tests/problem")
+MHA_CACHE_DIR="$WORK/cache" "$MHA" --exercises "$HERE/exercises" grade "$ROOT/student" \\
+  --problem "$PROBLEM" --format prairielearn --output "$RESULTS" --total-timeout {total}
+[ -s "$RESULTS" ] || not_graded "mha exited without writing results.json"
+exit 0
+"""
+
+SERVER_PY = '''"""Draws this question's variant: one of the precomputed VARIANTS, from the variant seed."""
+import random
+
+VARIANTS = {variants}
+
+
+def generate(data):
+    seed = data.get("variant_seed")
+    # PrairieLearn seeds `random` with the variant seed too, so either way a variant keeps its numbers.
+    chosen = VARIANTS[int(seed) % len(VARIANTS) if seed is not None else random.randrange(len(VARIANTS))]
+    data["params"].update(chosen["params"])
+    if "answer" in chosen:
+        data["correct_answers"]["answer"] = chosen["answer"]
+'''
+
+
+def _uid(*parts: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, "/".join(parts)))
+
+
+def _inert(text: str) -> str:
+    """HTML text with its braces as entities: PrairieLearn's Mustache pass cannot read them as tags."""
+    return text.replace("{", "&#123;").replace("}", "&#125;")
+
+
+def _attr(text: str) -> str:
+    return _inert(html.escape(text, quote=True))
+
+
+def _json(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def quiz_qid(item: QuizItem) -> str:
+    return f"quiz_{item.id}"
+
+
+# ------------------------------------------------------------------ code problems
+
+def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str) -> dict[str, str]:
+    from ..assignment.render import render_prompt
+    prompt = to_html(render_prompt(problem, DEFAULT_SEED))
+    info = {"uuid": _uid(assignment.title, "problem", problem.id), "title": problem.title,
+            "topic": "Multi-head attention", "tags": ["mha", "code"], "type": "v3", "singleVariant": True,
+            "gradingMethod": "External",
+            "externalGradingOptions": {"enabled": True, "image": image, "entrypoint": ENTRY_POINT,
+                                       "serverFilesCourse": ["mha/"], "timeout": TIMEOUT}}
+    page = f"""<pl-question-panel>
+<h3>{_inert(html.escape(problem.title))} ({problem.points:g} points)</h3>
+<p><code>{_inert(html.escape(problem.function.signature))}</code></p>
+{_inert(prompt)}
+<p>The editor holds the whole <code>attention.py</code>; this question grades
+<code>{_inert(html.escape(problem.function.name))}</code> on its public and hidden cases (other functions may
+stay stubs, or hold the helpers it calls).</p>
+</pl-question-panel>
+
+<pl-file-editor file-name="attention.py" ace-mode="ace/mode/python" source-file-name="attention.py"></pl-file-editor>
+
+<pl-submission-panel>
+<pl-external-grader-results></pl-external-grader-results>
+<pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+    base = f"questions/{problem.id}"
+    return {f"{base}/info.json": _json(info), f"{base}/question.html": page, f"{base}/attention.py": stubs,
+            f"{base}/tests/problem": problem.id + "\n"}
+
+
+# ------------------------------------------------------------------ quiz items
+
+def _variant_data(v: Variant) -> dict:
+    """What server.py puts in `params` (and `correct_answers`) for one variant."""
+    item = v.item
+    params = {"prompt": to_html(v.prompt)}
+    for choice in v.choices:
+        params[f"choice_{choice.letter}"] = to_html(choice.text)
+        params[f"feedback_{choice.letter}"] = to_html(choice.feedback)
+    data = {"params": params}
+    if item.kind is QuizKind.NUMERIC:
+        low, high = numeric_range(v.answer, item.tolerance)
+        data["answer"] = float((low + high) / 2)
+        params["atol"] = format(((high - low) / 2).normalize(), "f")
+    return data
+
+
+def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: int) -> dict[str, str]:
+    seeds = variant_seeds(item, variants, seed) if item.params else [seed]
+    table = [_variant_data(variant(item, s)) for s in seeds]
+    first = variant(item, seeds[0])
+    info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
+            "tags": ["mha", "quiz", item.kind.value, item.visibility.value], "type": "v3"}
+    hidden = item.hidden
+    badge = ' hide-score-badge="true"' if hidden else ""
+    if item.kind is QuizKind.NUMERIC:
+        element = (f'<pl-number-input answers-name="answer" comparison="relabs" rtol="0" atol="{{{{params.atol}}}}"'
+                   f' label="Answer:"{badge}></pl-number-input>')
+    else:
+        tag = "pl-multiple-choice" if item.kind is QuizKind.MULTIPLE_CHOICE else "pl-checkbox"
+        credit = ' partial-credit="net-correct"' if item.kind is QuizKind.MULTIPLE_ANSWERS else ""
+        answers = []
+        for choice in first.choices:
+            correct = ' correct="true"' if choice.correct else ""
+            feedback = "" if hidden else f' feedback="{{{{params.feedback_{choice.letter}}}}}"'
+            answers.append(f"  <pl-answer{correct}{feedback}>{{{{{{params.choice_{choice.letter}}}}}}}</pl-answer>")
+        element = "\n".join([f'<{tag} answers-name="answer" order="fixed"{credit}{badge}>', *answers, f"</{tag}>"])
+    note = ("<p><em>Hidden item: its answer is recorded now and graded with no feedback.</em></p>\n"
+            if hidden else "")
+    page = f"""<pl-question-panel>
+<h3>{_inert(html.escape(item.title))} ({item.points:g} points)</h3>
+{{{{{{params.prompt}}}}}}
+{note}</pl-question-panel>
+
+{element}
+"""
+    base = f"questions/{quiz_qid(item)}"
+    return {f"{base}/info.json": _json(info), f"{base}/question.html": page,
+            f"{base}/server.py": SERVER_PY.format(variants=json.dumps(table, indent=4, sort_keys=True))}
+
+
+# ------------------------------------------------------------------ the course
+
+def _course(assignment: Assignment) -> dict[str, str]:
+    problems = [{"id": p.id, "points": p.points} for p in assignment.problems]
+    items = [{"id": quiz_qid(i), "points": i.points} for i in assignment.quiz.items] if assignment.quiz else []
+    zones = [{"title": "Code", "questions": problems}]
+    if items:
+        zones.append({"title": "Concept quiz", "questions": items})
+    return {
+        "infoCourse.json": _json({
+            "uuid": _uid(assignment.title, "course"), "name": "MHA", "title": assignment.title,
+            "topics": [{"name": "Multi-head attention", "color": "blue3",
+                        "description": "Exercises and a concept quiz on multi-head attention."}],
+            "assessmentSets": [{"abbreviation": "HW", "name": "Homework", "heading": "Homework", "color": "green1"}],
+            "tags": [{"name": n, "color": "gray1"} for n in ("mha", "code", "quiz", "numeric", "multiple_choice",
+                                                             "multiple_answers", "public", "hidden")]}),
+        f"courseInstances/{INSTANCE}/infoCourseInstance.json": _json({
+            "uuid": _uid(assignment.title, "instance"), "longName": assignment.title,
+            "allowAccess": [{"startDate": "2026-01-01T00:00:00", "endDate": "2030-12-31T23:59:59"}]}),
+        f"courseInstances/{INSTANCE}/assessments/{ASSESSMENT}/infoAssessment.json": _json({
+            "uuid": _uid(assignment.title, "assessment"), "type": "Homework", "title": assignment.title,
+            "set": "Homework", "number": "1", "zones": zones}),
+    }
+
+
+def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: str) -> dict[str, str | bytes]:
+    """serverFilesCourse/mha: the wheels, the assignment and grade.sh, as the Gradescope zip holds them."""
+    from ..classroom.release import write_autograder
+    from . import wheel
+    pips = sorted(name for name in wheels if name.startswith("pip-"))
+    if len(pips) != 1:
+        raise ValueError(f"the wheels must hold exactly one pip wheel (got {pips or 'none'})")
+    with tempfile.TemporaryDirectory(prefix="mha-prairielearn-") as tmp:
+        bundle = Path(tmp) / "autograder"
+        write_autograder(assignment, bundle, None)
+        files: dict[str, str | bytes] = {
+            f"serverFilesCourse/mha/{p.relative_to(bundle).as_posix()}": p.read_bytes()
+            for p in sorted((bundle / "exercises").rglob("*")) if p.is_file()}
+    own, data = wheel.build(assignment.root)
+    for name, content in {**wheels, own: data}.items():
+        files[f"serverFilesCourse/mha/wheels/{name}"] = content
+    pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels if name not in pips)
+    requirements = " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
+    files["serverFilesCourse/mha/grade.sh"] = GRADE_SH.format(python=python, pip=pips[0], requirements=requirements,
+                                                              total=TOTAL_SECONDS)
+    return files
+
+
+def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, image: str = IMAGE,
+          variants: int = 10, seed: int = DEFAULT_SEED) -> dict[str, str | bytes]:
+    """The course folder as {relative path: content}; the same inputs give the same files.
+
+    `wheels`: the dependencies and pip for CPython `python` on Linux x86_64 (`wheelhouse.download`);
+    `variants`: how many precomputed variants each quiz item with params offers."""
+    from ..paths import SUBMISSION_NAME
+    stubs_path = assignment.root / SUBMISSION_NAME
+    stubs = stubs_path.read_text(encoding="utf-8") if stubs_path.is_file() else ""
+    if not stubs:
+        from .pysource import stub
+        stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in assignment.problems) + "\n"
+    files: dict[str, str | bytes] = dict(_course(assignment))
+    for problem in assignment.problems:
+        files.update(_code_question(assignment, problem, stubs, image))
+    for item in assignment.quiz.items if assignment.quiz else ():
+        files.update(_quiz_question(assignment, item, variants, seed))
+    files.update(_server_files(assignment, wheels, python))
+    return files
+
+
+def write(out: Path, files: Mapping[str, str | bytes]) -> list[Path]:
+    """Write the course folder into `out` (refused when `out` holds anything); grade.sh executable."""
+    import os
+    from ..errors import SubmissionError
+    from ..paths import write_atomically
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SubmissionError(f"{out} already exists and is not an empty folder; remove it or choose another --out")
+    written = []
+    for name in sorted(files):
+        path = out / name
+        write_atomically(path, files[name])
+        if name.endswith(".sh"):
+            os.chmod(path, 0o755)
+        written.append(path)
+    return written

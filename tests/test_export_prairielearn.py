@@ -1,0 +1,292 @@
+"""The PrairieLearn course folder, run the way PrairieLearn runs it, outside the repository and
+offline: the entry point in an emulated /grade (a temporary folder named by MHA_GRADE_ROOT, the
+network off) writes results.json; the quiz questions' HTML is parsed and their answers scored by
+PrairieLearn's documented rules, and those scores are compared with this package's."""
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from grader.assignment.model import QuizKind
+from grader.assignment.quiz import variant
+from grader.exports import prairielearn, wheelhouse
+from grader.exports.markup import to_html
+from grader.exports.qti import variant_seeds
+from grader.grading.answers import grade_item
+
+from ._install import clean_env
+from .conftest import EXERCISES, SOLUTIONS
+from .test_mistakes import BUGS, buggy_submission
+
+PYTHON = wheelhouse.running_python()
+_COURSE: dict[str, Path] = {}
+
+
+@pytest.fixture
+def course(tmp_path_factory, assignment) -> Path:
+    """The exported course folder, made once per test run (the wheels come from pip's cache)."""
+    if "course" not in _COURSE:
+        out = tmp_path_factory.mktemp("pl") / "course"
+        prairielearn.write(out, prairielearn.build(assignment, wheelhouse.download(PYTHON), PYTHON))
+        _COURSE["course"] = out
+    return _COURSE["course"]
+
+
+def offline() -> list[str]:
+    """The command prefix that cuts the network; fails when isolation is required and unavailable."""
+    if shutil.which("unshare") and subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0:
+        return ["unshare", "--net"]
+    if os.environ.get("MHA_REQUIRE_ISOLATION") == "1":
+        pytest.fail("cannot make a network namespace here (unshare --net needs root or user namespaces)")
+    pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
+
+
+def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False) -> dict:
+    """One external grading job: /grade laid out as PrairieLearn lays it out (the student's file, the
+    question's tests/, the listed serverFilesCourse entries, data.json), the entry point run in it
+    with no network; returns results.json. `install`: the entry point installs from its wheels,
+    else it uses this environment's mha (MHA_BIN)."""
+    info = json.loads((course / "questions" / problem / "info.json").read_text())
+    options = info["externalGradingOptions"]
+    grade = tmp / "grade"
+    (grade / "student").mkdir(parents=True)
+    (grade / "student" / "attention.py").write_text(source)
+    shutil.copytree(course / "questions" / problem / "tests", grade / "tests")
+    for entry in options["serverFilesCourse"]:
+        shutil.copytree(course / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
+    (grade / "data").mkdir()
+    (grade / "data" / "data.json").write_text(json.dumps({"params": {}, "correct_answers": {},
+                                                          "submitted_answers": {}}))
+    entry_point = options["entrypoint"].replace("/grade", str(grade), 1)
+    env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable)
+    if not install:
+        env["MHA_BIN"] = shutil.which("mha") or str(Path(sys.executable).parent / "mha")
+    done = subprocess.run([*offline(), entry_point], env=env, capture_output=True, text=True, timeout=600, cwd=tmp)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((grade / "results" / "results.json").read_text())
+    assert 0.0 <= results["score"] <= 1.0
+    return results
+
+
+def mha_fraction(tmp: Path, problem: str, source: str) -> float:
+    """The package's own score of `source` on `problem`, as a fraction of its points."""
+    path = tmp / "own" / "attention.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), "grade", str(path),
+                           "--problem", problem, "--format", "json"], capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    return report["score"] / report["max_score"]
+
+
+class TestEntryPoint:
+    def test_correct_submission_with_the_offline_install(self, course, tmp_path):
+        """The entry point installs the grader from serverFilesCourse with no network and gives the
+        model answers full marks, every test at its full points."""
+        result = grade_job(course, tmp_path, "multi_head_attention", (SOLUTIONS / "attention.py").read_text(),
+                           install=True)
+        assert result["gradable"] is True and result["score"] == 1.0
+        assert result["tests"] and all(t["points"] == t["max_points"] > 0 for t in result["tests"])
+        assert {"name", "points", "max_points", "message", "output"} <= set(result["tests"][0])
+        assert any(t["name"].endswith("(hidden)") for t in result["tests"])
+
+    def test_stub_scores_zero(self, course, tmp_path):
+        """The editor's own stubs, submitted as they are: gradable, score 0, each case says so."""
+        result = grade_job(course, tmp_path, "softmax", (course / "questions" / "softmax" / "attention.py").read_text())
+        assert result["gradable"] is True and result["score"] == 0.0
+        assert all(t["points"] == 0 and t["message"] == "not implemented yet" for t in result["tests"])
+
+    def test_buggy_submission_scores_what_mha_grade_gives(self, course, tmp_path):
+        """A softmax over the wrong axis: the same fraction as `mha grade`, strictly between 0 and 1,
+        and the tests' points add up to it."""
+        bug = next(b for b in BUGS if b.mistake == "softmax-wrong-axis")
+        source = buggy_submission(bug)
+        result = grade_job(course, tmp_path, "softmax", source)
+        expected = mha_fraction(tmp_path, "softmax", source)
+        assert 0 < expected < 1
+        assert result["gradable"] is True and result["score"] == pytest.approx(expected, abs=1e-6)
+        points = sum(t["points"] for t in result["tests"])
+        assert points / sum(t["max_points"] for t in result["tests"]) == pytest.approx(expected, abs=1e-3)
+
+    def test_syntax_error_is_not_gradable(self, course, tmp_path):
+        """Not Python: gradable false, the error and its line in format_errors, no tests."""
+        result = grade_job(course, tmp_path, "softmax", "import numpy as np\n\ndef softmax(scores:\n    return 1\n")
+        assert result["gradable"] is False and result["score"] == 0
+        assert result["tests"] == []
+        assert re.search(r"syntax error \(line 3\)", result["format_errors"][0])
+
+    def test_wrong_python_is_a_message_not_a_grade(self, course, tmp_path):
+        """An image whose python3 is not the wheels' version: not gradable, saying how to export again."""
+        fake = tmp_path / "python3"
+        fake.write_text("#!/bin/sh\necho 3.99\n")
+        fake.chmod(0o755)
+        grade = tmp_path / "job"
+        shutil.copytree(course / "serverFilesCourse", grade / "serverFilesCourse")
+        shutil.copytree(course / "questions" / "softmax" / "tests", grade / "tests")
+        (grade / "student").mkdir()
+        env = clean_env(tmp_path, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=str(fake))
+        done = subprocess.run([str(grade / "serverFilesCourse" / "mha" / "grade.sh")], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        result = json.loads((grade / "results" / "results.json").read_text())
+        assert result["gradable"] is False
+        assert f"for Python {PYTHON} but the image has 3.99" in result["format_errors"][0]
+        assert "mha export prairielearn --python 3.99" in result["format_errors"][0]
+
+
+class TestCourseFolder:
+    def test_questions_assessment_and_limits(self, course, assignment):
+        """One External question per problem (under PrairieLearn's 30 s default cap, networking off),
+        one per quiz item, and an assessment listing every question at its points."""
+        assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
+                                 prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
+        listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+        expected = {p.id: p.points for p in assignment.problems}
+        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items}
+        assert listed == expected
+        assert sum(listed.values()) == assignment.max_score
+        assert {p.name for p in (course / "questions").iterdir()} == set(expected)
+        uuids = set()
+        for problem in assignment.problems:
+            info = json.loads((course / "questions" / problem.id / "info.json").read_text())
+            uuids.add(info["uuid"])
+            options = info["externalGradingOptions"]
+            assert info["gradingMethod"] == "External" and options["enabled"] is True
+            assert options["timeout"] <= 30 and "enableNetworking" not in options
+            assert options["entrypoint"] == "/grade/serverFilesCourse/mha/grade.sh"
+            assert (course / "serverFilesCourse" / options["serverFilesCourse"][0] / "grade.sh").stat().st_mode & 0o111
+            page = (course / "questions" / problem.id / "question.html").read_text()
+            assert '<pl-file-editor file-name="attention.py"' in page and 'source-file-name="attention.py"' in page
+            assert "<pl-external-grader-results>" in page
+            assert (course / "questions" / problem.id / "attention.py").read_text() == \
+                (EXERCISES / "attention.py").read_text()
+        assert len(uuids) == len(assignment.problems)
+        wheels = {p.name.split("-")[0] for p in (course / "serverFilesCourse" / "mha" / "wheels").iterdir()}
+        assert wheels == {"mha_exercises", "numpy", "pyyaml", "click", "pip"}
+        assert not (course / "serverFilesCourse" / "mha" / "exercises" / "course.yaml").exists()
+
+    def test_export_is_deterministic(self, assignment):
+        """The same assignment and wheels give the same files."""
+        wheels = wheelhouse.download(PYTHON)
+        assert prairielearn.build(assignment, wheels, PYTHON) == prairielearn.build(assignment, wheels, PYTHON)
+
+    def test_cli_writes_the_course(self, cli, tmp_path):
+        """`mha export prairielearn` writes the folder and refuses a folder that holds anything."""
+        out = tmp_path / "course"
+        result = cli("export", "prairielearn", "--out", str(out), "--variants", "2")
+        assert result.exit_code == 0, result.stderr
+        assert (out / "infoCourse.json").is_file() and (out / "serverFilesCourse" / "mha" / "grade.sh").is_file()
+        again = cli("export", "prairielearn", "--out", str(out))
+        assert again.exit_code == 2 and "already exists and is not an empty folder" in again.stderr
+
+
+# ---------------------------------------------------------------- the quiz, by PrairieLearn's rules
+
+class _Elements(HTMLParser):
+    """The answer element of a question page and its pl-answer children (in order)."""
+
+    def __init__(self):
+        super().__init__()
+        self.element: tuple[str, dict] | None = None
+        self.answers: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("pl-multiple-choice", "pl-checkbox", "pl-number-input"):
+            self.element = (tag, dict(attrs))
+        elif tag == "pl-answer":
+            self.answers.append(dict(attrs))
+
+
+def render_page(page: str, params: dict) -> str:
+    """question.html through Mustache as PrairieLearn renders it: {{{x}}} raw, {{x}} escaped."""
+    page = re.sub(r"\{\{\{params\.(\w+)\}\}\}", lambda m: str(params[m.group(1)]), page)
+    page = re.sub(r"\{\{params\.(\w+)\}\}", lambda m: html.escape(str(params[m.group(1)])), page)
+    assert "{{" not in page
+    return page
+
+
+def pl_score(tag: str, attrs: dict, answers: list[dict], correct_answer, submitted) -> float:
+    """PrairieLearn's score of `submitted` (keys a, b... in fixed order, or a number)."""
+    if tag == "pl-number-input":
+        assert attrs["comparison"] == "relabs"
+        rtol, atol = float(attrs["rtol"]), float(attrs["atol"])
+        return float(abs(submitted - correct_answer) <= atol + rtol * abs(correct_answer))
+    keys = [chr(ord("a") + i) for i in range(len(answers))]
+    right = {k for k, a in zip(keys, answers) if a.get("correct") == "true"}
+    if tag == "pl-multiple-choice":
+        return float(submitted in right)
+    assert attrs.get("partial-credit") == "net-correct"  # (t - f) / n, never below 0
+    chosen = set(submitted)
+    return max(0.0, (len(chosen & right) - len(chosen - right)) / len(right))
+
+
+def _server(path: Path):
+    spec = importlib.util.spec_from_file_location(f"pl_server_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tries(v) -> list:
+    """Answers worth scoring: every single choice, the right set, it with a wrong one or one fewer, all;
+    for numbers the answer, near it, each known-wrong value, far off."""
+    item = v.item
+    if item.kind is QuizKind.MULTIPLE_CHOICE:
+        return [c.letter for c in v.choices]
+    if item.kind is QuizKind.MULTIPLE_ANSWERS:
+        right = [c.letter for c in v.choices if c.correct]
+        wrong = [c.letter for c in v.choices if not c.correct]
+        tries = [[c.letter] for c in v.choices] + [right, right[1:], [c.letter for c in v.choices]]
+        return tries + [right + wrong[:1], right[:1] + wrong[:2]] if wrong else tries
+    width = max(item.tolerance, 1e-4)
+    return [v.answer, v.answer + 0.5 * width, v.answer + 3 * width + 0.01, *(w.value for w in v.wrong)]
+
+
+def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
+    """Every quiz question, every variant: the page rendered with server.py's params, parsed, and
+    each answer scored by PrairieLearn's rules gives the fraction `mha grade` gives."""
+    compared = 0
+    for item in assignment.quiz.items:
+        folder = course / "questions" / prairielearn.quiz_qid(item)
+        server = _server(folder / "server.py")
+        seeds = variant_seeds(item, 10, 0) if item.params else [0]
+        assert len(server.VARIANTS) == len(seeds)
+        for index, seed in enumerate(seeds):
+            data = {"params": {}, "correct_answers": {}, "variant_seed": index}
+            server.generate(data)
+            v = variant(item, seed)
+            assert data["params"]["prompt"] == to_html(v.prompt)
+            parser = _Elements()
+            parser.feed(render_page((folder / "question.html").read_text(), data["params"]))
+            tag, attrs = parser.element
+            correct = data["correct_answers"].get("answer")
+            for submitted in _tries(v):
+                ours = grade_item(v, submitted, None, include_hidden=True).fraction
+                assert pl_score(tag, attrs, parser.answers, correct, submitted) == pytest.approx(ours), \
+                    (item.id, seed, submitted)
+                compared += 1
+            if item.hidden and tag != "pl-number-input":
+                assert not any("feedback" in a for a in parser.answers)
+    assert compared > 50
+
+
+def test_variant_seeds_give_students_other_numbers(course, assignment):
+    """An item with params offers distinct variants; PrairieLearn's variant seed picks among them."""
+    item = next(i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC)
+    server = _server(course / "questions" / prairielearn.quiz_qid(item) / "server.py")
+    prompts = set()
+    for seed in range(len(server.VARIANTS)):
+        data = {"params": {}, "correct_answers": {}, "variant_seed": seed}
+        server.generate(data)
+        prompts.add(data["params"]["prompt"])
+    assert len(prompts) == len(server.VARIANTS) > 1

@@ -1,0 +1,127 @@
+"""The cross-platform score table: one buggy submission graded on every platform that grades the
+whole assignment, each run the way that platform runs it (offline, outside the repository), gives
+the same fraction; the platforms that carry only part of the assignment say which part."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.exports import prairielearn, wheelhouse
+
+from ._submissions import HALF_ANSWERS, half_done_source
+from .conftest import EXERCISES
+from .test_export_github_workflow import run_workflow
+from .test_export_gradescope import autograder, run_autograder
+from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
+from .test_mistakes import BUGS
+
+# Platforms that carry part of the assignment only, and why (README "Platforms").
+PARTIAL = {
+    "Canvas (QTI)": "the concept quiz only; the code is graded on another platform",
+    "Moodle XML": "the concept quiz only; the code is graded on another platform",
+    "otter-grader": "the code only (per-problem scores equal mha grade's: tests/test_export_otter.py)",
+}
+
+
+def buggy_source() -> str:
+    """Half the problems done, the other half stubs, and softmax over the wrong axis."""
+    bug = next(b for b in BUGS if b.mistake == "softmax-wrong-axis")
+    return half_done_source() + "\n\n" + textwrap.dedent(bug.source)
+
+
+def _mha(folder: Path) -> float:
+    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), "grade", str(folder),
+                           "--format", "json"], capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    return report["score"] / report["max_score"]
+
+
+def _gradescope(tmp: Path, assignment, files: dict[str, str]) -> float:
+    result = run_autograder(autograder(tmp, assignment, secret=None), files)
+    return result["score"] / sum(t["max_score"] for t in result["tests"])
+
+
+def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
+    """Each code question through its entry point, each quiz question by PrairieLearn's rules,
+    weighted by the assessment's points."""
+    course = tmp / "course"
+    python = wheelhouse.running_python()
+    prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, variants=1))
+    assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
+                             prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
+    points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+    import yaml
+    answers = yaml.safe_load(files["answers.yaml"]) or {}
+    earned = 0.0
+    for problem in assignment.problems:
+        result = grade_job(course, tmp / f"job-{problem.id}", problem.id, files["attention.py"])
+        earned += result["score"] * points[problem.id]
+    for item in assignment.quiz.items:
+        submitted = answers.get(item.id)
+        if submitted is None:
+            continue  # blank: PrairieLearn grades nothing and awards nothing
+        folder = course / "questions" / prairielearn.quiz_qid(item)
+        data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
+        _server(folder / "server.py").generate(data)
+        parser = _Elements()
+        parser.feed(render_page((folder / "question.html").read_text(), data["params"]))
+        tag, attrs = parser.element
+        if tag == "pl-checkbox" and isinstance(submitted, str):
+            submitted = [submitted]
+        score = pl_score(tag, attrs, parser.answers, data["correct_answers"].get("answer"), submitted)
+        earned += score * points[prairielearn.quiz_qid(item)]
+    return earned / sum(points.values())
+
+
+def _github_classroom(tmp: Path, folder: Path) -> float:
+    from click.testing import CliRunner
+    from grader.cli.commands import main
+    starter = tmp / "starter"
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out",
+                                       str(starter)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (tmp / "run").mkdir()
+    points, maximum, _ = run_workflow(starter, tmp / "run", {name: folder / name for name in
+                                                              ("attention.py", "answers.yaml")})
+    return points / maximum
+
+
+def score_table(tmp: Path, assignment) -> dict[str, float | str]:
+    folder = tmp / "submission"
+    folder.mkdir()
+    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    table: dict[str, float | str] = {"mha grade": _mha(folder)}
+    (tmp / "gs").mkdir()
+    table["Gradescope"] = _gradescope(tmp / "gs", assignment, files)
+    (tmp / "pl").mkdir()
+    table["PrairieLearn"] = _prairielearn(tmp / "pl", assignment, files)
+    (tmp / "gh").mkdir()
+    table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
+    table.update(PARTIAL)
+    return table
+
+
+def render(table: dict[str, float | str]) -> str:
+    lines = ["| platform | score of the buggy submission |", "|---|---|"]
+    lines += [f"| {name} | {value:.2%} |" if isinstance(value, float) else f"| {name} | not comparable: {value} |"
+              for name, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, assignment):
+    """mha grade, Gradescope, PrairieLearn and GitHub Classroom (fractional) give the same fraction
+    of the whole assignment to one buggy submission, strictly between 0 and 1."""
+    table = score_table(tmp_path, assignment)
+    scores = {name: value for name, value in table.items() if isinstance(value, float)}
+    expected = scores["mha grade"]
+    assert 0 < expected < 1
+    assert all(value == pytest.approx(expected, abs=1e-4) for value in scores.values()), render(table)
+    assert set(scores) == {"mha grade", "Gradescope", "PrairieLearn", "GitHub Classroom"}
+    print(render(table))
