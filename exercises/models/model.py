@@ -18,7 +18,9 @@ No biases, no layer norm, no MLP: what the model computes, its heads have to rou
 """
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,8 +218,12 @@ def save(path: Path, model: Model, dtype=np.float32) -> None:
     meta = {"format": np.int64(FORMAT), "task": np.str_(TASK), "name": np.str_(model.name),
             "vocab": np.int64(c.vocab), "seq_len": np.int64(c.seq_len), "d_model": np.int64(c.d_model),
             "n_heads": np.int64(c.n_heads), "seed": np.int64(model.seed)}
-    with open(path, "wb") as out:
-        np.savez(out, **arrays, **meta)
+    # np.savez stamps each member with the current time; fixed stamps make a retrain byte-identical
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for key, value in {**arrays, **meta}.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue())
 
 
 def load(path: Path | str) -> Model:
