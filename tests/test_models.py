@@ -73,7 +73,22 @@ class TestFiles:
         """A .npz of another format names the file and the format it found."""
         path = tmp_path / "old.npz"
         np.savez(path, format=np.int64(0), task=np.str_(model.TASK))
-        with pytest.raises(ValueError, match=r"old\.npz: not a model file of format 1 .*\(got format 0\)"):
+        with pytest.raises(ValueError, match=r"old\.npz: not a model file of format 1 .*\(got format 0, "
+                                             r"task 'previous_and_first'\)"):
+            model.load(path)
+
+    def test_pickled_member_is_never_unpickled(self, tmp_path):
+        """An object array (which only pickle can restore) is refused, not loaded."""
+        path = tmp_path / "pickled.npz"
+        np.savez(path, format=np.int64(1), task=np.array([model.TASK], dtype=object))
+        with pytest.raises(ValueError, match="allow_pickle=False"):
+            model.load(path)
+
+    def test_missing_members_are_named(self, tmp_path):
+        """A model file without some of its arrays names the missing ones."""
+        path = tmp_path / "part.npz"
+        np.savez(path, format=np.int64(1), task=np.str_(model.TASK), E=np.zeros((8, 8)))
+        with pytest.raises(ValueError, match=r"part\.npz: missing P, W_Q, W_K, W_V, W_O, W_U, vocab, seq_len"):
             model.load(path)
 
     def test_wrong_shape_is_refused(self, tmp_path):

@@ -229,10 +229,15 @@ def save(path: Path, model: Model, dtype=np.float32) -> None:
 def load(path: Path | str) -> Model:
     """The model in a .npz written by `save` (weights as float64); no pickle is ever read."""
     with np.load(path, allow_pickle=False) as data:
-        fmt = int(data["format"]) if "format" in data else None
-        if fmt != FORMAT or str(data["task"]) != TASK:
+        fmt = int(data["format"]) if "format" in data.files else None
+        task = str(data["task"]) if "task" in data.files else None
+        if fmt != FORMAT or task != TASK:
             raise ValueError(f"{path}: not a model file of format {FORMAT} for task {TASK!r} "
-                             f"(got format {fmt})")
+                             f"(got format {fmt}, task {task!r})")
+        missing = [k for k in (*WEIGHTS, "vocab", "seq_len", "d_model", "n_heads", "seed", "name")
+                   if k not in data.files]
+        if missing:
+            raise ValueError(f"{path}: missing {', '.join(missing)}")
         config = Config(int(data["vocab"]), int(data["seq_len"]), int(data["d_model"]), int(data["n_heads"]))
         params = {name: np.asarray(data[name], dtype=np.float64) for name in WEIGHTS}
         for name, shape in config.shapes().items():
