@@ -4,8 +4,9 @@ Everything a run draws comes from its seed (weights from one stream, training se
 another), so `python -m exercises.models.train` rewrites the same files on any machine, up to
 floating-point rounding in matrix products. The evaluation sequences are the same for every model.
 
-    python -m exercises.models.train              # every model, into this folder (1-2 minutes)
+    python -m exercises.models.train              # every model, into this folder (about 50 s of one core)
     python -m exercises.models.train --only d16   # the models whose name starts with "d16"
+    python -m exercises.models.train --out DIR    # elsewhere; an index.json already there is merged
 """
 from __future__ import annotations
 
