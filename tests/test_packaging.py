@@ -79,6 +79,22 @@ class TestInstalledWheel:
         assert done.returncode == 0, done.stdout + done.stderr
         assert "PASS  softmax:" in done.stdout
 
+    def test_trained_models_load_from_the_installed_package(self, installed, tmp_path):
+        """The wheel carries the trained models and their code: the installed package loads a
+        model file without pickle and finds the head roles its index records."""
+        script = ("import json; from importlib.resources import files\n"
+                  "from grader._assignment.models import analysis, model\n"
+                  "folder = files('grader._assignment.models')\n"
+                  "m = model.load(folder / 'd8_h2_s0.npz')\n"
+                  "print(json.dumps([analysis.head_roles(*analysis.head_scores(analysis.attention_maps(m))),\n"
+                  "                  model.read_index(folder)['models'][0]['name']]))\n")
+        done = subprocess.run([str(installed.parent / "python"), "-c", script], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env=clean_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        roles = next(e["roles"] for e in json.loads((EXERCISES / "models" / "index.json").read_text())["models"]
+                     if e["name"] == "d8_h2_s0")
+        assert json.loads(done.stdout) == [roles, "d8_h1_s0"]
+
     def test_says_it_uses_the_packaged_assignment(self, installed, tmp_path):
         """`mha list` names the assignment it uses: the one inside the installed package."""
         done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
