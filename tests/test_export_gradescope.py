@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ._required import skip_isolation
+
 from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
 from grader.assignment.quiz import answer_key, answers_template
@@ -60,7 +62,7 @@ def setup_offline(root: Path, **env: str) -> subprocess.CompletedProcess:
     """Run setup.sh as Gradescope does when it builds the image, in a network namespace with no
     network at all (so pip can reach no index), with this Python as the image's python3."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode:
-        pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
+        skip_isolation("cannot make a network namespace here (unshare --net needs root or user namespaces)")
     environment = clean_env(root.parent, AUTOGRADER_ROOT=str(root), MHA_PYTHON=sys.executable, **env)
     return subprocess.run(["unshare", "--net", "bash", str(root / "source" / "setup.sh")], env=environment,
                           capture_output=True, text=True, timeout=600)

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import pytest
 
+from ._required import skip_isolation
+
 from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
@@ -416,7 +418,7 @@ def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseExcept
 def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """The hostile submissions marked `fallback` graded again as root without namespaces."""
     if not ROOT_MODE:
-        pytest.skip("the fallback without namespaces is root's")
+        skip_isolation("the fallback without namespaces is root's")
     return _grade_every([h for h in HOSTILES if h.fallback], course, tmp_path_factory,
                         {NAMESPACES_ENV: "off"})
 
@@ -462,12 +464,13 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
 def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
-        pytest.skip("this guarantee needs the grader to run as root")
+        skip_isolation("this guarantee needs the grader to run as root")
     if hostile.namespaces_only and sandbox_mode() != "namespaces":
-        pytest.skip("namespaces do not work here (see `mha doctor`)")
+        skip_isolation("namespaces do not work here (see `mha doctor`)")
     check_outcome(hostile, course, outcomes[hostile.name])
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("hostile", [h for h in HOSTILES if h.fallback], ids=lambda h: h.name)
 def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course, fallback_outcomes):
     """The same guarantees as root where namespaces are not available (MHA_NAMESPACES=off)."""
@@ -478,7 +481,7 @@ CLASSMATES = ("alice", "bob", "carol")  # correct submissions
 IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (CR,)}  # student: problems lost
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="classmates are kept apart by the student uid, which needs root")
+@pytest.mark.root  # classmates are kept apart by the student uid, which needs root
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting and a snooping student:

@@ -188,7 +188,7 @@ def test_grade_all_refuses_links_and_special_files(course, tmp_path):
     assert course.secret not in everything and not any(text in everything for text in _shadow_text())
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="run_autograder runs as root on Gradescope")
+@pytest.mark.root  # run_autograder runs as root on Gradescope
 def test_gradescope_run_autograder_refuses_links(course, tmp_path, assignment):
     """The Gradescope zip's own run_autograder (which calls `mha grade`): attention.py linked to
     the reference and answers.yaml linked to /etc/shadow score 0 each, with a results.json."""
