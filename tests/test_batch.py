@@ -12,6 +12,7 @@ import csv
 import json
 import multiprocessing
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -335,6 +336,35 @@ class TestGradeAllInputs:
         assert (rows[0]["status"], rows[0]["softmax"], rows[1]["status"]) == ("graded", "10", "error")
         assert {v for k, v in rows[1].items() if k not in ("student", "status")} == {""}
         assert json.loads((tmp_path / "out" / "item_analysis.json").read_text())["students"] == 1
+        log = (tmp_path / "out" / "grader-errors.log").read_text()
+        assert log.startswith("== ben: RuntimeError: boom\nTraceback (most recent call last):\n")
+        assert re.search(r'in fragile\n +raise RuntimeError\("boom"\)\nRuntimeError: boom\n', log)
+        assert "ann" not in log
+        assert f"the grader's tracebacks: {tmp_path / 'out' / 'grader-errors.log'}" in result.stderr
+        assert "Traceback" not in result.stderr and "Traceback" not in (tmp_path / "out" / "feedback" / "ben.txt").read_text()
+        assert "traceback" not in json.loads((tmp_path / "out" / "results" / "ben.json").read_text())
+
+    def test_grader_failures_traceback_on_stderr_with_mha_debug(self, tmp_path, monkeypatch):
+        """MHA_DEBUG=1: each failure's traceback on stderr too; a rerun where nothing fails removes the log."""
+        import grader.grading.grade
+        real = grader.grading.grade.grade
+        broken = {"on": True}
+
+        def fragile(assignment, files, *, limits, seed, cache=None):
+            if broken["on"]:
+                raise RuntimeError("boom")
+            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+        monkeypatch.setattr(grader.grading.grade, "grade", fragile)
+        monkeypatch.setenv("MHA_DEBUG", "1")
+        (tmp_path / "class" / "ann").mkdir(parents=True)
+        (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
+        result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
+        assert result.exit_code == ExitCode.INTERNAL
+        assert re.search(r'in fragile\n +raise RuntimeError\("boom"\)\nRuntimeError: boom\n', result.stderr)
+        broken["on"] = False
+        again = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
+        assert again.exit_code == 0, again.stderr
+        assert not (tmp_path / "out" / "grader-errors.log").exists()
 
 
 class TestDiscover:

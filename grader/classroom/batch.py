@@ -81,6 +81,7 @@ class Outcome:
     row: StudentRow
     resumed: bool = False    # graded before and unchanged since: read back, not graded again
     error: str = ""          # why grading failed (status ERROR)
+    traceback: str = ""      # and where: the grader's traceback (never in the stored record)
 
     @property
     def status(self) -> str:
@@ -331,7 +332,10 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
                                    seed, key)
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
+            import traceback
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
+            store(submission, record, text)
+            return {**record, "traceback": traceback.format_exc()}, False
         store(submission, record, text)
         return record, False
 
@@ -348,7 +352,8 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         else:
             results = _in_threads(work, submissions, jobs)
         for index, record, resumed in results:
-            yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+            yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""),
+                          traceback=record.get("traceback", ""))
     finally:
         if os.getpid() == owner:  # not in a forked grader process
             remove_tree(scratch)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, echo_report, fail
+from .base import CONTEXT, Group, echo_report, fail, traceback_option
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
@@ -125,8 +125,9 @@ def _student_options(command):
                    "working folder or the nearest one above it with assignment.yaml or exercises/, else "
                    "the assignment packaged with mha (`mha list` says which one it uses).")
 @click.version_option(package_name="mha-exercises")
+@traceback_option
 @click.pass_context
-def main(ctx: click.Context, exercises: Path | None) -> None:
+def main(ctx: click.Context, exercises: Path | None, traceback: bool) -> None:
     """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
 
     \b
@@ -226,7 +227,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
-        except Exception as exc:  # the grader's own failure: say so, never a bare traceback
+        except Exception as exc:  # the grader's own failure: its last line (the traceback with --traceback)
             import traceback
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise InternalError(f"internal error: {detail}") from exc

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, echo_report, fail
+from .base import CONTEXT, Group, echo_report, fail, traceback_option
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
 PACKAGE = Path(__file__).resolve().parents[1]  # grader/cli/student.py -> the bundle's grader package
@@ -73,7 +73,8 @@ _fail = fail
 
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.version_option(package_name="mha-exercises-student")
-def main() -> None:
+@traceback_option
+def main(traceback: bool) -> None:
     """Multi-head attention exercises: check your work with instant feedback.
 
     \b
