@@ -5,8 +5,8 @@ files and running the reference on every case. Those depend only on the assignme
 grader's code and the variant, so the first run stores them (full fixtures, fixtures.py) and
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
-A compiled assignment is stored with its stamp: the grader's version, the variant seed, the
-size and modification time of every file of the grader package (its reference, generators,
+A compiled assignment is stored with its stamp: the variant seed, the size and modification
+time of every file of the grader package (its reference, generators,
 wrong variants...), and the size, modification time and CRC-32 of every YAML file of the
 assignment. It is used only when the stamp equals the current one exactly: change any of them
 and the next run compiles afresh. (The file name is a CRC-32 of the stamp; hashlib is not used
@@ -27,7 +27,6 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-from .. import __version__
 from .fixtures import Fixtures, build
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
 
@@ -47,7 +46,7 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 def stamp(root: Path, seed: int) -> str:
     """What a compiled assignment depends on: the grader, the assignment's YAML files, the variant."""
-    lines = [f"format {FORMAT}", f"mha-exercises {__version__}", f"seed {seed}"]
+    lines = [f"format {FORMAT}", f"seed {seed}"]  # the grader's version is in its files' stamps below
     for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
         info = path.stat()
         lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")
