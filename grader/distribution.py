@@ -26,7 +26,7 @@ BUILD_REQUIRES = "setuptools>=77"  # pyproject.toml's [build-system] requires (n
 UNKNOWN_VERSION = "0+unknown"  # a checkout imported without being installed
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _installed(name: str) -> Distribution | None:
     from importlib.metadata import PackageNotFoundError, distribution
     try:

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from ._required import skip_isolation
 import yaml
 
 from grader.assignment.loader import load_assignment
@@ -27,6 +25,7 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import DEFAULT_SEED
 from grader.paths import remove_tree
 
+from ._required import skip_isolation
 from .conftest import ROOT, lay_out_course, solution_source
 from .test_hostile import PROBLEMS
 

@@ -17,21 +17,21 @@ import secrets
 import shutil
 import subprocess
 import sys
-import textwrap
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from grader.assignment.variants import student_seed
 from grader.classroom import batch
 from grader.cli.commands import main
 from grader.errors import ExitCode, SubmissionError
 from grader.grading.grade import grade
 from grader.sandbox.isolation import become_subreaper
 from grader.sandbox.limits import Limits
-from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 from .test_hostile import HOSTILE, leftovers
@@ -404,8 +404,8 @@ class TestWorkDoneOncePerVariant:
     def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
         """Three students on the default variant: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
-        import grader.grading.grade
         import grader.assignment.quiz
+        import grader.grading.grade
         prepared, drawn = [], []
         real_prepare, real_draw = grader.grading.grade.prepare, grader.assignment.quiz.variant
         monkeypatch.setattr(grader.grading.grade, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))

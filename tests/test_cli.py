@@ -7,12 +7,11 @@ import shutil
 from xml.etree import ElementTree as ET
 
 import pytest
-
 from click.testing import CliRunner
 
+from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
 from grader.errors import ExitCode
-from grader.assignment.loader import load_assignment
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 

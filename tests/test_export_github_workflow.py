@@ -27,6 +27,7 @@ from .conftest import EXERCISES, SOLUTIONS
 def starter(tmp_path_factory):
     """The starter repository exported through the CLI, as an instructor makes it."""
     from click.testing import CliRunner
+
     from grader.cli.commands import main
     out = tmp_path_factory.mktemp("starter") / "repo"
     result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out)],

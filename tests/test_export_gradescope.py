@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from ._required import skip_isolation
-
-from grader.exports import wheelhouse
-from grader.exports.gradescope import build as build_zip
 from grader.assignment.quiz import answer_key, answers_template
 from grader.assignment.variants import student_seed
+from grader.exports import wheelhouse
+from grader.exports.gradescope import build as build_zip
 
 from ._install import clean_env
+from ._required import skip_isolation
 from .conftest import EXERCISES, SOLUTIONS
 
 SECRET = "gradescope-course-secret"

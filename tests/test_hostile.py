@@ -39,12 +39,11 @@ from pathlib import Path
 
 import pytest
 
-from ._required import skip_isolation
-
-from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
+from grader.sandbox.isolation import NAMESPACES_ENV, PACKAGE, SANDBOX_IDS, SHARED_DIRS
 from grader.sandbox.session import Limits, RunStatus, Session
 
+from ._required import skip_isolation
 from .conftest import ROOT, lay_out_course, run_as_uid, solution_source
 
 HOSTILE = Path(__file__).with_name("hostile")
@@ -423,7 +422,7 @@ def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | B
                         {NAMESPACES_ENV: "off"})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sandbox_mode() -> str:
     """The mode student code runs in here by default (`mha doctor` says it too)."""
     with tempfile.TemporaryDirectory() as folder:

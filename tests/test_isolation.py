@@ -1,32 +1,31 @@
 """Who student code runs as, and the clean-up after it (grader/sandbox/isolation.py)."""
 from __future__ import annotations
 
-import json
-import os
-import pwd
 import ctypes
 import fcntl
+import json
+import os
 import platform
+import pwd
 import secrets
 import select
-import signal
 import shutil
-import tempfile
-from types import SimpleNamespace
+import signal
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from ._required import skip_isolation
-
-from grader.sandbox import isolation
 from grader.errors import InternalError
+from grader.sandbox import isolation
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
 
+from ._required import skip_isolation
 from .conftest import installation_hidden_from_others, run_as_uid
 
 ROOT_MODE = os.geteuid() == 0
@@ -228,8 +227,8 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader.sandbox import sweep
         from grader.paths import CACHE_ENV
+        from grader.sandbox import sweep
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"
         (shared / "deep" / "open").mkdir(parents=True)

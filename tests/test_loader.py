@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.errors import SpecErrors
 from grader.assignment.loader import load_assignment, load_problem
 from grader.assignment.model import CompareKind, Visibility
 from grader.assignment.yamlio import load_yaml
+from grader.errors import SpecErrors
 
 from .conftest import EXERCISES
 

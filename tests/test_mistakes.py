@@ -6,13 +6,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from grader.attention import mistakes
-
-from grader.attention import reference
+from grader.assignment.model import Mistake
+from grader.attention import mistakes, reference
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge, prepare
-from grader.assignment.model import Mistake
 from grader.grading.results import CaseStatus
 from grader.sandbox.session import CaseRun, RunStatus
 

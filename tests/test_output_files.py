@@ -19,7 +19,7 @@ import pytest
 from grader.errors import ExitCode, OutputError
 from grader.paths import check_output, write_atomically
 
-from ._edges import course, grade, new_folder, run_grader, write_submission
+from ._edges import grade, new_folder, run_grader, write_submission
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,27 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
-from grader.cli.commands import main
-from grader.errors import ExitCode, SpecErrors
-from grader.grading.grade import grade
 from grader.assignment.loader import load_assignment
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import (DEFAULT_SEED, answer_key, answers_template, check_quiz, draw_params, fill,
-                         head2_reading, head_count, load_quiz, one_head_distributions, variant)
-from grader.grading.results import CaseStatus
+from grader.assignment.quiz import (
+    DEFAULT_SEED,
+    answer_key,
+    answers_template,
+    check_quiz,
+    draw_params,
+    fill,
+    head2_reading,
+    head_count,
+    load_quiz,
+    one_head_distributions,
+    variant,
+)
 from grader.assignment.yamlio import load_yaml
+from grader.cli.commands import main
+from grader.errors import ExitCode, SpecErrors
+from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
+from grader.grading.grade import grade
+from grader.grading.results import CaseStatus
 
 from .conftest import EXERCISES, SOLUTIONS
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli.commands import main
-from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
-from grader.grading.grade import prepare
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant as quiz_variant
 from grader.assignment.render import render_prompt
 from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
+from grader.cli.commands import main
 from grader.errors import SpecError
+from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
+from grader.grading.grade import prepare
 
 from .conftest import EXERCISES, SOLUTIONS
 

@@ -7,12 +7,11 @@ import time
 
 import pytest
 
-from ._required import skip_isolation
-
 from grader.grading.grade import grade
 from grader.grading.results import CaseStatus
 from grader.sandbox.session import Limits, RunStatus, Session
 
+from ._required import skip_isolation
 from .conftest import solution_source
 
 

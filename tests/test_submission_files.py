@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -21,8 +21,19 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
 from grader.paths import PACKAGE
 
-from ._edges import (ROOT_MODE, Course, course, deserved, grade, graded_in_every_mode, new_folder, run_grader,
-                     scores, skip_unless_runnable, users, write_submission)
+from ._edges import (
+    ROOT_MODE,
+    Course,
+    deserved,
+    grade,
+    graded_in_every_mode,
+    new_folder,
+    run_grader,
+    scores,
+    skip_unless_runnable,
+    users,
+    write_submission,
+)
 
 LINKED = "is a link: it was not read (submit the file itself)"
 SHADOW = Path("/etc/shadow")

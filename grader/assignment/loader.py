@@ -6,15 +6,16 @@ before anything is raised, so `mha validate` lists every error at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from . import generators as gen
 from ..attention.api import FUNCTIONS, FunctionSpec, ReturnKind
 from ..errors import SpecError, SpecErrors
-from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
+from . import generators as gen
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
 from .quiz import load_quiz
 from .yamlio import YMap, line_of
 

@@ -28,15 +28,16 @@ import math
 import re
 import string
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from . import generators as gen
 from ..attention import reference
 from ..errors import InternalError, SpecError, SpecErrors
+from . import generators as gen
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of

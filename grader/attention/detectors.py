@@ -6,7 +6,8 @@ the student bundle ships them, so `mha check` can name these mistakes too.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -24,24 +24,25 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import yaml
 
 from .. import __version__
-from .analysis import StudentRow
-from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
-from ..errors import SubmissionError
-from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
 from ..assignment.variants import Course
-from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
+from ..errors import SubmissionError
+from ..grading.answers import ANSWERS_NAME
+from ..grading.answers import MAX_BYTES as ANSWERS_BYTES
 from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
+from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
+from ..sandbox.limits import Limits
+from .analysis import StudentRow
 
 __all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
            "ERROR"]
@@ -407,6 +408,7 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
     this pipe and of those to the grader processes forked before this one (closed here: a grader
     process sees the end of its work only when no process holds the other end any more)."""
     import signal
+
     from ..sandbox.spawn import stop_fork_server
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in others:

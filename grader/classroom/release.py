@@ -18,14 +18,21 @@ import fnmatch
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from ..assignment.model import Assignment
+from ..assignment.variants import (
+    DEFAULT_KEY,
+    DEFAULT_SEED,
+    course_config,
+    normalize_student,
+    student_seed,
+    student_token,
+)
 from ..errors import SubmissionError
 from ..grading.fixtures import BUNDLE_FOLDER, INDEX, build
-from ..assignment.model import Assignment
 from ..paths import PACKAGE, write_atomically
-from ..assignment.variants import DEFAULT_KEY, DEFAULT_SEED, course_config, normalize_student, student_seed, student_token
 
 # Grader modules a student bundle never carries: whatever answers (the reference, the wrong
 # variants, the quiz's answer functions), reads the hidden cases (the loader), or serves only

@@ -9,14 +9,14 @@ import contextlib
 import itertools
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import click
 
+from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 from .base import debugging
 from .commands import CONTEXT, Ctx, fail, limit_options
-from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 
 
 def _default_jobs() -> int:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, echo_report, fail, traceback_option
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
-
+from .base import CONTEXT, Group, echo_report, fail, traceback_option
 
 
 class Ctx:
@@ -58,6 +57,7 @@ class Ctx:
     def course(self):
         """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""
         import os
+
         from ..assignment.variants import course_config
         return course_config(self.root, os.environ)
 
@@ -163,8 +163,8 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from ..grading.grade import grade_fixtures, known_ids
-    from ..sandbox.isolation import private_paths
     from ..grading.submission import read_submission
+    from ..sandbox.isolation import private_paths
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)

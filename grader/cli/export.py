@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from .commands import CONTEXT, Ctx
 from ..errors import InternalError, SpecError, SubmissionError
+from .commands import CONTEXT, Ctx
 
 _OUT_DIR = click.Path(file_okay=False, path_type=Path)
 _OUT_FILE = click.Path(dir_okay=False, path_type=Path)
@@ -175,8 +175,10 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
     """
     import os
     import re
-    from ..exports import gradescope as exporter, wheelhouse
+
     from ..assignment.variants import course_secret
+    from ..exports import gradescope as exporter
+    from ..exports import wheelhouse
     python = python or wheelhouse.running_python()
     if not re.fullmatch(r"3\.\d{1,2}", python):
         raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")

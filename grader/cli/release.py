@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from .commands import CONTEXT, Ctx, fail
 from ..errors import GraderError
+from .commands import CONTEXT, Ctx, fail
 
 
 @click.command(context_settings=CONTEXT)
@@ -27,7 +27,8 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     Example:
       MHA_COURSE_SECRET=... mha release --out release --roster roster.csv
     """
-    from ..classroom.release import read_roster, release as run_release
+    from ..classroom.release import read_roster
+    from ..classroom.release import release as run_release
     try:
         assignment = obj.assignment()
         course = obj.course()

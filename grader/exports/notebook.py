@@ -67,8 +67,8 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from ..assignment.render import render_prompt
     from ..assignment.quiz import DEFAULT_SEED
+    from ..assignment.render import render_prompt
     seed = DEFAULT_SEED if seed is None else seed
     stubs_path = assignment.root / SUBMISSION_NAME
     module = split_module(stubs_path.read_text(encoding="utf-8")) if stubs_path.is_file() else None

@@ -110,6 +110,7 @@ def build(assignment_root: Path) -> tuple[str, bytes]:
 def build_student(assignment) -> tuple[str, bytes]:
     """(file name, wheel bytes) of the student package: pruned, no assignment, public fixtures."""
     import json
+
     from ..assignment.quiz import DEFAULT_SEED
     from ..classroom.release import STUDENT_EXCLUDE
     from ..grading.fixtures import build as build_fixtures

@@ -5,13 +5,14 @@ cases) and a detail with expected versus got (shown for public cases only).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..sandbox.codec import Opaque
 from ..assignment.model import CompareKind, Comparison
+from ..sandbox.codec import Opaque
 
 __all__ = ["Verdict", "check", "describe", "as_array"]
 
@@ -23,7 +24,7 @@ class Verdict:
     detail: str = ""   # expected vs got; public cases only
 
     @classmethod
-    def ok(cls) -> "Verdict":
+    def ok(cls) -> Verdict:
         return cls(True)
 
 

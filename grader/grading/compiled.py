@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from .fixtures import Fixtures, build
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
+from .fixtures import Fixtures, build
 
 __all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp"]
 

@@ -34,16 +34,17 @@ from __future__ import annotations
 import ast
 import copy
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..assignment.model import Mistake, Problem
 from ..attention.api import ReturnKind
 from ..attention.detectors import DETECTORS
-from ..assignment.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check
 from .results import CaseResult, CaseStatus, ProblemResult

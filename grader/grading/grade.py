@@ -10,24 +10,25 @@ import copy
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from .answers import grade_variants
+from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from ..assignment.variants import DEFAULT_SEED
 from ..attention.api import FunctionSpec, ReturnKind
-from .checks import Verdict, check, describe
-from .diagnosis import diagnose, name_mistakes, point_at_callees
 from ..errors import InternalError
 from ..sandbox.isolation import private_paths
-from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
+from .answers import grade_variants
+from .checks import Verdict, check, describe
+from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
 from .results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
-from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .submission import SubmissionFiles, read_submission
-from ..assignment.variants import DEFAULT_SEED
 
 
 @dataclass(frozen=True)

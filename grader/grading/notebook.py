@@ -24,8 +24,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..attention.api import FUNCTIONS
 from ..errors import SubmissionError

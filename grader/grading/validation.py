@@ -1,12 +1,12 @@
 """Deeper checks of loaded problems that need the reference: explicit answers must agree with it."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from .checks import check
-from ..errors import SpecError, SpecErrors
-from .grade import build_args, literal_expected, reference_answer
 from ..assignment.model import Problem
+from ..errors import SpecError, SpecErrors
+from .checks import check
+from .grade import build_args, literal_expected, reference_answer
 
 
 def check_against_reference(problems: Iterable[Problem]) -> None:

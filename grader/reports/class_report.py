@@ -12,12 +12,12 @@ import csv
 import html
 import io
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from ..grading.results import Status
 from ..classroom.analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
+from ..grading.results import Status
 from ..paths import write_atomically
 
 PLOTS = ("score_histogram.png", "misconceptions.png")

@@ -9,7 +9,7 @@ report, only failing public cases carry weights.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..grading.results import GradeResult, WeightGrid
 from .terminal import Style

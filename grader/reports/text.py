@@ -10,7 +10,7 @@ no colour, 100 columns), so a file or a test gets the same text whatever the ter
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..grading.results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
 from .terminal import Style, grid_lines, wrap
