@@ -101,7 +101,7 @@ def otter_run(tmp_path_factory):
         (folder / exporter.NOTEBOOK_NAME).write_text(text)
         runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
                                      exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
-    for folder, process in runs.values():
+    for _folder, process in runs.values():
         _wait(process)
     student_checks = {name: process.communicate(timeout=300)[0] for name, process in checks.items()}
     return {name: folder for name, (folder, _) in runs.items()}, tmp, student_checks

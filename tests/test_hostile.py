@@ -499,7 +499,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
             else:
                 source = solution_source()
             (folder / student / "attention.py").write_text(source)
-        for path, dirs, files in os.walk(base):
+        for path, _dirs, files in os.walk(base):
             os.chmod(path, 0o755)
             for name in files:
                 os.chmod(os.path.join(path, name), 0o644)

@@ -385,7 +385,8 @@ class TestNamespaces:
 
     def test_the_student_sees_only_its_own_files(self, write_submission):
         """Its root holds the system folders, the Python installation and its session folder: not
-        the checkout's files (CI keeps its venv inside the checkout: that folder alone is there), not the course, not /root's other files, not the machine's /tmp."""
+        the checkout's files (CI keeps its venv inside the checkout: that folder alone is there),
+        not the course, not /root's other files, not the machine's /tmp."""
         path = write_submission("""
             import os
             def look():

@@ -334,9 +334,11 @@ class TestGradeQuiz:
     @pytest.mark.parametrize("text,message", [
         ("pruning: [a\nhead_count: 3\n", "answers.yaml:2: invalid YAML: expected ',' or ']', but got ':'"),
         ("pruning: a\npruning: b\n", "answers.yaml:2: duplicate key 'pruning'"),
-        ("- pruning: a\n", "answers.yaml:1: must map quiz item ids to answers, like `pruning: b` (got a list [{'pruning': 'a'}])"),
+        ("- pruning: a\n",
+         "answers.yaml:1: must map quiz item ids to answers, like `pruning: b` (got a list [{'pruning': 'a'}])"),
         ("pruning: !!python/object:os.system a\n",
-         "answers.yaml:1: invalid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
+         "answers.yaml:1: invalid YAML: could not determine a constructor for the tag "
+         "'tag:yaml.org,2002:python/object:os.system'"),
         ("x" * (MAX_BYTES + 1), f"answers.yaml is too large (more than {MAX_BYTES} bytes)"),
     ])
     def test_unusable_file_fails_every_item_with_its_reason(self, quiz, tmp_path, text, message):

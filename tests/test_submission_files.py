@@ -165,7 +165,6 @@ def test_grade_all_refuses_links_and_special_files(course, tmp_path):
     sub-folder, answers.yaml linked to /etc/shadow and a FIFO each cost what they hold; the
     honest classmate gets full marks; nothing secret reaches the gradebook or feedback."""
     root = new_folder(course, "class")
-    solution = (course.base / "solutions" / "attention.py").read_text()
     for student in ("ann", "cy", "dee", "eve", "fay"):
         (root / student).mkdir()
     (root / "ann" / "attention.py").symlink_to(course.base / "solutions" / "attention.py")

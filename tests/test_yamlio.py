@@ -1,4 +1,5 @@
-"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser otherwise, the same result either way."""
+"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser
+otherwise, the same result either way."""
 from __future__ import annotations
 
 import random

@@ -157,7 +157,8 @@ def _mistakes(node: Any, line: int | None, errors: Errors, variants: Callable[[s
             errors.at(line_of(item, "id"), f"duplicate mistake id {item['id']!r}")
         seen.add(item["id"])
         if not variants(item["variant"]):
-            errors.at(line_of(item, "variant"), f"unknown mistake variant {item['variant']!r} (not defined in grader/attention/mistakes.py)")
+            errors.at(line_of(item, "variant"),
+                      f"unknown mistake variant {item['variant']!r} (not defined in grader/attention/mistakes.py)")
             continue
         found.append(Mistake(id=str(item["id"]), message=str(item["message"]).strip(),
                              variant=item["variant"], line=item_line))

@@ -81,7 +81,8 @@ def compare_arrays(expected: np.ndarray, got: Any, rtol: float, atol: float) -> 
     if bad.any():
         idx = np.unravel_index(int(np.argmax(bad)), arr.shape) if arr.ndim else ()
         return Verdict(False, "not finite",
-                       f"{int(bad.sum())} element(s) are nan or inf, first at {_index(idx)}: got {arr[idx]}, expected {_fmt(expected[idx])}")
+                       f"{int(bad.sum())} element(s) are nan or inf, first at {_index(idx)}: got {arr[idx]}, "
+                       f"expected {_fmt(expected[idx])}")
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.isclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True)
         if close.all():

@@ -211,7 +211,8 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         return CaseResult(status=status, summary=one_line(summary), **base)
     if case.raises:
         return CaseResult(status=CaseStatus.FAILED, summary=f"should raise {case.raises}",
-                          detail="" if case.hidden else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
+                          detail="" if case.hidden
+                          else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
                           **base)
     parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
@@ -393,8 +394,9 @@ def _no_code(source: str | None) -> bool:
                                       for line in source.splitlines())
 
 
-def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
-                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool,
+                   problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
+                   private: Sequence[Path] = ()) -> GradeResult:
     """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
     or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""
     wanted = set(problem_ids) if problem_ids else None
