@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -33,7 +34,7 @@ def traceback_option(command):
                         help=f"On a grader failure, print the whole traceback on stderr (also: {DEBUG_ENV}=1).")(command)
 
 
-def closed_stdout() -> None:
+def closed_stdout() -> NoReturn:
     """Exit 0 without a word: whoever read stdout has stopped reading. stdout now points at the null
     device, so Python's own flush at exit cannot fail on the closed pipe again."""
     try:
@@ -45,7 +46,7 @@ def closed_stdout() -> None:
     sys.exit(int(ExitCode.OK))
 
 
-def fail(exc: GraderError) -> None:
+def fail(exc: GraderError) -> NoReturn:
     """Print a GraderError once, on stderr, and exit with its code; with --traceback or MHA_DEBUG=1,
     the traceback of the grader failure behind an internal error first."""
     if exc.exit_code is ExitCode.INTERNAL and exc.__cause__ is not None and debugging():

@@ -188,7 +188,7 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
 
 def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     case, fn = prepared.case, problem.function
-    base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
+    base: dict[str, Any] = dict(name=case.name, hidden=case.hidden, weight=case.weight,
                 inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
                 else summarize_inputs(fn, prepared.args))
     error = run.error
@@ -303,7 +303,7 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
                       lambda p: limit[p.id] - (first[p.id][1].seconds if p.id in first else 0.0))
     results = []
     for problem in problems:
-        run_of = {}
+        run_of: dict[int, CaseRun] = {}
         for picked, problem_run in (part[problem.id] for part in (first, second) if problem.id in part):
             run_of.update(zip(map(id, picked), problem_run.cases))
         runs = [run_of.get(id(p), skipped.get(problem.id)) for p in prepared[problem.id]]

@@ -32,7 +32,8 @@ Figure = Callable[[Sequence[WeightGrid], Style, str], list[str]]
 
 class _Out:
     def __init__(self, style: Style, figure: Figure):
-        self.style, self.figure, self.lines = style, figure, []
+        self.style, self.figure = style, figure
+        self.lines: list[str] = []
 
     def text(self, text: str, indent: str = "", hanging: str | None = None, role: str | None = None) -> None:
         for line in wrap(text, self.style.width, indent, hanging):
@@ -249,9 +250,9 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
         parts = [f"{sum(s is CaseStatus.PASSED for s in status)} right",
                  f"{sum(s in (CaseStatus.FAILED, CaseStatus.ERROR) for s in status)} wrong",
                  f"{sum(s is CaseStatus.NOT_ANSWERED for s in status)} not answered"]
-        score = sum(p.score for p in counted)
+        quiz_score = sum(p.score for p in counted)
         out.marked("pass" if all(p.passed for p in counted) else "fail",
-                   f"{'quiz':<{width}}  {_pts(score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
+                   f"{'quiz':<{width}}  {_pts(quiz_score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
                    f"{len(counted)} items: {', '.join(parts)}", "  ", " " * (8 + width + 2 + 7 + 2))
     hidden = len(quiz) - len(counted)
     if hidden:
