@@ -568,11 +568,13 @@ class TestGraderProcesses:
         assert {pid for pid, _ in both_ways[1][2]} == {os.getpid()}
         assert multiprocessing.active_children() == []
 
-    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path):
+    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path, monkeypatch):
         """A grader process that exits (code 3) while holding ben's submission: ben's outcome is an
         error saying so; ann, cy and dee are graded in full by the other process; nothing is left
         running, and no temporary file (the batch deletes the folder the dead process worked in)."""
-        batches = set(Path(tempfile.gettempdir()).glob("mha-batch-*"))
+        made = []  # this batch's temporary folder (other test processes may be running batches of their own)
+        real_mkdtemp = tempfile.mkdtemp
+        monkeypatch.setattr(batch.tempfile, "mkdtemp", lambda *a, **k: made.append(real_mkdtemp(*a, **k)) or made[-1])
         found = write_class(tmp_path / "class", {"ann": solution_source(), "ben": "DIE = 1\n",
                                                  "cy": solution_source(), "dee": solution_source()})
 
@@ -599,7 +601,8 @@ class TestGraderProcesses:
             "Your submission could not be graded (the grader failed: the grading process stopped (exit code 3)).\n")
         assert multiprocessing.active_children() == []
         assert left_behind(before) == set()
-        assert set(Path(tempfile.gettempdir()).glob("mha-batch-*")) <= batches
+        batches = [m for m in made if Path(m).name.startswith("mha-batch-")]
+        assert len(batches) == 1 and not os.path.exists(batches[0])
         reap_zombies()
 
     def test_when_every_grader_process_dies_the_rest_are_errors(self, assignment, tmp_path):
