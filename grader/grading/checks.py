@@ -64,7 +64,7 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _index(idx: Sequence[int]) -> str:
+def _index(idx: Sequence[Any]) -> str:  # Python or numpy integers
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
 
@@ -135,8 +135,9 @@ def as_shape(value: Any) -> tuple[int, ...] | None:
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         sizes = [as_int(v) for v in value]
-        if all(s is not None for s in sizes):
-            return tuple(sizes)
+        known = [s for s in sizes if s is not None]
+        if len(known) == len(sizes):
+            return tuple(known)
     return None
 
 
@@ -226,9 +227,11 @@ def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[s
         if arr is None or arr.shape != (seq_len, 2 * seq_len):
             shown = describe(value) if arr is None else f"shape {arr.shape}"
             return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {2 * seq_len}), got {shown}")
+    w_q, w_k = arrays[0], arrays[1]
+    assert w_q is not None and w_k is not None  # both checked above
     for head, (label, pattern) in enumerate(PAIR_TARGETS):
         block = slice(head * seq_len, (head + 1) * seq_len)
-        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (arrays[0][:, block], arrays[1][:, block]), parts)
+        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (w_q[:, block], w_k[:, block]), parts)
         if not verdict.passed:
             return Verdict(False, f"head {head}: {verdict.kind}", f"{label}: {verdict.detail}")
     return Verdict.ok()

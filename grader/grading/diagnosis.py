@@ -184,8 +184,10 @@ def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
             return got
         return tuple(_where_defined(w, g, ()) for w, g in zip(wrong, got))
     w, g = as_array(wrong), as_array(got)
-    finite = np.isfinite(w) if w is not None else None
-    if w is None or g is None or w.shape != g.shape or finite.all() or not finite.any():
+    if w is None or g is None or w.shape != g.shape:
+        return got
+    finite = np.isfinite(w)
+    if finite.all() or not finite.any():
         return got
     return np.where(finite, g, w)
 
@@ -263,7 +265,8 @@ def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     wanted = set(names)
     found = {}
     for name in wanted & defined.keys():
-        seen, todo = set(), [name]
+        seen: set[str] = set()
+        todo = [name]
         while todo:  # every function reachable from `name`, each visited once
             for callee in refers[todo.pop()] - seen:
                 seen.add(callee)
