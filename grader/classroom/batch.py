@@ -35,8 +35,7 @@ from .. import __version__
 from ..assignment.model import Assignment
 from ..assignment.variants import Course
 from ..errors import SubmissionError
-from ..grading.answers import ANSWERS_NAME
-from ..grading.answers import MAX_BYTES as ANSWERS_BYTES
+from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles

@@ -177,8 +177,7 @@ def gradescope(obj: Ctx, out: Path, python: str | None) -> None:
     import re
 
     from ..assignment.variants import course_secret
-    from ..exports import gradescope as exporter
-    from ..exports import wheelhouse
+    from ..exports import gradescope as exporter, wheelhouse
     python = python or wheelhouse.running_python()
     if not re.fullmatch(r"3\.\d{1,2}", python):
         raise SubmissionError(f"--python must be a version like 3.11 (got {python!r})")

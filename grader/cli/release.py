@@ -27,8 +27,7 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     Example:
       MHA_COURSE_SECRET=... mha release --out release --roster roster.csv
     """
-    from ..classroom.release import read_roster
-    from ..classroom.release import release as run_release
+    from ..classroom.release import read_roster, release as run_release
     try:
         assignment = obj.assignment()
         course = obj.course()

@@ -25,8 +25,7 @@ from xml.etree import ElementTree as ET
 from ..assignment.model import Quiz, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from ..errors import SpecError
-from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal
-from ..grading.scoring import numeric_range as scoring_range
+from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
 from .markup import to_html
 

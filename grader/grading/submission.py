@@ -16,10 +16,8 @@ from pathlib import Path
 
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
-from .answers import ANSWERS_NAME
-from .answers import MAX_BYTES as ANSWERS_BYTES
-from .notebook import MAX_BYTES as NOTEBOOK_BYTES
-from .notebook import notebook_parts
+from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
+from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_parts
 from .student_files import StudentFile, entry_kind, open_folder, read_student_file
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
