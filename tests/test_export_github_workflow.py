@@ -22,6 +22,8 @@ from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, VENDOR, WO
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
+pytestmark = pytest.mark.slow  # runs the exported workflow's steps in a fresh venv
+
 
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory):

@@ -46,6 +46,8 @@ from grader.sandbox.session import Limits, RunStatus, Session
 from ._required import skip_isolation
 from .conftest import ROOT, lay_out_course, run_as_uid, solution_source
 
+pytestmark = pytest.mark.slow  # grades every hostile submission, twice as root
+
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
 GRADED_IN = (PROBLEMS[1], PROBLEMS[0], PROBLEMS[2])  # the course's order: a large request follows the first

@@ -19,6 +19,8 @@ from grader.paths import locate_assignment, packaged_assignment
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
+pytestmark = pytest.mark.slow  # builds the sdist and the wheel with `python -m build`, installs them in a venv
+
 SECRET_LINE = "secret: do-not-ship-this-secret\n"
 _COPY_IGNORE = shutil.ignore_patterns(".git", ".venv*", "venv", "__pycache__", "*.pyc", ".pytest_cache",
                                       "*.egg-info", "build", "dist", "course.yaml", "*.zip")
