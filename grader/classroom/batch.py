@@ -22,8 +22,10 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -52,7 +54,6 @@ FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, 
 # a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
 STATUSES = tuple(s.value for s in Status)
 GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
-
 Grader = Callable[[Assignment, Path, int], GradeResult]
 
 
@@ -318,7 +319,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
 
     def work(submission: Submission) -> tuple[dict, bool]:
         """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
-        seed = None
+        seed, trace = None, {}
         try:
             seed = seed_of(submission.student)
             files = read_files(submission)  # once: what is graded is what is hashed
@@ -332,12 +333,10 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
                                    seed, key)
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
-            import traceback
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
-            store(submission, record, text)
-            return {**record, "traceback": traceback.format_exc()}, False
+            trace = {"traceback": traceback.format_exc()}  # handed back for the log, never stored
         store(submission, record, text)
-        return record, False
+        return {**record, **trace}, False
 
     def lost(submission: Submission, error: str) -> dict:
         """A submission whose grader process died: stored as the grader's failure."""
@@ -352,8 +351,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         else:
             results = _in_threads(work, submissions, jobs)
         for index, record, resumed in results:
-            yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""),
-                          traceback=record.get("traceback", ""))
+            yield Outcome(submissions[index], row_of(record), resumed, record.get("error", ""), record.get("traceback", ""))
     finally:
         if os.getpid() == owner:  # not in a forked grader process
             remove_tree(scratch)
@@ -406,8 +404,6 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
     (the batch stops sending more); its own zygote stops with it. `others`: the batch's ends of
     this pipe and of those to the grader processes forked before this one (closed here: a grader
     process sees the end of its work only when no process holds the other end any more)."""
-    import signal
-
     from ..sandbox.spawn import stop_fork_server
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in others:
