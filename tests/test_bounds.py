@@ -24,6 +24,7 @@ from ._edges import (
     AR,
     ROOT_MODE,
     Course,
+    course,  # noqa: F401 (a fixture of these tests)
     deserved,
     grade,
     graded_in_every_mode,

@@ -19,7 +19,13 @@ import pytest
 from grader.errors import ExitCode, OutputError
 from grader.paths import check_output, write_atomically
 
-from ._edges import grade, new_folder, run_grader, write_submission
+from ._edges import (
+    course,  # noqa: F401 (a fixture of these tests)
+    grade,
+    new_folder,
+    run_grader,
+    write_submission,
+)
 
 
 @pytest.fixture(scope="module")
