@@ -43,6 +43,13 @@ def time_limit(request):
         signal.signal(signal.SIGALRM, previous)
 
 
+def pytest_configure(config):
+    """Reports follow $COLUMNS (reports/terminal.py), which pytest-xdist sets in its workers to the
+    terminal's width: the tests' reports get the default width wherever they run."""
+    for variable in ("COLUMNS", "LINES"):
+        os.environ.pop(variable, None)
+
+
 def pytest_runtest_setup(item):
     """A test marked `root` runs only as root: skipped otherwise, a failure when isolation is required."""
     if item.get_closest_marker("root") is not None and not ROOT_MODE:
