@@ -6,7 +6,8 @@ arguments and the student's answer (course code: it runs in the grader, never in
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

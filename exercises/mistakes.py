@@ -17,7 +17,7 @@ Inputs are float64 ndarrays (masks are bool), exactly as the student receives th
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

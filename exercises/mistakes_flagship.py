@@ -8,7 +8,7 @@ mistakes of a problem can explain the same answer.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -5,8 +5,9 @@ files: attention.py with one stub per graded function (its declared signature, a
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .assignment.model import QuizKind
 from .attention.api import FunctionSpec

@@ -25,6 +25,7 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import DEFAULT_SEED
 from grader.paths import remove_tree
 
+from ._required import skip_isolation
 from .conftest import ROOT, lay_out_course, solution_source
 from .test_hostile import PROBLEMS
 
@@ -268,9 +269,11 @@ def dropped_uid_problem() -> str | None:
 
 
 def skip_unless_runnable(user: int | None) -> None:
-    """Skip a dropped-uid run where that uid cannot run this Python at all."""
-    if user is not None and dropped_uid_problem():
-        pytest.skip(dropped_uid_problem())
+    """Skip a dropped-uid run where that uid cannot run this Python at all (a failure when
+    isolation is required)."""
+    problem = dropped_uid_problem() if user is not None else None
+    if problem:
+        skip_isolation(problem)
 
 
 __all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",

@@ -10,12 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from grader.assignment.course import read_code
 from click.testing import CliRunner
 
-from grader.cli.commands import main
+from grader.assignment.course import read_code
 from grader.assignment.loader import load_assignment
+from grader.cli.commands import main
+
+from ._required import REQUIRE_ENV, ROOT_MODE, isolation_required, skip_isolation
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
@@ -47,7 +48,29 @@ def time_limit(request):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: runs external tools (a Jupyter kernel, otter); still in the default run")
+    """Reports follow $COLUMNS (reports/terminal.py), which pytest-xdist sets in its workers to the
+    terminal's width: the tests' reports get the default width wherever they run."""
+    for variable in ("COLUMNS", "LINES"):
+        os.environ.pop(variable, None)
+
+
+def pytest_runtest_setup(item):
+    """A test marked `root` runs only as root: skipped otherwise, a failure when isolation is required."""
+    if item.get_closest_marker("root") is not None and not ROOT_MODE:
+        skip_isolation("this test needs root (a separate student uid, namespaces)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With MHA_REQUIRE_ISOLATION=1 a `root` test that skipped anyway (a pytest.skip in its body or
+    in a fixture it uses) is reported as failed: isolation tests never skip in silence there."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isolation_required() and item.get_closest_marker("root") is not None \
+            and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"{reason} (isolation tests must run: {REQUIRE_ENV}=1)"
 
 
 @pytest.fixture(scope="session", autouse=True)

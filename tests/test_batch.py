@@ -17,21 +17,21 @@ import secrets
 import shutil
 import subprocess
 import sys
-import textwrap
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from grader.assignment.variants import student_seed
 from grader.classroom import batch
 from grader.cli.commands import main
 from grader.errors import ExitCode, SubmissionError
 from grader.grading.grade import grade
 from grader.sandbox.isolation import become_subreaper
 from grader.sandbox.limits import Limits
-from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 from .test_hostile import HOSTILE, leftovers
@@ -337,6 +337,35 @@ class TestGradeAllInputs:
         assert (rows[0]["status"], rows[0]["softmax"], rows[1]["status"]) == ("graded", "10", "error")
         assert {v for k, v in rows[1].items() if k not in ("student", "status")} == {""}
         assert json.loads((tmp_path / "out" / "item_analysis.json").read_text())["students"] == 1
+        log = (tmp_path / "out" / "grader-errors.log").read_text()
+        assert log.startswith("== ben: RuntimeError: boom\nTraceback (most recent call last):\n")
+        assert re.search(r'in fragile\n +raise RuntimeError\("boom"\)\nRuntimeError: boom\n', log)
+        assert "ann" not in log
+        assert f"the grader's tracebacks: {tmp_path / 'out' / 'grader-errors.log'}" in result.stderr
+        assert "Traceback" not in result.stderr and "Traceback" not in (tmp_path / "out" / "feedback" / "ben.txt").read_text()
+        assert "traceback" not in json.loads((tmp_path / "out" / "results" / "ben.json").read_text())
+
+    def test_grader_failures_traceback_on_stderr_with_mha_debug(self, tmp_path, monkeypatch):
+        """MHA_DEBUG=1: each failure's traceback on stderr too; a rerun where nothing fails removes the log."""
+        import grader.grading.grade
+        real = grader.grading.grade.grade
+        broken = {"on": True}
+
+        def fragile(assignment, files, *, limits, seed, cache=None):
+            if broken["on"]:
+                raise RuntimeError("boom")
+            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+        monkeypatch.setattr(grader.grading.grade, "grade", fragile)
+        monkeypatch.setenv("MHA_DEBUG", "1")
+        (tmp_path / "class" / "ann").mkdir(parents=True)
+        (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
+        result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
+        assert result.exit_code == ExitCode.INTERNAL
+        assert re.search(r'in fragile\n +raise RuntimeError\("boom"\)\nRuntimeError: boom\n', result.stderr)
+        broken["on"] = False
+        again = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
+        assert again.exit_code == 0, again.stderr
+        assert not (tmp_path / "out" / "grader-errors.log").exists()
 
 
 class TestDiscover:
@@ -378,8 +407,8 @@ class TestWorkDoneOncePerVariant:
     def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
         """Three students on the default variant: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
-        import grader.grading.grade
         import grader.assignment.quiz
+        import grader.grading.grade
         prepared, drawn = [], []
         real_prepare, real_draw = grader.grading.grade.prepare, grader.assignment.quiz.variant
         monkeypatch.setattr(grader.grading.grade, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
@@ -542,11 +571,13 @@ class TestGraderProcesses:
         assert {pid for pid, _ in both_ways[1][2]} == {os.getpid()}
         assert multiprocessing.active_children() == []
 
-    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path):
+    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path, monkeypatch):
         """A grader process that exits (code 3) while holding ben's submission: ben's outcome is an
         error saying so; ann, cy and dee are graded in full by the other process; nothing is left
         running, and no temporary file (the batch deletes the folder the dead process worked in)."""
-        batches = set(Path(tempfile.gettempdir()).glob("mha-batch-*"))
+        made = []  # this batch's temporary folder (other test processes may be running batches of their own)
+        real_mkdtemp = tempfile.mkdtemp
+        monkeypatch.setattr(batch.tempfile, "mkdtemp", lambda *a, **k: made.append(real_mkdtemp(*a, **k)) or made[-1])
         found = write_class(tmp_path / "class", {"ann": solution_source(), "ben": "DIE = 1\n",
                                                  "cy": solution_source(), "dee": solution_source()})
 
@@ -573,7 +604,8 @@ class TestGraderProcesses:
             "Your submission could not be graded (the grader failed: the grading process stopped (exit code 3)).\n")
         assert multiprocessing.active_children() == []
         assert left_behind(before) == set()
-        assert set(Path(tempfile.gettempdir()).glob("mha-batch-*")) <= batches
+        batches = [m for m in made if Path(m).name.startswith("mha-batch-")]
+        assert len(batches) == 1 and not os.path.exists(batches[0])
         reap_zombies()
 
     def test_when_every_grader_process_dies_the_rest_are_errors(self, assignment, tmp_path):

@@ -20,8 +20,20 @@ import pytest
 from grader.paths import remove_tree
 from grader.sandbox.codec import ANSWER, Bounds, DecodeError, loads_bounded, read_event
 
-from ._edges import (AR, ROOT_MODE, Course, course, deserved, grade, graded_in_every_mode, new_folder, scores,
-                     skip_unless_runnable, users, write_submission)
+from ._edges import (
+    AR,
+    ROOT_MODE,
+    Course,
+    course,  # noqa: F401 (a fixture of these tests)
+    deserved,
+    grade,
+    graded_in_every_mode,
+    new_folder,
+    scores,
+    skip_unless_runnable,
+    users,
+    write_submission,
+)
 from .conftest import solution_source
 
 GRADER_MB = 300  # the grader process's peak, whatever the submission sends
@@ -266,6 +278,7 @@ def test_the_leftover_process_check_finds_one(tmp_path):
     """The helper behind `run.processes` sees a process working in a folder (and then none)."""
     import subprocess
     import sys
+
     from ._edges import working_in
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path)
     try:

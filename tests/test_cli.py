@@ -7,10 +7,11 @@ import shutil
 from xml.etree import ElementTree as ET
 
 import pytest
+from click.testing import CliRunner
 
+from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
 from grader.errors import ExitCode
-from grader.assignment.loader import load_assignment
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -110,6 +111,44 @@ class TestGrade:
         assert "disk on fire" in data["tests"][0]["output"]
         assert "Traceback" not in result.output
 
+    @pytest.mark.parametrize("how", ["option", "environment", "neither"])
+    def test_traceback_of_a_grader_failure_only_when_asked(self, tmp_path, monkeypatch, how):
+        """`mha --traceback` or MHA_DEBUG=1: the whole traceback (down to the failing function) on
+        stderr before the one-line message; without either, the message alone."""
+        import grader.grading.grade
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("disk on fire")
+
+        monkeypatch.setattr(grader.grading.grade, "grade_fixtures", broken)
+        monkeypatch.delenv("MHA_DEBUG", raising=False)
+        if how == "environment":
+            monkeypatch.setenv("MHA_DEBUG", "1")
+        option = ["--traceback"] if how == "option" else []
+        result = CliRunner().invoke(main, [*option, "--exercises", str(EXERCISES), "grade", str(SOLUTIONS),
+                                           "--format", "json", "--output", str(tmp_path / "r.json")])
+        assert result.exit_code == ExitCode.INTERNAL
+        assert result.stderr.splitlines()[-1] == "internal error: RuntimeError: disk on fire"
+        shown = "Traceback (most recent call last):" in result.stderr
+        assert shown == (how != "neither")
+        if shown:
+            assert re.search(r'line \d+, in broken\n +raise RuntimeError\("disk on fire"\)', result.stderr)
+
+    def test_traceback_of_a_bug_outside_grading(self, monkeypatch):
+        """A bug escaping any command (here `mha list`): its traceback with --traceback, one line without."""
+        import grader.cli.commands
+
+        def broken(self):
+            raise KeyError("no such thing")
+
+        monkeypatch.setattr(grader.cli.commands.Ctx, "assignment", broken)
+        monkeypatch.delenv("MHA_DEBUG", raising=False)
+        for option, shown in (([], False), (["--traceback"], True)):
+            result = CliRunner().invoke(main, [*option, "--exercises", str(EXERCISES), "list"])
+            assert result.exit_code == ExitCode.INTERNAL
+            assert result.stderr.splitlines()[-1] == "internal error: KeyError: 'no such thing'"
+            assert ("Traceback (most recent call last):" in result.stderr) == shown
+
 
 class TestCheck:
     def test_solutions_pass(self, cli):
@@ -196,7 +235,8 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
     import sys
     code = ("import json, sys; from grader.cli.commands import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.batch', 'grader.cli.export', 'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.release'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.batch', 'grader.cli.export', "
+            "'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.release'))))")
     out = subprocess.run([sys.executable, "-c", code, "--exercises", str(ROOT / "exercises"), "grade",
                           str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json"),
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)

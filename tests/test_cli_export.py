@@ -34,13 +34,15 @@ def test_grade_imports_no_export_tool():
 
 def test_assignment_without_quiz_cannot_export_one(cli, tmp_path):
     """qti/moodle on an assignment with no quiz: exit 3, saying so."""
-    from .conftest import EXERCISES
     import shutil
+
+    from .conftest import EXERCISES
     root = tmp_path / "exercises"
     shutil.copytree(EXERCISES, root)
     text = (root / "assignment.yaml").read_text().replace("quiz: quiz.yaml\n", "")
     (root / "assignment.yaml").write_text(text)
     from click.testing import CliRunner
+
     from grader.cli.commands import main
     result = CliRunner().invoke(main, ["--exercises", str(root), "export", "moodle", "--out", str(tmp_path / "q.xml")])
     assert result.exit_code == 3

@@ -10,16 +10,16 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from grader.grading import compiled as compiled_module
+from grader.assignment.loader import load_assignment
+from grader.assignment.variants import student_seed
 from grader.cli.commands import main
-from grader.grading.compiled import CACHE_ENV, compiled
 from grader.errors import ExitCode
+from grader.grading import compiled as compiled_module
+from grader.grading.compiled import CACHE_ENV, compiled
 from grader.grading.grade import grade, grade_fixtures
+from grader.reports.json_report import as_dict
 from grader.sandbox.isolation import private_paths
 from grader.sandbox.limits import Limits
-from grader.assignment.loader import load_assignment
-from grader.reports.json_report import as_dict
-from grader.assignment.variants import student_seed
 
 from .conftest import EXERCISES, SOLUTIONS, solution_source
 from .test_mistakes import BUGS

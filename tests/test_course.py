@@ -15,8 +15,8 @@ import grader
 from grader.assignment.course import read_code
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import variant
-from grader.cli.launch import main as launch_main  # noqa: F401 - the entry point the console script runs
 from grader.cli.commands import main
+from grader.cli.launch import main as launch_main  # noqa: F401 - the entry point the console script runs
 from grader.errors import ExitCode, SpecErrors
 
 from ._course import BUGGY, CORRECT, build_course, write_submission
@@ -52,8 +52,8 @@ class TestCourseCode:
         package = Path(grader.__file__).parent
         names = {p.name for p in package.rglob("*.py") if "_assignment" not in p.parts}
         assert not names & {"reference.py", "mistakes.py", "mistakes_flagship.py", "detectors.py", "quiz_answers.py"}
-        from grader.attention import api
         from grader.assignment import quiz
+        from grader.attention import api
         assert not hasattr(api, "FUNCTIONS") and not hasattr(quiz, "ANSWER_FUNCTIONS")
 
     def test_a_course_outside_the_repository_grades_its_own_function(self, entropy, tmp_path):

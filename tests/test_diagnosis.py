@@ -8,12 +8,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from .conftest import COURSE
 from grader.grading.checks import check
 from grader.grading.diagnosis import SEVERAL_CAUSES, calls, read_source
 from grader.grading.grade import grade
 
-from .conftest import EXERCISES, solution_source
+from .conftest import COURSE, EXERCISES, solution_source
 from .test_mistakes import BUGS, buggy_submission
 
 SQRT_QUERIES = """

@@ -17,7 +17,9 @@ from ._submissions import write_half_done
 def half_done_reports(tmp_path_factory):
     """Gradescope, GitHub and JUnit reports of one half-done submission, graded once each."""
     from click.testing import CliRunner
+
     from grader.cli.commands import main
+
     from .conftest import EXERCISES
     folder = write_half_done(tmp_path_factory.mktemp("half") / "repo").parent
     runner = CliRunner()

@@ -24,11 +24,14 @@ from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, VENDOR, WO
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
+pytestmark = pytest.mark.slow  # runs the exported workflow's steps in a fresh venv
+
 
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory):
     """The starter repository exported through the CLI, as an instructor makes it."""
     from click.testing import CliRunner
+
     from grader.cli.commands import main
     out = tmp_path_factory.mktemp("starter") / "repo"
     result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out)],

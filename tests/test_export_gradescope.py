@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.exports import wheelhouse
-from grader.exports.gradescope import build as build_zip
 from grader.assignment.quiz import answer_key, answers_template, variant
 from grader.assignment.variants import student_seed
+from grader.exports import wheelhouse
+from grader.exports.gradescope import build as build_zip
 
 from ._install import clean_env
 from .conftest import EXERCISES, SOLUTIONS

@@ -6,9 +6,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grader.exports import moodle
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import variant
+from grader.exports import moodle
 from grader.grading.scoring import numeric_range
 
 

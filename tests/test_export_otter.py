@@ -37,8 +37,9 @@ def declared_environment(zip_path: Path, tmp: Path) -> tuple[Path, dict]:
     from the unpacked zip as its setup does): the export's requirements are installed by pip;
     otter-grader itself (otter's own line) and third-party packages come from this environment
     by links, never this checkout or its grader (tests/_install.py)."""
-    import yaml
     import zipfile
+
+    import yaml
     image = tmp / "image"
     with zipfile.ZipFile(zip_path) as archive:
         archive.extractall(image)
@@ -73,6 +74,7 @@ def otter_run(tmp_path_factory):
     """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook,
     in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES, no checkout)."""
     from click.testing import CliRunner
+
     from grader.cli.commands import main
     tmp = tmp_path_factory.mktemp("otter")
     result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
@@ -99,7 +101,7 @@ def otter_run(tmp_path_factory):
         (folder / exporter.NOTEBOOK_NAME).write_text(text)
         runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
                                      exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
-    for folder, process in runs.values():
+    for _folder, process in runs.values():
         _wait(process)
     student_checks = {name: process.communicate(timeout=300)[0] for name, process in checks.items()}
     return {name: folder for name, (folder, _) in runs.items()}, tmp, student_checks
@@ -214,6 +216,7 @@ class TestCheckCase:
     def test_plain_reads_values_like_the_sandbox(self):
         """numpy scalars become Python numbers, subclasses plain arrays, objects opaque."""
         import numpy as np
+
         from grader.sandbox.codec import Opaque
         assert plain((np.int64(3), [np.float32(0.5)], {"a": None})) == (3, [0.5], {"a": None})
         assert type(plain(np.ma.masked_array([1.0]))) is np.ndarray

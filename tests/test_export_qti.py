@@ -11,9 +11,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from grader.assignment.quiz import load_quiz, variant
 from grader.errors import ExitCode, SpecError
 from grader.exports import qti
-from grader.assignment.quiz import load_quiz, variant
+
 from .conftest import COURSE_CODE
 
 SMALL_QUIZ = """\

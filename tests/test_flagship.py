@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from grader.assignment.render import render_prompt
-from grader.attention import patterns
-from .conftest import COURSE as ref
+from grader.attention import patterns, reference as ref
 from grader.classroom.release import STUDENT_EXCLUDE
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
 from grader.grading.grade import build_args, grade, prepare
 
+from .conftest import COURSE as ref
 from .test_mistakes import FLAGSHIP_BUGS, buggy_submission
 
 FLAGSHIPS = ("attention_reading", "multi_head_reading", "count_routing_distributions", "predict_shapes",
@@ -63,7 +63,8 @@ class TestSeveralHeads:
     def test_multi_head_reading_is_each_heads_reading_joined(self):
         """Head i's reading is attention_reading with its own row; one query is row 0 of n queries."""
         rng = np.random.default_rng(7)
-        weights, values, W_O = rng.dirichlet(np.ones(3), size=(2, 4)), rng.standard_normal((2, 3, 5)), rng.standard_normal((10, 6))
+        weights, values = rng.dirichlet(np.ones(3), size=(2, 4)), rng.standard_normal((2, 3, 5))
+        W_O = rng.standard_normal((10, 6))
         readings, concat, output = ref.multi_head_reading(weights, values, W_O)
         for i in range(2):
             np.testing.assert_allclose(readings[i], ref.attention_reading(weights[i], values[i]), rtol=1e-12)

@@ -40,11 +40,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.assignment.loader import load_assignment
+from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.sandbox.session import Limits, RunStatus, Session
 
 from .conftest import ROOT, installation_in_tmp, isolation_missing, lay_out_course, run_as_uid, solution_source
+
+pytestmark = pytest.mark.slow  # grades every hostile submission, twice as root
 
 HOSTILE = Path(__file__).with_name("hostile")
 PROBLEMS = ("attention_reading", "count_routing_distributions", "predict_shapes")
@@ -431,7 +433,7 @@ def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | B
                         {NAMESPACES_ENV: "off"})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sandbox_mode() -> str:
     """The mode student code runs in here by default (`mha doctor` says it too)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -479,6 +481,7 @@ def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     check_outcome(hostile, course, outcomes[hostile.name])
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("hostile", [h for h in HOSTILES if h.fallback], ids=lambda h: h.name)
 def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course, fallback_outcomes):
     """The same guarantees as root where namespaces are not available (MHA_NAMESPACES=off)."""
@@ -494,7 +497,8 @@ HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its 
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and
-    one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every classmate's full marks and each hostile student's exact
+    one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every
+    classmate's full marks and each hostile student's exact
     score, nothing of the class readable, bounded grader memory, nothing left behind."""
     if not ROOT_MODE:
         isolation_missing("classmates are kept apart by the student uid, which needs root")
@@ -511,7 +515,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
             else:
                 source = solution_source()
             (folder / student / "attention.py").write_text(source)
-        for path, dirs, files in os.walk(base):
+        for path, _dirs, files in os.walk(base):
             os.chmod(path, 0o755)
             for name in files:
                 os.chmod(os.path.join(path, name), 0o644)

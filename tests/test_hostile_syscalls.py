@@ -27,7 +27,6 @@ import platform
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -36,8 +35,19 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
 from grader.sandbox.isolation import NAMESPACES_ENV, SANDBOX_IDS
 
-from ._edges import (CR, DROPPED_UID, ROOT_MODE, Course, course, deserved, dropped_uid_problem, new_folder,
-                     run_grader, scores, write_submission)
+from ._edges import (
+    CR,
+    DROPPED_UID,
+    ROOT_MODE,
+    Course,
+    course,
+    deserved,
+    dropped_uid_problem,
+    new_folder,
+    run_grader,
+    scores,
+    write_submission,
+)
 from .conftest import run_as_uid, solution_source
 from .test_hostile import HOSTILE, leftovers
 from .test_seccomp import need

@@ -1,31 +1,36 @@
 """Who student code runs as, and the clean-up after it (grader/sandbox/isolation.py)."""
 from __future__ import annotations
 
-import json
-import os
-import pwd
 import ctypes
 import fcntl
+import json
+import os
 import platform
+import pwd
 import secrets
 import select
-import signal
 import shutil
-import tempfile
-from types import SimpleNamespace
+import signal
 import stat
-import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from grader.sandbox import isolation
 from grader.errors import InternalError
+from grader.sandbox import isolation
 from grader.sandbox.isolation import PACKAGE, SANDBOX_IDS, Isolation, private_paths, processes, protect
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import REQUIRE_ISOLATION, installation_hidden_from_others, installation_in_tmp, isolation_missing, run_as_uid
+from .conftest import (
+    REQUIRE_ISOLATION,
+    installation_hidden_from_others,
+    installation_in_tmp,
+    isolation_missing,
+    run_as_uid,
+)
 
 ROOT_MODE = os.geteuid() == 0
 
@@ -234,8 +239,8 @@ class TestSharedFoldersWalk:
     """The world-writable folders below /tmp & co. are found by a walk kept for ten minutes."""
 
     def test_a_recent_walk_is_used_and_an_old_one_walks_again(self, tmp_path, monkeypatch):
-        from grader.sandbox import sweep
         from grader.paths import CACHE_ENV
+        from grader.sandbox import sweep
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
         shared = tmp_path / "shared"
         (shared / "deep" / "open").mkdir(parents=True)
@@ -410,7 +415,8 @@ class TestNamespaces:
 
     def test_the_student_sees_only_its_own_files(self, write_submission):
         """Its root holds the system folders, the Python installation and its session folder: not
-        the checkout's files (CI keeps its venv inside the checkout: that folder alone is there), not the course, not /root's other files, not the machine's /tmp."""
+        the checkout's files (CI keeps its venv inside the checkout: that folder alone is there),
+        not the course, not /root's other files, not the machine's /tmp."""
         path = write_submission("""
             import os
             def look():

@@ -242,8 +242,8 @@ def test_hidden_inputs_left_behind_as_a_non_root_grader(course, fmt):
     /var/tmp or /dev/shm in the hidden phase outlives its process (nobody can tell its files
     from the grader's). A later process that finds them and fails its import with that text
     loses its own later hidden cases, but no report shows the text; no process is left."""
-    from .test_hostile import Hostile, submission_source
     from ._edges import DROPPED_UID, ROOT_MODE, dropped_uid_problem
+    from .test_hostile import Hostile, submission_source
     if not ROOT_MODE or dropped_uid_problem():
         isolation_missing(dropped_uid_problem() or "a non-root uid is run from root")
     import secrets

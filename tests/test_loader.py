@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.errors import SpecErrors
 from grader.assignment.loader import load_assignment, load_problem
 from grader.assignment.model import CompareKind, Visibility
 from grader.assignment.yamlio import load_yaml
+from grader.errors import SpecErrors
 
 from .conftest import COURSE_CODE, EXERCISES, copy_course_code
 
@@ -53,7 +53,8 @@ class TestLoadProblem:
 
     @pytest.mark.parametrize("old,new,message", [
         ("points: 10\n", "points: 10\ncolour: red\n",
-         ":4: unknown key 'colour' in a problem (allowed: cases, compare, function, hints, id, mistakes, params, points, prompt, timeout, title)"),
+         ":4: unknown key 'colour' in a problem (allowed: cases, compare, function, hints, id, mistakes, params, "
+         "points, prompt, timeout, title)"),
         ("points: 10\n", "points: ten\n", ":3: 'points' must be a number (got 'ten')"),
         ("atol: 1.0e-9", "atol: small", ":5: 'atol' must be a number (got 'small')"),
         ("rtol: 1e-6", "rtol: -0.1", ":5: 'rtol' must be between 0 and 1 (got -0.1)"),

@@ -6,16 +6,15 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-
-from .conftest import COURSE as reference
+from grader.assignment.model import Mistake
+from grader.attention import reference
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge, prepare
-from grader.assignment.model import Mistake
 from grader.grading.results import CaseStatus
 from grader.sandbox.session import CaseRun, RunStatus
 
-from .conftest import solution_source
+from .conftest import COURSE as reference, solution_source
 
 
 @dataclass(frozen=True)

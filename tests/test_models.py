@@ -137,7 +137,8 @@ class TestGradients:
         params = model.init_params(config, np.random.default_rng(3))
         tokens = np.array([[2, 0, 1, 1]])
         logits = model.forward(params, tokens, 2)["logits"][0]              # (T, 2V)
-        log_p = lambda row: row - np.log(np.exp(row).sum())
+        def log_p(row):
+            return row - np.log(np.exp(row).sum())
         expected = -np.mean([log_p(logits[i, :3])[tokens[0, i - 1]] + log_p(logits[i, 3:])[tokens[0, 0]]
                              for i in range(1, 4)])
         assert model.loss_and_grads(params, tokens, 2)[0] == pytest.approx(expected, rel=1e-12)

@@ -61,8 +61,7 @@ def test_modern_complete_submission_gets_full_marks_through_the_cli(tmp_path, na
     assert data["score"] == sum(t["max_score"] for t in data["tests"]) == max_score > 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root grades as another uid; not as root the installation is "
-                                              "the grader's own user's")
+@pytest.mark.root  # only root grades as another uid; not as root the installation is the grader's own user's
 def test_the_installation_is_unreadable_to_others_here():
     """What the full marks above prove as root: a fresh student uid cannot reach the folders that hold
     the standard modules the submission imports (json, logging, pathlib), yet they imported."""

@@ -19,7 +19,13 @@ import pytest
 from grader.errors import ExitCode, OutputError
 from grader.paths import check_output, write_atomically
 
-from ._edges import course, grade, new_folder, run_grader, write_submission
+from ._edges import (
+    course,  # noqa: F401 (a fixture of these tests)
+    grade,
+    new_folder,
+    run_grader,
+    write_submission,
+)
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +121,10 @@ class TestModes:
         assert grade(course, submission, output=out, umask=umask).code == 0
         assert mode(out) == expected and json.loads(out.read_text())["score"] == course.total
 
-    def test_grade_all_files_follow_the_umask_and_the_cache_stays_private(self, course, submission):
-        """Gradebook, feedback, results and report.html: 0644 under umask 022; the compiled
-        cache: a 0700 folder of 0600 files."""
+    def test_grade_all_files_follow_the_umask_and_its_cache_stays_private(self, course, submission):
+        """Gradebook, feedback, results and report.html: 0644 under umask 022. grade-all prepares
+        its cases in memory (no compiled assignment); whatever it keeps in the cache folder (a walk
+        of the shared folders, when it sweeps them) is in a 0700 folder of 0600 files."""
         root = new_folder(course, "class")
         (root / "ann").mkdir()
         for name in ("attention.py", "answers.yaml"):
@@ -130,9 +137,23 @@ class TestModes:
         assert {p.name for p in written} >= {"gradebook.csv", "ann.txt", "ann.json", "report.html",
                                              "item_analysis.json"}
         assert {p.name: mode(p) for p in written} == {p.name: 0o644 for p in written}
-        cached = [p for p in (cache / "mha").rglob("*")]
-        assert cached and mode(cache / "mha") == 0o700
-        assert all(mode(p) == 0o600 for p in cached if p.is_file())
+        if (cache / "mha").exists():
+            assert mode(cache / "mha") == 0o700
+            assert {p.name: mode(p) for p in (cache / "mha").rglob("*")} == {
+                p.name: 0o600 for p in (cache / "mha").rglob("*")}
+
+    def test_the_compiled_assignment_stays_private(self, course, submission):
+        """`mha grade` compiles the assignment on its first run: under umask 022, a 0700 cache
+        folder holding one 0600 compiled assignment."""
+        cache = new_folder(course, "compiled")
+        run = run_grader(course, "grade", str(submission), "--format", "json", cwd=submission, umask=0o022,
+                         env={"MHA_CACHE_DIR": str(cache / "mha")})
+        assert run.code == 0, run.stderr
+        assert json.loads(run.stdout)["score"] == course.total
+        compiled = [p for p in (cache / "mha").iterdir() if p.name != "shared-folders.json"]
+        assert mode(cache / "mha") == 0o700 and len(compiled) == 1 and compiled[0].suffix == ".json"
+        assert {p.name: mode(p) for p in (cache / "mha").iterdir()} == {
+            p.name: 0o600 for p in (cache / "mha").iterdir()}
 
     @pytest.mark.parametrize("secret, expected", [(None, 0o644), ("a-course-secret", 0o600)])
     def test_gradescope_zip_is_private_when_it_holds_the_secret(self, cli, monkeypatch, tmp_path, secret, expected):

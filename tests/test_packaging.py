@@ -21,6 +21,8 @@ from ._course import BUGGY, CORRECT, build_course, write_submission as write_cou
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
+pytestmark = pytest.mark.slow  # builds the sdist and the wheel with `python -m build`, installs them in a venv
+
 SECRET_LINE = "secret: do-not-ship-this-secret\n"
 _COPY_IGNORE = shutil.ignore_patterns(".git", ".venv*", "venv", "__pycache__", "*.pyc", ".pytest_cache",
                                       "*.egg-info", "build", "dist", "course.yaml", "*.zip")

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .conftest import COURSE as ref
 from grader.attention.patterns import direct_head_weights
+
+from .conftest import COURSE as ref
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 9, 16])

@@ -80,6 +80,7 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
 
 def _github_classroom(tmp: Path, folder: Path) -> float:
     from click.testing import CliRunner
+
     from grader.cli.commands import main
     starter = tmp / "starter"
     result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out",

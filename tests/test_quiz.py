@@ -11,16 +11,24 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
-from grader.cli.commands import main
-from grader.errors import ExitCode, SpecErrors
-from grader.grading.grade import grade
 from grader.assignment.loader import load_assignment
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import (DEFAULT_SEED, answer_key, answers_template, check_quiz, draw_params, fill,
-                                   load_quiz, variant)
-from grader.grading.results import CaseStatus
+from grader.assignment.quiz import (
+    DEFAULT_SEED,
+    answer_key,
+    answers_template,
+    check_quiz,
+    draw_params,
+    fill,
+    load_quiz,
+    variant,
+)
 from grader.assignment.yamlio import load_yaml
+from grader.cli.commands import main
+from grader.errors import ExitCode, SpecErrors
+from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
+from grader.grading.grade import grade
+from grader.grading.results import CaseStatus
 
 from .conftest import COURSE, COURSE_CODE, EXERCISES, SOLUTIONS
 
@@ -327,9 +335,11 @@ class TestGradeQuiz:
     @pytest.mark.parametrize("text,message", [
         ("pruning: [a\nhead_count: 3\n", "answers.yaml:2: invalid YAML: expected ',' or ']', but got ':'"),
         ("pruning: a\npruning: b\n", "answers.yaml:2: duplicate key 'pruning'"),
-        ("- pruning: a\n", "answers.yaml:1: must map quiz item ids to answers, like `pruning: b` (got a list [{'pruning': 'a'}])"),
+        ("- pruning: a\n",
+         "answers.yaml:1: must map quiz item ids to answers, like `pruning: b` (got a list [{'pruning': 'a'}])"),
         ("pruning: !!python/object:os.system a\n",
-         "answers.yaml:1: invalid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
+         "answers.yaml:1: invalid YAML: could not determine a constructor for the tag "
+         "'tag:yaml.org,2002:python/object:os.system'"),
         ("x" * (MAX_BYTES + 1), f"answers.yaml is too large (more than {MAX_BYTES} bytes)"),
     ])
     def test_unusable_file_fails_every_item_with_its_reason(self, quiz, tmp_path, text, message):

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli.commands import main
-from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
-from grader.grading.grade import prepare
 from grader.assignment.model import QuizKind
 from grader.assignment.quiz import answers_template, variant as quiz_variant
 from grader.assignment.render import render_prompt
 from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
+from grader.cli.commands import main
 from grader.errors import SpecError
+from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
+from grader.grading.grade import prepare
 
 from .conftest import EXERCISES, SOLUTIONS
 
@@ -174,7 +174,8 @@ class TestStudentBundle:
         mha = str(venv / "bin" / "mha")
         env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
         probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import grader, pathlib; print(sorted(p.name for p in "
-                                "pathlib.Path(grader.__file__).parent.rglob('*.py')))"], capture_output=True, text=True, cwd=tmp_path)
+                                "pathlib.Path(grader.__file__).parent.rglob('*.py')))"],
+                               capture_output=True, text=True, cwd=tmp_path)
         shipped = set(ast.literal_eval(probe.stdout))
         assert shipped and not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py",
                                                              "quiz_answers.py", "loader.py"}, shipped

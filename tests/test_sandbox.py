@@ -10,7 +10,6 @@ import pytest
 from grader.grading.grade import grade
 from grader.grading.results import CaseStatus
 from grader.sandbox.session import Limits, RunStatus, Session
-
 from grader.sandbox.spawn import NAMESPACES_ENV
 
 from .conftest import REQUIRE_ISOLATION, isolation_missing, solution_source

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.loader import load_assignment
 from grader.classroom import batch
-
 from grader.sandbox import spawn
 from grader.sandbox.isolation import MARKER
-from grader.assignment.loader import load_assignment
 from grader.sandbox.session import Limits, RunStatus, Session
 
 from .conftest import EXERCISES, ROOT, solution_source

@@ -25,12 +25,23 @@ import yaml
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
-
 from grader.paths import remove_tree
 from grader.sandbox.isolation import NAMESPACES_ENV
 
-from ._edges import (AR, DROPPED_UID, ROOT_MODE, Course, course, deserved, grade, new_folder,  # noqa: F401
-                     run_grader, scores, skip_unless_runnable, write_submission)
+from ._edges import (  # noqa: F401
+    AR,
+    DROPPED_UID,
+    ROOT_MODE,
+    Course,
+    course,
+    deserved,
+    grade,
+    new_folder,
+    run_grader,
+    scores,
+    skip_unless_runnable,
+    write_submission,
+)
 from .conftest import lay_out_course, solution_source
 
 GRADER_MB = 300

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -21,8 +21,20 @@ from grader.assignment.quiz import answer_key
 from grader.assignment.variants import student_seed
 from grader.paths import PACKAGE
 
-from ._edges import (ROOT_MODE, Course, course, deserved, grade, graded_in_every_mode, new_folder, run_grader,
-                     scores, skip_unless_runnable, users, write_submission)
+from ._edges import (
+    ROOT_MODE,
+    Course,
+    course,  # noqa: F401 (a fixture of these tests)
+    deserved,
+    grade,
+    graded_in_every_mode,
+    new_folder,
+    run_grader,
+    scores,
+    skip_unless_runnable,
+    users,
+    write_submission,
+)
 
 LINKED = "is a link: it was not read (submit the file itself)"
 SHADOW = Path("/etc/shadow")
@@ -154,7 +166,6 @@ def test_grade_all_refuses_links_and_special_files(course, tmp_path):
     sub-folder, answers.yaml linked to /etc/shadow and a FIFO each cost what they hold; the
     honest classmate gets full marks; nothing secret reaches the gradebook or feedback."""
     root = new_folder(course, "class")
-    solution = (course.base / "solutions" / "attention.py").read_text()
     for student in ("ann", "cy", "dee", "eve", "fay"):
         (root / student).mkdir()
     (root / "ann" / "attention.py").symlink_to(course.base / "solutions" / "attention.py")
@@ -188,7 +199,7 @@ def test_grade_all_refuses_links_and_special_files(course, tmp_path):
     assert course.secret not in everything and not any(text in everything for text in _shadow_text())
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="run_autograder runs as root on Gradescope")
+@pytest.mark.root  # run_autograder runs as root on Gradescope
 def test_gradescope_run_autograder_refuses_links(course, tmp_path, assignment):
     """The Gradescope zip's own run_autograder (which calls `mha grade`): attention.py linked to
     the reference and answers.yaml linked to /etc/shadow score 0 each, with a results.json."""

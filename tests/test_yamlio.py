@@ -1,4 +1,5 @@
-"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser otherwise, the same result either way."""
+"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser
+otherwise, the same result either way."""
 from __future__ import annotations
 
 import random
@@ -11,9 +12,9 @@ import pytest
 import yaml
 
 import grader.assignment.yamlio
-from grader.grading.answers import read_answers
-from grader.errors import SpecError
 from grader.assignment.yamlio import MAX_FAST_NESTING, YList, YMap, _nesting_bound, line_of, load_yaml
+from grader.errors import SpecError
+from grader.grading.answers import read_answers
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 

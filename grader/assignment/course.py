@@ -17,10 +17,11 @@ import importlib.util
 import sys
 import types
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SpecError, SpecErrors

@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from . import generators as gen
 from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import SpecError, SpecErrors
-from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
-from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from . import generators as gen
 from .course import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
+from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
 from .quiz import load_quiz
 from .yamlio import YMap, line_of
 

@@ -1,10 +1,11 @@
 """Frozen data types for an assignment: problems, their cases, comparisons and hints."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..attention.api import FunctionSpec
 

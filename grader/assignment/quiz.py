@@ -29,18 +29,19 @@ import math
 import re
 import string
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from . import generators as gen
+from .. import starter
 from ..errors import InternalError, SpecError, SpecErrors
+from ..starter import ANSWER_FORMS
+from . import generators as gen
 from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of
-from .. import starter
-from ..starter import ANSWER_FORMS
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
            "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
@@ -300,7 +301,8 @@ def variant(item: QuizItem, seed: int) -> Variant:
     params = draw_params(item, seed)
     try:
         answer = _resolve(item.answer, params, item.code) if item.answer is not None else None
-        wrong = tuple(replace(w, value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params)) for w in item.wrong)
+        wrong = tuple(replace(w, value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params))
+                      for w in item.wrong)
     except Exception as exc:  # an answer function that fails is the quiz file's fault
         raise InternalError(f"quiz item {item.id!r} (line {item.line}): cannot compute its numbers for "
                             f"{params}: {type(exc).__name__}: {exc}") from exc

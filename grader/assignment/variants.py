@@ -9,9 +9,9 @@ instructor's side: it is read at the CLI boundary (course.yaml or MHA_COURSE_SEC
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from ..errors import SpecError, SubmissionError
 from .yamlio import load_yaml

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 UPPER_LOWER = 0.27  # Kelley's 27% groups for the upper-lower discrimination index
 SMALL_CLASS = 30    # below this many students, discrimination and item-rest figures are rough

@@ -22,26 +22,28 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import yaml
 
 from .. import __version__
-from .analysis import StudentRow
-from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
-from ..errors import SubmissionError
-from ..sandbox.limits import Limits
 from ..assignment.model import Assignment
 from ..assignment.variants import Course
-from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
+from ..errors import SubmissionError
+from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
+from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
+from ..sandbox.limits import Limits
+from .analysis import StudentRow
 
 __all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
            "ERROR"]
@@ -52,7 +54,6 @@ FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, 
 # a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
 STATUSES = tuple(s.value for s in Status)
 GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
-
 Grader = Callable[[Assignment, Path, int], GradeResult]
 
 
@@ -83,6 +84,7 @@ class Outcome:
     row: StudentRow
     resumed: bool = False    # graded before and unchanged since: read back, not graded again
     error: str = ""          # why grading failed (status ERROR)
+    traceback: str = ""      # and where: the grader's traceback (never in the stored record)
 
     @property
     def status(self) -> str:
@@ -319,7 +321,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
 
     def work(submission: Submission) -> tuple[dict, bool]:
         """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
-        seed = None
+        seed, trace = None, {}
         try:
             seed = seed_of(submission.student)
             files = read_files(submission)  # once: what is graded is what is hashed
@@ -334,8 +336,9 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             text = render_text(result)
         except Exception as exc:  # this submission only: never stop the batch
             record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
+            trace = {"traceback": traceback.format_exc()}  # handed back for the log, never stored
         store(submission, record, text)
-        return record, False
+        return {**record, **trace}, False
 
     def lost(submission: Submission, error: str) -> dict:
         """A submission whose grader process died: stored as the grader's failure."""
@@ -350,7 +353,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
         else:
             results = _in_threads(work, submissions, jobs)
         for index, record, resumed in results:
-            yield Outcome(submissions[index], row_of(record), resumed=resumed, error=record.get("error", ""))
+            yield Outcome(submissions[index], row_of(record), resumed, record.get("error", ""), record.get("traceback", ""))
     finally:
         if os.getpid() == owner:  # not in a forked grader process
             remove_tree(scratch)
@@ -403,7 +406,6 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
     (the batch stops sending more); its own zygote stops with it. `others`: the batch's ends of
     this pipe and of those to the grader processes forked before this one (closed here: a grader
     process sees the end of its work only when no process holds the other end any more)."""
-    import signal
     from ..sandbox.spawn import stop_fork_server
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in others:

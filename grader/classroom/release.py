@@ -19,33 +19,41 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from ..assignment.model import Assignment
+from ..assignment.variants import (
+    DEFAULT_KEY,
+    DEFAULT_SEED,
+    course_config,
+    normalize_student,
+    student_seed,
+    student_token,
+)
 from ..errors import SubmissionError
 from ..grading.fixtures import BUNDLE_FOLDER, INDEX, build
-from ..assignment.model import Assignment
 from ..paths import PACKAGE, write_atomically
-from ..assignment.variants import DEFAULT_KEY, DEFAULT_SEED, course_config, normalize_student, student_seed, student_token
 
 # Grader modules a student bundle never carries: whatever loads the course's code (which holds
 # the reference, the wrong variants, the quiz's answer functions), reads the hidden cases (the
 # loader), or serves only instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
-STUDENT_EXCLUDE = ("assignment/quiz.py", "assignment/course.py", "assignment/loader.py", "assignment/render.py", "assignment/*.schema.json",
+STUDENT_EXCLUDE = ("assignment/quiz.py", "assignment/course.py", "assignment/loader.py", "assignment/render.py",
+                   "assignment/*.schema.json",
                    "grading/validation.py", "grading/compiled.py", "classroom", "exports",
                    "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
                    "cli/release.py", "__main__.py",
                    "_assignment")  # the assignment an installed wheel carries (hidden cases, quiz key)
 STUDENT_PYPROJECT = """[build-system]
-requires = ["setuptools>=64"]
+requires = ["{build_requires}"]
 build-backend = "setuptools.build_meta"
 
 [project]
 name = "mha-exercises-student"
 version = "{version}"
 description = "Student bundle: {title}"
-requires-python = ">=3.10"
-dependencies = ["numpy>=1.23", "pyyaml>=6.0", "click>=8.1"]
+requires-python = "{python}"
+dependencies = [{dependencies}]
 
 [project.scripts]
 mha = "grader.cli.launch:student"
@@ -161,7 +169,7 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
                   variant_key: str = DEFAULT_KEY) -> list[str]:
     """The student bundle; returns the fixture files written (default first). With a roster, each
     listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
-    from .. import __version__
+    from .. import distribution as installed
     out.mkdir(parents=True)
     _copy_package(out / "grader", STUDENT_EXCLUDE)
     (out / "grader" / "__main__.py").write_text("from .cli.launch import student\n\nstudent()\n")
@@ -183,8 +191,10 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     write_atomically(out / "README.md", STUDENT_README.format(
         title=assignment.title, personal=PERSONAL_README.format(**words) if personal else "",
         numbers=" (with example numbers: see above for yours)" if personal else ""))
-    write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(version=__version__, title=assignment.title,
-                                                                      fixtures=BUNDLE_FOLDER))
+    write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(
+        version=installed.version(), title=assignment.title, fixtures=BUNDLE_FOLDER,
+        build_requires=installed.BUILD_REQUIRES, python=installed.requires_python(),
+        dependencies=", ".join(json.dumps(d) for d in installed.dependencies())))
     return written
 
 

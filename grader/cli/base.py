@@ -2,19 +2,41 @@
 and printing `mha check`'s report."""
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
 import click
 
 from ..errors import ExitCode, GraderError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+DEBUG_ENV = "MHA_DEBUG"  # MHA_DEBUG=1: as --traceback
 
 
-def closed_stdout() -> None:
+def debugging() -> bool:
+    """Whether the whole traceback of a grader failure goes to stderr: `mha --traceback` or MHA_DEBUG=1."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.find_root().params.get("traceback"):
+        return True
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def traceback_text(exc: BaseException) -> str:
+    """The whole traceback of `exc` (its causes included), as Python prints it."""
+    import traceback  # here: only a failure pays for it
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def traceback_option(command):
+    """--traceback: print the whole traceback of a grader failure on stderr (as MHA_DEBUG=1)."""
+    return click.option("--traceback", is_flag=True, default=False, is_eager=True,
+                        help=f"On a grader failure, print the whole traceback on stderr (also: {DEBUG_ENV}=1).")(command)
+
+
+def closed_stdout() -> NoReturn:
     """Exit 0 without a word: whoever read stdout has stopped reading. stdout now points at the null
     device, so Python's own flush at exit cannot fail on the closed pipe again."""
-    import os
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
@@ -24,8 +46,11 @@ def closed_stdout() -> None:
     sys.exit(int(ExitCode.OK))
 
 
-def fail(exc: GraderError) -> None:
-    """Print a GraderError once, on stderr, and exit with its code."""
+def fail(exc: GraderError) -> NoReturn:
+    """Print a GraderError once, on stderr, and exit with its code; with --traceback or MHA_DEBUG=1,
+    the traceback of the grader failure behind an internal error first."""
+    if exc.exit_code is ExitCode.INTERNAL and exc.__cause__ is not None and debugging():
+        click.echo(traceback_text(exc.__cause__).rstrip("\n"), err=True)
     click.echo(str(exc), err=True)
     sys.exit(int(exc.exit_code))
 
@@ -107,7 +132,9 @@ class Group(click.Group):
         except BrokenPipeError:  # the reader went away (`mha list | head -2`): a quiet exit, as for any Unix tool
             closed_stdout()
         except Exception as exc:  # the grader's own bug
-            import traceback  # here: it costs a cold start 6 ms
+            import traceback  # here: only a failure pays for it
+            if debugging():
+                click.echo(traceback_text(exc).rstrip("\n"), err=True)
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             click.echo(f"internal error: {detail}", err=True)
             sys.exit(int(ExitCode.INTERNAL))

@@ -9,14 +9,15 @@ import contextlib
 import itertools
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import click
 
-from .commands import CONTEXT, Ctx, fail, limit_options
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
 from ..paths import SUBMISSION_NAME
+from .base import debugging
+from .commands import CONTEXT, Ctx, fail, limit_options
 
 
 def _default_jobs() -> int:
@@ -104,7 +105,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if not found:
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
-        rows, resumed = [], 0
+        rows, resumed, failures = [], 0, []
         plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
         try:
             with _progress(len(found), progress) as step:
@@ -115,6 +116,10 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                     step(outcome)
                     if outcome.error:
                         click.echo(f"{outcome.submission.student}: grading failed: {outcome.error}", err=True)
+                        failures.append(outcome)
+                        if outcome.traceback and debugging():
+                            click.echo(outcome.traceback.rstrip("\n"), err=True)
+            _write_error_log(out, failures)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
             report = _write_reports(assignment, rows, out, plotter)
         except OSError as exc:
@@ -125,6 +130,23 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if plotter is not None:
             plotter.close()
     _summary(rows, resumed, report, out)
+
+
+ERROR_LOG = "grader-errors.log"  # in --out: the traceback of every submission the grader failed on
+
+
+def _write_error_log(out: Path, failures) -> None:
+    """OUT/grader-errors.log: each failed submission's error and the grader's traceback, and a line
+    on stderr saying where it is; none (an old one removed) when the grader failed on nothing."""
+    from ..paths import write_atomically
+    log = out / ERROR_LOG
+    if not failures:
+        log.unlink(missing_ok=True)
+        return
+    write_atomically(log, "".join(f"== {o.submission.student}: {o.error}\n"
+                                  f"{o.traceback or '(no traceback: its grader process died)'}\n"
+                                  for o in failures))
+    click.echo(f"the grader's tracebacks: {log}", err=True)
 
 
 def _write_reports(assignment, rows, out: Path, plotter=None):

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
-
+from .base import CONTEXT, Group, echo_report, fail, traceback_option
 
 
 class Ctx:
@@ -58,6 +57,7 @@ class Ctx:
     def course(self):
         """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""
         import os
+
         from ..assignment.variants import course_config
         return course_config(self.root, os.environ)
 
@@ -131,8 +131,9 @@ def _student_options(command):
                    "working folder or the nearest one above it with assignment.yaml or exercises/, else "
                    "the assignment packaged with mha (`mha list` says which one it uses).")
 @click.version_option(package_name="mha-exercises")
+@traceback_option
 @click.pass_context
-def main(ctx: click.Context, exercises: Path | None) -> None:
+def main(ctx: click.Context, exercises: Path | None, traceback: bool) -> None:
     """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
 
     \b
@@ -171,8 +172,8 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the assignment
     from ..grading.grade import grade_fixtures, known_ids
-    from ..sandbox.isolation import private_paths
     from ..grading.submission import read_submission
+    from ..sandbox.isolation import private_paths
     try:
         compiled = obj.compiled(obj.seed(student))
         known_ids(compiled, problems)
@@ -246,7 +247,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
         except GraderError:
             raise
-        except Exception as exc:  # the grader's own failure: say so, never a bare traceback
+        except Exception as exc:  # the grader's own failure: its last line (the traceback with --traceback)
             import traceback
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise InternalError(f"internal error: {detail}") from exc

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from .commands import CONTEXT, Ctx
 from ..errors import InternalError, SpecError, SubmissionError
+from .commands import CONTEXT, Ctx
 
 _OUT_DIR = click.Path(file_okay=False, path_type=Path)
 _OUT_FILE = click.Path(dir_okay=False, path_type=Path)
@@ -168,6 +168,7 @@ def _wheels(python: str) -> dict[str, bytes]:
 
 def _python_version(python: str | None) -> str:
     import re
+
     from ..exports import wheelhouse
     python = python or wheelhouse.running_python()
     if not re.fullmatch(r"3\.\d{1,2}", python):
@@ -241,8 +242,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
       MHA_COURSE_SECRET=... mha export gradescope --out autograder.zip --python 3.10
     """
     import os
-    from ..exports import gradescope as exporter
+
     from ..assignment.variants import course_secret
+    from ..exports import gradescope as exporter
     python = _python_version(python)
     assignment = obj.assignment()
     wheels = _wheels(python)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from ..errors import GraderError, SubmissionError
 from .base import CONTEXT, Group, fail
 from .commands import Ctx
-from ..errors import GraderError, SubmissionError
 
 PROBLEM = """\
 id: {id}

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from .commands import CONTEXT, Ctx, fail
 from ..errors import GraderError
+from .commands import CONTEXT, Ctx, fail
 
 
 @click.command(context_settings=CONTEXT)

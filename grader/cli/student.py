@@ -12,9 +12,10 @@ from pathlib import Path
 
 import click
 
-from .base import CONTEXT, Group, echo_report, fail
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
+from .base import CONTEXT, Group, echo_report, fail, traceback_option
+
 PACKAGE = Path(__file__).resolve().parents[1]  # grader/cli/student.py -> the bundle's grader package
 BUNDLE = PACKAGE.parent                          # the bundle's folder, when it is run from there
 
@@ -27,6 +28,7 @@ def _fixtures_folder() -> Path:
 def _index() -> dict:
     """index.json: whether every student has their own numbers, and which id names them."""
     import json
+
     from ..grading.fixtures import INDEX
     try:
         data = json.loads((_fixtures_folder() / INDEX).read_text(encoding="utf-8"))
@@ -38,8 +40,8 @@ def _index() -> dict:
 def load(student: str | None, own_numbers: bool = True):
     """The fixtures of `student` (the default numbers without one), and their folder. `own_numbers`:
     when every student has their own numbers, a command that shows or checks them needs the id."""
-    from ..grading.fixtures import Fixtures
     from ..assignment.variants import student_token
+    from ..grading.fixtures import Fixtures
     student = student if student and student.strip() else None
     index, folder = _index(), _fixtures_folder()
     key = index.get("variant_key") or "id"
@@ -73,7 +75,8 @@ _fail = fail
 
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.version_option(package_name="mha-exercises-student")
-def main() -> None:
+@traceback_option
+def main(traceback: bool) -> None:
     """Multi-head attention exercises: check your work with instant feedback.
 
     \b
@@ -153,6 +156,7 @@ def init(folder: Path, force: bool) -> None:
       mha init my-work && cd my-work && mha check
     """
     from types import SimpleNamespace
+
     from ..starter import starter_files, write_starters
     try:
         _, fixtures = load(None, own_numbers=False)

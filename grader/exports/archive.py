@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import zipfile
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 __all__ = ["FIXED_TIME", "zip_bytes"]
 

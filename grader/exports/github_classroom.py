@@ -136,8 +136,8 @@ def write(out: Path, assignment: Assignment, *, install: str | None = None, frac
     """The starter repository: the workflow, the grader's wheel in .mha/ (unless `install` names
     another), and the stubs and answers template; returns the paths written."""
     from ..paths import write_atomically
-    from .pysource import starter_files
     from . import wheel
+    from .pysource import starter_files
     out = Path(out)
     files: dict[Path, str | bytes] = {out / WORKFLOW_PATH: render(assignment, install=install, fractional=fractional)}
     if install is None:

@@ -17,8 +17,8 @@ or the secret (README, "Security model").
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ..assignment.model import Assignment
 from .archive import zip_bytes

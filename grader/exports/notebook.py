@@ -66,8 +66,8 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from ..assignment.render import render_prompt
     from ..assignment.quiz import DEFAULT_SEED
+    from ..assignment.render import render_prompt
     seed = DEFAULT_SEED if seed is None else seed
     module = split_module(student_module(assignment))  # stubs made from the course, never the instructor's code
     cells = [_cell(new_markdown_cell, INTRO.format(title=assignment.title).rstrip(), "intro"),

@@ -32,8 +32,8 @@ import html
 import json
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ..assignment.model import Assignment, Problem, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
@@ -285,6 +285,7 @@ def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, i
 def write(out: Path, files: Mapping[str, str | bytes]) -> list[Path]:
     """Write the course folder into `out` (refused when `out` holds anything); grade.sh executable."""
     import os
+
     from ..errors import SubmissionError
     from ..paths import write_atomically
     out = Path(out)

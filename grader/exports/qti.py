@@ -11,8 +11,9 @@ answer Canvas cannot hold, or a range that would then accept a known-wrong value
 Choice items are `multiple_choice_question` or `multiple_answers_question`, with one
 `respcondition` per choice for its feedback; a wrong choice's feedback names its misconception.
 A multiple-answers item that is not exactly right gets partial credit with penalty, written as
-per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With `variants`, every item with params becomes a
-question group (a nested section that picks 1) of that many variants with distinct numbers.
+per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With
+`variants`, every item with params becomes a question group (a nested section that picks 1) of
+that many variants with distinct numbers.
 Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
 """
 from __future__ import annotations
@@ -21,9 +22,9 @@ import hashlib
 from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
-from ..errors import SpecError
 from ..assignment.model import Quiz, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..errors import SpecError
 from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
 from .markup import to_html

@@ -21,26 +21,22 @@ import base64
 import hashlib
 from pathlib import Path
 
+from .. import distribution as installed
+from ..distribution import DISTRIBUTION, STUDENT_DISTRIBUTION
 from ..paths import PACKAGE
 from .archive import zip_bytes
 from .otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
 
-__all__ = ["DEPENDENCIES", "DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student",
-           "filename", "metadata"]
+__all__ = ["DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
 
-DISTRIBUTION = "mha-exercises"
-STUDENT_DISTRIBUTION = "mha-exercises-student"
 # The student wheel keeps, of the exports, only what the otter tests call.
 _STUDENT_EXPORTS = ("__init__.py", "otter_checks.py")
-# The light install (pyproject.toml's dependencies): what grading needs.
-DEPENDENCIES = ("numpy>=1.23", "pyyaml>=6.0", "click>=8.1")
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
 _SKIP = {"__pycache__", "_assignment"}
 
 
 def _version() -> str:
-    from .. import __version__
-    return __version__
+    return installed.version()
 
 
 def filename(distribution: str = DISTRIBUTION) -> str:
@@ -49,11 +45,12 @@ def filename(distribution: str = DISTRIBUTION) -> str:
 
 
 def metadata(distribution: str = DISTRIBUTION) -> str:
-    """METADATA (core metadata 2.4, PEP 639 license expression)."""
+    """METADATA (core metadata 2.4, PEP 639 license expression), the facts taken from this
+    installed grader's own metadata."""
     lines = ["Metadata-Version: 2.4", f"Name: {distribution}", f"Version: {_version()}",
-             "Summary: Auto-graded exercises and quizzes on multi-head attention, with a sandboxed numpy grader",
-             "License-Expression: MIT", "License-File: LICENSE", "Requires-Python: >=3.10"]
-    lines += [f"Requires-Dist: {d}" for d in DEPENDENCIES]
+             f"Summary: {installed.summary()}", "License-Expression: MIT", "License-File: LICENSE",
+             f"Requires-Python: {installed.requires_python()}"]
+    lines += [f"Requires-Dist: {d}" for d in installed.dependencies()]
     return "\n".join(lines) + "\n"
 
 
@@ -96,7 +93,7 @@ def _wheel(distribution: str, files: dict[str, bytes], scripts: bool) -> tuple[s
     files[f"{info}/METADATA"] = metadata(distribution).encode()
     files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: mha-exercises\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     if scripts:
-        files[f"{info}/entry_points.txt"] = b"[console_scripts]\nmha = grader.cli.launch:main\n"
+        files[f"{info}/entry_points.txt"] = f"[console_scripts]\nmha = {installed.entry_point()}\n".encode()
     files[f"{info}/top_level.txt"] = b"grader\n"
     files[f"{info}/licenses/LICENSE"] = _license().encode()
     record = [_record_line(name, data) for name, data in sorted(files.items())] + [f"{info}/RECORD,,"]
@@ -116,6 +113,7 @@ def build(assignment_root: Path) -> tuple[str, bytes]:
 def build_student(assignment) -> tuple[str, bytes]:
     """(file name, wheel bytes) of the student package: pruned, no assignment, public fixtures."""
     import json
+
     from ..assignment.quiz import DEFAULT_SEED
     from ..classroom.release import STUDENT_EXCLUDE
     from ..grading.fixtures import build as build_fixtures

@@ -12,16 +12,17 @@ import math
 import os
 import re
 import reprlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from ..errors import SpecError
-from .student_files import StudentFile, open_folder, read_student_file
 from ..assignment.model import Choice, Quiz, QuizKind, Variant
+from ..assignment.yamlio import line_of, load_yaml
+from ..errors import SpecError
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
-from ..assignment.yamlio import line_of, load_yaml
+from .student_files import StudentFile, open_folder, read_student_file
 
 __all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answers", "grade_item", "grade_quiz",
            "your_numbers"]

@@ -5,13 +5,14 @@ cases) and a detail with expected versus got (shown for public cases only).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..sandbox.codec import Opaque
 from ..assignment.model import CompareKind, Comparison
+from ..sandbox.codec import Opaque
 
 __all__ = ["Verdict", "check", "describe", "as_array", "FORM_FAILURES", "wrong_form"]
 
@@ -33,7 +34,7 @@ class Verdict:
     detail: str = ""   # expected vs got; public cases only
 
     @classmethod
-    def ok(cls) -> "Verdict":
+    def ok(cls) -> Verdict:
         return cls(True)
 
 
@@ -73,7 +74,7 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _index(idx: Sequence[int]) -> str:
+def _index(idx: Sequence[Any]) -> str:  # Python or numpy integers
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
 
@@ -90,7 +91,8 @@ def compare_arrays(expected: np.ndarray, got: Any, rtol: float, atol: float) -> 
     if bad.any():
         idx = np.unravel_index(int(np.argmax(bad)), arr.shape) if arr.ndim else ()
         return Verdict(False, "not finite",
-                       f"{int(bad.sum())} element(s) are nan or inf, first at {_index(idx)}: got {arr[idx]}, expected {_fmt(expected[idx])}")
+                       f"{int(bad.sum())} element(s) are nan or inf, first at {_index(idx)}: got {arr[idx]}, "
+                       f"expected {_fmt(expected[idx])}")
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.isclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True)
         if close.all():
@@ -143,8 +145,9 @@ def as_shape(value: Any) -> tuple[int, ...] | None:
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         sizes = [as_int(v) for v in value]
-        if all(s is not None for s in sizes):
-            return tuple(sizes)
+        known = [s for s in sizes if s is not None]
+        if len(known) == len(sizes):
+            return tuple(known)
     return None
 
 
@@ -234,9 +237,11 @@ def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[s
         if arr is None or arr.shape != (seq_len, 2 * seq_len):
             shown = describe(value) if arr is None else f"shape {arr.shape}"
             return Verdict(False, f"{name}: wrong shape", f"{name}: expected shape ({seq_len}, {2 * seq_len}), got {shown}")
+    w_q, w_k = arrays[0], arrays[1]
+    assert w_q is not None and w_k is not None  # both checked above
     for head, (label, pattern) in enumerate(PAIR_TARGETS):
         block = slice(head * seq_len, (head + 1) * seq_len)
-        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (arrays[0][:, block], arrays[1][:, block]), parts)
+        verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (w_q[:, block], w_k[:, block]), parts)
         if not verdict.passed:
             return Verdict(False, f"head {head}: {verdict.kind}", f"{label}: {verdict.detail}")
     return Verdict.ok()

@@ -5,11 +5,12 @@ files and running the reference on every case. Those depend only on the assignme
 grader's code and the variant, so the first run stores them (full fixtures, fixtures.py) and
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
-A compiled assignment is stored with its stamp: the grader's version, the variant seed, the
-size and modification time of every file of the grader package (its generators, checks...),
+A compiled assignment is stored with its stamp: the variant seed, the size and modification
+time of every file of the grader package (its generators, checks...),
 and the size, modification time and CRC-32 of every YAML file of the assignment and of its
 code (its reference, wrong variants, answer functions). It is used only when the stamp equals
-the current one exactly: change any of them and the next run compiles afresh. (The file name is a CRC-32 of the stamp; hashlib is not used
+the current one exactly: change any of them and the next run compiles afresh. (The file name is
+a CRC-32 of the stamp; hashlib is not used
 because loading OpenSSL costs a cold start 5 ms.) A file that cannot be read, is damaged, or
 was written for another stamp is ignored and replaced; nothing here is ever needed for a
 correct grade.
@@ -24,12 +25,11 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from .. import __version__
-from .fixtures import Fixtures, build
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
+from .fixtures import Fixtures, build
 
 __all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp", "validated", "mark_validated"]
 
@@ -47,7 +47,7 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 def stamp(root: Path, seed: int) -> str:
     """What a compiled assignment depends on: the grader, the course's YAML files and code, the variant."""
-    lines = [f"format {FORMAT}", f"mha-exercises {__version__}", f"seed {seed}"]
+    lines = [f"format {FORMAT}", f"seed {seed}"]  # the grader's version is in its files' stamps below
     for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
         info = path.stat()
         lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")

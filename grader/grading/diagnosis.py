@@ -36,15 +36,16 @@ from __future__ import annotations
 import ast
 import copy
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..attention.api import ReturnKind
 from ..assignment.model import Mistake, Problem
+from ..attention.api import ReturnKind
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
@@ -192,8 +193,10 @@ def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
             return got
         return tuple(_where_defined(w, g, ()) for w, g in zip(wrong, got))
     w, g = as_array(wrong), as_array(got)
-    finite = np.isfinite(w) if w is not None else None
-    if w is None or g is None or w.shape != g.shape or finite.all() or not finite.any():
+    if w is None or g is None or w.shape != g.shape:
+        return got
+    finite = np.isfinite(w)
+    if finite.all() or not finite.any():
         return got
     return np.where(finite, g, w)
 
@@ -274,7 +277,8 @@ def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     wanted = set(names)
     found = {}
     for name in wanted & defined.keys():
-        seen, todo = set(), [name]
+        seen: set[str] = set()
+        todo = [name]
         while todo:  # every function reachable from `name`, each visited once
             for callee in refers[todo.pop()] - seen:
                 seen.add(callee)

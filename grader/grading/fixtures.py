@@ -19,10 +19,21 @@ from typing import Any
 
 import numpy as np
 
+from ..assignment.model import (
+    Case,
+    Choice,
+    CompareKind,
+    Comparison,
+    Mistake,
+    Problem,
+    QuizItem,
+    QuizKind,
+    Variant,
+    Visibility,
+    WrongValue,
+)
 from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SubmissionError
-from ..assignment.model import (Case, Choice, CompareKind, Comparison, Mistake, Problem, QuizItem, QuizKind, Variant,
-                    Visibility, WrongValue)
 
 FORMAT = 2
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
@@ -112,10 +123,10 @@ def _function_from(data: dict) -> FunctionSpec:
 def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
     the reference and the variants)."""
-    from .grade import prepare
-    from .diagnosis import wrong_answer
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
+    from .diagnosis import wrong_answer
+    from .grade import prepare
     problems = []
     for problem in assignment.problems:
         cases = []
@@ -166,7 +177,7 @@ class Fixtures:
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
     @classmethod
-    def load(cls, path: Path) -> "Fixtures":
+    def load(cls, path: Path) -> Fixtures:
         try:
             return cls(json.loads(Path(path).read_text(encoding="utf-8")), Path(path))
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -10,24 +10,25 @@ import copy
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from .answers import grade_variants
+from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from ..assignment.variants import DEFAULT_SEED
 from ..attention.api import FunctionSpec, ReturnKind
-from .checks import Verdict, check, describe
-from .diagnosis import diagnose, name_mistakes, point_at_callees
 from ..errors import InternalError, SpecError
 from ..sandbox.isolation import private_paths
-from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
+from .answers import grade_variants
+from .checks import Verdict, check, describe
+from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
 from .results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
-from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .submission import SubmissionFiles, read_submission
-from ..assignment.variants import DEFAULT_SEED
 
 # what every case of a problem whose function left processes running shows (the grader's words)
 LEFT_BEHIND = ("it left processes running after it returned (they were stopped): a function must end "
@@ -195,7 +196,7 @@ def judge(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
 
 def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResult:
     case, fn = prepared.case, problem.function
-    base = dict(name=case.name, hidden=case.hidden, weight=case.weight,
+    base: dict[str, Any] = dict(name=case.name, hidden=case.hidden, weight=case.weight,
                 inputs="" if case.hidden else prepared.inputs if prepared.inputs is not None
                 else summarize_inputs(fn, prepared.args))
     error = run.error
@@ -218,7 +219,8 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         return CaseResult(status=status, summary=one_line(summary), **base)
     if case.raises:
         return CaseResult(status=CaseStatus.FAILED, summary=f"should raise {case.raises}",
-                          detail="" if case.hidden else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
+                          detail="" if case.hidden
+                          else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
                           **base)
     parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
@@ -358,7 +360,7 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
                       lambda p: limit[p.id] - (first[p.id][1].seconds if p.id in first else 0.0))
     results = []
     for problem in problems:
-        run_of = {}
+        run_of: dict[int, CaseRun] = {}
         parts = [part[problem.id] for part in (first, second) if problem.id in part]
         left = any(r.status is RunStatus.CRASHED and r.detail == LEFT_BEHIND for _, run in parts for r in run.cases)
         for picked, problem_run in parts:  # processes left in either part cost the whole problem
@@ -451,8 +453,9 @@ def _no_code(source: str | None) -> bool:
                                       for line in source.splitlines())
 
 
-def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool, problem_ids: Iterable[str] | None = None,
-                   limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool,
+                   problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
+                   private: Sequence[Path] = ()) -> GradeResult:
     """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
     or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""
     wanted = set(problem_ids) if problem_ids else None

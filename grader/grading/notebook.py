@@ -3,7 +3,8 @@
 A notebook is student data: it is read like any student file (student_files: no link, a
 regular file, at most MAX_BYTES) and parsed as JSON within bounds on its nesting and size (no
 nbformat, no kernel); no cell is run here. Its code cells are bounded like attention.py
-(SOURCE_BYTES in all) and each one by what the grader parses (PARSE_BYTES), before any is parsed. From each code cell this keeps the top-level imports, function
+(SOURCE_BYTES in all) and each one by what the grader parses (PARSE_BYTES), before any is parsed.
+From each code cell this keeps the top-level imports, function
 and class definitions and assignments, in order, and drops everything else: calls and prints
 (a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
 checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
@@ -25,8 +26,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded

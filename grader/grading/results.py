@@ -5,7 +5,6 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
 

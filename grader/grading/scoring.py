@@ -15,9 +15,9 @@ Plain functions of plain data: the student bundle's `mha check` uses them too.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
-from typing import Iterable
 
 __all__ = ["STEP", "MAX_CHOICES", "decimal", "numeric_range", "in_range", "choices_credit", "choice_fraction"]
 

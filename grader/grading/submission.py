@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME

@@ -5,13 +5,13 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
-from .checks import check
-from ..errors import SpecError, SpecErrors
-from .grade import build_args, literal_expected, reference_answer
 from ..assignment.model import Problem
+from ..errors import SpecError, SpecErrors
+from .checks import check
+from .grade import build_args, literal_expected, reference_answer
 
 
 def check_against_reference(problems: Iterable[Problem], keys_only: bool = False) -> None:

@@ -12,12 +12,12 @@ import csv
 import html
 import io
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from ..grading.results import Status
 from ..classroom.analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
+from ..grading.results import Status
 from ..paths import write_atomically
 
 PLOTS = ("score_histogram.png", "misconceptions.png")
@@ -173,7 +173,8 @@ _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f3f3f3}td.n{text-align:right;white-space:nowrap}tr.flag td{background:#fff6dc}
 .note{background:#fff6dc;border-left:4px solid #e0a800;padding:.5em 1em}.bad{color:#a61b1b;font-weight:600;white-space:nowrap}
-img{max-width:100%;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots img{max-width:calc(50% - 1em)}td.d{white-space:nowrap}"""
+img{max-width:100%;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots img{max-width:calc(50% - 1em)}
+td.d{white-space:nowrap}"""
 
 
 def _status_counts(students: Sequence[StudentRow]) -> str:

@@ -9,7 +9,7 @@ report, only failing public cases carry weights.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..grading.results import GradeResult, WeightGrid
 from .terminal import Style
@@ -62,7 +62,8 @@ def fragment(result: GradeResult) -> str:
     """The report as an HTML fragment: preformatted text, and the weight pictures in place."""
     figures = _Figures()
     text = render_text(result, Style(color=False, width=100), figure=figures)
-    out, block = [], []
+    out: list[str] = []
+    block: list[str] = []
 
     def flush() -> None:
         if block:

@@ -13,8 +13,9 @@ import os
 import re
 import shutil
 import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence, TextIO
+from typing import TextIO
 
 from ..grading.results import WeightGrid
 
@@ -36,7 +37,7 @@ class Style:
     unicode: bool = True
 
     @classmethod
-    def detect(cls, stream: TextIO, env: Mapping[str, str] | None = None) -> "Style":
+    def detect(cls, stream: TextIO, env: Mapping[str, str] | None = None) -> Style:
         env = os.environ if env is None else env
         try:
             terminal = stream.isatty()

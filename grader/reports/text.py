@@ -10,10 +10,9 @@ no colour, 100 columns), so a file or a test gets the same text whatever the ter
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from ..grading.results import (NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult,
-                               WeightGrid)
+from ..grading.results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
 from .terminal import Style, grid_lines, wrap
 
 __all__ = ["render", "first_fix", "problem_lines", "case_lines"]
@@ -33,7 +32,8 @@ Figure = Callable[[Sequence[WeightGrid], Style, str], list[str]]
 
 class _Out:
     def __init__(self, style: Style, figure: Figure):
-        self.style, self.figure, self.lines = style, figure, []
+        self.style, self.figure = style, figure
+        self.lines: list[str] = []
 
     def text(self, text: str, indent: str = "", hanging: str | None = None, role: str | None = None) -> None:
         for line in wrap(text, self.style.width, indent, hanging):
@@ -263,9 +263,9 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
         parts = [f"{sum(s is CaseStatus.PASSED for s in status)} right",
                  f"{sum(s in (CaseStatus.FAILED, CaseStatus.ERROR) for s in status)} wrong",
                  f"{sum(s is CaseStatus.NOT_ANSWERED for s in status)} not answered"]
-        score = sum(p.score for p in counted)
+        quiz_score = sum(p.score for p in counted)
         out.marked("pass" if all(p.passed for p in counted) else "fail",
-                   f"{'quiz':<{width}}  {_pts(score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
+                   f"{'quiz':<{width}}  {_pts(quiz_score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
                    f"{len(counted)} items: {', '.join(parts)}", "  ", " " * (8 + width + 2 + 7 + 2))
     hidden = len(quiz) - len(counted)
     if hidden:

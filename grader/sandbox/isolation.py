@@ -30,15 +30,15 @@ import select
 import signal
 import stat
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-from . import proctable
 from ..errors import InternalError
 from ..paths import PACKAGE, remove_tree
+from . import proctable
 from .proctable import Proc, processes
-from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
 from .spawn import MARKER, MARKER_LENGTH, NAMESPACES_ENV, jail_spec, namespaces_wanted
+from .sweep import SHARED_DIRS, shared_folders, sweep, walk_soon
 
 __all__ = ["Isolation", "PACKAGE", "SANDBOX_IDS", "SHARED_DIRS", "private_paths", "processes", "protect"]
 
@@ -165,7 +165,7 @@ def _known_id(number: int) -> bool:
 CLAIMS = ("/run/mha-sandbox", "/var/lib/mha-sandbox")  # where uids are claimed: folders only root may write
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _claims_folder() -> int:
     """A descriptor of the folder of uid claims: root's own (mode 0700), in a parent that only
     root may write, so no student process can create, hold or replace a claim."""

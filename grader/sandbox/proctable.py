@@ -6,8 +6,8 @@ model": there only the worker's process group is killed).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 __all__ = ["CHILDREN_FILES", "Proc", "alive", "children", "descendants", "has_marker", "processes", "status",
            "tree", "user_tasks"]

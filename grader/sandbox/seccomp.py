@@ -136,7 +136,7 @@ def assemble(code):
             continue
         op, jt, jf, k = item
 
-        def jump(target):
+        def jump(target, i=i):
             if target is None or isinstance(target, int):
                 return target or 0
             distance = where[target] - i - 1

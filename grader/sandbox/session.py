@@ -21,13 +21,14 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from .codec import ANSWER, DecodeError, clean_text, decode_value, encode_arg, read_event
 from ..errors import InternalError
 from ..paths import remove_tree
+from .codec import ANSWER, DecodeError, clean_text, decode_value, encode_arg, read_event
 from .isolation import Isolation
 from .limits import Limits
 from .runs import CaseRun, LoadFailure, RunStatus, StudentError
@@ -219,7 +220,7 @@ PREFETCH_BYTES = 256 << 10  # a larger next request is sent when its turn comes 
 class _Ahead:
     """A request sent before its turn: the next problem's, to the worker still on this one."""
 
-    worker: "Worker"
+    worker: Worker
     function: str
     args: Sequence[Sequence[Any]]
     seq: int
@@ -436,7 +437,7 @@ class Session:
         finally:
             remove_tree(self._tmp)  # however deep the student's folders go, whatever their modes
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

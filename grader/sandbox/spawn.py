@@ -32,8 +32,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Protocol, Sequence
+from typing import IO, Protocol
 
 from ..errors import InternalError
 from ..paths import PACKAGE, cache_dir, remove_tree
@@ -78,7 +79,7 @@ def student_env(home: str, extra: dict[str, str]) -> dict[str, str]:
 class ForkedProcess:
     """A student process forked by the zygote: Popen's surface, with the exit status from the zygote."""
 
-    def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+    def __init__(self, server: ForkServer, pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
                  jailed: bool = False, why: str = ""):
         self.server, self.pid = server, pid
         self.jailed, self.why = jailed, why  # runs in namespaces (jail.py); why not, if they were asked for

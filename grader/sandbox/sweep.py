@@ -13,8 +13,8 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..paths import remove_tree
 
@@ -75,7 +75,7 @@ def _keep_walk(roots: tuple[str, ...], folders: tuple[str, ...]) -> None:
         pass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _writable_dirs(roots: tuple[str, ...], budget: int = 100_000) -> tuple[str, ...]:
     """World-writable folders that any user can reach under `roots`.
 

@@ -13,7 +13,8 @@ of the `grader` package: the reference, the problems and the expected values nev
 
 Start-up of a student process, before any student code, is the same either way: set the resource
 limits, (as root) enter its namespaces (jail.py) and switch to the student's uid/gid for good,
-install the system-call filter (seccomp.py), then say "ready". Requests arrive as JSON lines on stdin; each answer is one JSON line on RESULT_FD.
+install the system-call filter (seccomp.py), then say "ready". Requests arrive as JSON lines on stdin;
+each answer is one JSON line on RESULT_FD.
 Return values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 """
