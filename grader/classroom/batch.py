@@ -2,17 +2,15 @@
 result and one feedback file per student, resumable, deterministic, never stopped by one bad file.
 
 Layouts understood:
-- a folder with one sub-folder per student (its name is the student id) holding attention.py
-  (or one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` file per
-  student;
+- a folder with one sub-folder per student (its name is the student id) holding attention.py (or
+  one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` per student;
 - Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
   submission; the student id is the first submitter's email, or sid with `variant_key: sid`
   in course.yaml (a submitter without it is an error: another id would give other numbers).
 
-Every file is read as `mha grade` reads it (grader.grading.student_files): a link, a FIFO or a
-device is never read, nor is a student folder that is a link; a student's files are read once,
-when their turn comes, and what is graded is what is hashed. Only small per-student rows are
-kept in memory; results go to disk as they come.
+Every file is read as `mha grade` reads it (grader.grading.student_files): a link, a FIFO or a device
+is never read, nor is a student folder that is a link; a student's files are read once, when their
+turn comes, and what is graded is what is hashed. Only small per-student rows stay in memory.
 """
 from __future__ import annotations
 

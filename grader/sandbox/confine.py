@@ -9,6 +9,7 @@ import ctypes
 import os
 import platform
 import resource
+import signal
 import sys
 
 LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "cpu": resource.RLIMIT_CPU,
@@ -193,3 +194,24 @@ class Counted:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def kill_orphans(children):
+    """SIGKILL and reap every child of this process that it did not fork as a student process
+    (`children`): what a student process left when it exited (a double-forked daemon...), which
+    comes to the zygote (a child subreaper) outside namespaces. (The zygote's other children, a
+    probe or a keyring clean-up, are waited for before it reads its socket again.) A killed
+    orphan's own children come here in turn, and are killed at the next wake-up (SIGCHLD)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            found = [int(pid) for pid in handle.read().split()]
+    except (OSError, ValueError):
+        return
+    for pid in found:
+        if pid not in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, os.WNOHANG)
+            except (OSError, ChildProcessError):
+                pass

@@ -350,27 +350,6 @@ def child(request, fds, zygote, control, jail):
     serve()
 
 
-def kill_orphans(children):
-    """SIGKILL and reap every child of this process that it did not fork as a student process
-    (`children`): what a student process left when it exited (a double-forked daemon...), which
-    comes to the zygote, a child subreaper, outside namespaces. (The zygote's other children, a
-    probe or a keyring clean-up, are waited for before it reads its socket again.) A killed
-    orphan's own children come here in turn, and are killed at the next wake-up (SIGCHLD)."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
-            found = [int(pid) for pid in handle.read().split()]
-    except (OSError, ValueError):
-        return
-    for pid in found:
-        if pid not in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, os.WNOHANG)
-            except (OSError, ChildProcessError):
-                pass
-
-
 def exit_status(info):
     """A waitid result as Popen.returncode: the exit code, or minus the signal."""
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
@@ -383,7 +362,7 @@ def zygote(control_fd):
     child forked before they all have loads the rest itself, before it drops privileges)."""
     global OWN_PID_SPACE
     prctl(_confine.PR_SET_DUMPABLE, 0)  # a student process of the same user cannot trace or read it
-    prctl(_confine.PR_SET_CHILD_SUBREAPER, 1)  # what a student process leaves when it exits comes here (kill_orphans)
+    prctl(_confine.PR_SET_CHILD_SUBREAPER, 1)  # what a student process leaves when it exits comes here (confine.kill_orphans)
     try:
         OWN_PID_SPACE = os.open("/proc/self/ns/pid", os.O_RDONLY)  # close-on-exec; closed in children
     except OSError:
@@ -429,7 +408,7 @@ def zygote(control_fd):
                         break
                 except BlockingIOError:
                     break
-            kill_orphans(children)
+            _confine.kill_orphans(children)
         if control in ready:
             try:
                 data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
