@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader.assignment.loader import load_assignment
 from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, VENDOR, WORKFLOW_PATH
 
 from ._install import clean_env, fresh_venv, link_farm
@@ -100,8 +101,10 @@ class TestStarterRepository:
         text = (starter / WORKFLOW_PATH).read_text()
         assert f"python -m pip install --disable-pip-version-check ./{VENDOR}/{wheels[0].name} numpy==" in text
         assert "install mha-exercises" not in text
-        assert (starter / "attention.py").read_text() == (EXERCISES / "attention.py").read_text()
-        assert (starter / "answers.yaml").read_text() == (EXERCISES / "answers.yaml").read_text()
+        from grader.starter import starter_files
+        made = starter_files(load_assignment(EXERCISES))  # made from the course, never copied
+        assert (starter / "attention.py").read_text() == made["attention.py"]
+        assert (starter / "answers.yaml").read_text() == made["answers.yaml"]
 
     def test_solution_gets_every_point_and_the_stubs_none(self, starter, tmp_path, assignment):
         """Run as GitHub runs it: the model answers earn every step's points, the stubs nothing."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from grader.assignment.render import render_prompt
-from grader.attention import patterns, reference as ref
+from grader.attention import patterns
 from grader.classroom.release import STUDENT_EXCLUDE
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 import pytest
 
 from grader.assignment.model import Mistake
-from grader.attention import reference
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge, prepare

@@ -236,7 +236,7 @@ class TestAnalysis:
 
     def test_layer_is_the_exercises_multi_head_attention(self):
         """The model's attention layer is the reference multi_head_attention with a causal mask."""
-        from grader.attention import reference
+        from .conftest import COURSE as reference
         m = shipped("d8_h2_s1")
         tokens = model.eval_tokens(m.config)[:3]
         f = model.forward(m.params, tokens, 2)

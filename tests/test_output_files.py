@@ -150,7 +150,7 @@ class TestModes:
                          env={"MHA_CACHE_DIR": str(cache / "mha")})
         assert run.code == 0, run.stderr
         assert json.loads(run.stdout)["score"] == course.total
-        compiled = [p for p in (cache / "mha").iterdir() if p.name != "shared-folders.json"]
+        compiled = [p for p in (cache / "mha").iterdir() if p.suffix == ".json" and p.name != "shared-folders.json"]
         assert mode(cache / "mha") == 0o700 and len(compiled) == 1 and compiled[0].suffix == ".json"
         assert {p.name: mode(p) for p in (cache / "mha").iterdir()} == {
             p.name: 0o600 for p in (cache / "mha").iterdir()}

@@ -44,9 +44,9 @@ def pinned() -> list[str]:
 
 def _floors() -> dict[str, str]:
     """{distribution (lower case): its lowest supported version} from the package's dependencies."""
-    from .wheel import DEPENDENCIES
+    from .. import distribution
     floors = {}
-    for dependency in DEPENDENCIES:
+    for dependency in distribution.dependencies():
         name, _, floor = dependency.partition(">=")
         floors[name.strip().lower()] = floor.strip()
     return floors
@@ -57,7 +57,7 @@ def resolve(python: str, platforms: tuple[str, ...] = GRADESCOPE_PLATFORMS,
     """The dependency wheels for CPython `python` and what was changed to get them.
 
     Each dependency at the version installed here when it has a wheel for `python`; else the
-    newest release between the package's floor (numpy>=1.23...) and the installed version that
+    newest release between the floor the package declares (its metadata) and the installed version that
     has one (numpy 2.3 and later have no wheels for Python 3.10, for instance), with a note
     saying so. InternalError, saying how to get the wheels, when a dependency has none."""
     try:
