@@ -14,7 +14,7 @@ import pytest
 
 from grader.assignment.render import render_prompt
 from grader.attention import patterns
-from grader.classroom.release import STUDENT_EXCLUDE
+from grader.classroom.release import STUDENT_MODULES
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
 from grader.grading.grade import build_args, grade, prepare
@@ -259,4 +259,5 @@ class TestNothingAnsweredAhead:
     def test_the_student_bundle_leaves_out_the_flagship_mistakes(self):
         """The wrong variants hold near-solutions: they are course code, which the student bundle never
         ships (neither the packaged course nor the module that loads a course's code)."""
-        assert {"_assignment", "assignment/course.py"} <= set(STUDENT_EXCLUDE)
+        assert "assignment/course.py" not in STUDENT_MODULES
+        assert not any(name.startswith("_assignment") for name in STUDENT_MODULES)

@@ -1,9 +1,10 @@
 """`mha release`: the student bundle (nothing secret) and the autograder bundle (everything to grade).
 
-student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and a pruned grader package
-             whose `mha check` needs no reference, solutions or hidden cases, with its fixtures in
-             grader/_fixtures/<variant>.json (public cases with expected answers precomputed
-             by the reference; installed with the package, so `mha` finds them from any folder).
+student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the grader modules
+             listed in STUDENT_MODULES (an allow-list), whose `mha check` needs no reference,
+             solutions or hidden cases, with its fixtures in grader/_fixtures/<variant>.json
+             (public cases with expected answers precomputed by the reference; installed with
+             the package, so `mha` finds them from any folder).
 autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
              secret is known, course.yaml (mode 0600) so per-student variants can be graded.
 
@@ -14,7 +15,6 @@ grading does not use.
 """
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -35,15 +35,26 @@ from ..errors import SubmissionError
 from ..grading.fixtures import BUNDLE_FOLDER, INDEX, build
 from ..paths import PACKAGE, write_atomically
 
-# Grader modules a student bundle never carries: whatever loads the course's code (which holds
-# the reference, the wrong variants, the quiz's answer functions), reads the hidden cases (the
-# loader), or serves only instructors. Everything else (running, comparing, reporting) goes in; a test scans the bundle.
-STUDENT_EXCLUDE = ("assignment/quiz.py", "assignment/course.py", "assignment/loader.py", "assignment/render.py",
-                   "assignment/*.schema.json",
-                   "grading/validation.py", "grading/compiled.py", "classroom", "exports",
-                   "reports/class_report.py", "cli/commands.py", "cli/batch.py", "cli/export.py",
-                   "cli/release.py", "__main__.py",
-                   "_assignment")  # the assignment an installed wheel carries (hidden cases, quiz key)
+# The grader modules a student bundle carries, and nothing else: what the student `mha`
+# (cli/launch.py's `student`, cli/student.py) imports to check, show, list and init from the
+# precomputed fixtures, the sandbox's worker with the siblings it loads by path (confine, jail,
+# seccomp), `grader.notebook` (what an exported notebook's check cells call) and
+# `grader.distribution` (`grader.__version__`). A module not listed here is never shipped: the
+# course's code (reference, wrong variants, detectors, quiz answers), the loader of hidden cases,
+# and whatever serves only instructors. tests/test_student_bundle.py checks the list.
+STUDENT_MODULES = (
+    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py",
+    "assignment/__init__.py", "assignment/model.py", "assignment/variants.py", "assignment/yamlio.py",
+    "attention/__init__.py", "attention/api.py", "attention/patterns.py",
+    "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
+    "grading/__init__.py", "grading/answers.py", "grading/checks.py", "grading/diagnosis.py",
+    "grading/fixtures.py", "grading/grade.py", "grading/grids.py", "grading/notebook.py", "grading/results.py",
+    "grading/scoring.py", "grading/student_files.py", "grading/submission.py",
+    "reports/__init__.py", "reports/html.py", "reports/terminal.py", "reports/text.py",
+    "sandbox/__init__.py", "sandbox/codec.py", "sandbox/confine.py", "sandbox/isolation.py", "sandbox/jail.py",
+    "sandbox/limits.py", "sandbox/proctable.py", "sandbox/runs.py", "sandbox/seccomp.py", "sandbox/session.py",
+    "sandbox/spawn.py", "sandbox/sweep.py", "sandbox/worker.py",
+)
 STUDENT_PYPROJECT = """[build-system]
 requires = ["{build_requires}"]
 build-backend = "setuptools.build_meta"
@@ -153,16 +164,22 @@ def _assignment_markdown(fixtures: dict, note: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def _copy_package(out: Path, exclude: Iterable[str] = ()) -> None:
-    """Copy the grader package, less caches and the `exclude` patterns (paths inside the package)."""
-    exclude = tuple(exclude)
+def _copy_package(out: Path) -> None:
+    """Copy the whole grader package, less caches (the autograder bundle)."""
+    shutil.copytree(PACKAGE, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        inside = Path(folder).relative_to(PACKAGE)
-        return {name for name in names if name == "__pycache__" or name.endswith(".pyc")
-                or any(fnmatch.fnmatchcase((inside / name).as_posix(), pattern) for pattern in exclude)}
 
-    shutil.copytree(PACKAGE, out, ignore=ignore)
+def student_package(extra: Iterable[str] = ()) -> dict[str, bytes]:
+    """{path inside the package: bytes} of STUDENT_MODULES and the `extra` modules, read from this
+    grader; an InternalError names a listed module this installation lacks."""
+    from ..errors import InternalError
+    files = {}
+    for name in (*STUDENT_MODULES, *extra):
+        try:
+            files[name] = (PACKAGE / name).read_bytes()
+        except OSError as exc:
+            raise InternalError(f"the student bundle lists grader/{name}, which cannot be read: {exc}") from exc
+    return files
 
 
 def write_student(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
@@ -171,7 +188,9 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
     from .. import distribution as installed
     out.mkdir(parents=True)
-    _copy_package(out / "grader", STUDENT_EXCLUDE)
+    for name, data in student_package().items():
+        (out / "grader" / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / "grader" / name).write_bytes(data)
     (out / "grader" / "__main__.py").write_text("from .cli.launch import student\n\nstudent()\n")
     fixtures = out / "grader" / BUNDLE_FOLDER
     default = build(assignment, DEFAULT_SEED, "default")

@@ -10,8 +10,8 @@ dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a che
 installed wheel alike, and is deterministic: the same files give byte-identical bytes.
 
 `build_student(assignment)`: `mha_exercises_student-<version>-py3-none-any.whl`, what students
-may have: the package pruned as the student bundle is (no reference, no wrong variants, no
-loader, no quiz key: `classroom.release.STUDENT_EXCLUDE`), no assignment, and the default
+may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
+no reference, no wrong variants, no loader, no quiz key) and the otter checks, no assignment, and the default
 variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`otter_checks.py`).
 """
@@ -29,8 +29,8 @@ from .otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks fin
 
 __all__ = ["DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
 
-# The student wheel keeps, of the exports, only what the otter tests call.
-_STUDENT_EXPORTS = ("__init__.py", "otter_checks.py")
+# What the student wheel holds beyond the student bundle's modules: of the exports, only what the otter tests call.
+STUDENT_EXTRA = ("exports/__init__.py", "exports/otter_checks.py")
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
 _SKIP = {"__pycache__", "_assignment"}
 
@@ -66,18 +66,13 @@ def _license() -> str:
     return text or LICENSE_TEXT
 
 
-def _package_files(folder: Path, prefix: str, skip: set[str], exclude: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Regular files under `folder` as {prefix/relative path: bytes}, less the parts named in
-    `skip` and the paths (or the folders holding them) matching an `exclude` pattern."""
-    import fnmatch
+def _package_files(folder: Path, prefix: str, skip: set[str]) -> dict[str, bytes]:
+    """Regular files under `folder` as {prefix/relative path: bytes}, less the parts named in `skip`."""
     files = {}
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)
         if any(part in skip for part in relative.parts) or path.suffix == ".pyc" or path.is_symlink() \
                 or not path.is_file():
-            continue
-        prefixes = [Path(*relative.parts[:n]).as_posix() for n in range(1, len(relative.parts) + 1)]
-        if any(fnmatch.fnmatchcase(p, pattern) for p in prefixes for pattern in exclude):
             continue
         files[f"{prefix}/{relative.as_posix()}"] = path.read_bytes()
     return files
@@ -115,11 +110,9 @@ def build_student(assignment) -> tuple[str, bytes]:
     import json
 
     from ..assignment.quiz import DEFAULT_SEED
-    from ..classroom.release import STUDENT_EXCLUDE
+    from ..classroom.release import student_package
     from ..grading.fixtures import build as build_fixtures
-    exclude = tuple(p for p in STUDENT_EXCLUDE if p != "exports") + tuple(
-        f"exports/{m.name}" for m in sorted((PACKAGE / "exports").glob("*.py")) if m.name not in _STUDENT_EXPORTS)
-    files = _package_files(PACKAGE, "grader", _SKIP | {"_fixtures"}, exclude)
+    files = {f"grader/{name}": data for name, data in sorted(student_package(STUDENT_EXTRA).items())}
     fixtures = build_fixtures(assignment, DEFAULT_SEED, "default")
     files[f"grader/{FIXTURES}"] = (json.dumps(fixtures, sort_keys=True, separators=(",", ":")) + "\n").encode()
     return _wheel(STUDENT_DISTRIBUTION, files, scripts=False)

@@ -160,11 +160,12 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
     if mistake.detector:
         # a detector computes with the answer itself (a head's weights from W_Q W_K^T): only on
         # an answer the comparison found of the expected form, whose size the case sets
-        if result.passed or run.status is not RunStatus.RETURNED or wrong_form(result.summary):
+        if result.passed or run.status is not RunStatus.RETURNED or wrong_form(result.summary) \
+                or problem.code is None:  # a student bundle: no course code, so no detector to run
             return Fit.NEUTRAL
         try:
             from ..assignment.course import course_function
-            detector = course_function(problem.code, mistake.variant)  # None in a student bundle: no course code
+            detector = course_function(problem.code, mistake.variant)
             with np.errstate(all="ignore"):
                 found = detector is not None and detector(copy.deepcopy(prepared.args), run.value)
         except Exception:  # the detector does not apply to this answer

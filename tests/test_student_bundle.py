@@ -1,0 +1,224 @@
+"""What students receive is an allow-list: the student bundle and the otter student wheel hold exactly
+STUDENT_MODULES (and the wheel its otter checks), and nothing they hold imports the course's code."""
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.classroom import release as release_module
+from grader.classroom.release import STUDENT_MODULES, student_package
+from grader.cli.commands import main
+from grader.errors import InternalError
+from grader.exports import wheel
+from grader.paths import PACKAGE
+
+from .conftest import EXERCISES, SOLUTIONS
+
+# Grader modules that load or hold the course's code, its hidden cases or its quiz key.
+COURSE_MODULES = frozenset({"grader.assignment.course", "grader.assignment.loader", "grader.assignment.quiz"})
+# The course folder's own modules: the reference, the named mistakes, the detectors, the quiz's answers.
+COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship", "detectors", "quiz_answers"})
+# The autograder's side of shared modules: function-level imports of modules a student never has,
+# on paths the student `mha` does not take (it grades from precomputed fixtures). Each is listed
+# here on purpose: a new one fails the test until it is looked at.
+AUTOGRADER_ONLY = frozenset({
+    ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
+    ("exports/otter_checks.py", "_assignment", "grader.assignment.loader"),  # a full grader, not the student wheel
+    ("grading/answers.py", "grade_quiz", "grader.assignment.quiz"),
+    ("grading/diagnosis.py", "wrong_answer", "grader.assignment.course"),
+    ("grading/diagnosis.py", "_fit", "grader.assignment.course"),  # only with course code (problem.code)
+    ("grading/fixtures.py", "build", "grader.assignment.quiz"),
+    ("grading/fixtures.py", "build", "grader.assignment.render"),
+    ("grading/grade.py", "build_args", "grader.assignment.generators"),
+    ("grading/grade.py", "reference_answer", "grader.assignment.course"),
+    ("grading/grade.py", "quiz_item", "grader.assignment.quiz"),
+    ("grading/grade.py", "grade", "grader.assignment.quiz"),
+})
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory) -> Path:
+    """The student bundle of `mha release` (no course secret: the default numbers)."""
+    out = tmp_path_factory.mktemp("release") / "r"
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(out)],
+                                env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out / "student"
+
+
+@pytest.fixture(scope="module")
+def student_wheel(assignment) -> dict[str, bytes]:
+    """The otter export's student wheel, as {path: bytes}."""
+    _, data = wheel.build_student(assignment)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _module(path: str) -> str:
+    """'grading/grade.py' -> 'grader.grading.grade'; 'cli/__init__.py' -> 'grader.cli'."""
+    parts = ["grader", *Path(path).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: str, source: str) -> list[tuple[str | None, str]]:
+    """(enclosing function or None at module level, absolute module name) of every import in
+    `source`, the module at `path` inside the grader package; `from X import y` names X and X.y."""
+    package = _module(path) if path.endswith("__init__.py") else _module(path).rpartition(".")[0]
+    found: list[tuple[str | None, str]] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(child, ast.Import):
+                found.extend((function, alias.name) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - child.level + 1] if child.level else []
+                module = ".".join([*base, *([child.module] if child.module else [])])
+                found.append((function, module))
+                found.extend((function, f"{module}.{alias.name}") for alias in child.names)
+            visit(child, inner)
+
+    visit(ast.parse(source, path), None)
+    return found
+
+
+def _shipped_modules(files: dict[str, str]) -> set[str]:
+    return {_module(name) for name in files}
+
+
+def _check_imports(files: dict[str, str]) -> list[str]:
+    """What is wrong with the imports of `files` ({path in the package: source}): a course module
+    named anywhere (module level or not) outside AUTOGRADER_ONLY, a module-level import of a grader
+    module the files do not hold, or an import of the course folder's code."""
+    shipped = _shipped_modules(files)
+    problems = []
+    for path, source in sorted(files.items()):
+        for function, name in imports(path, source):
+            parts = name.split(".")
+            if parts[0] != "grader":
+                if parts[0] == "exercises" or COURSE_CODE & set(parts):
+                    problems.append(f"{path}: imports the course's code {name}")
+                continue
+            # `from .x import y` also names x.y, which may be an attribute: the module is the longest shipped prefix
+            module = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in shipped), None)
+            if module == name or (module is not None and len(parts) - len(module.split(".")) == 1
+                                  and name not in COURSE_MODULES and not _is_module(name)):
+                continue
+            if (path, function, name) in AUTOGRADER_ONLY:
+                continue
+            if name in COURSE_MODULES or function is None or _is_module(name):
+                problems.append(f"{path}:{function or '<module>'}: imports {name}, which a student never has")
+    return problems
+
+
+def _is_module(name: str) -> bool:
+    """Whether `name` is a module of the full grader package."""
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (PACKAGE / relative / "__init__.py").is_file()
+
+
+class TestAllowList:
+    def test_the_bundle_holds_exactly_the_listed_modules(self, student):
+        """The student bundle's grader package: STUDENT_MODULES, its __main__.py and its fixtures, nothing else."""
+        grader = student / "grader"
+        files = {p.relative_to(grader).as_posix() for p in grader.rglob("*") if p.is_file()}
+        fixtures = {f for f in files if f.startswith("_fixtures/")}
+        assert fixtures == {"_fixtures/default.json", "_fixtures/index.json"}
+        assert files - fixtures == {*STUDENT_MODULES, "__main__.py"}
+        for name in STUDENT_MODULES:
+            assert (grader / name).read_bytes() == (PACKAGE / name).read_bytes(), name
+
+    def test_the_student_wheel_holds_the_listed_modules_and_the_otter_checks(self, student_wheel):
+        """The otter student wheel: STUDENT_MODULES, the otter checks and the default fixtures under grader/."""
+        package = {name.removeprefix("grader/") for name in student_wheel if name.startswith("grader/")}
+        assert package == {*STUDENT_MODULES, *wheel.STUDENT_EXTRA, wheel.FIXTURES}
+        assert not any(name.startswith("grader/") for name in student_wheel if "dist-info" in name)
+
+    def test_a_new_module_is_not_shipped(self, tmp_path, monkeypatch):
+        """A module added to the package (here grader/attention/solutions.py) is left out until it is listed."""
+        package = tmp_path / "grader"
+        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_assignment"))
+        (package / "attention" / "solutions.py").write_text("def softmax(x):\n    return x\n")
+        monkeypatch.setattr(release_module, "PACKAGE", package)
+        files = student_package()
+        assert set(files) == set(STUDENT_MODULES) and "attention/solutions.py" not in files
+
+    def test_a_listed_module_that_is_missing_is_named(self, tmp_path, monkeypatch):
+        """A listed module the installation lacks is an InternalError naming it, not a bundle without it."""
+        package = tmp_path / "grader"
+        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_assignment"))
+        (package / "sandbox" / "jail.py").unlink()
+        monkeypatch.setattr(release_module, "PACKAGE", package)
+        with pytest.raises(InternalError, match=r"lists grader/sandbox/jail\.py"):
+            student_package()
+
+    def test_the_list_names_no_course_or_instructor_module(self):
+        """None of the modules that load the course's code, the hidden cases or the quiz key is listed."""
+        listed = {_module(name) for name in STUDENT_MODULES}
+        assert not listed & (COURSE_MODULES | {"grader.assignment.render", "grader.cli.commands",
+                                               "grader.grading.validation", "grader.grading.compiled"})
+        assert not any(name.startswith(("classroom/", "exports/", "_assignment")) for name in STUDENT_MODULES)
+
+
+class TestNothingImportsTheCourse:
+    def test_the_import_walk_finds_a_course_import(self):
+        """The walk itself: a module-level or lazy import of the course's code is reported."""
+        files = {"grading/extra.py": "from ..assignment.course import course_function\n",
+                 "grading/other.py": "def f():\n    from exercises import reference\n    import detectors\n"}
+        assert _check_imports(files) == [
+            "grading/extra.py:<module>: imports grader.assignment.course, which a student never has",
+            "grading/extra.py:<module>: imports grader.assignment.course.course_function, which a student never has",
+            "grading/other.py: imports the course's code exercises",
+            "grading/other.py: imports the course's code exercises.reference",
+            "grading/other.py: imports the course's code detectors"]
+
+    def test_no_file_of_the_bundle_imports_the_course(self, student):
+        """Every .py file of the student bundle: no import of the course's code, the loader or the quiz key
+        (beyond the autograder paths listed in AUTOGRADER_ONLY), no module-level import of an absent module."""
+        grader = student / "grader"
+        files = {p.relative_to(grader).as_posix(): p.read_text() for p in grader.rglob("*.py")}
+        assert len(files) == len(STUDENT_MODULES) + 1
+        assert _check_imports(files) == []
+
+    def test_no_file_of_the_student_wheel_imports_the_course(self, student_wheel):
+        """The same walk over the otter student wheel's .py files."""
+        files = {name.removeprefix("grader/"): data.decode() for name, data in student_wheel.items()
+                 if name.startswith("grader/") and name.endswith(".py")}
+        assert _check_imports(files) == []
+
+    def test_the_autograder_only_imports_are_still_there(self):
+        """Each AUTOGRADER_ONLY entry names an import that exists: the list does not outlive the code."""
+        for path, function, name in AUTOGRADER_ONLY:
+            assert (function, name) in imports(path, (PACKAGE / path).read_text()), (path, function, name)
+
+
+def test_the_bundle_checks_stubs_and_solutions_with_only_its_own_modules(student, tmp_path):
+    """Run from the bundle's own package (not the full grader): `mha check` grades the stubs (not
+    implemented, exit 1) and the solutions (full score, exit 0), and loads no course module."""
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('LOADED', ' '.join(sorted(m for m in sys.modules if m.startswith('grader')))))\n"
+             "import grader\nprint('PACKAGE', grader.__file__)\nfrom grader.cli.launch import student\nstudent()\n")
+    env = {**{k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")},
+           "PYTHONPATH": str(student)}
+    runs = {}
+    for name, path in (("stubs", student / "attention.py"), ("solutions", SOLUTIONS / "attention.py")):
+        runs[name] = subprocess.run([sys.executable, "-c", probe, "check", "--path", str(path)], cwd=tmp_path,
+                                    capture_output=True, text=True, env=env)
+    assert runs["stubs"].returncode == 1 and "not implemented yet" in runs["stubs"].stdout, runs["stubs"].stderr[-2000:]
+    solved = runs["solutions"]
+    assert solved.returncode == 0, solved.stdout[-2000:] + solved.stderr[-2000:]
+    assert re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout), solved.stdout[-2000:]
+    for run in runs.values():
+        loaded = set(run.stdout.rpartition("LOADED ")[2].split())
+        assert "grader.cli.student" in loaded and not loaded & (COURSE_MODULES | {"grader.cli.commands"}), loaded
+        assert f"PACKAGE {student / 'grader' / '__init__.py'}" in run.stdout
