@@ -266,21 +266,38 @@ class WatchedSession(Session):
 
     While a problem runs, the next problem's request may already be on its way to the same
     process (Session's `then`), which may have started on it: processes found then could be
-    either problem's. The problem is then run once more, alone in a fresh process, and pays
-    only if that run leaves processes too (the next problem gets a fresh process anyway)."""
+    either problem's. That process is kept until it has answered the next problem too (so the
+    next problem is judged on what the process that served the earlier ones answered); then
+    every process of the session is stopped, and each problem whose processes were in doubt is
+    run once more, alone in a fresh process, which decides only whether it pays for processes
+    left behind: `earlier_left_behind` then says it of the problem before the one just run."""
 
     def __init__(self, *args, **kwargs):
         self._watching = False
         self.left_behind = False
+        self.earlier_left_behind = False
         self._maybe = False  # processes were found, but the next problem's request was out too
+        self._owed: tuple | None = None  # (function, args, seconds) of a problem whose processes are in doubt
         super().__init__(*args, **kwargs)
 
     def run(self, function, args, seconds, *, then=None) -> ProblemRun:
         """Session.run; `left_behind` then says whether this problem left processes running."""
-        run = self._watched(function, args, seconds, then)
-        if self._maybe and run.rest is None:
-            self._watched(function, args, seconds, None)  # alone: what it leaves is its own
+        owed, self._owed, self.earlier_left_behind = self._owed, None, False
+        run = self._watched(function, args, seconds, None if owed is not None else then)
+        if owed is not None:  # answered by the process the earlier problem may have left processes in
+            found = self.left_behind  # its own processes, or the earlier problem's
+            self._retire()
+            self.earlier_left_behind = self._alone(*owed)
+            self.left_behind = found and run.rest is None and self._alone(function, args, seconds)
+        elif self._maybe and run.rest is None:
+            self._owed = (function, args, seconds)  # decided once the next problem has its answers
         return run
+
+    def _alone(self, function, args, seconds) -> bool:
+        """Whether the problem, run alone in a fresh process (its answers unused), leaves processes."""
+        self._retire()
+        self._watched(function, args, seconds, None)
+        return self.left_behind
 
     def _watched(self, function, args, seconds, then) -> ProblemRun:
         self._watching, self.left_behind, self._maybe = True, False, False
@@ -295,8 +312,8 @@ class WatchedSession(Session):
                 and self.isolation.others_running(worker.proc.pid):
             if self._ahead is not None and self._ahead.worker is worker:
                 self._maybe = True
-            else:
-                self.left_behind = True
+                return  # kept: it is on the next problem, whose answers are collected from it
+            self.left_behind = True
         super()._retire()
 
 
@@ -326,6 +343,9 @@ def _in_turn(problems: Sequence[Problem], chosen: Callable[[Problem], list[Prepa
         run = session.run(problem.function.name, [p.args for p in picked], seconds(problem), then=ahead)
         if getattr(session, "left_behind", False) and run.rest is None:
             run = _left_behind(run)  # (a run that stopped early has already cost its cases)
+        if getattr(session, "earlier_left_behind", False) and done:
+            before = next(reversed(done))  # the problem run just before, whose processes were in doubt
+            done[before] = done[before][0], _left_behind(done[before][1])
         done[problem.id] = picked, run
         current = then
     return done
