@@ -91,9 +91,8 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
         raise ValueError(f"hidden must be one of {', '.join(HIDDEN_CHOICES)} (got {hidden!r})")
     from ..classroom.release import write_autograder
     from . import wheel
-    pips = sorted(name for name in wheels if name.startswith("pip-"))
-    if len(pips) != 1:
-        raise ValueError(f"the wheels must hold exactly one pip wheel (got {pips or 'none'})")
+    from .wheelhouse import offline_requirements, pip_wheel
+    pip = pip_wheel(wheels)
     with tempfile.TemporaryDirectory(prefix="mha-gradescope-") as tmp:
         bundle = Path(tmp) / "autograder"
         write_autograder(assignment, bundle, secret)
@@ -102,8 +101,7 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
     own, data = wheel.build(assignment.root)
     all_wheels = {**wheels, own: data}
     files.update({f"wheels/{name}": content for name, content in all_wheels.items()})
-    pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels if name not in pips)
-    requirements = " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
-    files["setup.sh"] = SETUP.format(python=python, pip=pips[0], requirements=requirements)
+    requirements = offline_requirements(wheels, own)
+    files["setup.sh"] = SETUP.format(python=python, pip=pip, requirements=requirements)
     files["run_autograder"] = RUN.replace("HIDDEN_VISIBILITY", hidden)
     return zip_bytes(files, executable=("setup.sh", "run_autograder"), stored=[f"wheels/{n}" for n in all_wheels])

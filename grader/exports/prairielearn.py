@@ -242,9 +242,8 @@ def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: s
     """serverFilesCourse/mha: the wheels, the assignment and grade.sh, as the Gradescope zip holds them."""
     from ..classroom.release import write_autograder
     from . import wheel
-    pips = sorted(name for name in wheels if name.startswith("pip-"))
-    if len(pips) != 1:
-        raise ValueError(f"the wheels must hold exactly one pip wheel (got {pips or 'none'})")
+    from .wheelhouse import offline_requirements, pip_wheel
+    pip = pip_wheel(wheels)
     with tempfile.TemporaryDirectory(prefix="mha-prairielearn-") as tmp:
         bundle = Path(tmp) / "autograder"
         write_autograder(assignment, bundle, None)
@@ -254,9 +253,8 @@ def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: s
     own, data = wheel.build(assignment.root)
     for name, content in {**wheels, own: data}.items():
         files[f"serverFilesCourse/mha/wheels/{name}"] = content
-    pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels if name not in pips)
-    requirements = " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
-    files["serverFilesCourse/mha/grade.sh"] = GRADE_SH.format(python=python, pip=pips[0], requirements=requirements,
+    requirements = offline_requirements(wheels, own)
+    files["serverFilesCourse/mha/grade.sh"] = GRADE_SH.format(python=python, pip=pip, requirements=requirements,
                                                               total=TOTAL_SECONDS)
     return files
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -107,3 +108,19 @@ def download(python: str, platforms: tuple[str, ...] = GRADESCOPE_PLATFORMS, req
             raise InternalError(f"cannot download wheels of {', '.join(requirements)} for Python {python} on "
                                 f"Linux x86_64 (the export needs the package index or pip's cache once):\n{tail}")
         return {path.name: path.read_bytes() for path in sorted(Path(folder).glob("*.whl"))}
+
+
+def pip_wheel(wheels: Iterable[str]) -> str:
+    """The file name of the one pip wheel among `wheels` (ValueError unless exactly one)."""
+    pips = sorted(name for name in wheels if name.startswith("pip-"))
+    if len(pips) != 1:
+        raise ValueError(f"the wheels must hold exactly one pip wheel (got {pips or 'none'})")
+    return pips[0]
+
+
+def offline_requirements(wheels: Iterable[str], own: str) -> str:
+    """What pip installs offline: the grader's own wheel `own` and every other wheel but pip,
+    pinned by the version in its file name."""
+    pins = sorted(name.split("-")[0].lower() + "==" + name.split("-")[1] for name in wheels
+                  if not name.startswith("pip-"))
+    return " ".join([f"mha-exercises=={own.split('-')[1]}", *pins])
