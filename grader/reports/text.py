@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from ..grading.results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
 from .terminal import Style, grid_lines, wrap
 
-__all__ = ["render", "first_fix", "problem_lines", "case_lines"]
+__all__ = ["render", "first_fix", "problem_lines", "case_lines", "feedback", "why"]
 
 MARK = {"pass": "PASS", "fail": "FAIL", "todo": "TODO"}
+NOT_IMPLEMENTED = "not implemented yet: the function still raises NotImplementedError"
 CASES_SHOWN = 3      # failing public cases told in full; further ones are named on one line
 IND, SUB = "      ", "            "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # in what student code printed: no terminal escapes
@@ -175,11 +176,13 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
     failing = [c for c in p.cases if not c.passed]
-    if p.message and all(c.summary != p.message for c in failing):  # else the case that says it is shown
+    # one cause for every failing case (an import failure, a missing function): told once
+    one_cause = len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(
+        c.status is not CaseStatus.FAILED for c in failing)
+    if p.message and (one_cause or all(c.summary != p.message for c in failing)):  # else a case shown says it
         out.text(p.message, IND)
-    if len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(c.status is not CaseStatus.FAILED
-                                                                             for c in failing):
-        if failing[0].summary != p.message:  # one cause for every case (an import failure, a missing function)
+    if one_cause:
+        if failing[0].summary != p.message:
             out.text(f"{'every case' if len(failing) == len(p.cases) else f'{len(failing)} cases'}: "
                      f"{failing[0].summary}", IND, SUB)
         return
@@ -291,6 +294,24 @@ def problem_lines(problem: ProblemResult, style: Style | None = None) -> list[st
     else:
         _problem(out, problem, True)
     return out.lines
+
+
+def why(problem: ProblemResult) -> str:
+    """Why a problem that did not pass lost its points, in one line: the problem's note (an import
+    failure, a missing function, a time-out) or its first failing case's summary; "" if it passed."""
+    if problem.passed:
+        return ""
+    if problem.not_implemented:
+        return NOT_IMPLEMENTED
+    failing = next(c for c in problem.cases if not c.passed)
+    return problem.message or failing.summary or failing.status.value
+
+
+def feedback(problem: ProblemResult) -> str:
+    """A problem's block without its header line, for reports that name the problem themselves
+    (Gradescope, GitHub): never empty, and "All cases passed." only when every case did."""
+    body = "\n".join(problem_lines(problem)[1:]).strip()
+    return body or why(problem) or "All cases passed."
 
 
 def case_lines(case: CaseResult, style: Style | None = None) -> list[str]:
