@@ -63,19 +63,20 @@ class _Out:
 
 def _first_sentence(text: str, limit: int = 90) -> str:
     sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
-    return sentence if len(sentence) <= limit else sentence[:limit - 3].rsplit(" ", 1)[0] + "..."
+    return sentence if len(sentence) <= limit else sentence[:limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
 
 
-def first_fix(problem: ProblemResult) -> str:
-    """The first thing to fix in a failing problem, in a few words."""
+def first_fix(problem: ProblemResult, limit: int = 90) -> str:
+    """The first thing to fix in a failing problem, in a few words (a sentence cut to `limit` columns)."""
     if problem.not_implemented:
         return "not implemented yet"
     if problem.message:
-        return _first_sentence(problem.message)
+        return _first_sentence(problem.message, limit)
     failing = [c for c in problem.cases if not c.passed]
     named = next((c for c in failing if c.mistake), None)
     if named is not None:
-        return f"likely {named.mistake}: {_first_sentence(named.mistake_message)}"
+        head = f"likely {named.mistake}: "
+        return head + _first_sentence(named.mistake_message, max(20, limit - len(head)))
     first = failing[0] if failing else None
     if first is None:
         return ""
@@ -203,12 +204,13 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
         out.lines.extend(f"{IND}  | {_CONTROL.sub('?', line[:160])}" for line in p.stdout.strip().splitlines()[:5])
 
 
-def _quiz_item(out: _Out, p: ProblemResult) -> None:
+def _quiz_item(out: _Out, p: ProblemResult, brief: bool = False) -> None:
+    """A quiz item's block; `brief`: a right answer is its header line only (the text report)."""
     case = p.cases[0]
     score = f"[{_pts(p.score)}/{_pts(p.max_score)}]" if p.counted else "[hidden: graded by `mha grade`]"
     if p.passed:
         out.marked("pass", f"{p.id}: {p.title}  {score}")
-        if p.message:
+        if p.message and not brief:
             out.text(p.message, IND, role="dim")
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
@@ -228,10 +230,15 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
     for p in items:
         if p.cases[0].status is CaseStatus.ERROR:
             errors.setdefault(p.cases[0].summary, []).append(p)
+    right = [p for p in items if p.counted and p.passed]
+    if len(right) > 1:  # a right answer needs no feedback: one line for all of them
+        out.marked("pass", f"{len(right)} items right, {_pts(sum(p.score for p in right))} points: "
+                           + ", ".join(p.id for p in right))
     for p in items:
         if p not in blank and p not in recorded and not (p.cases[0].status is CaseStatus.ERROR
-                                                         and len(errors[p.cases[0].summary]) > 1):
-            _quiz_item(out, p)
+                                                         and len(errors[p.cases[0].summary]) > 1) \
+                and not (len(right) > 1 and p in right):
+            _quiz_item(out, p, brief=True)
     for summary, same in errors.items():
         if len(same) > 1:  # the answers file as a whole is unusable: said once
             out.marked("fail", f"{summary} ({len(same)} quiz items, 0 of "
@@ -243,23 +250,31 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
         names = ", ".join(p.id + ("" if p.counted else " (hidden)") for p in blank)
         out.marked("todo", f"not answered yet{why}, 0 of {_pts(points)} points: {names}")
     if recorded:
-        out.text("Recorded, graded later by `mha grade` (hidden items): " + ", ".join(p.id for p in recorded),
-                 "", IND)
+        out.text("Recorded, graded later by `mha grade` and not in this score (hidden items): "
+                 + ", ".join(p.id for p in recorded), "", IND)
 
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
     unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
-    width = max((len(p.id) for p in ran), default=4)
+    passed = [p for p in ran if p.passed]
+    # what to fix first, then what is done (several right problems on one line)
+    rows = [p for p in ran if not p.passed] + (passed if len(passed) < 2 else [])
+    done = f"{len(passed)} problems" if len(passed) > 1 else ""
+    width = max([len(p.id) for p in rows] + [len(done)], default=4)
+    room = out.style.width - (8 + width + 2 + 7 + 2)
     if unrun:
         out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
-    for p in ran:
+    for p in rows:
         mark = "pass" if p.passed else "todo" if p.not_implemented else "fail"
         score = f"{_pts(p.score)}/{_pts(p.max_score)}"
-        fix = "" if p.passed else "  " + first_fix(p)
+        fix = "" if p.passed else "  " + first_fix(p, room)
         out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
+    if done:
+        score = f"{_pts(sum(p.score for p in passed))}/{_pts(sum(p.max_score for p in passed))}"
+        out.marked("pass", f"{done:<{width}}  {score:>7}  every case right", "  ", " " * (8 + width + 2 + 7 + 2))
     counted = [p for p in quiz if p.counted]
     if counted:
         status = [p.cases[0].status for p in counted]
@@ -271,7 +286,7 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
                    f"{'quiz':<{width}}  {_pts(quiz_score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
                    f"{len(counted)} items: {', '.join(parts)}", "  ", " " * (8 + width + 2 + 7 + 2))
     hidden = len(quiz) - len(counted)
-    if hidden:
+    if hidden and not any(p.cases[0].status is CaseStatus.RECORDED for p in quiz):  # else the quiz said it
         out.text(f"{hidden} hidden quiz item(s) are graded later and not in this score", "  ")
     done_p = sum(p.passed for p in problems)
     done_q = sum(p.passed for p in counted)
@@ -347,8 +362,13 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         _load_error(out, error, problems, unrun)
     if ran:
         out.heading("Problems")
+        passed = [p for p in ran if p.passed]
         for p in ran:
-            _problem(out, p, show_hints)
+            if not (p.passed and len(passed) > 1):
+                _problem(out, p, show_hints)
+        if len(passed) > 1:  # a right problem needs no feedback: one line for all (every one not named above)
+            out.marked("pass", f"the {len(passed)} other problems: every case right" if len(passed) < len(ran)
+                       else f"all {len(passed)} problems: every case right")
     if quiz:
         out.heading("Quiz (answers.yaml)")
         _quiz(out, quiz)
