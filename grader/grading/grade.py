@@ -207,7 +207,8 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         if case.raises and case.raises in error.bases:
             return CaseResult(status=CaseStatus.PASSED, **base)
         expected = f", expected {case.raises}" if case.raises else ""
-        said = _hidden_summary(run) if case.hidden else one_line(f"raised {error.type}{where}: {error.message}")
+        said = _hidden_summary(run) if case.hidden else one_line(
+            f"raised {error.type}{where}" + (f": {error.message}" if error.message.strip() else ""))
         return CaseResult(status=CaseStatus.ERROR, summary=said + expected, **base)
     if run.status is not RunStatus.RETURNED:
         status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..grading.results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
+from ..grading.results import (NOT_IMPORTED, RETURNED_NONE, CaseResult, CaseStatus, GradeResult, LoadError,
+                               ProblemResult, WeightGrid)
 from .terminal import Style, grid_lines, wrap
 
 __all__ = ["render", "first_fix", "problem_lines", "case_lines", "feedback", "why"]
@@ -178,8 +179,8 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     out.marked("fail", f"{p.id}: {p.title}  {score}")
     failing = [c for c in p.cases if not c.passed]
     # one cause for every failing case (an import failure, a missing function): told once
-    one_cause = len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(
-        c.status is not CaseStatus.FAILED for c in failing)
+    one_cause = len(failing) > 1 and len({c.summary for c in failing}) == 1 and (
+        failing[0].summary == RETURNED_NONE or all(c.status is not CaseStatus.FAILED for c in failing))
     if p.message and (one_cause or all(c.summary != p.message for c in failing)):  # else a case shown says it
         out.text(p.message, IND)
     if one_cause:
@@ -197,7 +198,8 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
-    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR) for c in failing):
+    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR)
+                                                    and c.summary != RETURNED_NONE for c in failing):
         out.labelled("hint:", p.hints[0], "code")
     if p.stdout.strip():
         out.lines.append(f"{IND}your code printed:")
