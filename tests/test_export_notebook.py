@@ -182,3 +182,62 @@ def test_folder_holding_only_a_notebook_is_graded(assignment, cli, tmp_path):
     two = cli("grade", str(folder))
     assert two.exit_code == ExitCode.USAGE
     assert "no attention.py in this folder (and 2 notebooks: upload one)" in two.stderr
+
+
+class TestBrokenCell:
+    """A notebook with one code cell that is not Python is graded cell by cell: that cell costs the
+    functions it defines, named by its number and its line; every other problem is graded."""
+
+    @staticmethod
+    def notebook(assignment, folder):
+        import nbformat
+        nb = _solved(exporter.render(assignment))
+        broken = next(i for i, c in enumerate(nb.cells, start=1) if c.id == "parameter_count-code")
+        lines = nb.cells[broken - 1].source.split("\n")
+        nb.cells[broken - 1].source = "\n".join(lines[:2] + ["    total = = 4 * d_model"] + lines[2:])
+        scratch = nbformat.v4.new_code_cell("for i in range(3)\n    print(softmax(i))")
+        nb.cells.insert(1, scratch)  # a scratch cell, before it: the broken cell is one further on
+        shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
+        nbformat.write(nb, folder / "homework.ipynb")
+        return folder / "homework.ipynb", broken + 1
+
+    def test_the_broken_cell_costs_its_function_only(self, assignment, tmp_path):
+        """parameter_count (its cell has `= =` on line 3) scores 0, told "cell N, line 3: invalid syntax";
+        every other problem full marks; a broken scratch cell costs nothing and is named too."""
+        from grader.grading.grade import grade
+        from grader.grading.submission import read_submission
+        path, number = self.notebook(assignment, tmp_path)
+        result = grade(assignment, read_submission(path))
+        scores = {p.id: (p.score, p.max_score) for p in result.problems if not p.quiz}
+        assert scores.pop("parameter_count")[0] == 0
+        assert all(score == top for score, top in scores.values()), scores
+        problem = next(p for p in result.problems if p.id == "parameter_count")
+        assert problem.message == (f"cell {number}, line 3: invalid syntax; parameter_count is defined in that "
+                                   "cell, which is not valid Python, so it was not run")
+        assert all(c.summary == problem.message for c in problem.cases)
+        assert result.load_error is None and result.score == assignment.max_score - 10
+        assert f"cell {number}, line 3: invalid syntax (not valid Python: it was left out, so parameter_count " \
+               "could not be graded)" in result.messages
+        assert "cell 2, line 1: expected ':' (not valid Python: it was left out; it defines no function graded " \
+               "here, so it costs nothing)" in result.messages
+
+    def test_the_report_names_the_cell_not_attention_py(self, cli, assignment, tmp_path):
+        """`mha check` on the notebook: the cell and its line, no line of an attention.py the student never wrote."""
+        path, number = self.notebook(assignment, tmp_path)
+        result = cli("check", "--path", str(path))
+        assert result.exit_code == 1
+        assert "FAIL  parameter_count: " in result.stdout
+        assert f"cell {number}, line 3: invalid syntax" in result.stdout
+        assert "attention.py" not in result.stdout.replace("attention.py:", "")
+        assert "PASS  the 13 other problems: every case right" in result.stdout
+
+    def test_a_redefined_function_is_graded_on_the_cell_that_parses(self, assignment, tmp_path):
+        """A broken cell that redefines a function another cell defines costs nothing (the kernel keeps the other)."""
+        from grader.grading.notebook import notebook_parts
+        cells = [{"cell_type": "code", "metadata": {}, "source": "def f(x):\n    return x\n"},
+                 {"cell_type": "code", "metadata": {}, "source": "def f(x):\n    return x +\n"},
+                 {"cell_type": "code", "metadata": {}, "source": "def g(:\n    pass\n"}]
+        raw = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}).encode()
+        source, _, broken = notebook_parts(raw, "n.ipynb")
+        assert "def f(x):\n    return x\n" in source and "def g" not in source and "x +" not in source
+        assert [(b.label, b.line, b.functions) for b in broken] == [("cell 2", 2, ()), ("cell 3", 1, ("g",))]

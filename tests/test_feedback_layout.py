@@ -77,7 +77,7 @@ def buggy_result() -> GradeResult:
 class TestSyntaxError:
     def test_told_once_with_its_line_and_a_caret(self):
         """An unclosed parenthesis: one block with the line and a caret, no per-case lines, no hints; the
-        quiz is still reported; the summary says what to fix first."""
+        quiz is still reported (a right answer on one line); the summary says what to fix first."""
         assert text.render(syntax_error_result(), PLAIN) == golden("""
             Multi-head attention
             ====================
@@ -93,14 +93,13 @@ class TestSyntaxError:
 
             Quiz (answers.yaml)
             PASS  pruning: Pruning heads  [1/1]
-                  Right: redundancy in one model.
             TODO  not answered yet, 0 of 3 points: widen_values, head_count
-            Recorded, graded later by `mha grade` (hidden items): two_relations
+            Recorded, graded later by `mha grade` and not in this score (hidden items):
+                  two_relations
 
             Summary
               FAIL  2 problems not run, 0 of 20 points: fix attention.py line 14 first
               FAIL  quiz      1/4  3 items: 1 right, 0 wrong, 2 not answered
-              1 hidden quiz item(s) are graded later and not in this score
 
             Score: 1/24 (4%), 0 of 2 problems and 1 of 3 quiz items fully correct (public
             cases only)
@@ -148,9 +147,7 @@ class TestProblems:
             PASS  merge_heads: Merge the heads back together  [10/10]
 
             Summary
-              FAIL  softmax       2.5/10  likely softmax-wrong-axis: Your weights are
-                                          normalized down the first axis, so each column
-                                          sums to 1 instead of...
+              FAIL  softmax       2.5/10  likely softmax-wrong-axis: Your weights are...
               TODO  split_heads     0/10  not implemented yet
               PASS  merge_heads    10/10
 
@@ -335,7 +332,8 @@ class TestHiddenQuizItemsInCheck:
         """A wrong answer to a hidden item: 'recorded', no PASS, no FAIL, not in the score; exit 0."""
         result = self.check(cli, tmp_path, "two_relations: a\nprecise_claim: a\n")
         assert result.exit_code == 0
-        assert "Recorded, graded later by `mha grade` (hidden items): two_relations" in result.stdout
+        assert "Recorded, graded later by `mha grade` and not in this score (hidden items): two_relations" \
+            in result.stdout
         assert "two_relations: " not in result.stdout and "Score: 1/1 (100%)" in result.stdout
 
     def test_a_hidden_answer_of_the_wrong_form_fails_check(self, cli, tmp_path):

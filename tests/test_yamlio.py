@@ -177,21 +177,28 @@ class TestStudentAnswers:
 
     @pytest.mark.parametrize("fast", [True, False])
     @pytest.mark.parametrize("text,error", [
-        ("distributions_one_head: 1\nwiden_values: a\nwiden_values: b\n",
-         "answers.yaml:3: duplicate key 'widen_values'"),
         ("distributions_one_head: 1\nwiden_values: [a, b\npruning: a\n",
          "answers.yaml:3: invalid YAML: expected ',' or ']', but got ':'"),
         ("distributions_one_head: 1\nwiden_values: [a, b\n",
          "answers.yaml:3: invalid YAML: expected ',' or ']', but got '<stream end>'"),
         ("pruning: a\n\twiden_values: b\n",
          "answers.yaml:2: invalid YAML: found character '\\t' that cannot start any token"),
-    ], ids=["duplicate key", "unclosed bracket", "unclosed at the end", "tab"])
+    ], ids=["unclosed bracket", "unclosed at the end", "tab"])
     def test_mistakes_are_reported_on_their_line(self, tmp_path, monkeypatch, text, error, fast):
-        """A duplicate key or invalid YAML gives the same `answers.yaml:LINE: message` on both paths."""
+        """Invalid YAML gives the same `answers.yaml:LINE: message` on both paths."""
         if not fast:
             pure(monkeypatch)
         sheet = self.sheet(tmp_path, text)
         assert (sheet.error, sheet.answers) == (error, {})
+
+    @pytest.mark.parametrize("fast", [True, False])
+    def test_a_duplicate_key_is_kept_with_its_lines(self, tmp_path, monkeypatch, fast):
+        """An item answered twice is no error of the file: its lines are kept (it costs that item), on both paths."""
+        if not fast:
+            pure(monkeypatch)
+        sheet = self.sheet(tmp_path, "distributions_one_head: 1\nwiden_values: a\nwiden_values: b\n")
+        assert (sheet.error, sheet.duplicates) == (None, {"widen_values": (2, 3)})
+        assert sheet.answers["distributions_one_head"] == 1
 
     def test_answers_and_their_lines(self, tmp_path):
         """Valid answers are read with the line of each."""

@@ -11,10 +11,12 @@ from ..errors import SpecError
 
 
 class YMap(dict):
-    """A YAML mapping that knows the (1-based) line of itself and of each key."""
+    """A YAML mapping that knows the (1-based) line of itself and of each key, and (read with
+    `duplicates=True`) the lines of each key written more than once, whose first value it keeps."""
 
     line: int = 0
     key_lines: dict
+    duplicates: dict  # key -> every line it is on
 
 
 class YList(list):
@@ -69,7 +71,7 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YMap:
     loader.flatten_mapping(node)
     result = YMap()
     result.line = node.start_mark.line + 1
-    result.key_lines = {}
+    result.key_lines, result.duplicates = {}, {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
@@ -78,6 +80,9 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YMap:
         except TypeError:  # an unhashable key such as a list
             raise _DuplicateKey(line, f"a key must be a plain value, not a list or a mapping (got {brief(key)})") \
                 from None
+        if duplicate and getattr(loader, "keep_duplicates", False):
+            result.duplicates.setdefault(key, [result.key_lines[key]]).append(line)
+            continue
         if duplicate:
             raise _DuplicateKey(line, f"duplicate key {brief(key)}")
         result[key] = loader.construct_object(value_node, deep=True)
@@ -152,22 +157,24 @@ def _expanded_size(root: yaml.Node, limit: int) -> int:
     return sizes[id(root)]
 
 
-def _load(text: str, loader_class, max_values: int | None):
+def _load(text: str, loader_class, max_values: int | None, duplicates: bool = False):
     """yaml.load, with the composed document's expanded size checked before it is built."""
-    if max_values is None:
+    if max_values is None and not duplicates:
         return yaml.load(text, Loader=loader_class)  # noqa: S506 - both loaders are SafeLoaders
     loader = loader_class(text)
+    loader.keep_duplicates = duplicates
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        _expanded_size(node, max_values)
+        if max_values is not None:
+            _expanded_size(node, max_values)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = None):
+def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = None, duplicates: bool = False):
     """Parse one YAML file; every failure is a SpecError with the file and line.
 
     The text (the file's, or `text` handed in: a student's answers, read with a size limit) is
@@ -177,7 +184,9 @@ def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = N
     RecursionError instead of crashing the grader.
 
     `max_values` (for student data): a document whose aliases stand for more values than this
-    (a "billion laughs") is refused before it is built, so no message or report can expand it."""
+    (a "billion laughs") is refused before it is built, so no message or report can expand it.
+    `duplicates`: a key written twice in a mapping is no error; the mapping keeps its first value
+    and the lines of each such key (YMap.duplicates), for the caller to judge."""
     try:
         if text is None:
             text = Path(path).read_text(encoding="utf-8")
@@ -185,13 +194,13 @@ def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = N
         raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
     if _nesting_bound(text) <= MAX_FAST_NESTING:
         try:
-            return _load(text, _FastLoader, max_values)
+            return _load(text, _FastLoader, max_values, duplicates)
         except _TooManyValues as big:
             raise SpecError(str(path), big.line, big.message) from None
         except (yaml.YAMLError, _DuplicateKey):
             pass  # parsed again below, for the pure-Python parser's message
     try:
-        return _load(text, _Loader, max_values)
+        return _load(text, _Loader, max_values, duplicates)
     except (_DuplicateKey, _TooManyValues) as bad:
         raise SpecError(str(path), bad.line, bad.message) from None
     except yaml.MarkedYAMLError as exc:

@@ -13,7 +13,7 @@ import os
 import re
 import reprlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ class AnswerSheet:
     error: str | None = None         # the whole file is unusable (too large, invalid YAML...)
     missing: bool = False            # there is no answers file at all
     unknown: tuple[str, ...] = ()    # one note per answer to an item that does not exist
+    duplicates: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # item id -> its lines: it costs that item
 
 
 def read_answers_file(path: Path) -> StudentFile:
@@ -100,7 +101,7 @@ def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerShe
         return AnswerSheet({}, {}, error=file.problem)
     raw = file.data
     try:
-        node = load_yaml(Path(name), raw.decode("utf-8"), max_values=MAX_VALUES)
+        node = load_yaml(Path(name), raw.decode("utf-8"), max_values=MAX_VALUES, duplicates=True)
     except UnicodeDecodeError:
         return AnswerSheet({}, {}, error=f"{name} is not UTF-8 text")
     except SpecError as exc:
@@ -113,6 +114,10 @@ def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerShe
     if not isinstance(node, dict):
         return AnswerSheet({}, {}, error=f"{name}:{line_of(node, default=1)}: must map quiz item ids to answers, "
                                          f"like `pruning: b` (got {_shown(node)})")
+    nested = _nested_duplicate(node.values())
+    if nested is not None:  # inside one answer: that answer's form is unclear, and so is the file's
+        key, lines = nested
+        return AnswerSheet({}, {}, error=f"{name}:{lines[1]}: duplicate key {_repr.repr(key)}")
     known = list(item_ids)
     unknown = []
     for key in node:
@@ -122,7 +127,22 @@ def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerShe
             advice = f"did you mean {close[0]!r}?" if close else "see `mha list`"
             unknown.append(f"{name}:{line_of(node, key)}: unknown quiz item {_repr.repr(key)} ({advice})")
     answers = {k: v for k, v in node.items() if k in known}
-    return AnswerSheet(answers, {k: line_of(node, k) for k in answers}, unknown=tuple(unknown))
+    twice = {k: tuple(lines) for k, lines in getattr(node, "duplicates", {}).items() if k in known}
+    return AnswerSheet(answers, {k: line_of(node, k) for k in answers}, unknown=tuple(unknown), duplicates=twice)
+
+
+def _nested_duplicate(values: Iterable[Any]) -> tuple[Any, list[int]] | None:
+    """The first key written twice in a mapping inside the answers, with its lines (None if none)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for key, lines in getattr(value, "duplicates", {}).items():
+                return key, lines
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
 
 
 # ---------------------------------------------------------------- reading one answer
@@ -277,6 +297,12 @@ def grade_variants(variants: Iterable[Variant], answers: Path | StudentFile, kno
         item = v.item
         if sheet.error is not None:
             results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden, summary=sheet.error))
+        elif item.id in sheet.duplicates:  # two answers to one item: that item only is not graded
+            lines = sheet.duplicates[item.id]
+            on = ", ".join(map(str, lines[:-1])) + f" and {lines[-1]}"
+            results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden,
+                                   summary=f"{answers.name}:{lines[1]}: duplicate key {item.id!r}, on lines {on}: "
+                                           f"answer each item once (keep one line)"))
         else:
             result = grade_item(v, sheet.answers.get(item.id), sheet.lines.get(item.id), include_hidden=include_hidden)
             results.append(_no_file(result, answers.name) if sheet.missing else result)

@@ -13,8 +13,9 @@ import numpy as np
 
 from ..assignment.model import CompareKind, Comparison
 from ..sandbox.codec import Opaque
+from .results import RETURNED_NONE
 
-__all__ = ["Verdict", "check", "describe", "as_array", "FORM_FAILURES", "wrong_form"]
+__all__ = ["Verdict", "check", "describe", "as_array", "FORM_FAILURES", "RETURNED_NONE", "wrong_form"]
 
 # the kinds of failure a check finds before looking at any value: the answer is not of the
 # form the case expects (a tuple of two arrays of the case's shape, a dict with given keys)
@@ -24,7 +25,7 @@ FORM_FAILURES = ("wrong type", "wrong shape", "missing key")
 def wrong_form(kind: str) -> bool:
     """Whether a failure kind ("wrong shape", "W_Q: wrong shape", "head 0: W_Q: wrong type")
     says the answer is not of the expected form."""
-    return kind.rsplit(": ", 1)[-1] in FORM_FAILURES
+    return kind == RETURNED_NONE or kind.rsplit(": ", 1)[-1] in FORM_FAILURES
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,16 @@ def _check_allclose(cmp: Comparison, expected: Any, got: Any, parts: Sequence[st
     if not isinstance(got, (tuple, list)) or len(got) != len(parts):
         return Verdict(False, "wrong type",
                        f"expected a tuple ({', '.join(parts)}), got {describe(got)}")
-    for name, exp, value in zip(parts, expected, got):
-        verdict = compare_arrays(np.asarray(exp, dtype=np.float64), value, cmp.rtol, cmp.atol)
-        if not verdict.passed:
-            return Verdict(False, f"{name}: {verdict.kind}", f"{name}: {verdict.detail}")
-    return Verdict.ok()
+    verdicts = [compare_arrays(np.asarray(exp, dtype=np.float64), value, cmp.rtol, cmp.atol)
+                for exp, value in zip(expected, got)]
+    wrong = [k for k, v in enumerate(verdicts) if not v.passed]
+    if not wrong:
+        return Verdict.ok()
+    name, verdict = parts[wrong[0]], verdicts[wrong[0]]
+    right = [parts[k] for k in range(len(parts)) if k not in wrong]
+    # e.g. the weights right and the output wrong: the mistake is in what comes after the weights
+    also = f" ({' and '.join(right)} right)" if right else ""
+    return Verdict(False, f"{name}: {verdict.kind}", f"{name}: {verdict.detail}{also}")
 
 
 def as_int(value: Any) -> int | None:
@@ -218,6 +224,8 @@ _CHECKS: dict[CompareKind, Callable[[Comparison, Any, Any, Sequence[str]], Verdi
 
 def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -> Verdict:
     """Compare `got` (decoded plain data) with `expected` (computed by the reference)."""
+    if got is None:
+        return Verdict(False, RETURNED_NONE, "the function returned None: does it end with `return` and the answer?")
     return _CHECKS[cmp.kind](cmp, expected, got, parts)
 
 

@@ -207,7 +207,8 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
         if case.raises and case.raises in error.bases:
             return CaseResult(status=CaseStatus.PASSED, **base)
         expected = f", expected {case.raises}" if case.raises else ""
-        said = _hidden_summary(run) if case.hidden else one_line(f"raised {error.type}{where}: {error.message}")
+        said = _hidden_summary(run) if case.hidden else one_line(
+            f"raised {error.type}{where}" + (f": {error.message}" if error.message.strip() else ""))
         return CaseResult(status=CaseStatus.ERROR, summary=said + expected, **base)
     if run.status is not RunStatus.RETURNED:
         status = {RunStatus.TIMEOUT: CaseStatus.TIMEOUT, RunStatus.CRASHED: CaseStatus.CRASHED}.get(run.status, CaseStatus.ERROR)
@@ -444,15 +445,29 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         reason = files.source.problem or f"no {files.source.name} was submitted"
         results = tuple(not_read(p, cases(p), reason) for p in problems)
     elif problems:
-        with WatchedSession(files.source.data, limits, private=private) as session:
-            results = run_problems(problems, cases, session, limits)
-            if session.load_failure is not None:
-                load_error = _load_error(session.load_failure, source)
-                messages += (one_line(load_error.describe()),)
+        # a notebook's function whose cell is not Python was left out: it costs its problem only
+        left_out = {p.id: files.not_valid(p.function.name) for p in problems}
+        runnable = [p for p in problems if left_out[p.id] is None]
+        ran: tuple[ProblemResult, ...] = ()
+        if runnable:
+            with WatchedSession(files.source.data, limits, private=private) as session:
+                ran = run_problems(runnable, cases, session, limits)
+                if session.load_failure is not None:
+                    load_error = _load_error(session.load_failure, source)
+                    messages += (one_line(load_error.describe()),)
+        by_id = {r.id: r for r in ran}
+        results = tuple(by_id[p.id] if p.id in by_id else not_read(p, cases(p), _left_out(p, left_out[p.id]))
+                        for p in problems)
         results = point_at_callees(problems, results, source) if load_error is None else results
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
+
+
+def _left_out(problem: Problem, cell) -> str:
+    """Why a problem whose function is in a notebook cell that is not Python was not run."""
+    return one_line(f"{cell.describe()}; {problem.function.name} is defined in that cell, which is not valid "
+                    f"Python, so it was not run")
 
 
 def _source_line(source: str | None, line: int | None) -> str:

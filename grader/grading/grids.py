@@ -4,7 +4,8 @@ Problems whose answer holds weights (scaled dot-product and multi-head attention
 `(output, weights)`; a designed head's W_Q and W_K make a pattern) get small grids of plain
 numbers: the student's weights and the expected ones, rows = queries, columns = keys. Only
 public cases get them (the caller decides), and only when the student's weights have the
-expected shape and are finite; they are cut to MAX_SIDE rows and columns and MAX_GRIDS heads.
+expected shape; weights that are nan or inf are kept as they are (the reports mark those
+cells: they are often the bug). Grids are cut to MAX_SIDE rows and columns and MAX_GRIDS heads.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _rows(a: np.ndarray) -> tuple[tuple[float, ...], ...]:
 
 
 def _pairs(got: np.ndarray, expected: np.ndarray) -> tuple[WeightGrid, ...]:
-    if got.shape != expected.shape or got.ndim < 2 or not np.isfinite(got).all():
+    if got.shape != expected.shape or got.ndim < 2:
         return ()
     shape = (int(expected.shape[-2]), int(expected.shape[-1]))
     if got.ndim == 2:
@@ -65,7 +66,7 @@ def weight_grids(problem: Problem, expected: Any, got: Any) -> tuple[WeightGrid,
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return ()
             mats = [as_array(m) for m in got]
-            if any(m is None or m.shape != (seq_len, seq_len) or not np.isfinite(m).all() for m in mats):
+            if any(m is None or m.shape != (seq_len, seq_len) for m in mats):
                 return ()
             with np.errstate(all="ignore"):
                 weights = head_weights(seq_len, *mats)

@@ -9,8 +9,12 @@ and class definitions and assignments, in order, and drops everything else: call
 (a student's scratch tests), shell and magic lines (`!mha check`, `%timeit`), imports of the
 checking tools (`grader`, `otter`) and assignments that use them (`grader = otter.Notebook()`),
 assignments that call a graded function, and the check cells the exported notebook tags
-`mha-check`. A cell that is not valid Python is kept as it is, so the grader reports its
-syntax error like any other. Later definitions win, as they do in the kernel.
+`mha-check`. Later definitions win, as they do in the kernel.
+
+A cell that is not valid Python is left out, as the kernel leaves it out when it is run: it
+costs only the functions it defines at top level (found by their `def` lines, the cell being
+unparsable), each problem of which says the cell's number and the line within it ("cell 7,
+line 3: invalid syntax"); the other cells are graded.
 
 Quiz answers: raw cells tagged `mha-answers` (the exported notebook has one per quiz item) are
 joined, in order, into the submission's answers.yaml; a notebook without them is graded with
@@ -23,17 +27,19 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
 from .student_files import PARSE_BYTES, SOURCE_BYTES, open_folder, read_student_file
 
-__all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "definitions", "code_cells", "answer_cells", "extract_source",
+__all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "BrokenCell", "definitions", "code_cells", "answer_cells", "extract_source",
            "extract_answers", "notebook_parts", "check"]
 
 CHECK_TAG = "mha-check"     # cells with this tag are never part of the submission
@@ -45,6 +51,42 @@ _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.
          ast.Assign, ast.AnnAssign, ast.AugAssign)
 _MAGIC = ("!", "%")
 TOOLS = frozenset({"grader", "otter"})   # checking tools: never part of a submission
+_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BrokenCell:
+    """A code cell that is not valid Python: left out of the submission, it costs its functions."""
+
+    label: str                    # "cell 7"
+    line: int | None              # within the cell, 1-based
+    message: str                  # the parser's, e.g. "invalid syntax"
+    functions: tuple[str, ...]    # the functions it defines at top level (by their `def` lines) and no other cell does
+
+    def describe(self) -> str:
+        """e.g. "cell 7, line 3: invalid syntax"."""
+        where = f", line {self.line}" if self.line else ""
+        return f"{self.label}{where}: {self.message}"
+
+    def note(self) -> str:
+        """What the report says about the cell as a whole."""
+        costs = (f"it was left out, so {', '.join(self.functions)} could not be graded" if self.functions
+                 else "it was left out; it defines no function graded here, so it costs nothing")
+        return f"{self.describe()} (not valid Python: {costs})"
+
+
+def _broken(label: str, python: str) -> BrokenCell | None:
+    """The cell as a BrokenCell if its code (magic lines blanked) does not parse, else None."""
+    try:
+        ast.parse(python)
+    except SyntaxError as exc:
+        message, line = exc.msg, exc.lineno
+    except (ValueError, RecursionError, MemoryError) as exc:  # a null byte; `1+1+...` 100,000 long
+        message, line = {RecursionError: "too deeply nested", MemoryError: "too large to parse"}.get(
+            type(exc), str(exc)), None
+    else:
+        return None
+    return BrokenCell(label, line, message, tuple(dict.fromkeys(_DEF.findall(python))))
 
 
 def _tool_names(node: ast.AST) -> set[str] | None:
@@ -122,16 +164,28 @@ def _bounded(cells: Iterable[tuple[str, str]], origin: str) -> list[tuple[str, s
     return cells
 
 
-def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> str:
+def _python(source: str) -> str:
+    """A cell's code with its magic and shell lines blanked (line numbers kept); "" for a cell magic."""
+    if source.lstrip().startswith("%%"):
+        return ""
+    return "\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in source.split("\n"))
+
+
+def _assemble(cells: Iterable[tuple[str, str]], origin: str) -> tuple[str, tuple[BrokenCell, ...]]:
+    """attention.py made of the cells' definitions, and the cells left out for not being Python."""
     cells = _bounded(cells, origin)
     parts = [f"# The definitions in {origin}, extracted by mha (calls, prints and magics are left out).\n"]
-    cells = list(cells)
-    api = defined_functions(source for _, source in cells)
-    for label, source in cells:
+    broken = [b for b in (_broken(label, _python(source)) for label, source in cells) if b is not None]
+    left_out = {b.label for b in broken}
+    kept = [(label, source) for label, source in cells if label not in left_out]
+    api = defined_functions(source for _, source in kept)
+    # a function another cell defines is graded on that definition, as the kernel would run it
+    broken = [replace(b, functions=tuple(f for f in b.functions if f not in api)) for b in broken]
+    for label, source in kept:
         code = definitions(source, api)
         if code.strip():
             parts.append(f"# {label}\n{code.rstrip()}\n")
-    return "\n".join(parts)
+    return "\n".join(parts), tuple(broken)
 
 
 def _read(ipynb_path: Path) -> bytes:
@@ -209,14 +263,16 @@ def extract_answers(ipynb_path: Path) -> str | None:
 
 def extract_source(ipynb_path: Path) -> str:
     """attention.py made of the notebook's definitions (see the module docstring)."""
-    return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)
+    return _assemble(code_cells(ipynb_path), Path(ipynb_path).name)[0]
 
 
-def notebook_parts(raw: bytes, name: str) -> tuple[str, str | None]:
-    """The notebook `raw` (read from the file `name`) as attention.py text and answers.yaml text
-    (None when it has no answer cells); SubmissionError if it is not a notebook."""
+def notebook_parts(raw: bytes, name: str) -> tuple[str, str | None, tuple[BrokenCell, ...]]:
+    """The notebook `raw` (read from the file `name`) as attention.py text, answers.yaml text
+    (None when it has no answer cells) and the code cells left out for not being Python;
+    SubmissionError if it is not a notebook."""
     cells = _cells(raw, name)
-    return _assemble(_code(cells), name), _answers(cells)
+    source, broken = _assemble(_code(cells), name)
+    return source, _answers(cells), broken
 
 
 
@@ -231,7 +287,7 @@ def check(problem: str) -> None:
     if shell is None:
         raise RuntimeError("check() runs inside Jupyter; outside it, use `mha check PROBLEM --path attention.py`")
     history = shell.history_manager.input_hist_raw
-    source = _assemble(((f"In[{i}]", text) for i, text in enumerate(history) if text), "this notebook")
+    source, _ = _assemble(((f"In[{i}]", text) for i, text in enumerate(history) if text), "this notebook")
     with tempfile.TemporaryDirectory(prefix="mha-check-") as folder:
         path = Path(folder) / "attention.py"
         path.write_text(source, encoding="utf-8")

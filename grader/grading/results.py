@@ -18,6 +18,8 @@ def one_line(text: str) -> str:
 
 
 NOT_IMPORTED = "attention.py could not be imported"  # the summary of a case whose process failed its import
+# no answer is None: a function that returns it has most likely lost its `return`
+RETURNED_NONE = "returned None: missing return?"
 
 
 class CaseStatus(Enum):

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
-from .notebook import MAX_BYTES as NOTEBOOK_BYTES, notebook_parts
+from .notebook import MAX_BYTES as NOTEBOOK_BYTES, BrokenCell, notebook_parts
 from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
@@ -31,11 +31,16 @@ class SubmissionFiles:
     source: StudentFile
     answers: StudentFile
     label: str  # the submission as named on the command line, for reports
+    broken: tuple[BrokenCell, ...] = ()  # a notebook's code cells left out for not being Python
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """What the reports say about files that were not read."""
-        return tuple(f.problem for f in (self.source, self.answers) if f.problem)
+        """What the reports say about files that were not read, and notebook cells left out."""
+        return tuple(f.problem for f in (self.source, self.answers) if f.problem) + tuple(b.note() for b in self.broken)
+
+    def not_valid(self, function: str) -> BrokenCell | None:
+        """The left-out cell that defines `function`, if it is one (the last, as the kernel would run)."""
+        return next((b for b in reversed(self.broken) if function in b.functions), None)
 
 
 def read_submission(path: Path) -> SubmissionFiles:
@@ -92,19 +97,21 @@ def read_files(folder: int, name: str, label: str) -> SubmissionFiles:
                                read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
     notebook = read_student_file(folder, name, NOTEBOOK_BYTES)
     answers = None
+    broken: tuple[BrokenCell, ...] = ()
     if notebook.data is None:
         source = StudentFile(SUBMISSION_NAME, problem=notebook.problem or f"{name} is missing")
     else:
         try:
-            code, answers = notebook_parts(notebook.data, name)
+            code, answers, broken = notebook_parts(notebook.data, name)
             source = StudentFile(SUBMISSION_NAME, data=code.encode("utf-8"))
         except SubmissionError as exc:  # not a notebook: it costs the problems, the quiz still counts
             source = StudentFile(SUBMISSION_NAME, problem=str(exc))
     if answers is not None and len(answers.encode("utf-8")) > ANSWERS_BYTES:
         return SubmissionFiles(source, StudentFile(ANSWERS_NAME, problem=f"the answer cells of {name} are too large "
-                                                                         f"(more than {ANSWERS_BYTES} bytes)"), label)
+                                                                         f"(more than {ANSWERS_BYTES} bytes)"), label,
+                               broken)
     if answers is not None:  # the notebook's own answer cells
-        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, data=answers.encode("utf-8")), label)
-    return SubmissionFiles(source, read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
+        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, data=answers.encode("utf-8")), label, broken)
+    return SubmissionFiles(source, read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label, broken)
 
 

@@ -21,7 +21,7 @@ import math
 from fractions import Fraction
 
 from ..grading.results import GradeResult, ProblemResult
-from .text import problem_lines
+from .text import feedback
 
 MAX_TESTS = 1000
 _DENOMINATOR = 1000  # weights and partial credits are read as fractions with at most this denominator
@@ -33,7 +33,7 @@ def _test(name: str, passed: bool, score: float, max_score: float, message: str,
 
 
 def _message(p: ProblemResult, notes: str) -> str:
-    return _inert((notes + "\n".join(problem_lines(p)[1:])).strip()) or "All cases passed."
+    return _inert((notes + feedback(p)).strip())
 
 
 def _shares(p: ProblemResult) -> list[tuple[Fraction, Fraction]]:
@@ -56,13 +56,16 @@ def _unit(result: GradeResult) -> Fraction | None:
 def _unit_tests(result: GradeResult, unit: Fraction, notes: str) -> list[dict]:
     tests = []
     for p in result.problems:
-        message = _message(p, notes)
+        first = len(tests)
         for case, (worth, earned) in zip(p.cases, _shares(p)):
             count, passed = int(worth / unit), int(earned / unit)
             for i in range(count):
                 name = f"{p.id}: {case.name}" + (f" ({i + 1}/{count})" if count > 1 else "")
-                tests.append(_test(name, i < passed, float(unit) if i < passed else 0.0, float(unit), message))
-                message = ""  # the problem's report once, on its first test
+                tests.append(_test(name, i < passed, float(unit) if i < passed else 0.0, float(unit), ""))
+        # the problem's report once: on its first failing test (the one a reader opens), else its first
+        ours = tests[first:]
+        if ours:
+            next((t for t in ours if t["status"] != "pass"), ours[0])["message"] = _message(p, notes)
     return tests
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 
 from ..grading.results import GradeResult, ProblemResult
-from .text import problem_lines
+from .text import feedback
 
 
 def fenced(text: str) -> str:
@@ -29,8 +29,8 @@ def fenced(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
-def _output(problem) -> str:
-    return "\n".join(line for line in problem_lines(problem)[1:]).strip() or "All cases passed."
+def _output(problem: ProblemResult) -> str:
+    return feedback(problem)
 
 
 HIDDEN_VISIBILITY = ("visible", "after_due_date", "hidden")

@@ -9,6 +9,7 @@ report, only failing public cases carry weights.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 from ..grading.results import GradeResult, WeightGrid
@@ -24,9 +25,12 @@ def _matrix(rows: Sequence[Sequence[float]], x0: int, y0: int, other: Sequence[S
     parts = []
     for i, row in enumerate(rows):
         for j, w in enumerate(row):
-            level = max(0.0, min(1.0, w))
-            fill = f"rgb({round(255 - 200 * level)},{round(255 - 160 * level)},{round(255 - 90 * level)})"
-            differs = other is not None and abs(w - other[i][j]) > 0.1
+            if math.isfinite(w):
+                level = max(0.0, min(1.0, w))
+                fill = f"rgb({round(255 - 200 * level)},{round(255 - 160 * level)},{round(255 - 90 * level)})"
+            else:  # nan or inf: marked, never shaded as if it were a weight
+                fill = "#f4c430"
+            differs = other is not None and (not math.isfinite(w) or abs(w - other[i][j]) > 0.1)
             stroke = ' stroke="#c0392b" stroke-width="2"' if differs else ' stroke="#ccc" stroke-width="1"'
             parts.append(f'<rect x="{x0 + j * CELL}" y="{y0 + i * CELL}" width="{CELL}" height="{CELL}" '
                          f'fill="{fill}"{stroke}><title>query {i}, key {j}: {w:.3f}</title></rect>')

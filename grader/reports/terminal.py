@@ -9,6 +9,7 @@ between MIN_WIDTH and MAX_WIDTH so long lines stay readable.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -83,17 +84,25 @@ def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) ->
     return out
 
 
+NOT_FINITE = {"nan": "??", "inf": "!!", "-inf": "--"}  # cells that are not numbers, marked whatever the shades
+
+
+def _not_finite(w: float) -> str | None:
+    return None if math.isfinite(w) else "nan" if math.isnan(w) else "inf" if w > 0 else "-inf"
+
+
 def _cells(rows: Sequence[Sequence[float]], style: Style, other: Sequence[Sequence[float]] | None = None) -> list[str]:
-    """One framed line per row, two characters per weight; cells that differ from `other` by more
-    than 0.1 are painted (colour only: without colour the shades tell it)."""
+    """One framed line per row, two characters per weight (?? for nan, !! for inf, -- for -inf); cells that
+    differ from `other` by more than 0.1 are painted (colour only: without colour the shades tell it)."""
     shades = SHADES if style.unicode else ASCII_SHADES
     bar = "│" if style.unicode else "|"
     lines = []
     for i, row in enumerate(rows):
         cells = []
         for j, w in enumerate(row):
-            cell = shades[max(0, min(4, round(w * 4)))] * 2
-            if other is not None and abs(w - other[i][j]) > 0.1:
+            odd = _not_finite(w)
+            cell = NOT_FINITE[odd] if odd else shades[max(0, min(4, round(w * 4)))] * 2
+            if other is not None and (odd or abs(w - other[i][j]) > 0.1):
                 cell = style.paint(cell, "differs")
             cells.append(cell)
         lines.append(bar + "".join(cells) + bar)
@@ -115,7 +124,9 @@ def grid_lines(grids: Sequence[WeightGrid], style: Style, indent: str) -> list[s
         body = [y + " " * (side - 2 * cols - 2) + "  " + e for y, e in zip(yours, expected)]
         n, m = grid.shape
         cut = [f"(first {len(grid.got)} of {n} rows, {cols} of {m} columns)"] if (n, m) != (len(grid.got), cols) else []
-        blocks.append((max(len(head[0]), 2 * side + 2), head + body + cut))
+        odd = [k for k in NOT_FINITE if any(_not_finite(w) == k for row in grid.got for w in row)]
+        legend = ["(" + ", ".join(f"{NOT_FINITE[k]} = {k}" for k in odd) + ")"] if odd else []
+        blocks.append((max(len(head[0]), 2 * side + 2), head + body + cut + legend))
     lines: list[str] = []
     room = style.width - len(indent)
     row: list[tuple[int, list[str]]] = []

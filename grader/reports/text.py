@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..grading.results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid
+from ..grading.results import (NOT_IMPORTED, RETURNED_NONE, CaseResult, CaseStatus, GradeResult, LoadError,
+                               ProblemResult, WeightGrid)
 from .terminal import Style, grid_lines, wrap
 
-__all__ = ["render", "first_fix", "problem_lines", "case_lines"]
+__all__ = ["render", "first_fix", "problem_lines", "case_lines", "feedback", "why"]
 
 MARK = {"pass": "PASS", "fail": "FAIL", "todo": "TODO"}
+NOT_IMPLEMENTED = "not implemented yet: the function still raises NotImplementedError"
 CASES_SHOWN = 3      # failing public cases told in full; further ones are named on one line
 IND, SUB = "      ", "            "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # in what student code printed: no terminal escapes
@@ -62,19 +64,20 @@ class _Out:
 
 def _first_sentence(text: str, limit: int = 90) -> str:
     sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
-    return sentence if len(sentence) <= limit else sentence[:limit - 3].rsplit(" ", 1)[0] + "..."
+    return sentence if len(sentence) <= limit else sentence[:limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
 
 
-def first_fix(problem: ProblemResult) -> str:
-    """The first thing to fix in a failing problem, in a few words."""
+def first_fix(problem: ProblemResult, limit: int = 90) -> str:
+    """The first thing to fix in a failing problem, in a few words (a sentence cut to `limit` columns)."""
     if problem.not_implemented:
         return "not implemented yet"
     if problem.message:
-        return _first_sentence(problem.message)
+        return _first_sentence(problem.message, limit)
     failing = [c for c in problem.cases if not c.passed]
     named = next((c for c in failing if c.mistake), None)
     if named is not None:
-        return f"likely {named.mistake}: {_first_sentence(named.mistake_message)}"
+        head = f"likely {named.mistake}: "
+        return head + _first_sentence(named.mistake_message, max(20, limit - len(head)))
     first = failing[0] if failing else None
     if first is None:
         return ""
@@ -175,11 +178,13 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
     failing = [c for c in p.cases if not c.passed]
-    if p.message and all(c.summary != p.message for c in failing):  # else the case that says it is shown
+    # one cause for every failing case (an import failure, a missing function): told once
+    one_cause = len(failing) > 1 and len({c.summary for c in failing}) == 1 and (
+        failing[0].summary == RETURNED_NONE or all(c.status is not CaseStatus.FAILED for c in failing))
+    if p.message and (one_cause or all(c.summary != p.message for c in failing)):  # else a case shown says it
         out.text(p.message, IND)
-    if len(failing) > 1 and len({c.summary for c in failing}) == 1 and all(c.status is not CaseStatus.FAILED
-                                                                             for c in failing):
-        if failing[0].summary != p.message:  # one cause for every case (an import failure, a missing function)
+    if one_cause:
+        if failing[0].summary != p.message:
             out.text(f"{'every case' if len(failing) == len(p.cases) else f'{len(failing)} cases'}: "
                      f"{failing[0].summary}", IND, SUB)
         return
@@ -193,19 +198,21 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
-    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR) for c in failing):
+    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR)
+                                                    and c.summary != RETURNED_NONE for c in failing):
         out.labelled("hint:", p.hints[0], "code")
     if p.stdout.strip():
         out.lines.append(f"{IND}your code printed:")
         out.lines.extend(f"{IND}  | {_CONTROL.sub('?', line[:160])}" for line in p.stdout.strip().splitlines()[:5])
 
 
-def _quiz_item(out: _Out, p: ProblemResult) -> None:
+def _quiz_item(out: _Out, p: ProblemResult, brief: bool = False) -> None:
+    """A quiz item's block; `brief`: a right answer is its header line only (the text report)."""
     case = p.cases[0]
     score = f"[{_pts(p.score)}/{_pts(p.max_score)}]" if p.counted else "[hidden: graded by `mha grade`]"
     if p.passed:
         out.marked("pass", f"{p.id}: {p.title}  {score}")
-        if p.message:
+        if p.message and not brief:
             out.text(p.message, IND, role="dim")
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
@@ -225,10 +232,15 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
     for p in items:
         if p.cases[0].status is CaseStatus.ERROR:
             errors.setdefault(p.cases[0].summary, []).append(p)
+    right = [p for p in items if p.counted and p.passed]
+    if len(right) > 1:  # a right answer needs no feedback: one line for all of them
+        out.marked("pass", f"{len(right)} items right, {_pts(sum(p.score for p in right))} points: "
+                           + ", ".join(p.id for p in right))
     for p in items:
         if p not in blank and p not in recorded and not (p.cases[0].status is CaseStatus.ERROR
-                                                         and len(errors[p.cases[0].summary]) > 1):
-            _quiz_item(out, p)
+                                                         and len(errors[p.cases[0].summary]) > 1) \
+                and not (len(right) > 1 and p in right):
+            _quiz_item(out, p, brief=True)
     for summary, same in errors.items():
         if len(same) > 1:  # the answers file as a whole is unusable: said once
             out.marked("fail", f"{summary} ({len(same)} quiz items, 0 of "
@@ -240,23 +252,31 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
         names = ", ".join(p.id + ("" if p.counted else " (hidden)") for p in blank)
         out.marked("todo", f"not answered yet{why}, 0 of {_pts(points)} points: {names}")
     if recorded:
-        out.text("Recorded, graded later by `mha grade` (hidden items): " + ", ".join(p.id for p in recorded),
-                 "", IND)
+        out.text("Recorded, graded later by `mha grade` and not in this score (hidden items): "
+                 + ", ".join(p.id for p in recorded), "", IND)
 
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
     unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
-    width = max((len(p.id) for p in ran), default=4)
+    passed = [p for p in ran if p.passed]
+    # what to fix first, then what is done (several right problems on one line)
+    rows = [p for p in ran if not p.passed] + (passed if len(passed) < 2 else [])
+    done = f"{len(passed)} problems" if len(passed) > 1 else ""
+    width = max([len(p.id) for p in rows] + [len(done)], default=4)
+    room = out.style.width - (8 + width + 2 + 7 + 2)
     if unrun:
         out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
-    for p in ran:
+    for p in rows:
         mark = "pass" if p.passed else "todo" if p.not_implemented else "fail"
         score = f"{_pts(p.score)}/{_pts(p.max_score)}"
-        fix = "" if p.passed else "  " + first_fix(p)
+        fix = "" if p.passed else "  " + first_fix(p, room)
         out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
+    if done:
+        score = f"{_pts(sum(p.score for p in passed))}/{_pts(sum(p.max_score for p in passed))}"
+        out.marked("pass", f"{done:<{width}}  {score:>7}  every case right", "  ", " " * (8 + width + 2 + 7 + 2))
     counted = [p for p in quiz if p.counted]
     if counted:
         status = [p.cases[0].status for p in counted]
@@ -268,7 +288,7 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
                    f"{'quiz':<{width}}  {_pts(quiz_score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
                    f"{len(counted)} items: {', '.join(parts)}", "  ", " " * (8 + width + 2 + 7 + 2))
     hidden = len(quiz) - len(counted)
-    if hidden:
+    if hidden and not any(p.cases[0].status is CaseStatus.RECORDED for p in quiz):  # else the quiz said it
         out.text(f"{hidden} hidden quiz item(s) are graded later and not in this score", "  ")
     done_p = sum(p.passed for p in problems)
     done_q = sum(p.passed for p in counted)
@@ -291,6 +311,24 @@ def problem_lines(problem: ProblemResult, style: Style | None = None) -> list[st
     else:
         _problem(out, problem, True)
     return out.lines
+
+
+def why(problem: ProblemResult) -> str:
+    """Why a problem that did not pass lost its points, in one line: the problem's note (an import
+    failure, a missing function, a time-out) or its first failing case's summary; "" if it passed."""
+    if problem.passed:
+        return ""
+    if problem.not_implemented:
+        return NOT_IMPLEMENTED
+    failing = next(c for c in problem.cases if not c.passed)
+    return problem.message or failing.summary or failing.status.value
+
+
+def feedback(problem: ProblemResult) -> str:
+    """A problem's block without its header line, for reports that name the problem themselves
+    (Gradescope, GitHub): never empty, and "All cases passed." only when every case did."""
+    body = "\n".join(problem_lines(problem)[1:]).strip()
+    return body or why(problem) or "All cases passed."
 
 
 def case_lines(case: CaseResult, style: Style | None = None) -> list[str]:
@@ -326,8 +364,13 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         _load_error(out, error, problems, unrun)
     if ran:
         out.heading("Problems")
+        passed = [p for p in ran if p.passed]
         for p in ran:
-            _problem(out, p, show_hints)
+            if not (p.passed and len(passed) > 1):
+                _problem(out, p, show_hints)
+        if len(passed) > 1:  # a right problem needs no feedback: one line for all (every one not named above)
+            out.marked("pass", f"the {len(passed)} other problems: every case right" if len(passed) < len(ran)
+                       else f"all {len(passed)} problems: every case right")
     if quiz:
         out.heading("Quiz (answers.yaml)")
         _quiz(out, quiz)
