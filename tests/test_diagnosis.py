@@ -41,14 +41,14 @@ class TestOneMistakePerProblem:
         told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
         assert told == {}
 
-    def test_sqrt_of_the_number_of_queries_is_not_told_a_scaling_mistake(self, assignment, write_submission):
+    def test_sqrt_of_the_number_of_queries_is_told_so(self, assignment, write_submission):
         """Its sizes once made it 'no scaling', 'scaled by d_k' and 'scaled by d_v' in one report;
-        no single known mistake fits all its cases, so it is told that several causes fit."""
+        its own mistake now fits every failing case, and no other is told."""
         result = grade(assignment, write_submission(with_function(SQRT_QUERIES)),
                        problem_ids=["scaled_dot_product_attention"]).problems[0]
         assert result.score < result.max_score
-        assert result.mistakes == ()
-        assert result.message == SEVERAL_CAUSES
+        assert result.mistakes == ("attention-scaled-by-sqrt-queries",)
+        assert result.message == ""
 
     def test_public_cases_of_attention_keep_their_sizes_apart(self, assignment):
         """n, m, d_k, d_v and sqrt(d_k) pairwise distinct in every public case; only the worked
@@ -73,17 +73,20 @@ class TestOneMistakePerProblem:
         assert (one_head.passed, one_head.mistake) == (False, None)
         assert result.mistakes == ("mha-weights-averaged",)
 
-    def test_two_bugs_in_one_function_name_nothing(self, assignment, write_submission):
-        """A split without transpose that also asserts: each mistake explains some failures and
-        neither all, so several causes fit and none is named."""
+    def test_two_bugs_in_one_function_name_the_larger_and_list_the_rest(self, assignment, write_submission):
+        """A split without transpose that also asserts: the reshape explains most failing cases and
+        is named; the cases the `assert` fails are listed as not explained, with the mistake that fits them."""
         result = grade(assignment, write_submission(with_function("""
             def split_heads(X, num_heads):
                 n, d_model = X.shape
                 assert d_model % num_heads == 0
                 return X.reshape(num_heads, n, d_model // num_heads)
         """)), problem_ids=["split_heads"]).problems[0]
-        assert result.mistakes == ()
-        assert result.message == SEVERAL_CAUSES
+        assert result.mistakes == ("split-without-transpose",)
+        assert result.message == ("split-without-transpose does not explain 'width not divisible by heads', "
+                                  "'not divisible, hidden' and 'more heads than columns': "
+                                  "assert-instead-of-raise fits them: a second mistake.")
+        assert not any(c.mistake for c in result.cases if "divisible" in c.name or "more heads" in c.name)
 
     def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, assignment, write_submission):
         """Inverting a causal mask leaves a query no key: -inf gives nan there, -1e9 a uniform row
