@@ -192,8 +192,8 @@ def count_ignoring_layers_and_batch(num_heads, d_v, num_queries=1, num_keys=None
 def count_causal_triangle(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """With a causal mask, counts n(n+1)/2 per head (the allowed query-key pairs of an n x n
     triangle) instead of n rows; without one, the right count."""
-    _needs(causal, "no causal mask")
-    return num_layers * batch * num_heads * num_queries * (num_queries + 1) // 2
+    per_head = num_queries * (num_queries + 1) // 2 if causal else num_queries
+    return num_layers * batch * num_heads * per_head
 
 
 # --- predict_shapes --------------------------------------------------------------------------

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from grader.grading.checks import check
-from grader.grading.diagnosis import SEVERAL_CAUSES, calls, read_source
+from grader.grading.cascade import reference_text
+from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
 
-from .conftest import COURSE, EXERCISES, solution_source
+from .conftest import COURSE, COURSE_CODE, EXERCISES, solution_source
 from .test_mistakes import BUGS, buggy_submission
+from .test_real_bugs import SUBMISSIONS
 
 SQRT_QUERIES = """
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -126,25 +128,79 @@ class TestCascade:
 
     def test_a_correct_caller_of_a_broken_softmax_points_at_softmax(self, assignment, write_submission):
         """scaled_dot_product_attention is right but calls a broken softmax: it says so, first,
-        and is not told 'softmax over queries'; softmax is told its own mistake."""
+        is not told 'softmax over queries', and is told it passes with the course's softmax;
+        softmax is told its own mistake."""
         result = grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
                        problem_ids=["softmax", "scaled_dot_product_attention", "multi_head_attention"])
         softmax, sdpa, mha = result.problems[:3]
         assert softmax.mistakes == ("softmax-wrong-axis",)
         assert sdpa.score < sdpa.max_score and sdpa.mistakes == ()
-        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases: "
-                                "fix it first; its failures can cause these.")
-        # multi-head attention reaches softmax through scaled_dot_product_attention: the root is named
-        assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases")
+        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
+                                "Graded again with the course's softmax in place of yours, "
+                                "scaled_dot_product_attention passes every case: its own code is right.")
+        # multi-head attention reaches softmax through scaled_dot_product_attention: the root is
+        # named, and both are replaced for the re-run
+        assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases. "
+                                      "Graded again with the course's softmax and scaled_dot_product_attention")
         assert mha.mistakes == ()
 
     def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
-        """A softmax left as the stub: scaled dot-product attention says to implement it first."""
+        """A softmax left as the stub: scaled dot-product attention says so, and that it is right."""
         stub = "def softmax(scores):\n    raise NotImplementedError('softmax')\n"
         result = grade(assignment, write_submission(with_function(stub)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
-        assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
-                                              "implemented yet: implement it first.")
+        assert result.problems[1].message == (
+            "scaled_dot_product_attention calls your softmax, which is not implemented yet. Graded again with the "
+            "course's softmax in place of yours, scaled_dot_product_attention passes every case: its own code "
+            "is right.")
+
+    def test_its_own_mistake_is_found_behind_a_broken_helper(self, assignment, write_submission, tmp_path):
+        """softmax overflowing and attention unscaled: attention is graded again with the course's
+        softmax, and told its own mistake (which the class report counts); softmax is told its own."""
+        from grader.classroom.analysis import analyse
+        from grader.classroom.batch import Submission, result_record, row_of
+        source = (SUBMISSIONS / "bug_cascade_overflow_unscaled.py").read_text()
+        result = grade(assignment, write_submission(with_function(source)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        softmax, sdpa = result.problems
+        assert softmax.mistakes == ("softmax-overflow",)
+        assert sdpa.score == 0 and sdpa.mistakes == ("attention-no-scale",)
+        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
+                                "Graded again with the course's softmax in place of yours, scaled_dot_product_attention "
+                                "still fails 9 of 9 cases: its own mistake is attention-no-scale.")
+        message = next(m.message for m in assignment.problem("scaled_dot_product_attention").mistakes
+                       if m.id == "attention-no-scale")
+        assert {c.mistake_message for c in sdpa.cases if c.mistake} == {message}
+        record = result_record(Submission("ada", tmp_path, None, None), result, "graded", 0, "k")
+        made = analyse([row_of(record)], {p.id: p.max_score for p in result.problems}).mistakes
+        assert ("scaled_dot_product_attention", "attention-no-scale", 1) in made
+
+    def test_only_a_failing_caller_of_a_failing_helper_is_graded_again(self, assignment, write_submission,
+                                                                      monkeypatch):
+        """One re-run, of the one problem that fails and calls a failing helper; none for a
+        right submission, nor for a failing function that calls no failing helper."""
+        import grader.grading.grade as grading
+        seen = []
+        again = grading._graded_again
+        monkeypatch.setattr(grading, "_graded_again", lambda data, problems, *rest: (
+            seen.append([p.id for p in problems]), again(data, problems, *rest))[1])
+        ids = ["softmax", "scaled_dot_product_attention", "split_heads", "multi_head_attention"]
+        grade(assignment, write_submission(solution_source()), problem_ids=ids)
+        grade(assignment, write_submission(with_function(next(b for b in BUGS if b.mistake == "mha-one-wide-head")
+                                                         .source)), problem_ids=ids)
+        assert seen == []
+        grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
+              problem_ids=["softmax", "scaled_dot_product_attention", "split_heads"])
+        assert seen == [["scaled_dot_product_attention"]]
+
+    def test_the_reference_text_is_course_code_only(self):
+        """What enters the student process for a re-run: the reference functions and the course
+        definitions they use, in one factory; nothing without course code (a student bundle)."""
+        text = reference_text(COURSE_CODE.path, ["softmax"])
+        assert "def softmax(scores)" in text and "softmax, = _mha_course_reference()" in text
+        assert "expected" not in text and "cases" not in text
+        compile(text, "reference", "exec")
+        assert reference_text(None, ["softmax"]) is None
 
     def test_a_callee_failing_only_to_raise_is_not_blamed(self, assignment, write_submission):
         """split_heads with `assert` fails only its ValueError cases, which no caller's case

@@ -62,7 +62,7 @@ from .results import CaseResult, CaseStatus, ProblemResult
 from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
-           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source", "calls", "point_at_callees"]
+           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source", "calls", "failing_callees", "point_at_callees"]
 
 ASSERT_INSTEAD_OF_RAISE = Mistake(
     id="assert-instead-of-raise", variant="",
@@ -374,33 +374,80 @@ def _names(items: Sequence[str], last: str = "and") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
-def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],
-                     source: str | None) -> tuple[ProblemResult, ...]:
-    """Results where a failing problem that calls the student's own failing functions says so
-    first and names none of its own mistakes."""
-    results = tuple(results)
-    if source is None:
-        return results
+def _failing(problems: Sequence[Problem], results: Sequence[ProblemResult]) -> dict[str, ProblemResult]:
+    """function name -> the result of each problem that fails on valid inputs: a callee fails for
+    its callers only there (one that merely does not raise ValueError on bad ones, an `assert`,
+    cannot break a caller's cases)."""
     function_of = {p.id: p.function.name for p in problems}
-    # a callee fails for its callers only on valid inputs: one that merely does not raise
-    # ValueError on bad ones (an `assert`) cannot break a caller's cases
     must_raise = {(p.id, c.name) for p in problems for c in p.cases if c.raises}
-    failing = {function_of[r.id]: r for r in results if r.id in function_of
-               and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
-    if not failing:
-        return results
-    graph = calls(source, function_of.values())
-    out = []
+    return {function_of[r.id]: r for r in results if r.id in function_of
+            and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
+
+
+def failing_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],
+                    source: str | None) -> dict[str, list[str]]:
+    """problem id -> the student's own failing functions that the problem's function may call,
+    in the problems' order, for each failing problem that calls any."""
+    failing = _failing(problems, results)
+    if source is None or not failing:
+        return {}
+    order = [p.function.name for p in problems]
+    graph = calls(source, order)
+    function_of = {p.id: p.function.name for p in problems}
+    found = {}
     for result in results:
         name = function_of.get(result.id)
-        culprits = [f for f in graph.get(name, ()) if f in failing] if name and not result.passed else []
-        # point at the roots: a failing callee that itself calls a failing callee is a symptom too
-        roots = [f for f in culprits if not any(g in failing for g in graph.get(f, ()))] or culprits
-        if not roots:
+        culprits = sorted((f for f in graph.get(name, ()) if f in failing), key=order.index) \
+            if name and not result.passed else []
+        if culprits:
+            found[result.id] = culprits
+    return found
+
+
+def _behind(name: str, helpers: Sequence[str], result: ProblemResult, again: ProblemResult | None) -> tuple[str, tuple]:
+    """What the re-run with the reference helpers shows (its sentence, and the cases with the
+    problem's own mistake on the failing ones it explains); ("", cases) without a re-run."""
+    if again is None or len(again.cases) != len(result.cases):
+        return "", result.cases
+    instead = f"Graded again with the course's {_names(helpers)} in place of yours, {name}"
+    failed = [c for c in again.cases if not c.passed]
+    if not failed:
+        return f"{instead} passes every case: its own code is right.", result.cases
+    mistakes = again.mistakes
+    if len(mistakes) == 1:
+        own = next(c for c in again.cases if c.mistake)
+        cases = tuple(replace(c, mistake=own.mistake, mistake_message=own.mistake_message)
+                      if not c.passed and a.mistake else replace(c, mistake=None, mistake_message="")
+                      for c, a in zip(result.cases, again.cases))
+        return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: its own mistake is {mistakes[0]}.", \
+            cases
+    note = f" {again.message}" if again.message.startswith(SEVERAL_CAUSES) else ""
+    return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: check it too.{note}", result.cases
+
+
+def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult], source: str | None,
+                     again: dict[str, ProblemResult] | None = None) -> tuple[ProblemResult, ...]:
+    """Results where a failing problem that calls the student's own failing functions says so
+    first. Its own mistakes are named only from `again` (problem id -> the problem graded again
+    with the course's reference in place of those functions, cascade.py): they may otherwise
+    be caused by the callee."""
+    results = tuple(results)
+    behind = failing_callees(problems, results, source)
+    if not behind:
+        return results
+    failing = _failing(problems, results)
+    graph = calls(source, [p.function.name for p in problems])
+    function_of = {p.id: p.function.name for p in problems}
+    again = again or {}
+    out = []
+    for result in results:
+        culprits = behind.get(result.id)
+        if not culprits:
             out.append(result)
             continue
-        order = list(function_of.values())
-        roots.sort(key=order.index)
+        name = function_of[result.id]
+        # point at the roots: a failing callee that itself calls a failing callee is a symptom too
+        roots = [f for f in culprits if not any(g in failing for g in graph.get(f, ()))] or culprits
         unimplemented = all(failing[f].message == "not implemented yet" for f in roots)
         state = "not implemented yet" if unimplemented else "fails its own cases" if len(roots) == 1 \
             else "fail their own cases"
@@ -409,10 +456,13 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
                    f"{state}: implement {it} first." if unimplemented else
                    f"{name} calls your {_names(roots)}, which {state}: fix {it} first; "
                    f"{'its' if len(roots) == 1 else 'their'} failures can cause these.")
+        told, cases = _behind(name, culprits, result, again.get(result.id))
+        if told:  # the re-run says what the callee's failures cause, and what they do not
+            which = f"{'is' if len(roots) == 1 else 'are'} {state}" if unimplemented else state
+            pointer = f"{name} calls your {_names(roots)}, which {which}. {told}"
+        cleared = tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)
         superseded = result.message in ("", "not implemented yet") or result.message.startswith(SEVERAL_CAUSES) \
-            or any(result.message.startswith(f"{m} does not explain") for c in result.cases for m in [c.mistake] if m)
+            or " does not explain " in result.message
         message = pointer if superseded else f"{pointer} {result.message}"
-        out.append(replace(result, message=message,
-                           cases=tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)))
+        out.append(replace(result, message=message, cases=cases if cases is not result.cases else cleared))
     return tuple(out)
-
