@@ -145,14 +145,13 @@ class TestCascade:
         assert mha.mistakes == ()
 
     def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
-        """A softmax left as the stub: scaled dot-product attention says so, and that it is right."""
+        """A softmax left as the stub: scaled dot-product attention says to implement it first
+        (with nothing of the student's softmax to replace, it is not graded again)."""
         stub = "def softmax(scores):\n    raise NotImplementedError('softmax')\n"
         result = grade(assignment, write_submission(with_function(stub)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
-        assert result.problems[1].message == (
-            "scaled_dot_product_attention calls your softmax, which is not implemented yet. Graded again with the "
-            "course's softmax in place of yours, scaled_dot_product_attention passes every case: its own code "
-            "is right.")
+        assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
+                                              "implemented yet: implement it first.")
 
     def test_its_own_mistake_is_found_behind_a_broken_helper(self, assignment, write_submission, tmp_path):
         """softmax overflowing and attention unscaled: attention is graded again with the course's

@@ -11,8 +11,9 @@ those functions, nothing of the cases or their answers (which the re-run compute
 grader, as any run). The re-run's answers serve the diagnosis only: its score is never used
 and what it prints is never shown.
 
-Cost: only a problem that failed AND calls a failing graded function is run again, once per
-set of helpers replaced, within what is left of the submission's time budget.
+Cost: only a problem that failed AND calls a failing graded function the student has started
+(not every one a stub) is run again, once per set of helpers replaced, within what is left of
+the submission's time budget.
 """
 from __future__ import annotations
 
@@ -126,10 +127,12 @@ def grade_behind_helpers(problems: Sequence[Problem], results: Sequence[ProblemR
     problems, cases, limits)` grades in a fresh sandbox session (None when it could not load)."""
     behind = failing_callees(problems, results, source)
     by_function = {p.function.name: p for p in problems}
+    result_of = {p.function.name: r for p, r in zip(problems, results) if r.id == p.id}
     groups: dict[tuple[str, ...], list[Problem]] = {}
     for problem in problems:
         helpers = behind.get(problem.id)
-        if helpers:
+        # helpers not started yet (every one a stub) leave nothing to tell: the pointer says to write them
+        if helpers and not all(result_of[h].not_implemented for h in helpers if h in result_of):
             groups.setdefault(tuple(helpers), []).append(problem)
     found: dict[str, ProblemResult] = {}
     for helpers, group in groups.items():
