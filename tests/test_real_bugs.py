@@ -128,3 +128,18 @@ class TestOneOddCase:
         source = "def softmax(scores):\n    return np.asarray(scores, dtype=float) * 0 + 0.5\n"
         result = self.judged(assignment, "softmax", {m.id for m in assignment.problem("softmax").mistakes}, source)
         assert result.score == 0 and result.mistakes == () and result.message == ""
+
+
+@pytest.mark.parametrize("stem", ["bug_mha_transpose_3d", "bug_cascade_overflow_unscaled"])
+def test_mha_grade_names_them_too(cli, tmp_path, stem):
+    """`mha grade` grades on the compiled assignment (wrong answers computed ahead, a variant's
+    error included): the .T mistake and the mistake behind a broken helper are named there too."""
+    import json
+    path = tmp_path / "attention.py"
+    path.write_text(solution_source() + "\n\n" + (SUBMISSIONS / f"{stem}.py").read_text())
+    result = cli("grade", str(path), "--format", "json")
+    problems = {p["id"]: p["mistakes"] for p in json.loads(result.stdout)["problems"] if p["mistakes"]}
+    expected = {"bug_mha_transpose_3d": {"multi_head_attention": ["mha-transpose-3d"]},
+                "bug_cascade_overflow_unscaled": {"softmax": ["softmax-overflow"],
+                                                  "scaled_dot_product_attention": ["attention-no-scale"]}}[stem]
+    assert result.exit_code == 0 and problems == expected

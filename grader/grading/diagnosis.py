@@ -136,6 +136,8 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
         if prepared.wrong_answers is not None:  # computed ahead (compiled assignment, student bundle)
             known = dict(prepared.wrong_answers)
             applies, wrong = mistake.id in known, known.get(mistake.id)
+            if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (fixtures.py)
+                applies, wrong = False, tuple(wrong["raised"])
         else:
             try:
                 applies, wrong = True, wrong_answer(mistake, prepared.args, problem.code)
