@@ -6,10 +6,10 @@ The student's module is run with the helpers' names rebound to the reference: th
 functions' source, and the course definitions they use, are appended to a copy of the
 submission inside one factory function, so the student's own globals (`np`, helpers of the
 same name) are untouched and the submission's line numbers stay as they were. The reference is
-trusted course code and holds no case data: what enters the student process is the text of
-those functions, nothing of the cases or their answers (which the re-run computes in the
-grader, as any run). The re-run's answers serve the diagnosis only: its score is never used
-and what it prints is never shown.
+trusted course code and holds no case data: beyond the case inputs every run is sent (public
+cases first, in a fresh process), what enters the student process is the text of those
+functions, never an expected answer. The re-run's answers serve the diagnosis only: its score
+is never used and what it prints is never shown.
 
 Cost: only a problem that failed AND calls a failing graded function the student has started
 (not every one a stub) is run again, once per set of helpers replaced, within what is left of

@@ -34,12 +34,12 @@ note ("several causes fit"), and none is shown as the mistake.
 **Cascades.** A function that calls the student's own failing function (scaled dot-product
 attention calling a broken softmax) inherits its failures. Which functions a function may call
 is read from the submission's source by static inspection (`ast.parse` only: the source is
-never executed in the grader, and the reference never enters the student process). When a
-failing problem's function may call another graded function that fails its own cases on
-valid inputs, the problem says so, points at that function first (the root of a chain), and
-names none of its own mistakes: they may be caused by the callee. This is deliberately
-conservative: a problem whose own bug hides behind a failing callee is told to fix the callee
-first, never told a mistake the callee may have caused.
+never executed in the grader). When a failing problem's function may call another graded
+function that fails its own cases on valid inputs, the problem says so and points at that
+function first (the root of a chain). Its own mistakes are not taken from this run, which the
+callee may have caused: cascade.py grades it again in the sandbox with the course's reference
+in place of the failing callees, and that run names its own mistake or shows it right. Without
+that run (no course code, as in the student bundle) the pointer stands alone.
 """
 from __future__ import annotations
 
