@@ -231,4 +231,112 @@ def mha_softmax_shared_across_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
     return ref.merge_heads(weights @ v) @ W_O, weights
 
 
+# --- bugs found in real submissions: softmax --------------------------------------------------
+
+@variant
+def softmax_global_max_first_axis(scores):
+    """A much-copied answer: subtracts the largest score of the whole array, then normalizes down
+    each column (axis 0). A row far below the largest score underflows to 0 / 0 = nan."""
+    x = np.asarray(scores, dtype=np.float64)
+    e = np.exp(x - np.max(x))
+    return e / e.sum(axis=0)
+
+
+# --- scaled dot-product attention ------------------------------------------------------------
+
+@variant
+def attention_scaled_by_sqrt_queries(Q, K, V, mask=None):
+    """Divides the scores by the square root of the number of queries (Q.shape[0]) instead of d_k."""
+    return _read(Q @ K.T / math.sqrt(Q.shape[0]), V, mask)
+
+
+@variant
+def attention_scaled_by_sqrt_keys(Q, K, V, mask=None):
+    """Divides the scores by the square root of the number of keys (K.shape[0]) instead of d_k."""
+    return _read(Q @ K.T / math.sqrt(K.shape[0]), V, mask)
+
+
+@variant
+def attention_mask_after_softmax_inf(Q, K, V, mask=None):
+    """Sets the masked weights to -inf after the softmax: the weights hold -inf, the output nan or inf."""
+    weights = ref.softmax(_scaled(Q, K))
+    if mask is None:
+        raise ValueError("the mistake does not apply: no mask")
+    weights = np.where(mask, weights, -np.inf)
+    return weights @ V, weights
+
+
+@variant
+def attention_weights_scaled(Q, K, V, mask=None):
+    """Takes the softmax of the raw scores, then divides the weights by sqrt(d_k)."""
+    output, weights = _read(Q @ K.T, V, mask)
+    weights = weights / math.sqrt(Q.shape[-1])
+    return weights @ V, weights
+
+
+# --- heads -----------------------------------------------------------------------------------
+
+@variant
+def split_heads_no_transpose(X, num_heads):
+    """Reshapes (n, d_model) to (n, h, d_k) and stops: the head axis is not moved to the front."""
+    n, d_model = X.shape
+    if num_heads < 1 or d_model % num_heads:
+        raise ValueError("the mistake does not apply: not divisible")
+    return X.reshape(n, num_heads, d_model // num_heads)
+
+
+def _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, *, merge=ref.merge_heads, use_mask=True,
+         project=None):
+    """Multi-head attention with one step swapped: `merge` joins the heads, `project(X, W)` makes
+    one projection's heads (h, n, d_k); `use_mask` False leaves the mask out."""
+    project = project or (lambda x, w: ref.split_heads(x @ w, num_heads))
+    q, k, v = (project(X, W) for W in (W_Q, W_K, W_V))                  # (h, n, d_k)
+    heads, weights = _read(q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1]), v,
+                           mask if use_mask else None)
+    return merge(heads) @ W_O, weights
+
+
+@variant
+def mha_transpose_3d(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Uses K.T on the (h, n, d_k) keys: .T reverses every axis, giving (d_k, n, h), so the scores
+    are not Q K^T per head (numpy raises unless the sizes happen to line up)."""
+    q, k, v = (ref.split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))  # (h, n, d_k)
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    if scores.shape != (num_heads, X.shape[0], X.shape[0]):
+        raise ValueError("the mistake does not apply: the scores have no (h, n, n) shape")
+    heads, weights = _read(scores, v, mask)
+    return ref.merge_heads(heads) @ W_O, weights
+
+
+@variant
+def mha_input_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Splits the input X into heads before projecting: head i reads only its own d_k columns of X
+    (through the matching d_k x d_k block of each W), instead of all of X."""
+    _several_heads(num_heads)
+    d_model = X.shape[1]
+    d_k = d_model // num_heads
+
+    def project(x, w):
+        blocks = [x[:, i * d_k:(i + 1) * d_k] @ w[i * d_k:(i + 1) * d_k, i * d_k:(i + 1) * d_k]
+                  for i in range(num_heads)]
+        return np.stack(blocks)                                              # (h, n, d_k)
+    return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, project=project)
+
+
+@variant
+def mha_merge_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Joins the heads by reshaping (h, n, d_k) straight to (n, d_model): the weights are right,
+    the output mixes positions."""
+    _several_heads(num_heads)
+    return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, merge=lambda H: H.reshape(H.shape[1], -1))
+
+
+@variant
+def mha_mask_ignored(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Accepts the mask and never applies it."""
+    if mask is None:
+        raise ValueError("the mistake does not apply: no mask")
+    return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, use_mask=False)
+
+
 __all__ = ["VARIANTS", "variant", *VARIANTS]  # the course module (course.py) exports each by name

@@ -73,6 +73,25 @@ def reading_without_output_projection(weights, values, W_O):
     return readings, concat, concat
 
 
+@_variant
+def reading_concat_reshaped(weights, values, W_O):
+    """Joins the readings by reshaping (h, n, d_v) straight to (n, h * d_v): each row mixes the
+    readings of different queries."""
+    readings, _, _ = ref.multi_head_reading(weights, values, W_O)
+    _needs(readings.ndim == 3 and readings.shape[0] > 1 and readings.shape[1] > 1,
+           "one query or one head joins the same way")
+    concat = readings.reshape(readings.shape[1], -1)                # (h, n, d_v) read in memory order
+    return readings, concat, concat @ np.asarray(W_O, dtype=np.float64)
+
+
+@_variant
+def reading_outputs_averaged(weights, values, W_O):
+    """Averages the heads' contributions z^(i) W_O^(i) instead of adding them: the output is 1/h of the sum."""
+    readings, concat, output = ref.multi_head_reading(weights, values, W_O)
+    _needs(readings.shape[0] > 1, "one head has nothing to average")
+    return readings, concat, output / readings.shape[0]
+
+
 # --- head_contributions ----------------------------------------------------------------------
 
 def _output(weights, values, W_O) -> tuple[np.ndarray, int]:
@@ -161,6 +180,20 @@ def count_ignoring_layers(num_heads, d_v, num_queries=1, num_keys=None, d_k=None
 def count_ignoring_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """Counts one sequence, however many sequences the batch holds."""
     return num_layers * num_heads * num_queries
+
+
+@_variant
+def count_ignoring_layers_and_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+    """Counts one layer of one sequence: heads times queries."""
+    return num_heads * num_queries
+
+
+@_variant
+def count_causal_triangle(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+    """With a causal mask, counts n(n+1)/2 per head (the allowed query-key pairs of an n x n
+    triangle) instead of n rows; without one, the right count."""
+    per_head = num_queries * (num_queries + 1) // 2 if causal else num_queries
+    return num_layers * batch * num_heads * per_head
 
 
 # --- predict_shapes --------------------------------------------------------------------------

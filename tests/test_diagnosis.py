@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from grader.grading.checks import check
-from grader.grading.diagnosis import SEVERAL_CAUSES, calls, read_source
+from grader.grading.cascade import reference_text
+from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
 
-from .conftest import COURSE, EXERCISES, solution_source
+from .conftest import COURSE, COURSE_CODE, EXERCISES, solution_source
 from .test_mistakes import BUGS, buggy_submission
+from .test_real_bugs import SUBMISSIONS
 
 SQRT_QUERIES = """
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -41,14 +43,14 @@ class TestOneMistakePerProblem:
         told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
         assert told == {}
 
-    def test_sqrt_of_the_number_of_queries_is_not_told_a_scaling_mistake(self, assignment, write_submission):
+    def test_sqrt_of_the_number_of_queries_is_told_so(self, assignment, write_submission):
         """Its sizes once made it 'no scaling', 'scaled by d_k' and 'scaled by d_v' in one report;
-        no single known mistake fits all its cases, so it is told that several causes fit."""
+        its own mistake now fits every failing case, and no other is told."""
         result = grade(assignment, write_submission(with_function(SQRT_QUERIES)),
                        problem_ids=["scaled_dot_product_attention"]).problems[0]
         assert result.score < result.max_score
-        assert result.mistakes == ()
-        assert result.message == SEVERAL_CAUSES
+        assert result.mistakes == ("attention-scaled-by-sqrt-queries",)
+        assert result.message == ""
 
     def test_public_cases_of_attention_keep_their_sizes_apart(self, assignment):
         """n, m, d_k, d_v and sqrt(d_k) pairwise distinct in every public case; only the worked
@@ -73,17 +75,20 @@ class TestOneMistakePerProblem:
         assert (one_head.passed, one_head.mistake) == (False, None)
         assert result.mistakes == ("mha-weights-averaged",)
 
-    def test_two_bugs_in_one_function_name_nothing(self, assignment, write_submission):
-        """A split without transpose that also asserts: each mistake explains some failures and
-        neither all, so several causes fit and none is named."""
+    def test_two_bugs_in_one_function_name_the_larger_and_list_the_rest(self, assignment, write_submission):
+        """A split without transpose that also asserts: the reshape explains most failing cases and
+        is named; the cases the `assert` fails are listed as not explained, with the mistake that fits them."""
         result = grade(assignment, write_submission(with_function("""
             def split_heads(X, num_heads):
                 n, d_model = X.shape
                 assert d_model % num_heads == 0
                 return X.reshape(num_heads, n, d_model // num_heads)
         """)), problem_ids=["split_heads"]).problems[0]
-        assert result.mistakes == ()
-        assert result.message == SEVERAL_CAUSES
+        assert result.mistakes == ("split-without-transpose",)
+        assert result.message == ("split-without-transpose does not explain 'width not divisible by heads', "
+                                  "'not divisible, hidden' and 'more heads than columns': "
+                                  "assert-instead-of-raise fits them: a second mistake.")
+        assert not any(c.mistake for c in result.cases if "divisible" in c.name or "more heads" in c.name)
 
     def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, assignment, write_submission):
         """Inverting a causal mask leaves a query no key: -inf gives nan there, -1e9 a uniform row
@@ -123,25 +128,78 @@ class TestCascade:
 
     def test_a_correct_caller_of_a_broken_softmax_points_at_softmax(self, assignment, write_submission):
         """scaled_dot_product_attention is right but calls a broken softmax: it says so, first,
-        and is not told 'softmax over queries'; softmax is told its own mistake."""
+        is not told 'softmax over queries', and is told it passes with the course's softmax;
+        softmax is told its own mistake."""
         result = grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
                        problem_ids=["softmax", "scaled_dot_product_attention", "multi_head_attention"])
         softmax, sdpa, mha = result.problems[:3]
         assert softmax.mistakes == ("softmax-wrong-axis",)
         assert sdpa.score < sdpa.max_score and sdpa.mistakes == ()
-        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases: "
-                                "fix it first; its failures can cause these.")
-        # multi-head attention reaches softmax through scaled_dot_product_attention: the root is named
-        assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases")
+        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
+                                "Graded again with the course's softmax in place of yours, "
+                                "scaled_dot_product_attention passes every case: its own code is right.")
+        # multi-head attention reaches softmax through scaled_dot_product_attention: the root is
+        # named, and both are replaced for the re-run
+        assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases. "
+                                      "Graded again with the course's softmax and scaled_dot_product_attention")
         assert mha.mistakes == ()
 
     def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
-        """A softmax left as the stub: scaled dot-product attention says to implement it first."""
+        """A softmax left as the stub: scaled dot-product attention says to implement it first
+        (with nothing of the student's softmax to replace, it is not graded again)."""
         stub = "def softmax(scores):\n    raise NotImplementedError('softmax')\n"
         result = grade(assignment, write_submission(with_function(stub)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
                                               "implemented yet: implement it first.")
+
+    def test_its_own_mistake_is_found_behind_a_broken_helper(self, assignment, write_submission, tmp_path):
+        """softmax overflowing and attention unscaled: attention is graded again with the course's
+        softmax, and told its own mistake (which the class report counts); softmax is told its own."""
+        from grader.classroom.analysis import analyse
+        from grader.classroom.batch import Submission, result_record, row_of
+        source = (SUBMISSIONS / "bug_cascade_overflow_unscaled.py").read_text()
+        result = grade(assignment, write_submission(with_function(source)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        softmax, sdpa = result.problems
+        assert softmax.mistakes == ("softmax-overflow",)
+        assert sdpa.score == 0 and sdpa.mistakes == ("attention-no-scale",)
+        assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
+                                "Graded again with the course's softmax in place of yours, scaled_dot_product_attention "
+                                "still fails 9 of 9 cases: its own mistake is attention-no-scale.")
+        message = next(m.message for m in assignment.problem("scaled_dot_product_attention").mistakes
+                       if m.id == "attention-no-scale")
+        assert {c.mistake_message for c in sdpa.cases if c.mistake} == {message}
+        record = result_record(Submission("ada", tmp_path, None, None), result, "graded", 0, "k")
+        made = analyse([row_of(record)], {p.id: p.max_score for p in result.problems}).mistakes
+        assert ("scaled_dot_product_attention", "attention-no-scale", 1) in made
+
+    def test_only_a_failing_caller_of_a_failing_helper_is_graded_again(self, assignment, write_submission,
+                                                                      monkeypatch):
+        """One re-run, of the one problem that fails and calls a failing helper; none for a
+        right submission, nor for a failing function that calls no failing helper."""
+        import grader.grading.grade as grading
+        seen = []
+        again = grading._graded_again
+        monkeypatch.setattr(grading, "_graded_again", lambda data, problems, *rest: (
+            seen.append([p.id for p in problems]), again(data, problems, *rest))[1])
+        ids = ["softmax", "scaled_dot_product_attention", "split_heads", "multi_head_attention"]
+        grade(assignment, write_submission(solution_source()), problem_ids=ids)
+        grade(assignment, write_submission(with_function(next(b for b in BUGS if b.mistake == "mha-one-wide-head")
+                                                         .source)), problem_ids=ids)
+        assert seen == []
+        grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
+              problem_ids=["softmax", "scaled_dot_product_attention", "split_heads"])
+        assert seen == [["scaled_dot_product_attention"]]
+
+    def test_the_reference_text_is_course_code_only(self):
+        """What enters the student process for a re-run: the reference functions and the course
+        definitions they use, in one factory; nothing without course code (a student bundle)."""
+        text = reference_text(COURSE_CODE.path, ["softmax"])
+        assert "def softmax(scores)" in text and "softmax, = _mha_course_reference()" in text
+        assert "expected" not in text and "cases" not in text
+        compile(text, "reference", "exec")
+        assert reference_text(None, ["softmax"]) is None
 
     def test_a_callee_failing_only_to_raise_is_not_blamed(self, assignment, write_submission):
         """split_heads with `assert` fails only its ValueError cases, which no caller's case

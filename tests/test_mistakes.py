@@ -368,10 +368,13 @@ def test_buggy_submission_is_told_its_mistake(assignment, write_submission, bug)
 
 def test_every_declared_mistake_has_a_buggy_submission(assignment):
     """Each mistake of every problem file, and each mistake the grader recognizes in any problem
-    (assert for ValueError, float16), is exercised by exactly one bug above."""
+    (assert for ValueError, float16), is exercised by exactly one bug above or one bug file
+    (test_real_bugs.NEW)."""
+    from .test_real_bugs import NEW  # the mistakes learned from real code: one bug file each
     generic = {m.id for m in GENERIC_MISTAKES}
     declared = sorted((p.id, m.id) for p in assignment.problems for m in p.mistakes)
-    assert sorted((bug.problem, bug.mistake) for bug in BUGS if bug.mistake not in generic) == declared
+    from_files = [pair for named in NEW.values() for pair in named.items()]
+    assert sorted([(bug.problem, bug.mistake) for bug in BUGS if bug.mistake not in generic] + from_files) == declared
     assert sorted(bug.mistake for bug in BUGS if bug.mistake in generic) == sorted(generic)
 
 

@@ -37,6 +37,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/answers.py", "grade_quiz", "grader.assignment.quiz"),
     ("grading/diagnosis.py", "wrong_answer", "grader.assignment.course"),
     ("grading/diagnosis.py", "_fit", "grader.assignment.course"),  # only with course code (problem.code)
+    ("grading/cascade.py", "reference_text", "grader.assignment.course"),  # only with course code (problem.code)
     ("grading/fixtures.py", "build", "grader.assignment.quiz"),
     ("grading/fixtures.py", "build", "grader.assignment.render"),
     ("grading/grade.py", "build_args", "grader.assignment.generators"),

@@ -47,7 +47,7 @@ STUDENT_MODULES = (
     "assignment/__init__.py", "assignment/model.py", "assignment/variants.py", "assignment/yamlio.py",
     "attention/__init__.py", "attention/api.py", "attention/patterns.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
-    "grading/__init__.py", "grading/answers.py", "grading/checks.py", "grading/diagnosis.py",
+    "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
     "grading/fixtures.py", "grading/grade.py", "grading/grids.py", "grading/notebook.py", "grading/results.py",
     "grading/scoring.py", "grading/student_files.py", "grading/submission.py",
     "reports/__init__.py", "reports/html.py", "reports/terminal.py", "reports/text.py",

@@ -5,11 +5,18 @@ student's own failing functions a problem calls.
 together, never against one case alone:
 
 - a *variant* (a function of the course code) **explains** a failing case when its answer differs
-  from the right one and the student's answer matches it; it is **contradicted** by a case where
-  its answer differs from the right one and the student's does not match it (a passing case
-  included: the student got right what the mistake gets wrong); it is **neutral** on a case
-  where it answers right or does not apply (with one head, averaging the heads' patterns is not
-  told apart from one wide head, so those variants do not apply there);
+  from the right one and the student's answer matches it (where the variant's own answer is
+  nan or inf, any answer fits it: the match is then *loose*), or when the variant raises the
+  very error the student's code raised (a 3-D array transposed with `.T`); it is
+  **contradicted** by a case where its answer differs from the right one and the student's does
+  not match it (a passing case included: the student got right what the mistake gets wrong);
+  it is **neutral** on a case where it answers right or does not apply (with one head,
+  averaging the heads' patterns is not told apart from one wide head, so those variants do
+  not apply there);
+- one odd case does not rule a variant out: a case the student's code raised on (inputs it
+  cannot take, such as masks it never handles) and a case where the student's answer is nan or
+  inf where the variant's is finite (a second bug, an overflow) are **excused**: neither
+  explained nor contradicting, and listed as not explained when the mistake is named;
 - a *detector* explains a failing case it recognizes and is neutral elsewhere; it only looks at
   an answer the comparison found of the expected form (a wrong shape is told as such, at the
   cost of a shape check, whatever the answer's size);
@@ -17,19 +24,22 @@ together, never against one case alone:
   ValueError is expected, and float16 answers that are right to float16 precision.
 
 A mistake is a candidate when it explains at least one failing case and nothing contradicts
-it. It is named when it is the only candidate that explains every failing case, or else the
-only candidate at all; it is then shown on the cases it explains. Two candidates (or partial
-fits that no single mistake completes) are reported as "several causes fit", with no name.
+it. The one named is, in this order: the candidate that accounts for every failing case
+(explained or excused) and explains the most of them (then the most exactly); else the one
+candidate that explains more than half of the failing cases, or the only candidate at all. It
+is shown on the cases it explains, and the failing cases it does not explain are listed. When
+two candidates fit equally well, or several fit parts and none most, both are named in a
+note ("several causes fit"), and none is shown as the mistake.
 
 **Cascades.** A function that calls the student's own failing function (scaled dot-product
 attention calling a broken softmax) inherits its failures. Which functions a function may call
 is read from the submission's source by static inspection (`ast.parse` only: the source is
-never executed in the grader, and the reference never enters the student process). When a
-failing problem's function may call another graded function that fails its own cases on
-valid inputs, the problem says so, points at that function first (the root of a chain), and
-names none of its own mistakes: they may be caused by the callee. This is deliberately
-conservative: a problem whose own bug hides behind a failing callee is told to fix the callee
-first, never told a mistake the callee may have caused.
+never executed in the grader). When a failing problem's function may call another graded
+function that fails its own cases on valid inputs, the problem says so and points at that
+function first (the root of a chain). Its own mistakes are not taken from this run, which the
+callee may have caused: cascade.py grades it again in the sandbox with the course's reference
+in place of the failing callees, and that run names its own mistake or shows it right. Without
+that run (no course code, as in the student bundle) the pointer stands alone.
 """
 from __future__ import annotations
 
@@ -52,7 +62,7 @@ from .results import CaseResult, CaseStatus, ProblemResult
 from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
-           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "name_mistakes", "read_source", "calls", "point_at_callees"]
+           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source", "calls", "failing_callees", "point_at_callees"]
 
 ASSERT_INSTEAD_OF_RAISE = Mistake(
     id="assert-instead-of-raise", variant="",
@@ -65,8 +75,22 @@ FLOAT16_ANSWER = Mistake(
             "is all float16 keeps. Compute and return float32 or float64 (np.asarray(x, dtype=np.float64)).")
 GENERIC_MISTAKES = (ASSERT_INSTEAD_OF_RAISE, FLOAT16_ANSWER)
 
-SEVERAL_CAUSES = ("Several causes fit these failures: no single known mistake explains them all, so none is "
-                  "named. Check each step against the worked example in the prompt.")
+SEVERAL_CAUSES = "Several causes fit these failures"  # how the note naming them begins
+
+
+def several_causes(fits: Sequence[tuple[Mistake, Sequence[str]]]) -> str:
+    """The note naming the mistakes that fit parts of the failures, each with the cases it explains."""
+    named = [f"{m.id} (on {_names([repr(c) for c in cases])})" for m, cases in fits]
+    return (f"{SEVERAL_CAUSES}, and no one known mistake explains them all: {_names(named, 'or')}. "
+            "Check each against your code.")
+
+
+def not_explained(mistake: Mistake, cases: Sequence[str], second: Mistake | None = None) -> str:
+    """The note listing the failing cases a named mistake does not explain, and the mistake that
+    explains them when one does."""
+    cause = f"{second.id} fits them: a second mistake" if second is not None else "look there for a second cause"
+    return f"{mistake.id} does not explain {_names([repr(c) for c in cases])}: {cause}."
+
 
 # a float16 answer is "right to float16 precision" within these (float16 has an 11-bit significand)
 _FLOAT16_RTOL, _FLOAT16_ATOL = 4e-3, 1e-3
@@ -76,6 +100,8 @@ _SOURCE_LIMIT = 1 << 20  # bytes of source read for the static call graph; a lon
 class Fit(Enum):
     NEUTRAL = "neutral"
     EXPLAINS = "explains"
+    LOOSE = "explains where the mistake's answer is defined"
+    EXCUSED = "neither explains nor contradicts (the student's code raised, or answered nan or inf)"
     CONTRADICTS = "contradicts"
 
 
@@ -83,7 +109,7 @@ class Fit(Enum):
 class Diagnosis:
     mistake: Mistake | None = None
     explained: frozenset[int] = frozenset()  # indices of the cases the named mistake explains
-    note: str = ""                            # SEVERAL_CAUSES, or ""
+    note: str = ""                            # several_causes(...), not_explained(...), or ""
 
 
 def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> Any:
@@ -103,17 +129,20 @@ def _parts(problem: Problem) -> Sequence[str]:
 
 def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool, Any, bool]:
     """(applies, the variant's answer, whether it differs from the right answer) on this case,
-    computed once per prepared case (it does not depend on the submission)."""
+    computed once per prepared case (it does not depend on the submission). A variant that
+    raises does not apply; its answer is then (exception type name, message)."""
     key = ("variant", mistake.id)
     if key not in prepared.computed:
         if prepared.wrong_answers is not None:  # computed ahead (compiled assignment, student bundle)
             known = dict(prepared.wrong_answers)
             applies, wrong = mistake.id in known, known.get(mistake.id)
+            if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (fixtures.py)
+                applies, wrong = False, tuple(wrong["raised"])
         else:
             try:
                 applies, wrong = True, wrong_answer(mistake, prepared.args, problem.code)
-            except Exception:  # the variant does not apply to these inputs
-                applies, wrong = False, None
+            except Exception as exc:  # the variant does not apply to these inputs
+                applies, wrong = False, (type(exc).__name__, str(exc))
         differs = False
         if applies:
             if prepared.case.raises:
@@ -123,9 +152,24 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
                     with np.errstate(all="ignore"):
                         differs = not check(problem.compare, wrong, prepared.expected, _parts(problem)).passed
                 except Exception:
-                    applies, differs = False, False
+                    applies, differs, wrong = False, False, None
         prepared.computed[key] = (applies, wrong, differs)
     return prepared.computed[key]
+
+
+def _raised_alike(wrong: Any, run: CaseRun) -> bool:
+    """Whether the student's code raised the very error (type and message) the variant raised:
+    a numpy error names the shapes it met, so the same message means the same wrong operation.
+    A variant that declines to apply (ValueError "does not apply", "indistinguishable") never
+    matches."""
+    if not (isinstance(wrong, tuple) and len(wrong) == 2 and isinstance(wrong[0], str)
+            and run.status is RunStatus.RAISED and run.error is not None):
+        return False
+    kind, message = wrong
+    if not message or "does not apply" in message or "indistinguishable" in message:
+        return False
+    said = run.error.message  # the worker keeps at most 500 characters of it
+    return run.error.type == kind and len(said) >= min(len(message), 40) and said == message[:len(said)]
 
 
 def _is_float16(value: Any) -> bool:
@@ -172,17 +216,38 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
             return Fit.NEUTRAL
         return Fit.EXPLAINS if found else Fit.NEUTRAL
     applies, wrong, differs = _variant_answer(mistake, problem, prepared)
-    if not applies or not differs:
+    if not applies:
+        return Fit.EXPLAINS if not result.passed and _raised_alike(wrong, run) else Fit.NEUTRAL
+    if not differs:
         return Fit.NEUTRAL
-    if result.passed or run.status is not RunStatus.RETURNED:
+    if result.passed:
         return Fit.CONTRADICTS
+    if run.status is not RunStatus.RETURNED:
+        # inputs the student's code cannot take (it raised, or ran out of time) say nothing of
+        # this mistake; a case that must raise is weighed by what the variant does there
+        return Fit.CONTRADICTS if prepared.case.raises else Fit.EXCUSED
+    parts = _parts(problem)
     try:
         with np.errstate(all="ignore"):
-            matches = check(problem.compare, wrong, _where_defined(wrong, run.value, _parts(problem)),
-                            _parts(problem)).passed
+            if check(problem.compare, wrong, run.value, parts).passed:
+                return Fit.EXPLAINS
+            if check(problem.compare, wrong, _where_defined(wrong, run.value, parts), parts).passed:
+                return Fit.LOOSE
+            return Fit.EXCUSED if _undefined_where_finite(wrong, run.value, parts) else Fit.CONTRADICTS
     except Exception:
-        matches = False
-    return Fit.EXPLAINS if matches else Fit.CONTRADICTS
+        return Fit.CONTRADICTS
+
+
+def _undefined_where_finite(wrong: Any, got: Any, parts: Sequence[str]) -> bool:
+    """Whether the student's answer has nan or inf where the variant's answer is finite (a
+    second bug, such as an overflow, on top of the mistake): then the case does not rule it out."""
+    if parts:
+        return isinstance(got, (tuple, list)) and len(got) == len(parts) \
+            and any(_undefined_where_finite(w, g, ()) for w, g in zip(wrong, got))
+    w, g = as_array(wrong), as_array(got)
+    if w is None or g is None or w.shape != g.shape:
+        return False
+    return bool((~np.isfinite(g) & np.isfinite(w)).any())
 
 
 def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
@@ -204,32 +269,51 @@ def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
 
 def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
              results: Sequence[CaseResult]) -> Diagnosis:
-    """The one mistake the problem's cases show together, or a note that several causes fit."""
+    """The one mistake the problem's cases show together, or a note naming the several that fit."""
     failing = frozenset(i for i, r in enumerate(results) if not r.passed
                         and r.status is not CaseStatus.NOT_IMPLEMENTED)
     if not failing:
         return Diagnosis()
-    candidates, partial = [], False
+    candidates = []  # (mistake, explained, explained exactly, excused)
     for mistake in (*problem.mistakes, *GENERIC_MISTAKES):
-        explained, contradicted = set(), False
+        fits: dict[Fit, set[int]] = {fit: set() for fit in Fit}
         for i, (case, run, result) in enumerate(zip(prepared, runs, results)):
             try:
                 fit = _fit(mistake, problem, case, run, result)
             except Exception:  # an answer of a form the mistake cannot weigh: no evidence either way
                 fit = Fit.NEUTRAL
+            fits[fit].add(i)
             if fit is Fit.CONTRADICTS:
-                contradicted = True
                 break
-            if fit is Fit.EXPLAINS:
-                explained.add(i)
-        partial = partial or bool(explained)
-        if explained and not contradicted:
-            candidates.append((mistake, frozenset(explained)))
-    complete = [c for c in candidates if c[1] >= failing]
-    chosen = complete if complete else candidates
-    if len(chosen) == 1:
-        return Diagnosis(*chosen[0])
-    return Diagnosis(note=SEVERAL_CAUSES if partial else "")
+        explained = frozenset((fits[Fit.EXPLAINS] | fits[Fit.LOOSE]) & failing)
+        if explained and not fits[Fit.CONTRADICTS]:
+            candidates.append((mistake, explained, len(fits[Fit.EXPLAINS]), frozenset(fits[Fit.EXCUSED])))
+    if not candidates:
+        return Diagnosis()
+
+    def rank(c):
+        return len(c[1]), c[2]
+
+    complete = [c for c in candidates if c[1] | c[3] >= failing]
+    most = [c for c in candidates if 2 * len(c[1]) > len(failing)]
+    for group in (complete, most, candidates if len(candidates) == 1 else []):
+        if not group:
+            continue
+        best = max(map(rank, group))
+        top = [c for c in group if rank(c) == best]
+        if len(top) == 1:
+            mistake, explained = top[0][0], top[0][1]
+            rest = failing - explained
+            if not rest:
+                return Diagnosis(mistake, explained)
+            # a second candidate that explains exactly the rest is the second mistake
+            second = next((c[0] for c in candidates if c[1] == rest), None)
+            return Diagnosis(mistake, explained, not_explained(mistake, [results[i].name for i in sorted(rest)],
+                                                               second))
+        candidates = top  # two that fit equally well: both are named below
+        break
+    fitting = sorted(candidates, key=rank, reverse=True)[:2]
+    return Diagnosis(note=several_causes([(m, [results[i].name for i in sorted(e)]) for m, e, _, _ in fitting]))
 
 
 def name_mistakes(results: Sequence[CaseResult], diagnosis: Diagnosis) -> tuple[CaseResult, ...]:
@@ -288,37 +372,84 @@ def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     return found
 
 
-def _names(functions: Sequence[str]) -> str:
-    return functions[0] if len(functions) == 1 else ", ".join(functions[:-1]) + " and " + functions[-1]
+def _names(items: Sequence[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
-def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],
-                     source: str | None) -> tuple[ProblemResult, ...]:
-    """Results where a failing problem that calls the student's own failing functions says so
-    first and names none of its own mistakes."""
-    results = tuple(results)
-    if source is None:
-        return results
+def _failing(problems: Sequence[Problem], results: Sequence[ProblemResult]) -> dict[str, ProblemResult]:
+    """function name -> the result of each problem that fails on valid inputs: a callee fails for
+    its callers only there (one that merely does not raise ValueError on bad ones, an `assert`,
+    cannot break a caller's cases)."""
     function_of = {p.id: p.function.name for p in problems}
-    # a callee fails for its callers only on valid inputs: one that merely does not raise
-    # ValueError on bad ones (an `assert`) cannot break a caller's cases
     must_raise = {(p.id, c.name) for p in problems for c in p.cases if c.raises}
-    failing = {function_of[r.id]: r for r in results if r.id in function_of
-               and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
-    if not failing:
-        return results
-    graph = calls(source, function_of.values())
-    out = []
+    return {function_of[r.id]: r for r in results if r.id in function_of
+            and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
+
+
+def failing_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],
+                    source: str | None) -> dict[str, list[str]]:
+    """problem id -> the student's own failing functions that the problem's function may call,
+    in the problems' order, for each failing problem that calls any."""
+    failing = _failing(problems, results)
+    if source is None or not failing:
+        return {}
+    order = [p.function.name for p in problems]
+    graph = calls(source, order)
+    function_of = {p.id: p.function.name for p in problems}
+    found = {}
     for result in results:
         name = function_of.get(result.id)
-        culprits = [f for f in graph.get(name, ()) if f in failing] if name and not result.passed else []
-        # point at the roots: a failing callee that itself calls a failing callee is a symptom too
-        roots = [f for f in culprits if not any(g in failing for g in graph.get(f, ()))] or culprits
-        if not roots:
+        culprits = sorted((f for f in graph.get(name, ()) if f in failing), key=order.index) \
+            if name and not result.passed else []
+        if culprits:
+            found[result.id] = culprits
+    return found
+
+
+def _behind(name: str, helpers: Sequence[str], result: ProblemResult, again: ProblemResult | None) -> tuple[str, tuple]:
+    """What the re-run with the reference helpers shows (its sentence, and the cases with the
+    problem's own mistake on the failing ones it explains); ("", cases) without a re-run."""
+    if again is None or len(again.cases) != len(result.cases):
+        return "", result.cases
+    instead = f"Graded again with the course's {_names(helpers)} in place of yours, {name}"
+    failed = [c for c in again.cases if not c.passed]
+    if not failed:
+        return f"{instead} passes every case: its own code is right.", result.cases
+    mistakes = again.mistakes
+    if len(mistakes) == 1:
+        own = next(c for c in again.cases if c.mistake)
+        cases = tuple(replace(c, mistake=own.mistake, mistake_message=own.mistake_message)
+                      if not c.passed and a.mistake else replace(c, mistake=None, mistake_message="")
+                      for c, a in zip(result.cases, again.cases))
+        return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: its own mistake is {mistakes[0]}.", \
+            cases
+    note = f" {again.message}" if again.message.startswith(SEVERAL_CAUSES) else ""
+    return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: check it too.{note}", result.cases
+
+
+def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult], source: str | None,
+                     again: dict[str, ProblemResult] | None = None) -> tuple[ProblemResult, ...]:
+    """Results where a failing problem that calls the student's own failing functions says so
+    first. Its own mistakes are named only from `again` (problem id -> the problem graded again
+    with the course's reference in place of those functions, cascade.py): they may otherwise
+    be caused by the callee."""
+    results = tuple(results)
+    behind = failing_callees(problems, results, source)
+    if not behind:
+        return results
+    failing = _failing(problems, results)
+    graph = calls(source, [p.function.name for p in problems])
+    function_of = {p.id: p.function.name for p in problems}
+    again = again or {}
+    out = []
+    for result in results:
+        culprits = behind.get(result.id)
+        if not culprits:
             out.append(result)
             continue
-        order = list(function_of.values())
-        roots.sort(key=order.index)
+        name = function_of[result.id]
+        # point at the roots: a failing callee that itself calls a failing callee is a symptom too
+        roots = [f for f in culprits if not any(g in failing for g in graph.get(f, ()))] or culprits
         unimplemented = all(failing[f].message == "not implemented yet" for f in roots)
         state = "not implemented yet" if unimplemented else "fails its own cases" if len(roots) == 1 \
             else "fail their own cases"
@@ -327,9 +458,13 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
                    f"{state}: implement {it} first." if unimplemented else
                    f"{name} calls your {_names(roots)}, which {state}: fix {it} first; "
                    f"{'its' if len(roots) == 1 else 'their'} failures can cause these.")
-        superseded = ("", SEVERAL_CAUSES, "not implemented yet")  # what the pointer explains better
-        message = pointer if result.message in superseded else f"{pointer} {result.message}"
-        out.append(replace(result, message=message,
-                           cases=tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)))
+        told, cases = _behind(name, culprits, result, again.get(result.id))
+        if told:  # the re-run says what the callee's failures cause, and what they do not
+            which = f"{'is' if len(roots) == 1 else 'are'} {state}" if unimplemented else state
+            pointer = f"{name} calls your {_names(roots)}, which {which}. {told}"
+        cleared = tuple(replace(c, mistake=None, mistake_message="") for c in result.cases)
+        superseded = result.message in ("", "not implemented yet") or result.message.startswith(SEVERAL_CAUSES) \
+            or " does not explain " in result.message
+        message = pointer if superseded else f"{pointer} {result.message}"
+        out.append(replace(result, message=message, cases=cases if cases is not result.cases else cleared))
     return tuple(out)
-

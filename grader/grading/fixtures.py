@@ -42,6 +42,9 @@ BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses 
 INDEX = "index.json"
 
 
+RAISED = "raised"  # a wrong answer that is the error a variant raised: {"raised": [type name, message]}
+
+
 def encode(value: Any, binary: bool = False) -> Any:
     """Plain JSON for an input or an expected answer (arrays keep their dtype and shape); with
     `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back)."""
@@ -136,8 +139,9 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
             for mistake in problem.mistakes:
                 try:
                     wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), hidden)])
-                except Exception:  # the mistake's variant does not apply to these inputs (or is a detector)
-                    continue
+                except Exception as exc:  # the variant does not apply to these inputs (or is a detector)
+                    if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
+                        wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
                           "raises": case.raises, "inputs": prepared.inputs,
                           "args": [encode(a, hidden) for a in prepared.args],

@@ -25,6 +25,7 @@ from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .answers import grade_variants
 from .checks import Verdict, check, describe
+from .cascade import grade_behind_helpers
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
 from .results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
@@ -458,7 +459,11 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         by_id = {r.id: r for r in ran}
         results = tuple(by_id[p.id] if p.id in by_id else not_read(p, cases(p), _left_out(p, left_out[p.id]))
                         for p in problems)
-        results = point_at_callees(problems, results, source) if load_error is None else results
+        if load_error is None:
+            again = grade_behind_helpers(problems, results, source, files.source.data, cases, limits, start,
+                                         lambda data, group, chosen, left: _graded_again(data, group, chosen, left,
+                                                                                         private))
+            results = point_at_callees(problems, results, source, again)
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
@@ -468,6 +473,15 @@ def _left_out(problem: Problem, cell) -> str:
     """Why a problem whose function is in a notebook cell that is not Python was not run."""
     return one_line(f"{cell.describe()}; {problem.function.name} is defined in that cell, which is not valid "
                     f"Python, so it was not run")
+
+
+def _graded_again(submission: bytes, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
+                  limits: Limits, private: Sequence[Path]) -> tuple[ProblemResult, ...] | None:
+    """`problems` graded on `submission` (cascade.py: the student's code with reference helpers)
+    in a fresh session; None when it did not import."""
+    with WatchedSession(submission, limits, private=private) as session:
+        results = run_problems(problems, cases, session, limits)
+        return None if session.load_failure is not None else results
 
 
 def _source_line(source: str | None, line: int | None) -> str:
