@@ -20,7 +20,7 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
-                                num_layers=1, batch=1, causal=False):
+                                num_layers=1, batch=1, causal=False, num_kv_heads=None):
     """How many separately normalized distributions over key positions the model forms
     (see `mha show count_routing_distributions`: some parameters may not matter)."""
     raise NotImplementedError("count_routing_distributions: not implemented yet (see `mha show count_routing_distributions`)")

@@ -14,6 +14,7 @@ from .detectors import *  # noqa: F401,F403
 from .mistakes import *  # noqa: F401,F403
 from .mistakes_flagship import *  # noqa: F401,F403
 from .quiz_answers import *  # noqa: F401,F403
+from .reasoning import *  # noqa: F401,F403
 from .reference import *  # noqa: F401,F403
 
 # What each graded function takes and returns. `params` kinds: array (float64 ndarray), mask
@@ -26,9 +27,9 @@ FUNCTIONS = {
                           "params": {"weights": "array", "values": "array"}, "returns": "array"},
     "count_routing_distributions": {
         "signature": "count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, "
-                     "num_layers=1, batch=1, causal=False) -> int",
+                     "num_layers=1, batch=1, causal=False, num_kv_heads=None) -> int",
         "params": {"num_heads": "int", "d_v": "int", "num_queries": "int", "num_keys": "int", "d_k": "int",
-                   "num_layers": "int", "batch": "int", "causal": "bool"},
+                   "num_layers": "int", "batch": "int", "causal": "bool", "num_kv_heads": "int"},
         "returns": "int"},
     "scaled_dot_product_attention": {
         "signature": "scaled_dot_product_attention(Q, K, V, mask=None) -> (output, weights)",

@@ -21,11 +21,12 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1,
-                                batch=1, causal=False):
+                                batch=1, causal=False, num_kv_heads=None):
     """One softmax row per query, per head, per sequence of the batch, per layer.
 
     d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
-    A causal mask shortens rows but never removes one (query i still sees keys 0..i)."""
+    A causal mask shortens rows but never removes one (query i still sees keys 0..i).
+    Shared key/value heads (num_kv_heads) still leave every query head its own scores."""
     return num_layers * batch * num_heads * num_queries
 
 

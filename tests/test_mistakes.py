@@ -212,7 +212,7 @@ BUGS = [
 # --- the flagship problems and the several-heads problems (reading, counting, shapes, heads) --
 
 _COUNT = "def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, " \
-         "num_layers=1, batch=1, causal=False):"
+         "num_layers=1, batch=1, causal=False, num_kv_heads=None):"
 _READ = "def multi_head_reading(weights, values, W_O):"
 _CONTRIB = """
         def head_contributions(weights, values, W_O):
@@ -315,6 +315,11 @@ FLAGSHIP_BUGS = [
     Bug("count_routing_distributions", "ignores-batch", f"""
         {_COUNT}
             return num_layers * num_heads * num_queries
+    """),
+    Bug("count_routing_distributions", "counts-kv-heads", f"""
+        {_COUNT}
+            heads = num_heads if num_kv_heads is None else num_kv_heads
+            return num_layers * batch * heads * num_queries
     """),
     Bug("predict_shapes", "shapes-head-output-full-width", _shapes_bug(out="(*N, h, L, d_model)")),
     Bug("predict_shapes", "shapes-scores-like-queries",

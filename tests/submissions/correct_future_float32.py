@@ -56,9 +56,10 @@ def multi_head_reading(weights: Array, values: Array, W_O: Array) -> tuple[Array
 
 def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1, num_keys: Optional[int] = None,
                                 d_k: Optional[int] = None, num_layers: int = 1, batch: int = 1,
-                                causal: bool = False) -> int:
-    # one softmax row per query, per head, per layer, per sequence; widths, keys and the mask add none
-    del d_v, num_keys, d_k, causal
+                                causal: bool = False, num_kv_heads: Optional[int] = None) -> int:
+    # one softmax row per query, per head, per layer, per sequence; widths, keys, the mask and
+    # shared key/value heads add none
+    del d_v, num_keys, d_k, causal, num_kv_heads
     return num_layers * batch * num_heads * num_queries
 
 
