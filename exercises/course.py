@@ -61,4 +61,11 @@ FUNCTIONS = {
         "params": {"weights": "array", "values": "array", "W_O": "array"}, "returns": ["contributions", "ablated"]},
     "two_head_layer": {"signature": "two_head_layer(seq_len) -> (W_Q, W_K)", "params": {"seq_len": "int"},
                        "returns": "head_pair"},
+    "one_head_both_designs": {"signature": "one_head_both_designs(seq_len, scales) -> ndarray",
+                              "params": {"seq_len": "int", "scales": "array"}, "returns": "array"},
+    "padded_batch_attention": {
+        "signature": "padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None) -> (output, weights)",
+        "params": {"X": "array", "W_Q": "array", "W_K": "array", "W_V": "array", "W_O": "array",
+                   "num_heads": "int", "key_mask": "mask"},
+        "returns": ["output", "weights"]},
 }
