@@ -10,11 +10,12 @@ import math
 
 import numpy as np
 
-from .reference import count_routing_distributions
+from .reference import attention_reading, count_routing_distributions
 
 __all__ = ["count_kv_heads", "one_head_both_designs", "both_designs_divided_by_sqrt",
            "both_designs_best_query", "both_designs_larger_weight", "padded_batch_attention",
-           "padded_batch_nan_rows", "padded_batch_mask_inverted", "padded_batch_mask_on_queries"]
+           "padded_batch_nan_rows", "padded_batch_mask_inverted", "padded_batch_mask_on_queries",
+           "own_reading", "own_reading_swapped", "own_reading_unweighted", "own_reading_averaged"]
 
 
 def count_kv_heads(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
@@ -24,6 +25,33 @@ def count_kv_heads(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_l
     if kv_heads == num_heads:
         raise ValueError("no shared key/value heads: this mistake cannot show")
     return count_routing_distributions(kv_heads, d_v, num_queries, num_keys, d_k, num_layers, batch, causal)
+
+
+# --- the worked reading by hand, with each student's own weights and values (quiz: own_reading) --
+
+def _own(weights, p: int, q: int, coord: int) -> float:
+    values = np.array([[1, 0, p, 0], [0, 1, 0, q]], dtype=np.float64)   # v1, v2: (T = 2, d_v = 4)
+    return float(attention_reading(np.asarray(weights, dtype=np.float64), values)[coord - 1])
+
+
+def own_reading(a: int, p: int, q: int, coord: int) -> float:
+    """Coordinate `coord` (from 1) of z = 0.a v1 + (1 - 0.a) v2, v1 = [1, 0, p, 0], v2 = [0, 1, 0, q]."""
+    return _own([a / 10, 1 - a / 10], p, q, coord)
+
+
+def own_reading_swapped(a: int, p: int, q: int, coord: int) -> float:
+    """The weights given to the wrong vectors: 0.a on v2."""
+    return _own([1 - a / 10, a / 10], p, q, coord)
+
+
+def own_reading_unweighted(a: int, p: int, q: int, coord: int) -> float:
+    """v1 + v2, the weights left out."""
+    return _own([1.0, 1.0], p, q, coord)
+
+
+def own_reading_averaged(a: int, p: int, q: int, coord: int) -> float:
+    """The plain mean of v1 and v2, as if the weights were equal."""
+    return _own([0.5, 0.5], p, q, coord)
 
 
 # --- one head holding the previous-token design and the sink design ------------------------------
