@@ -20,7 +20,7 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
-                                num_layers=1, batch=1, causal=False):
+                                num_layers=1, batch=1, causal=False, num_kv_heads=None):
     """How many separately normalized distributions over key positions the model forms
     (see `mha show count_routing_distributions`: some parameters may not matter)."""
     raise NotImplementedError("count_routing_distributions: not implemented yet (see `mha show count_routing_distributions`)")
@@ -86,3 +86,15 @@ def head_contributions(weights, values, W_O):
 def two_head_layer(seq_len):
     """Design W_Q, W_K (seq_len x 2*seq_len): head 0 (columns 0:T) attends to i - 1, head 1 to position 0."""
     raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")
+
+
+def padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None):
+    """X (N, L, d_model), key_mask bool (N, S) with True = a real token, False = padding (or None).
+    Return (output (N, L, d_model), weights (N, h, L, S)); a row with no real key is all zeros."""
+    raise NotImplementedError("padded_batch_attention: not implemented yet (see `mha show padded_batch_attention`)")
+
+
+def one_head_both_designs(seq_len, scales):
+    """(K, K) array: [a, b] is the worst query's min(weight on i - 1, weight on 0) with p = scales[a],
+    s = scales[b] (see `mha show one_head_both_designs`)."""
+    raise NotImplementedError("one_head_both_designs: not implemented yet (see `mha show one_head_both_designs`)")

@@ -14,6 +14,7 @@ from .detectors import *  # noqa: F401,F403
 from .mistakes import *  # noqa: F401,F403
 from .mistakes_flagship import *  # noqa: F401,F403
 from .quiz_answers import *  # noqa: F401,F403
+from .reasoning import *  # noqa: F401,F403
 from .reference import *  # noqa: F401,F403
 
 # What each graded function takes and returns. `params` kinds: array (float64 ndarray), mask
@@ -26,9 +27,9 @@ FUNCTIONS = {
                           "params": {"weights": "array", "values": "array"}, "returns": "array"},
     "count_routing_distributions": {
         "signature": "count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, "
-                     "num_layers=1, batch=1, causal=False) -> int",
+                     "num_layers=1, batch=1, causal=False, num_kv_heads=None) -> int",
         "params": {"num_heads": "int", "d_v": "int", "num_queries": "int", "num_keys": "int", "d_k": "int",
-                   "num_layers": "int", "batch": "int", "causal": "bool"},
+                   "num_layers": "int", "batch": "int", "causal": "bool", "num_kv_heads": "int"},
         "returns": "int"},
     "scaled_dot_product_attention": {
         "signature": "scaled_dot_product_attention(Q, K, V, mask=None) -> (output, weights)",
@@ -60,4 +61,11 @@ FUNCTIONS = {
         "params": {"weights": "array", "values": "array", "W_O": "array"}, "returns": ["contributions", "ablated"]},
     "two_head_layer": {"signature": "two_head_layer(seq_len) -> (W_Q, W_K)", "params": {"seq_len": "int"},
                        "returns": "head_pair"},
+    "one_head_both_designs": {"signature": "one_head_both_designs(seq_len, scales) -> ndarray",
+                              "params": {"seq_len": "int", "scales": "array"}, "returns": "array"},
+    "padded_batch_attention": {
+        "signature": "padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None) -> (output, weights)",
+        "params": {"X": "array", "W_Q": "array", "W_K": "array", "W_V": "array", "W_O": "array",
+                   "num_heads": "int", "key_mask": "mask"},
+        "returns": ["output", "weights"]},
 }

@@ -145,21 +145,28 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads: int, mask=None):
 
 def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1, num_keys: int | None = None,
                                 d_k: int | None = None, num_layers: int = 1, batch: int = 1,
-                                causal: bool = False) -> int:
+                                causal: bool = False, num_kv_heads: int | None = None) -> int:
     """Run `num_layers` layers of `num_heads` heads over a batch and count their softmax rows.
 
     Queries come from `num_queries` positions, keys and values from `num_keys` (cross-attention;
     None: self-attention, as many keys as queries); d_k (None: d_v) is the query/key width.
+    `num_kv_heads` (None: num_heads) key/value heads are shared by groups of query heads
+    (1: multi-query attention, between 1 and num_heads: grouped-query attention).
     """
     m = num_queries if num_keys is None else num_keys
     width = d_v if d_k is None else d_k
+    kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+    if kv_heads < 1 or num_heads % kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={kv_heads}")
     rng = np.random.default_rng(0)
     mask = causal_mask(num_queries, m) if causal else None
     with tracing() as trace:
         for _ in range(num_layers):  # every layer runs its own heads on its own scores
-            q = rng.standard_normal((batch, num_heads, num_queries, width))  # (N, h, n, d_k)
-            k = rng.standard_normal((batch, num_heads, m, width))            # (N, h, m, d_k)
-            v = rng.standard_normal((batch, num_heads, m, d_v))              # (N, h, m, d_v)
+            q = rng.standard_normal((batch, num_heads, num_queries, width))  # (N, h, L, d_k)
+            k = rng.standard_normal((batch, kv_heads, m, width))             # (N, h_kv, S, d_k)
+            v = rng.standard_normal((batch, kv_heads, m, d_v))               # (N, h_kv, S, d_v)
+            group = num_heads // kv_heads  # query heads reading one key/value head
+            k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)  # (N, h, S, d_k), (N, h, S, d_v)
             _attend(q, k, v, mask)
     return trace.normalizations
 

@@ -21,11 +21,12 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1,
-                                batch=1, causal=False):
+                                batch=1, causal=False, num_kv_heads=None):
     """One softmax row per query, per head, per sequence of the batch, per layer.
 
     d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
-    A causal mask shortens rows but never removes one (query i still sees keys 0..i)."""
+    A causal mask shortens rows but never removes one (query i still sees keys 0..i).
+    Shared key/value heads (num_kv_heads) still leave every query head its own scores."""
     return num_layers * batch * num_heads * num_queries
 
 
@@ -142,3 +143,42 @@ def two_head_layer(seq_len):
     prev_q, prev_k = previous_token_head(seq_len)
     sink_q, sink_k = sink_head(seq_len)
     return np.hstack([prev_q, sink_q]), np.hstack([prev_k, sink_k])
+
+
+def padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None):
+    """Multi-head attention over a batch; padded keys score -inf, and a row with no real key reads nothing."""
+    X = np.asarray(X, dtype=np.float64)
+    N, L, d_model = X.shape
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    d_k = d_model // num_heads
+
+    def heads(W):
+        return (X @ W).reshape(N, L, num_heads, d_k).transpose(0, 2, 1, 3)   # (N, h, L, d_k)
+
+    q, k, v = heads(W_Q), heads(W_K), heads(W_V)
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d_k)                    # (N, h, L, S)
+    if key_mask is not None:
+        keep = np.asarray(key_mask, dtype=bool)[:, None, None, :]            # (N, 1, 1, S): keys only
+        scores = np.where(keep, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)   # a row of -inf: exp gives zeros, not inf - inf = nan
+    e = np.exp(scores - top)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)     # empty rows stay 0
+    concat = (weights @ v).transpose(0, 2, 1, 3).reshape(N, L, d_model)      # (N, L, h * d_k)
+    return concat @ W_O, weights
+
+
+def one_head_both_designs(seq_len, scales):
+    """One head scoring p [j = i - 1] + s [j = 0]: the worst query's smaller target weight, per (p, s)."""
+    i, j = np.indices((seq_len, seq_len))
+    queries = np.arange(2, seq_len)                      # queries whose i - 1 is not position 0
+    grid = np.empty((len(scales), len(scales)))
+    for a, p in enumerate(scales):
+        for b, s in enumerate(scales):
+            scores = np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf)   # (T, T), causal
+            weights = softmax(scores)
+            both = np.minimum(weights[queries, queries - 1], weights[queries, 0])
+            grid[a, b] = both.min()
+    return grid

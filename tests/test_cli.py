@@ -162,11 +162,12 @@ class TestCheck:
         """The stubs fail every problem; exit 1."""
         result = cli("check", "attention_reading")
         assert result.exit_code == ExitCode.FAILED
-        assert "TODO  attention_reading: Reading values with one row of weights  [0/10]  not implemented yet" \
+        assert "TODO  attention_reading: Reading values with one row of weights  [0/5]  not implemented yet" \
             in result.stdout
 
-    def test_wrong_answer_shows_expected_got_and_mistake(self, cli, write_submission):
-        """A public failure shows the inputs, expected vs got, and the named mistake instead of the hint."""
+    def test_wrong_answer_shows_got_and_hint_never_the_count(self, cli, write_submission):
+        """A public count failure shows the inputs and what was got, never the count (the counting
+        cases are `reveal: false`), and the first hint when no mistake is named."""
         path = write_submission("""
             def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
                 return num_heads * d_v
@@ -174,7 +175,8 @@ class TestCheck:
         result = cli("check", "count_routing_distributions", "--path", str(path))
         assert result.exit_code == ExitCode.FAILED
         assert "inputs: num_heads=1, d_v=20, num_queries=4" in result.stdout
-        assert "got 20, expected 4" in result.stdout
+        assert "got the int 20; this answer is yours to work out, so the expected value is not shown" in result.stdout
+        assert "expected 4" not in result.stdout
         assert "hint: For each argument, ask what doubling it does to the softmax rows" in result.stdout
 
     def test_unknown_problem_is_usage_error(self, cli):

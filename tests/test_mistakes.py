@@ -212,7 +212,7 @@ BUGS = [
 # --- the flagship problems and the several-heads problems (reading, counting, shapes, heads) --
 
 _COUNT = "def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, " \
-         "num_layers=1, batch=1, causal=False):"
+         "num_layers=1, batch=1, causal=False, num_kv_heads=None):"
 _READ = "def multi_head_reading(weights, values, W_O):"
 _CONTRIB = """
         def head_contributions(weights, values, W_O):
@@ -316,6 +316,11 @@ FLAGSHIP_BUGS = [
         {_COUNT}
             return num_layers * num_heads * num_queries
     """),
+    Bug("count_routing_distributions", "counts-kv-heads", f"""
+        {_COUNT}
+            heads = num_heads if num_kv_heads is None else num_kv_heads
+            return num_layers * batch * heads * num_queries
+    """),
     Bug("predict_shapes", "shapes-head-output-full-width", _shapes_bug(out="(*N, h, L, d_model)")),
     Bug("predict_shapes", "shapes-scores-like-queries",
         _shapes_bug(scores="(*N, h, L, d_k)", ret="(*N, L, d_k) if average_weights else (*N, h, L, d_k)")),
@@ -344,6 +349,58 @@ FLAGSHIP_BUGS = [
     """),
 ]
 BUGS += FLAGSHIP_BUGS
+
+# --- a padded batch, and the evidence that one head cannot hold both designs -----------------------
+
+_PADDED = """
+        def padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None):
+            N, L, d_model = X.shape
+            d_k = d_model // num_heads
+            q, k, v = ((X @ W).reshape(N, L, num_heads, d_k).transpose(0, 2, 1, 3) for W in (W_Q, W_K, W_V))
+            scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d_k)
+            keep = np.ones((N, L), bool) if key_mask is None else np.asarray(key_mask)"""
+_ZERO_EMPTY_ROWS = """
+            top = np.where(np.isfinite(scores.max(-1, keepdims=True)), scores.max(-1, keepdims=True), 0.0)
+            e = np.exp(scores - top)
+            weights = np.divide(e, e.sum(-1, keepdims=True), out=np.zeros_like(e), where=e.sum(-1, keepdims=True) > 0)
+            return (weights @ v).transpose(0, 2, 1, 3).reshape(N, L, d_model) @ W_O, weights
+"""
+_BOTH = """
+        def one_head_both_designs(seq_len, scales):
+            i, j = np.indices((seq_len, seq_len))
+            rows = np.arange(2, seq_len)
+            grid = np.zeros((len(scales), len(scales)))
+            for a, p in enumerate(scales):
+                for b, s in enumerate(scales):"""
+
+REASONING_BUGS = [
+    Bug("padded_batch_attention", "padding-nan-row", _PADDED + """
+            scores = np.where(keep[:, None, None, :], scores, -np.inf)
+            weights = softmax(scores)   # a row of -inf: nan
+            return (weights @ v).transpose(0, 2, 1, 3).reshape(N, L, d_model) @ W_O, weights
+    """),
+    Bug("padded_batch_attention", "padding-mask-inverted", _PADDED + """
+            scores = np.where(keep[:, None, None, :], -np.inf, scores)   # True read as padding""" + _ZERO_EMPTY_ROWS),
+    Bug("padded_batch_attention", "padding-mask-on-queries", _PADDED + """
+            scores = np.where(keep[:, None, :, None], scores, -np.inf)   # along the query axis""" + _ZERO_EMPTY_ROWS),
+    Bug("one_head_both_designs", "budget-divided-by-sqrt", _BOTH + """
+                    scores = np.where(j <= i, (p * (j == i - 1) + s * (j == 0)) / math.sqrt(seq_len), -np.inf)
+                    w = softmax(scores)
+                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).min()
+            return grid
+    """),
+    Bug("one_head_both_designs", "budget-best-query", _BOTH + """
+                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
+                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).max()
+            return grid
+    """),
+    Bug("one_head_both_designs", "budget-larger-weight", _BOTH + """
+                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
+                    grid[a, b] = np.maximum(w[rows, rows - 1], w[rows, 0]).min()
+            return grid
+    """),
+]
+BUGS += REASONING_BUGS
 
 def buggy_submission(bug: Bug) -> str:
     """The model answer with one function redefined (the later definition wins)."""

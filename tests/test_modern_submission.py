@@ -1,6 +1,6 @@
 """A complete correct submission in a modern style grades to full marks through the real `mha`.
 
-tests/submissions/correct_future_float32.py answers all 14 problems with `from __future__ import
+tests/submissions/correct_future_float32.py answers every problem with `from __future__ import
 annotations`, type hints, float32 arrays, `raise ValueError` instead of `assert`, and ordinary
 standard-library imports (logging, pathlib, json) used inside its functions. Issue 12: such a file
 scored 0 as root, because the student uid could not import from a Python installation that other

@@ -129,7 +129,8 @@ class TestPracticeAndHidden:
 
 class TestKnownWrongValues:
     @pytest.mark.parametrize("item_id", ["distributions_one_head", "attention_budget", "head_count",
-                                         "two_head_reading", "double_width_budget", "two_head_reading_practice"])
+                                         "two_head_reading", "double_width_budget", "two_head_reading_practice",
+                                         "own_reading"])
     def test_no_collision_for_any_students_numbers(self, quiz, item_id):
         """For every combination of params: no known-wrong value is accepted as the answer, and no two
         known-wrong values are close enough for one answer to match both."""
@@ -143,7 +144,7 @@ class TestKnownWrongValues:
     def test_every_numeric_item_is_checked(self, quiz):
         """The list above names every numeric item of the shipped quiz."""
         checked = {"distributions_one_head", "attention_budget", "head_count", "two_head_reading",
-                   "double_width_budget", "two_head_reading_practice"}
+                   "double_width_budget", "two_head_reading_practice", "own_reading"}
         assert {i.id for i in quiz.items if i.kind is QuizKind.NUMERIC} == checked
 
 
@@ -157,8 +158,9 @@ GIVE_AWAY = {
     "parameter_count": ["does not depend on h", "as many numbers as one d_model x d_model",
                         "re-partitions a fixed capacity", "They do not:"],
     "sink_head": ["has T\n  competitors", "has T competitors", "a direction that all rows of W_Q share",
-                  "only row 0 of W_K", "9 (T - 1). Choose", "c times the first one-hot", "ln(9 (T - 1))"],
-    "previous_token_head": ["one-hot vector of position j + 1"],
+                  "only row 0 of W_K", "9 (T - 1). Choose", "c times the first one-hot", "ln(9 (T - 1))",
+                  "e^g / (e^g + T - 1)"],
+    "previous_token_head": ["one-hot vector of position j + 1", "e^g >= 9 i", "g >= 4.1"],
     "two_head_layer": ["np.hstack"],
     "split_heads": [".transpose(1, 0, 2)", "reshape(n, num_heads", "Reshape to (n, h, d_k) first"],
     "merge_heads": ["H.transpose(1, 0, 2)", "Move the\n  head axis next to the width first"],

@@ -22,7 +22,7 @@ from .yamlio import YMap, line_of
 PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases", "hints",
                 "mistakes", "timeout", "params"}
 REQUIRED_PROBLEM_KEYS = ("id", "title", "points", "prompt", "cases")
-CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed"}
+CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed", "reveal"}
 COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
 MISTAKE_KEYS = {"id", "message", "variant", "detector"}
 ASSIGNMENT_KEYS = {"title", "problems", "quiz", CODE_KEY}
@@ -91,6 +91,8 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
     weight = number_field(node, "weight", errors, positive=True) if "weight" in node else 1.0
     if "seed" in node and (not isinstance(node["seed"], int) or isinstance(node["seed"], bool)):
         errors.at(line_of(node, "seed"), f"'seed' must be an int (got {got(node['seed'])})")
+    if "reveal" in node and not isinstance(node["reveal"], bool):
+        errors.at(line_of(node, "reveal"), f"'reveal' must be true or false (got {got(node['reveal'])})")
     names: set[str] = set(params)
     if "let" in node:
         names = gen.check_let(node["let"], lambda key, msg: errors.at(line_of(node["let"], key) or line_of(node, "let"), msg),
@@ -123,7 +125,8 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
         return None
     return Case(name=name, args=dict(args), visibility=Visibility(visibility), weight=weight,
                 expect=node.get("expect"), has_expect="expect" in node, raises=node.get("raises"),
-                line=line_of(node), let=dict(node.get("let", {})), seed=node.get("seed"))
+                line=line_of(node), let=dict(node.get("let", {})), seed=node.get("seed"),
+                reveal=node.get("reveal", True))
 
 
 def _dollar_names(spec: Any) -> set[str]:

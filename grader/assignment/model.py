@@ -11,7 +11,8 @@ from ..attention.api import FunctionSpec
 
 
 class Visibility(Enum):
-    """Who sees a case's details: public cases show expected vs got, hidden ones never do."""
+    """Who sees a case's details: public cases show expected vs got (unless the case sets
+    `reveal: false`), hidden ones never do."""
 
     PUBLIC = "public"
     HIDDEN = "hidden"
@@ -53,6 +54,7 @@ class Case:
     line: int | None = None
     let: Mapping[str, Any] = field(default_factory=dict)  # integer variables for shapes
     seed: int | None = None
+    reveal: bool = True            # False: a failing public case shows what was got, never the expected answer
 
     @property
     def hidden(self) -> bool:

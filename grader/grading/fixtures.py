@@ -143,7 +143,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
                     if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
                         wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
-                          "raises": case.raises, "inputs": prepared.inputs,
+                          "raises": case.raises, "reveal": case.reveal, "inputs": prepared.inputs,
                           "args": [encode(a, hidden) for a in prepared.args],
                           "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
@@ -195,7 +195,7 @@ class Fixtures:
         cases, prepared = [], []
         for c in p["cases"]:
             case = Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
-                        weight=c["weight"], raises=c["raises"])
+                        weight=c["weight"], raises=c["raises"], reveal=c.get("reveal", True))
             cases.append(case)
             prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),

@@ -34,6 +34,8 @@ from .submission import SubmissionFiles, read_submission
 # what every case of a problem whose function left processes running shows (the grader's words)
 LEFT_BEHIND = ("it left processes running after it returned (they were stopped): a function must end "
                "every process it starts")
+# what a failing public case with `reveal: false` shows instead of expected vs got
+UNREVEALED = "got {}; this answer is yours to work out, so the expected value is not shown"
 
 
 @dataclass(frozen=True)
@@ -228,9 +230,13 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
-    return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind,
-                      detail="" if case.hidden else verdict.detail,
-                      grids=() if case.hidden else weight_grids(problem, prepared.expected, run.value), **base)
+    if case.hidden:
+        return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind, **base)
+    if not case.reveal:  # an answer to work out: the student's own value, never the expected one
+        return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind, detail=UNREVEALED.format(describe(run.value)),
+                          **base)
+    return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind, detail=verdict.detail,
+                      grids=weight_grids(problem, prepared.expected, run.value), **base)
 
 
 def _problem_message(results: Iterable[CaseResult], session: Session, runs: tuple[CaseRun, ...]) -> str:

@@ -56,9 +56,10 @@ def multi_head_reading(weights: Array, values: Array, W_O: Array) -> tuple[Array
 
 def count_routing_distributions(num_heads: int, d_v: int, num_queries: int = 1, num_keys: Optional[int] = None,
                                 d_k: Optional[int] = None, num_layers: int = 1, batch: int = 1,
-                                causal: bool = False) -> int:
-    # one softmax row per query, per head, per layer, per sequence; widths, keys and the mask add none
-    del d_v, num_keys, d_k, causal
+                                causal: bool = False, num_kv_heads: Optional[int] = None) -> int:
+    # one softmax row per query, per head, per layer, per sequence; widths, keys, the mask and
+    # shared key/value heads add none
+    del d_v, num_keys, d_k, causal, num_kv_heads
     return num_layers * batch * num_heads * num_queries
 
 
@@ -155,3 +156,33 @@ def two_head_layer(seq_len: int) -> tuple[Array, Array]:
     heads = (previous_token_head(seq_len), sink_head(seq_len))  # head 0, then head 1
     W_Q, W_K = (np.hstack([head[part] for head in heads]) for part in (0, 1))
     return W_Q, W_K
+
+
+def padded_batch_attention(X: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Array, num_heads: int,
+                           key_mask: Optional[Array] = None) -> tuple[Array, Array]:
+    X, W_Q, W_K, W_V, W_O = _f32(X, W_Q, W_K, W_V, W_O)
+    batch, length, d_model = X.shape
+    d_k = _require_divisible(d_model, num_heads)
+    q, k, v = (np.einsum("nld,dhk->nhlk", X, W.reshape(d_model, num_heads, d_k)) for W in (W_Q, W_K, W_V))
+    scores = np.einsum("nhlk,nhsk->nhls", q, k) / F32(math.sqrt(d_k))
+    keys = np.ones((batch, length), dtype=bool) if key_mask is None else np.asarray(key_mask, dtype=bool)
+    scores = np.where(keys[:, None, None, :], scores, F32(-np.inf))
+    # a row without real keys reads nothing: exclude it from the softmax instead of dividing 0 by 0
+    empty = ~keys.any(axis=-1)[:, None, None, None]
+    safe = np.where(empty, F32(0.0), scores)
+    weights = np.where(empty, F32(0.0), softmax(safe)).astype(F32)
+    heads = np.einsum("nhls,nhsk->nlhk", weights, v).reshape(batch, length, d_model)
+    return heads @ W_O, weights
+
+
+def one_head_both_designs(seq_len: int, scales: Array) -> Array:
+    if seq_len < 3:
+        raise ValueError(f"seq_len={seq_len}: no query i >= 2")
+    (scales,) = _f32(scales)
+    i, j = np.indices((seq_len, seq_len))
+    rows = np.arange(2, seq_len)
+    p, s = scales[:, None, None, None], scales[None, :, None, None]
+    scores = np.where(j <= i, p * (j == i - 1) + s * (j == 0), F32(-np.inf))   # (K, K, T, T)
+    weights = softmax(scores)
+    both = np.minimum(weights[..., rows, rows - 1], weights[..., rows, 0])
+    return both.min(axis=-1)

@@ -30,7 +30,7 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
-                                num_layers=1, batch=1, causal=False):
+                                num_layers=1, batch=1, causal=False, num_kv_heads=None):
     count = 0
     for _layer in range(num_layers):
         for _sequence in range(batch):

@@ -15,7 +15,7 @@ def attention_reading(weights, values):
 
 
 def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_k=None,
-                                num_layers=1, batch=1, causal=False):
+                                num_layers=1, batch=1, causal=False, num_kv_heads=None):
     return np.int64(num_layers) * np.int64(batch) * np.int64(num_heads) * np.int64(num_queries)
 
 
