@@ -86,3 +86,15 @@ def head_contributions(weights, values, W_O):
 def two_head_layer(seq_len):
     """Design W_Q, W_K (seq_len x 2*seq_len): head 0 (columns 0:T) attends to i - 1, head 1 to position 0."""
     raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")
+
+
+def head_scores(weights):
+    """weights (N, h, T, T): h heads' maps on N sequences.
+    Return (previous (h,), first (h,)): mean weight on key i - 1 and on key 0, queries i = 2 .. T-1."""
+    raise NotImplementedError("head_scores: not implemented yet (see `mha show head_scores`)")
+
+
+def ablation_deltas(X, readings, W_O, W_U, tokens):
+    """X (N, T, d_model), readings (N, h, T, d_k), W_O (h*d_k, d_model), W_U (d_model, 2V), tokens (N, T).
+    Return (h,): the loss with head k's reading zeroed minus the whole model's loss."""
+    raise NotImplementedError("ablation_deltas: not implemented yet (see `mha show ablation_deltas`)")

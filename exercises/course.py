@@ -13,6 +13,7 @@ from __future__ import annotations
 from .detectors import *  # noqa: F401,F403
 from .mistakes import *  # noqa: F401,F403
 from .mistakes_flagship import *  # noqa: F401,F403
+from .model_problems import *  # noqa: F401,F403
 from .quiz_answers import *  # noqa: F401,F403
 from .reference import *  # noqa: F401,F403
 

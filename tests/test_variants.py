@@ -14,6 +14,7 @@ ARRAYS = ["softmax", "attention_reading", "scaled_dot_product_attention", "split
 HEADS = ["previous_token_head", "sink_head"]
 SEVERAL_HEADS = ["multi_head_reading", "head_contributions", "two_head_layer"]
 COUNTS = ["count_routing_distributions", "parameter_count"]
+TRAINED = ["head_scores", "ablation_deltas"]
 
 # each correct variant and the problems it answers
 CORRECT = {
@@ -22,7 +23,7 @@ CORRECT = {
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
     # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
-    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + ["predict_shapes"],
+    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + ["predict_shapes"] + TRAINED,
 }
 
 

@@ -155,3 +155,40 @@ def two_head_layer(seq_len: int) -> tuple[Array, Array]:
     heads = (previous_token_head(seq_len), sink_head(seq_len))  # head 0, then head 1
     W_Q, W_K = (np.hstack([head[part] for head in heads]) for part in (0, 1))
     return W_Q, W_K
+
+
+def head_scores(weights: Array) -> tuple[Array, Array]:
+    (w,) = _f32(weights)
+    if w.ndim != 4:
+        raise ValueError(f"weights must be (N, h, T, T), got shape {w.shape}")
+    queries = np.arange(2, w.shape[-1])
+    previous = np.einsum("nhq->h", w[..., queries, queries - 1]) / (w.shape[0] * len(queries))
+    first = np.einsum("nhq->h", w[..., queries, 0]) / (w.shape[0] * len(queries))
+    return previous, first
+
+
+def _readout_loss(logits: Array, tokens: Array) -> float:
+    """Both cross-entropies, summed, averaged over positions 1.. (log-sum-exp in float32)."""
+    vocab = logits.shape[-1] // 2
+    total = F32(0)
+    for half, target in ((logits[:, 1:, :vocab], tokens[:, :-1]),
+                         (logits[:, 1:, vocab:], np.broadcast_to(tokens[:, :1], tokens[:, 1:].shape))):
+        top = half.max(axis=-1, keepdims=True)
+        log_z = np.log(np.exp(half - top).sum(axis=-1)) + top[..., 0]
+        picked = np.take_along_axis(half, target[..., None], axis=-1)[..., 0]
+        total += (log_z - picked).mean(dtype=np.float64)
+    return float(total)
+
+
+def ablation_deltas(X: Array, readings: Array, W_O: Array, W_U: Array, tokens: Array) -> Array:
+    X, z, W_O, W_U = _f32(X, readings, W_O, W_U)
+    ids = np.rint(np.asarray(tokens)).astype(np.int64)
+    keep = np.ones(z.shape[1], dtype=F32)
+
+    def loss(scale: Array) -> float:
+        concat = np.einsum("nhtd,h->nthd", z, scale).reshape(*X.shape[:2], -1)
+        return _readout_loss((X + concat @ W_O) @ W_U, ids)
+
+    whole = loss(keep)
+    return np.array([loss(np.where(np.arange(len(keep)) == k, F32(0), keep)) - whole
+                     for k in range(len(keep))], dtype=F32)
