@@ -88,6 +88,12 @@ def two_head_layer(seq_len):
     raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")
 
 
+def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """tokens (T,), E (V, d_model), P (T, d_model), W_Q, W_K, W_V, W_O (d_model, d_model), W_U (d_model, 2V).
+    Return (weights (h, T, T), logits (T, 2V)), using your multi_head_attention with a causal mask."""
+    raise NotImplementedError("run_model: not implemented yet (see `mha show run_model`)")
+
+
 def head_scores(weights):
     """weights (N, h, T, T): h heads' maps on N sequences.
     Return (previous (h,), first (h,)): mean weight on key i - 1 and on key 0, queries i = 2 .. T-1."""

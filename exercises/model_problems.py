@@ -4,8 +4,9 @@ Shape legend
     N   sequences;  h heads;  T positions (queries and keys);  d_k per-head width
     D   d_model = h * d_k;  V vocabulary (the readout W_U has 2V columns: token[i-1], then token[0])
 
-Problems: `head_scores` (previous-token and first-token score of every head, from its maps) and
-`ablation_deltas` (the loss change when each head's reading is zeroed before W_O). The quiz items
+Problems: `run_model` (the whole model on one sequence, through the student's own
+`multi_head_attention`), `head_scores` (previous-token and first-token score of every head, from
+its maps) and `ablation_deltas` (the loss change when each head's reading is zeroed before W_O). The quiz items
 ask for numbers of the student's own model (models/, loaded with grader.trained.load_model with
 the student's head order); their answer functions read the models' index (index.json, written
 by models/train.py and checked against the files by tests/test_models.py) and renumber the heads.
@@ -18,7 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from . import reference as ref
+
 __all__ = [
+    "run_model", "run_model_without_mask", "run_model_without_positions", "run_model_without_residual",
     "head_scores", "ablation_deltas",
     "scores_from_query_1", "scores_self_not_previous", "scores_swapped",
     "ablation_losses_not_change", "ablation_output_columns", "ablation_rescaled_heads",
@@ -33,6 +37,42 @@ REMOVABLE_NATS = 0.1  # a head whose removal alone costs less than this is "remo
 # A student's head order, as the digits load_model takes: your head k is the file's head digit k.
 HEAD_ORDERS_4 = tuple(int("".join(map(str, p))) for p in itertools.permutations((1, 2, 3, 4)))
 HEAD_ORDERS_2 = (12, 21)
+
+
+# --- run_model -----------------------------------------------------------------------------------
+
+def _run(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads, *, causal=True, positions=True, residual=True):
+    t = np.asarray(tokens)
+    if t.ndim != 1 or np.any(t != np.round(t)) or np.any(t < 0) or np.any(t >= np.shape(E)[0]):
+        raise ValueError(f"tokens must be a (T,) row of whole numbers below V = {np.shape(E)[0]}")
+    t = t.astype(np.int64)
+    T = len(t)
+    X = np.asarray(E, dtype=np.float64)[t] + (np.asarray(P, dtype=np.float64)[:T] if positions else 0.0)  # (T, D)
+    mask = np.tril(np.ones((T, T), dtype=bool)) if causal else None     # query i reads keys j <= i
+    out, weights = ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask)   # (T, D), (h, T, T)
+    R = X + out if residual else out
+    return weights, R @ np.asarray(W_U, dtype=np.float64)                # (h, T, T), (T, 2V)
+
+
+def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """tokens (T,), E (V, D), P (T_max, D), W_Q..W_O (D, D), W_U (D, 2V). Returns (weights (h, T, T),
+    logits (T, 2V)): X = E[tokens] + P, R = X + multi_head_attention(X, ..., causal mask), R W_U."""
+    return _run(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads)
+
+
+def run_model_without_mask(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """Lets every query read every key, later positions included."""
+    return _run(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads, causal=False)
+
+
+def run_model_without_positions(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """Feeds the token embeddings alone, without the position embedding P."""
+    return _run(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads, positions=False)
+
+
+def run_model_without_residual(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """Reads out the attention layer's output alone, without adding its input X back."""
+    return _run(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads, residual=False)
 
 
 # --- head_scores -------------------------------------------------------------------------------

@@ -144,6 +144,16 @@ def two_head_layer(seq_len):
     return np.hstack([prev_q, sink_q]), np.hstack([prev_k, sink_k])
 
 
+def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """Embed with positions, one causal multi-head attention layer added to its input, read out."""
+    tokens = np.asarray(tokens).astype(int)
+    T = len(tokens)
+    X = E[tokens] + P[:T]                                   # (T, d_model)
+    causal = np.tril(np.ones((T, T), dtype=bool))           # query i reads keys 0 .. i
+    out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, causal)
+    return weights, (X + out) @ W_U                         # (h, T, T), (T, 2V)
+
+
 def head_scores(weights):
     """Head k's mean weight on key i - 1 and on key 0, over the sequences and queries 2 .. T-1."""
     w = np.asarray(weights, dtype=np.float64)   # (N, h, T, T)

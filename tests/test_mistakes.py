@@ -368,8 +368,27 @@ _ABLATE = """
                 scale = np.full(h, kept)
                 scale[k] = 0.0
                 return scale"""
+_RUN = "def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):"
 # The trained-model problems (exercises/model_problems.py): one bug per named mistake.
 MODEL_BUGS = [
+    Bug("run_model", "run-model-no-mask", f"""
+        {_RUN}
+            X = E[tokens.astype(int)] + P[:len(tokens)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads)
+            return weights, (X + out) @ W_U
+    """),
+    Bug("run_model", "run-model-no-positions", f"""
+        {_RUN}
+            X = E[tokens.astype(int)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, np.tri(len(tokens), dtype=bool))
+            return weights, (X + out) @ W_U
+    """),
+    Bug("run_model", "run-model-no-residual", f"""
+        {_RUN}
+            X = E[tokens.astype(int)] + P[:len(tokens)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, np.tri(len(tokens), dtype=bool))
+            return weights, out @ W_U
+    """),
     Bug("head_scores", "scores-from-query-1", f"""
         {_SCORES}
             i = np.arange(1, weights.shape[-1])

@@ -93,7 +93,38 @@ class TestReferences:
             COURSE.head_scores(np.ones((2, 3, 3)))
 
 
+class TestRunModel:
+    @pytest.mark.parametrize("name", ["d8_h2_s1", "d8_h8_s3", "d16_h1_s0"])
+    def test_run_model_is_the_models_forward_pass(self, name):
+        """The reference, through the course's multi_head_attention, gives the models' own maps and logits."""
+        m = M.load(MODELS / f"{name}.npz")
+        tokens = M.eval_tokens(m.config)[:4]
+        f = M.forward(m.params, tokens, m.config.n_heads)
+        for n, row in enumerate(tokens):
+            weights, logits = COURSE.run_model(row.astype(float), *(m.params[w] for w in M.WEIGHTS), m.config.n_heads)
+            np.testing.assert_allclose(weights, f["A"][n], atol=1e-12)
+            np.testing.assert_allclose(logits, f["logits"][n], rtol=1e-10, atol=1e-10)
+
+    def test_tokens_outside_the_vocabulary_are_refused(self):
+        m = M.load(MODELS / "d8_h2_s1.npz")
+        with pytest.raises(ValueError, match=r"whole numbers below V = 8"):
+            COURSE.run_model(np.array([0.0, 8.0]), *(m.params[w] for w in M.WEIGHTS), 2)
+
+
 class TestCasesAreTheShippedModels:
+    @pytest.mark.parametrize("name, model, sequence", [
+        ("model d8_h2_s1, evaluation sequence 1", "d8_h2_s1", 0),
+        ("model d8_h4_s0, evaluation sequence 2", "d8_h4_s0", 1),
+    ])
+    def test_run_model_weights(self, name, model, sequence):
+        """The case's weights are the model file's, to 4 decimals, and its tokens an evaluation sequence."""
+        m = M.load(MODELS / f"{model}.npz")
+        case = _problem_case("run_model", name)
+        np.testing.assert_array_equal(case["tokens"], M.eval_tokens(m.config)[sequence])
+        assert case["num_heads"] == m.config.n_heads
+        for key in M.WEIGHTS:
+            np.testing.assert_allclose(np.array(case[key]), m.params[key], atol=5.1e-5, err_msg=key)
+
     @pytest.mark.parametrize("name, model, sequences", [
         ("model d8_h2_s3, evaluation sequences 1 and 2", "d8_h2_s3", [0, 1]),
         ("model d8_h4_s2, evaluation sequence 3", "d8_h4_s2", [2]),

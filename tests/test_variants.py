@@ -14,7 +14,7 @@ ARRAYS = ["softmax", "attention_reading", "scaled_dot_product_attention", "split
 HEADS = ["previous_token_head", "sink_head"]
 SEVERAL_HEADS = ["multi_head_reading", "head_contributions", "two_head_layer"]
 COUNTS = ["count_routing_distributions", "parameter_count"]
-TRAINED = ["head_scores", "ablation_deltas"]
+TRAINED = ["run_model", "head_scores", "ablation_deltas"]
 
 # each correct variant and the problems it answers
 CORRECT = {

@@ -157,6 +157,18 @@ def two_head_layer(seq_len: int) -> tuple[Array, Array]:
     return W_Q, W_K
 
 
+def run_model(tokens: Array, E: Array, P: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Array,
+              W_U: Array, num_heads: int) -> tuple[Array, Array]:
+    E, P, W_U = _f32(E, P, W_U)
+    ids = np.rint(np.asarray(tokens)).astype(np.int64)
+    if ids.ndim != 1:
+        raise ValueError(f"tokens must be one sequence (T,), got shape {ids.shape}")
+    X = E[ids] + P[: len(ids)]
+    causal = np.tri(len(ids), dtype=bool)
+    out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=causal)
+    return weights, (X + out) @ W_U
+
+
 def head_scores(weights: Array) -> tuple[Array, Array]:
     (w,) = _f32(weights)
     if w.ndim != 4:
