@@ -62,3 +62,5 @@ FUNCTIONS = {
     "two_head_layer": {"signature": "two_head_layer(seq_len) -> (W_Q, W_K)", "params": {"seq_len": "int"},
                        "returns": "head_pair"},
 }
+
+FUNCTIONS.update(MODEL_FUNCTIONS)  # run_model, head_scores, ablation_deltas (model_problems.py)

@@ -9,12 +9,14 @@ Problems: `run_model` (the whole model on one sequence, through the student's ow
 its maps) and `ablation_deltas` (the loss change when each head's reading is zeroed before W_O). The quiz items
 ask for numbers of the student's own model (models/, loaded with grader.trained.load_model with
 the student's head order); their answer functions read the models' index (index.json, written
-by models/train.py and checked against the files by tests/test_models.py) and renumber the heads.
+by models/train.py and checked against the files by tests/test_models.py) and renumber the heads,
+so grading runs no model.
 """
 from __future__ import annotations
 
 import functools
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,8 @@ __all__ = [
     "ablation_previous_only",
     "your_previous_head", "your_previous_head_from_zero", "your_head_delta", "your_other_head_delta",
     "your_head_delta_queries_zeroed", "wide_vs_narrow_accuracy", "wide_vs_narrow_first_only",
-    "removable_heads", "needed_heads", "HEAD_ORDERS_4", "HEAD_ORDERS_2",
+    "removable_heads", "needed_heads", "HEAD_ORDERS_4", "HEAD_ORDERS_2", "QUERIES_ZEROED_DELTA",
+    "queries_zeroed_delta", "MODEL_FUNCTIONS",
 ]
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -37,6 +40,23 @@ REMOVABLE_NATS = 0.1  # a head whose removal alone costs less than this is "remo
 # A student's head order, as the digits load_model takes: your head k is the file's head digit k.
 HEAD_ORDERS_4 = tuple(int("".join(map(str, p))) for p in itertools.permutations((1, 2, 3, 4)))
 HEAD_ORDERS_2 = (12, 21)
+
+
+# What each graded function takes and returns (the fields of a problem file's `function:` block);
+# course.py adds them to the course's FUNCTIONS.
+MODEL_FUNCTIONS = {
+    "run_model": {
+        "signature": "run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads) -> (weights, logits)",
+        "params": {"tokens": "array", "E": "array", "P": "array", "W_Q": "array", "W_K": "array", "W_V": "array",
+                   "W_O": "array", "W_U": "array", "num_heads": "int"},
+        "returns": ["weights", "logits"]},
+    "head_scores": {"signature": "head_scores(weights) -> (previous, first)", "params": {"weights": "array"},
+                    "returns": ["previous", "first"]},
+    "ablation_deltas": {
+        "signature": "ablation_deltas(X, readings, W_O, W_U, tokens) -> ndarray",
+        "params": {"X": "array", "readings": "array", "W_O": "array", "W_U": "array", "tokens": "array"},
+        "returns": "array"},
+}
 
 
 # --- run_model -----------------------------------------------------------------------------------
@@ -208,8 +228,8 @@ def ablation_previous_only(X, readings, W_O, W_U, tokens):
 
 @functools.lru_cache(maxsize=None)
 def _index() -> dict:
-    from .models.model import read_index
-    return {m["name"]: m for m in read_index(MODELS)["models"]}
+    data = json.loads((MODELS / "index.json").read_text(encoding="utf-8"))
+    return {m["name"]: m for m in data["models"]}
 
 
 def _file_head(order: int, k: int) -> int:
@@ -242,22 +262,28 @@ def your_other_head_delta(s: int, o: int, k: int) -> float:
     return your_head_delta(s, o, 3 - k)
 
 
-@functools.lru_cache(maxsize=None)
-def _queries_zeroed_delta(s: int, file_head: int) -> float:
+# Loss change (nats, evaluation sequences) of d8_h2_s{s} when the file's head h (0-based) has its
+# W_Q columns zeroed instead of its reading: the head then reads every earlier position equally.
+# A table, so that grading computes no forward pass; tests/test_model_problems.py recomputes it.
+QUERIES_ZEROED_DELTA = {(0, 0): 12.3122, (0, 1): 5.9666, (1, 0): 4.7996, (1, 1): 3.2521,
+                        (2, 0): 7.6818, (2, 1): 6.3015, (3, 0): 8.4242, (3, 1): 28.2964}
+
+
+def queries_zeroed_delta(s: int, file_head: int) -> float:
+    """Recompute one entry of QUERIES_ZEROED_DELTA from the model file (for the tests)."""
     from .models.model import evaluate, load
     model = load(MODELS / f"d8_h2_s{s}.npz")
     params = dict(model.params)
     d_k = model.config.d_k
     params["W_Q"] = params["W_Q"].copy()
-    params["W_Q"][:, file_head * d_k:(file_head + 1) * d_k] = 0.0   # uniform weights, still read
-    whole = evaluate(model.params, model.config)["loss"]
-    return evaluate(params, model.config)["loss"] - whole
+    params["W_Q"][:, file_head * d_k:(file_head + 1) * d_k] = 0.0
+    return evaluate(params, model.config)["loss"] - evaluate(model.params, model.config)["loss"]
 
 
 def your_head_delta_queries_zeroed(s: int, o: int, k: int) -> float:
     """The loss change when head k's queries are zeroed instead (a known-wrong answer: the head then
     reads every earlier position equally, it is not removed)."""
-    return round(_queries_zeroed_delta(s, _file_head(o, k)), 6)
+    return QUERIES_ZEROED_DELTA[(s, _file_head(o, k))]
 
 
 def wide_vs_narrow_accuracy(s: int) -> float:

@@ -241,6 +241,14 @@ class TestPerStudentNumbers:
         assert int((analysis.ablation_deltas(eight) < 0.1).sum()) == COURSE.removable_heads(s)
 
 
+def test_the_table_of_zeroed_queries_is_the_models():
+    """QUERIES_ZEROED_DELTA (a known-wrong answer's numbers, tabled so grading runs no model) is what
+    zeroing each head's W_Q columns costs, recomputed from the files."""
+    for (s, head), value in COURSE.QUERIES_ZEROED_DELTA.items():
+        assert COURSE.queries_zeroed_delta(s, head) == pytest.approx(value, abs=1e-4), (s, head)
+    assert sorted(COURSE.QUERIES_ZEROED_DELTA) == [(s, h) for s in range(4) for h in range(2)]
+
+
 class TestQuizMistakes:
     @pytest.mark.parametrize("item_id, wrong, mistake", [
         ("your_previous_head", "your_previous_head_from_zero", "heads_numbered_from_zero"),
