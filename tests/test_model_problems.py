@@ -44,19 +44,18 @@ def _problem_case(problem: str, name: str) -> dict:
 
 
 def _student_maps(trained, tokens: np.ndarray) -> np.ndarray:
-    """(N, h, T, T) maps from the model solution's multi_head_attention, one sequence at a time."""
-    T = tokens.shape[1]
-    causal = np.tril(np.ones((T, T), dtype=bool))
-    maps = [SOLUTION.multi_head_attention(trained.E[t] + trained.P, trained.W_Q, trained.W_K, trained.W_V,
-                                          trained.W_O, trained.num_heads, causal)[1] for t in tokens]
-    return np.stack(maps)
+    """(N, h, T, T): the model solution's run_model on each sequence, stacked (as the quiz says)."""
+    weights = [trained.W_Q, trained.W_K, trained.W_V, trained.W_O, trained.W_U]
+    return np.stack([SOLUTION.run_model(t.astype(float), trained.E, trained.P, *weights, trained.num_heads)[0]
+                     for t in tokens])
 
 
 def _student_ablation_inputs(trained, tokens: np.ndarray):
-    """X (N, T, D) and every head's reading (N, h, T, d_k), computed the way a student would."""
+    """X (N, T, D) and every head's reading (N, h, T, d_k), computed as the quiz item says: head k's
+    reading is weights[k - 1] @ split_heads(X @ W_V, h)[k - 1]."""
     X = trained.E[tokens] + trained.P
-    maps = _student_maps(trained, tokens)                                      # (N, h, T, T)
-    values = (X @ trained.W_V).reshape(*X.shape[:2], trained.num_heads, trained.d_k).transpose(0, 2, 1, 3)
+    maps = _student_maps(trained, tokens)                                            # (N, h, T, T)
+    values = np.stack([SOLUTION.split_heads(x @ trained.W_V, trained.num_heads) for x in X])   # (N, h, T, d_k)
     return X, maps @ values
 
 
