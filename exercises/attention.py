@@ -98,3 +98,21 @@ def one_head_both_designs(seq_len, scales):
     """(K, K) array: [a, b] is the worst query's min(weight on i - 1, weight on 0) with p = scales[a],
     s = scales[b] (see `mha show one_head_both_designs`)."""
     raise NotImplementedError("one_head_both_designs: not implemented yet (see `mha show one_head_both_designs`)")
+
+
+def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """tokens (T,), E (V, d_model), P (T, d_model), W_Q, W_K, W_V, W_O (d_model, d_model), W_U (d_model, 2V).
+    Return (weights (h, T, T), logits (T, 2V)), using your multi_head_attention with a causal mask."""
+    raise NotImplementedError("run_model: not implemented yet (see `mha show run_model`)")
+
+
+def head_scores(weights):
+    """weights (N, h, T, T): h heads' maps on N sequences.
+    Return (previous (h,), first (h,)): mean weight on key i - 1 and on key 0, queries i = 2 .. T-1."""
+    raise NotImplementedError("head_scores: not implemented yet (see `mha show head_scores`)")
+
+
+def ablation_deltas(X, readings, W_O, W_U, tokens):
+    """X (N, T, d_model), readings (N, h, T, d_k), W_O (h*d_k, d_model), W_U (d_model, 2V), tokens (N, T).
+    Return (h,): the loss with head k's reading zeroed minus the whole model's loss."""
+    raise NotImplementedError("ablation_deltas: not implemented yet (see `mha show ablation_deltas`)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .detectors import *  # noqa: F401,F403
 from .mistakes import *  # noqa: F401,F403
 from .mistakes_flagship import *  # noqa: F401,F403
+from .model_problems import *  # noqa: F401,F403
 from .quiz_answers import *  # noqa: F401,F403
 from .reasoning import *  # noqa: F401,F403
 from .reference import *  # noqa: F401,F403
@@ -69,3 +70,5 @@ FUNCTIONS = {
                    "num_heads": "int", "key_mask": "mask"},
         "returns": ["output", "weights"]},
 }
+
+FUNCTIONS.update(MODEL_FUNCTIONS)  # run_model, head_scores, ablation_deltas (model_problems.py)

@@ -182,3 +182,53 @@ def one_head_both_designs(seq_len, scales):
             both = np.minimum(weights[queries, queries - 1], weights[queries, 0])
             grid[a, b] = both.min()
     return grid
+
+
+def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):
+    """Embed with positions, one causal multi-head attention layer added to its input, read out."""
+    tokens = np.asarray(tokens).astype(int)
+    T = len(tokens)
+    X = E[tokens] + P[:T]                                   # (T, d_model)
+    causal = np.tril(np.ones((T, T), dtype=bool))           # query i reads keys 0 .. i
+    out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, causal)
+    return weights, (X + out) @ W_U                         # (h, T, T), (T, 2V)
+
+
+def head_scores(weights):
+    """Head k's mean weight on key i - 1 and on key 0, over the sequences and queries 2 .. T-1."""
+    w = np.asarray(weights, dtype=np.float64)   # (N, h, T, T)
+    i = np.arange(2, w.shape[-1])               # query 1's previous key is key 0: it tells nothing
+    previous = w[:, :, i, i - 1].mean(axis=(0, 2))
+    first = w[:, :, i, 0].mean(axis=(0, 2))
+    return previous, first
+
+
+def _two_readout_loss(logits, tokens):
+    """Cross-entropy of both readouts (token[i-1], then token[0]) averaged over positions 1 .. T-1."""
+    V = logits.shape[-1] // 2
+    loss = 0.0
+    for part, target in ((logits[:, 1:, :V], tokens[:, :-1]), (logits[:, 1:, V:], tokens[:, :1])):
+        shifted = part - part.max(axis=-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))   # (N, T-1, V)
+        target = np.broadcast_to(target, log_p.shape[:2])
+        loss -= np.take_along_axis(log_p, target[..., None], axis=-1).mean()
+    return loss
+
+
+def ablation_deltas(X, readings, W_O, W_U, tokens):
+    """Zero one head's reading before W_O, rerun the residual and readout, compare the losses."""
+    X, z = np.asarray(X, dtype=np.float64), np.asarray(readings, dtype=np.float64)
+    tokens = np.asarray(tokens).astype(int)
+    N, h, T, d_k = z.shape
+
+    def loss(z):
+        concat = z.transpose(0, 2, 1, 3).reshape(N, T, h * d_k)   # (N, T, h * d_k), head 1 first
+        return _two_readout_loss((X + concat @ W_O) @ W_U, tokens)
+
+    whole = loss(z)
+    deltas = []
+    for k in range(h):
+        removed = z.copy()
+        removed[:, k] = 0.0
+        deltas.append(loss(removed) - whole)
+    return np.array(deltas)

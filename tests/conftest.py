@@ -165,10 +165,12 @@ def installation_hidden_from_others() -> bool:
 
 
 def copy_course_code(folder: Path) -> None:
-    """The default course's code (every Python file of exercises/ but the student's attention.py) into `folder`."""
+    """The default course's code (every Python file of exercises/ but the student's attention.py, and
+    the models/ package its quiz answers read) into `folder`."""
     for path in EXERCISES.glob("*.py"):
         if path.name != "attention.py":
             shutil.copy(path, folder)
+    shutil.copytree(EXERCISES / "models", folder / "models", ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def lay_out_course(base: Path, header: str, order, problems, extra=()) -> Path:

@@ -184,7 +184,7 @@ class TestStudentFiles:
         import ast
         tree = ast.parse(text)
         functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-        assert len(functions) == 16
+        assert len(functions) == len(load_assignment(EXERCISES).problems)
         for fn in functions:  # a docstring and `raise NotImplementedError(...)`, nothing else
             assert len(fn.body) == 2 and isinstance(fn.body[1], ast.Raise), fn.name
             assert "NotImplementedError" in ast.unparse(fn.body[1])
@@ -201,7 +201,8 @@ class TestStudentFiles:
         assert all(line.split("#")[0].rstrip().endswith(":") for line in answers.splitlines()
                    if line and not line.startswith("#"))
         shipped = {p.name for p in student.rglob("*.py")}
-        assert not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py", "quiz_answers.py"}
+        assert not shipped & {"course.py", "reference.py", "mistakes.py", "detectors.py", "quiz_answers.py",
+                              "model_problems.py", "analysis.py", "train.py"}
 
     def test_github_classroom_and_notebook_ship_stubs(self, implemented, tmp_path):
         """The starter repository and the notebook hold stubs, never the instructor's implementations."""

@@ -402,6 +402,85 @@ REASONING_BUGS = [
 ]
 BUGS += REASONING_BUGS
 
+_SCORES = "def head_scores(weights):"
+_ABLATE = """
+        def ablation_deltas(X, readings, W_O, W_U, tokens):
+            N, h, T, d_k = readings.shape
+            tokens = tokens.astype(int)
+
+            def loss(scale, W_O=W_O, parts=(0, 1)):
+                concat = (readings * scale[None, :, None, None]).transpose(0, 2, 1, 3).reshape(N, T, h * d_k)
+                logits = (X + concat @ W_O) @ W_U
+                V = logits.shape[-1] // 2
+                total = 0.0
+                for part, target in ((0, tokens[:, :-1]), (1, np.repeat(tokens[:, :1], T - 1, axis=1))):
+                    if part in parts:
+                        z = logits[:, 1:, part * V:(part + 1) * V]
+                        log_p = z - z.max(axis=-1, keepdims=True)
+                        log_p = log_p - np.log(np.exp(log_p).sum(axis=-1, keepdims=True))
+                        total -= np.take_along_axis(log_p, target[..., None], axis=-1).mean()
+                return total
+
+            def without(k, kept=1.0):
+                scale = np.full(h, kept)
+                scale[k] = 0.0
+                return scale"""
+_RUN = "def run_model(tokens, E, P, W_Q, W_K, W_V, W_O, W_U, num_heads):"
+# The trained-model problems (exercises/model_problems.py): one bug per named mistake.
+MODEL_BUGS = [
+    Bug("run_model", "run-model-no-mask", f"""
+        {_RUN}
+            X = E[tokens.astype(int)] + P[:len(tokens)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads)
+            return weights, (X + out) @ W_U
+    """),
+    Bug("run_model", "run-model-no-positions", f"""
+        {_RUN}
+            X = E[tokens.astype(int)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, np.tri(len(tokens), dtype=bool))
+            return weights, (X + out) @ W_U
+    """),
+    Bug("run_model", "run-model-no-residual", f"""
+        {_RUN}
+            X = E[tokens.astype(int)] + P[:len(tokens)]
+            out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, np.tri(len(tokens), dtype=bool))
+            return weights, out @ W_U
+    """),
+    Bug("head_scores", "scores-from-query-1", f"""
+        {_SCORES}
+            i = np.arange(1, weights.shape[-1])
+            return weights[:, :, i, i - 1].mean(axis=(0, 2)), weights[:, :, i, 0].mean(axis=(0, 2))
+    """),
+    Bug("head_scores", "scores-self-not-previous", f"""
+        {_SCORES}
+            i = np.arange(2, weights.shape[-1])
+            return weights[:, :, i, i].mean(axis=(0, 2)), weights[:, :, i, 0].mean(axis=(0, 2))
+    """),
+    Bug("head_scores", "scores-swapped", f"""
+        {_SCORES}
+            i = np.arange(2, weights.shape[-1])
+            return weights[:, :, i, 0].mean(axis=(0, 2)), weights[:, :, i, i - 1].mean(axis=(0, 2))
+    """),
+    Bug("ablation_deltas", "ablation-loss-not-change", _ABLATE + """
+            return np.array([loss(without(k)) for k in range(h)])
+    """),
+    Bug("ablation_deltas", "ablation-output-columns", _ABLATE + """
+            deltas = []
+            for k in range(h):
+                cut = W_O.copy()
+                cut[:, k * d_k:(k + 1) * d_k] = 0.0   # head k's slice of the output
+                deltas.append(loss(np.ones(h), W_O=cut) - loss(np.ones(h)))
+            return np.array(deltas)
+    """),
+    Bug("ablation_deltas", "ablation-rescaled-heads", _ABLATE + """
+            return np.array([loss(without(k, kept=h / (h - 1))) - loss(np.ones(h)) for k in range(h)])
+    """),
+    Bug("ablation_deltas", "ablation-previous-only", _ABLATE + """
+            return np.array([loss(without(k), parts=(0,)) - loss(np.ones(h), parts=(0,)) for k in range(h)])
+    """),
+]
+BUGS += MODEL_BUGS
+
 def buggy_submission(bug: Bug) -> str:
     """The model answer with one function redefined (the later definition wins)."""
     return solution_source() + "\n\n" + textwrap.dedent(bug.source)

@@ -130,7 +130,9 @@ class TestPracticeAndHidden:
 class TestKnownWrongValues:
     @pytest.mark.parametrize("item_id", ["distributions_one_head", "attention_budget", "head_count",
                                          "two_head_reading", "double_width_budget", "two_head_reading_practice",
-                                         "own_reading"])
+                                         "own_reading",
+                                         "your_previous_head", "your_head_ablation", "wide_vs_narrow",
+                                         "removable_heads"])
     def test_no_collision_for_any_students_numbers(self, quiz, item_id):
         """For every combination of params: no known-wrong value is accepted as the answer, and no two
         known-wrong values are close enough for one answer to match both."""
@@ -144,7 +146,8 @@ class TestKnownWrongValues:
     def test_every_numeric_item_is_checked(self, quiz):
         """The list above names every numeric item of the shipped quiz."""
         checked = {"distributions_one_head", "attention_budget", "head_count", "two_head_reading",
-                   "double_width_budget", "two_head_reading_practice", "own_reading"}
+                   "double_width_budget", "two_head_reading_practice", "own_reading",
+                   "your_previous_head", "your_head_ablation", "wide_vs_narrow", "removable_heads"}
         assert {i.id for i in quiz.items if i.kind is QuizKind.NUMERIC} == checked
 
 

@@ -15,6 +15,7 @@ HEADS = ["previous_token_head", "sink_head"]
 SEVERAL_HEADS = ["multi_head_reading", "head_contributions", "two_head_layer"]
 COUNTS = ["count_routing_distributions", "parameter_count"]
 REASONING = ["padded_batch_attention", "one_head_both_designs"]
+TRAINED = ["run_model", "head_scores", "ablation_deltas"]
 
 # each correct variant and the problems it answers
 CORRECT = {
@@ -23,7 +24,7 @@ CORRECT = {
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
     # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
-    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + REASONING + ["predict_shapes"],
+    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + REASONING + ["predict_shapes"] + TRAINED,
 }
 
 

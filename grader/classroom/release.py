@@ -4,7 +4,8 @@ student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the g
              listed in STUDENT_MODULES (an allow-list), whose `mha check` needs no reference,
              solutions or hidden cases, with its fixtures in grader/_fixtures/<variant>.json
              (public cases with expected answers precomputed by the reference; installed with
-             the package, so `mha` finds them from any folder).
+             the package, so `mha` finds them from any folder); models/, the course's trained
+             model files (*.npz) if it has any.
 autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
              secret is known, course.yaml (mode 0600) so per-student variants can be graded.
 
@@ -38,12 +39,12 @@ from ..paths import PACKAGE, write_atomically
 # The grader modules a student bundle carries, and nothing else: what the student `mha`
 # (cli/launch.py's `student`, cli/student.py) imports to check, show, list and init from the
 # precomputed fixtures, the sandbox's worker with the siblings it loads by path (confine, jail,
-# seccomp), `grader.notebook` (what an exported notebook's check cells call) and
-# `grader.distribution` (`grader.__version__`). A module not listed here is never shipped: the
+# seccomp), `grader.notebook` (what an exported notebook's check cells call),
+# `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model files). A module not listed here is never shipped: the
 # course's code (reference, wrong variants, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
-    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py",
+    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
     "assignment/__init__.py", "assignment/model.py", "assignment/variants.py", "assignment/yamlio.py",
     "attention/__init__.py", "attention/api.py", "attention/patterns.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
@@ -204,6 +205,7 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     from ..exports.pysource import starter_files
     for name, text in starter_files(assignment).items():  # made from the course, never copied
         write_atomically(out / name, text)
+    _copy_models(assignment.root, out)
     words = {"key": variant_key, "KEY": variant_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
@@ -215,6 +217,18 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
         build_requires=installed.BUILD_REQUIRES, python=installed.requires_python(),
         dependencies=", ".join(json.dumps(d) for d in installed.dependencies())))
     return written
+
+
+def _copy_models(root: Path, out: Path) -> list[str]:
+    """The course's trained models (models/*.npz: weights as plain arrays, read without pickle) into
+    out/models, where `grader.trained.load_model` finds them. Only the weight files: the models'
+    code and their index (which records every head's role and ablation) stay with the course."""
+    files = sorted((Path(root) / "models").glob("*.npz"))
+    if files:
+        (out / "models").mkdir()
+    for path in files:
+        shutil.copyfile(path, out / "models" / path.name)
+    return [path.name for path in files]
 
 
 def _write_json(path: Path, data: dict) -> str:

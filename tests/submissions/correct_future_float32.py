@@ -186,3 +186,52 @@ def one_head_both_designs(seq_len: int, scales: Array) -> Array:
     weights = softmax(scores)
     both = np.minimum(weights[..., rows, rows - 1], weights[..., rows, 0])
     return both.min(axis=-1)
+
+
+def run_model(tokens: Array, E: Array, P: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Array,
+              W_U: Array, num_heads: int) -> tuple[Array, Array]:
+    E, P, W_U = _f32(E, P, W_U)
+    ids = np.rint(np.asarray(tokens)).astype(np.int64)
+    if ids.ndim != 1:
+        raise ValueError(f"tokens must be one sequence (T,), got shape {ids.shape}")
+    X = E[ids] + P[: len(ids)]
+    causal = np.tri(len(ids), dtype=bool)
+    out, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=causal)
+    return weights, (X + out) @ W_U
+
+
+def head_scores(weights: Array) -> tuple[Array, Array]:
+    (w,) = _f32(weights)
+    if w.ndim != 4:
+        raise ValueError(f"weights must be (N, h, T, T), got shape {w.shape}")
+    queries = np.arange(2, w.shape[-1])
+    previous = np.einsum("nhq->h", w[..., queries, queries - 1]) / (w.shape[0] * len(queries))
+    first = np.einsum("nhq->h", w[..., queries, 0]) / (w.shape[0] * len(queries))
+    return previous, first
+
+
+def _readout_loss(logits: Array, tokens: Array) -> float:
+    """Both cross-entropies, summed, averaged over positions 1.. (log-sum-exp in float32)."""
+    vocab = logits.shape[-1] // 2
+    total = F32(0)
+    for half, target in ((logits[:, 1:, :vocab], tokens[:, :-1]),
+                         (logits[:, 1:, vocab:], np.broadcast_to(tokens[:, :1], tokens[:, 1:].shape))):
+        top = half.max(axis=-1, keepdims=True)
+        log_z = np.log(np.exp(half - top).sum(axis=-1)) + top[..., 0]
+        picked = np.take_along_axis(half, target[..., None], axis=-1)[..., 0]
+        total += (log_z - picked).mean(dtype=np.float64)
+    return float(total)
+
+
+def ablation_deltas(X: Array, readings: Array, W_O: Array, W_U: Array, tokens: Array) -> Array:
+    X, z, W_O, W_U = _f32(X, readings, W_O, W_U)
+    ids = np.rint(np.asarray(tokens)).astype(np.int64)
+    keep = np.ones(z.shape[1], dtype=F32)
+
+    def loss(scale: Array) -> float:
+        concat = np.einsum("nhtd,h->nthd", z, scale).reshape(*X.shape[:2], -1)
+        return _readout_loss((X + concat @ W_O) @ W_U, ids)
+
+    whole = loss(keep)
+    return np.array([loss(np.where(np.arange(len(keep)) == k, F32(0), keep)) - whole
+                     for k in range(len(keep))], dtype=F32)

@@ -1,0 +1,305 @@
+"""The trained-model problems and quiz items: references checked against the models' own analysis,
+cases that are the shipped models, the student's loader, per-student numbers that a student can
+compute as the prompts say, and the model files in the student bundle."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from exercises.models import analysis, model as M  # the models' own code: an independent implementation
+from grader.assignment.quiz import variant
+from grader.assignment.variants import student_seed
+from grader.cli.commands import main
+from grader.grading.answers import grade_quiz
+from grader.trained import evaluation_tokens, head_order, load_model
+
+from .conftest import COURSE, EXERCISES, SOLUTIONS
+
+MODELS = EXERCISES / "models"
+
+SEQUENCES = 256  # evaluation sequences for the cross-checks: enough to differ from any mistake, quick
+
+
+def _solutions():
+    spec = importlib.util.spec_from_file_location("pedmodels_solutions", SOLUTIONS / "attention.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOLUTION = _solutions()
+
+
+def _problem_case(problem: str, name: str) -> dict:
+    data = yaml.safe_load((EXERCISES / "problems" / f"{problem}.yaml").read_text())
+    return next(case["args"] for case in data["cases"] if case["name"] == name)
+
+
+def _student_maps(trained, tokens: np.ndarray) -> np.ndarray:
+    """(N, h, T, T): the model solution's run_model on each sequence, stacked (as the quiz says)."""
+    weights = [trained.W_Q, trained.W_K, trained.W_V, trained.W_O, trained.W_U]
+    return np.stack([SOLUTION.run_model(t.astype(float), trained.E, trained.P, *weights, trained.num_heads)[0]
+                     for t in tokens])
+
+
+def _student_ablation_inputs(trained, tokens: np.ndarray):
+    """X (N, T, D) and every head's reading (N, h, T, d_k), computed as the quiz item says: head k's
+    reading is weights[k - 1] @ split_heads(X @ W_V, h)[k - 1]."""
+    X = trained.E[tokens] + trained.P
+    maps = _student_maps(trained, tokens)                                            # (N, h, T, T)
+    values = np.stack([SOLUTION.split_heads(x @ trained.W_V, trained.num_heads) for x in X])   # (N, h, T, d_k)
+    return X, maps @ values
+
+
+class TestReferences:
+    @pytest.mark.parametrize("name", ["d8_h1_s0", "d8_h2_s3", "d8_h4_s2", "d8_h8_s0", "d16_h2_s1"])
+    def test_head_scores_agrees_with_the_models_analysis(self, name):
+        """The reference's scores equal the models' analysis.head_scores on the same maps."""
+        model = M.load(MODELS / f"{name}.npz")
+        maps = analysis.attention_maps(model, M.eval_tokens(model.config)[:SEQUENCES])
+        for got, expected in zip(COURSE.head_scores(maps), analysis.head_scores(maps)):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+    @pytest.mark.parametrize("name", ["d8_h2_s0", "d8_h4_s1", "d16_h2_s2"])
+    def test_ablation_deltas_agrees_with_the_models_analysis(self, name):
+        """Zeroing readings before W_O gives the deltas of analysis.ablation_deltas (head_mask = 0)."""
+        model = M.load(MODELS / f"{name}.npz")
+        tokens = M.eval_tokens(model.config)[:SEQUENCES]
+        f = M.forward(model.params, tokens, model.config.n_heads)
+        got = COURSE.ablation_deltas(f["X"], f["H"], model.params["W_O"], model.params["W_U"], tokens.astype(float))
+        np.testing.assert_allclose(got, analysis.ablation_deltas(model, tokens), rtol=1e-9, atol=1e-12)
+
+    def test_the_index_deltas_are_the_full_evaluation_set(self):
+        """The quiz's numbers come from index.json: the reference on all 2048 sequences agrees."""
+        model = M.load(MODELS / "d8_h2_s1.npz")
+        tokens = M.eval_tokens(model.config)
+        f = M.forward(model.params, tokens, 2)
+        got = COURSE.ablation_deltas(f["X"], f["H"], model.params["W_O"], model.params["W_U"], tokens)
+        index = {m["name"]: m for m in M.read_index(MODELS)["models"]}
+        np.testing.assert_allclose(got, index["d8_h2_s1"]["ablation_delta"], atol=1e-4)
+
+    def test_bad_shapes_are_named(self):
+        """A map that is not (N, h, T, T) is refused with its shape."""
+        with pytest.raises(ValueError, match=r"\(N, h, T, T\) with T >= 3 \(got shape \(2, 3, 3\)\)"):
+            COURSE.head_scores(np.ones((2, 3, 3)))
+
+
+class TestRunModel:
+    @pytest.mark.parametrize("name", ["d8_h2_s1", "d8_h8_s3", "d16_h1_s0"])
+    def test_run_model_is_the_models_forward_pass(self, name):
+        """The reference, through the course's multi_head_attention, gives the models' own maps and logits."""
+        m = M.load(MODELS / f"{name}.npz")
+        tokens = M.eval_tokens(m.config)[:4]
+        f = M.forward(m.params, tokens, m.config.n_heads)
+        for n, row in enumerate(tokens):
+            weights, logits = COURSE.run_model(row.astype(float), *(m.params[w] for w in M.WEIGHTS), m.config.n_heads)
+            np.testing.assert_allclose(weights, f["A"][n], atol=1e-12)
+            np.testing.assert_allclose(logits, f["logits"][n], rtol=1e-10, atol=1e-10)
+
+    def test_tokens_outside_the_vocabulary_are_refused(self):
+        m = M.load(MODELS / "d8_h2_s1.npz")
+        with pytest.raises(ValueError, match=r"whole numbers below V = 8"):
+            COURSE.run_model(np.array([0.0, 8.0]), *(m.params[w] for w in M.WEIGHTS), 2)
+
+
+class TestCasesAreTheShippedModels:
+    @pytest.mark.parametrize("name, model, sequence", [
+        ("model d8_h2_s1, evaluation sequence 1", "d8_h2_s1", 0),
+        ("model d8_h4_s0, evaluation sequence 2", "d8_h4_s0", 1),
+    ])
+    def test_run_model_weights(self, name, model, sequence):
+        """The case's weights are the model file's, to 4 decimals, and its tokens an evaluation sequence."""
+        m = M.load(MODELS / f"{model}.npz")
+        case = _problem_case("run_model", name)
+        np.testing.assert_array_equal(case["tokens"], M.eval_tokens(m.config)[sequence])
+        assert case["num_heads"] == m.config.n_heads
+        for key in M.WEIGHTS:
+            np.testing.assert_allclose(np.array(case[key]), m.params[key], atol=5.1e-5, err_msg=key)
+
+    @pytest.mark.parametrize("name, model, sequences", [
+        ("model d8_h2_s3, evaluation sequences 1 and 2", "d8_h2_s3", [0, 1]),
+        ("model d8_h4_s2, evaluation sequence 3", "d8_h4_s2", [2]),
+    ])
+    def test_head_score_maps(self, name, model, sequences):
+        """The case's maps are the model's maps on those evaluation sequences, to 4 decimals."""
+        m = M.load(MODELS / f"{model}.npz")
+        maps = analysis.attention_maps(m, M.eval_tokens(m.config)[sequences])
+        np.testing.assert_allclose(np.array(_problem_case("head_scores", name)["weights"]), maps, atol=5.1e-5)
+
+    @pytest.mark.parametrize("name, model, sequences", [
+        ("model d8_h2_s0, evaluation sequences 1 and 2", "d8_h2_s0", [0, 1]),
+        ("model d8_h4_s3, evaluation sequence 3", "d8_h4_s3", [2]),
+    ])
+    def test_ablation_inputs(self, name, model, sequences):
+        """The case's X, readings, W_O, W_U and tokens are the model's, to 4 decimals."""
+        m = M.load(MODELS / f"{model}.npz")
+        tokens = M.eval_tokens(m.config)[sequences]
+        f = M.forward(m.params, tokens, m.config.n_heads)
+        case = _problem_case("ablation_deltas", name)
+        expected = {"X": f["X"], "readings": f["H"], "W_O": m.params["W_O"], "W_U": m.params["W_U"], "tokens": tokens}
+        for key, value in expected.items():
+            np.testing.assert_allclose(np.array(case[key]), value, atol=5.1e-5, err_msg=key)
+
+
+class TestLoader:
+    def test_weights_are_the_files(self):
+        """Without an order the loader gives the file's weights, as float64."""
+        trained, model = load_model("d8_h4_s1"), M.load(MODELS / "d8_h4_s1.npz")
+        assert trained.num_heads == 4 and trained.d_k == 2 and trained.d_model == 8
+        for name in M.WEIGHTS:
+            assert getattr(trained, name).dtype == np.float64
+            np.testing.assert_array_equal(getattr(trained, name), model.params[name])
+
+    def test_an_order_renumbers_the_heads_and_keeps_the_model(self):
+        """order=3142: your head k is the file's head of digit k; the logits do not change."""
+        tokens = evaluation_tokens()[:64]
+        plain, mine = load_model("d8_h4_s1"), load_model("d8_h4_s1", order=3142)
+        ours = M.forward({w: getattr(mine, w) for w in M.WEIGHTS}, tokens, 4)
+        theirs = M.forward({w: getattr(plain, w) for w in M.WEIGHTS}, tokens, 4)
+        np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-12)
+        np.testing.assert_allclose(ours["A"], theirs["A"][:, [2, 0, 3, 1]], atol=1e-12)
+
+    def test_orders_as_digits_strings_or_lists_are_the_same(self):
+        assert head_order(2143, 4) == head_order("2143", 4) == head_order([2, 1, 4, 3], 4) == [2, 1, 4, 3]
+        assert head_order(None, 2) == [1, 2]
+
+    @pytest.mark.parametrize("order", [1123, 123, 12345, [0, 1, 2, 3]])
+    def test_an_order_that_is_not_a_permutation_is_refused(self, order):
+        with pytest.raises(ValueError, match=r"order must list the heads 1\.\.4 once each"):
+            head_order(order, 4)
+
+    def test_an_unknown_model_is_named(self):
+        with pytest.raises(FileNotFoundError, match="no model 'd8_h3_s0'"):
+            load_model("d8_h3_s0")
+
+    def test_evaluation_tokens_are_the_models(self):
+        np.testing.assert_array_equal(evaluation_tokens(), M.eval_tokens(M.Config()))
+
+
+def _quiz(assignment, item_id):
+    return assignment.quiz.item(item_id)
+
+
+# Two students of one course: their seeds give different models, head orders and numbers.
+SECRET = "a course secret for the tests"
+ADA, BOB = "ada@uni.edu", "bob@uni.edu"
+
+
+class TestPerStudentNumbers:
+    def test_two_students_see_different_head_numbers_and_numbers(self, assignment):
+        """Ada and Bob get other models or orders, so other prompts and other right answers."""
+        seeds = student_seed(SECRET, ADA), student_seed(SECRET, BOB)
+        for item_id in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "removable_heads"):
+            ada, bob = (variant(_quiz(assignment, item_id), seed) for seed in seeds)
+            assert ada.prompt != bob.prompt, item_id
+        ada, bob = (variant(_quiz(assignment, "your_previous_head"), seed) for seed in seeds)
+        assert ada.answer != bob.answer, (ada.params, bob.params)
+        ada, bob = (variant(_quiz(assignment, "your_head_ablation"), seed) for seed in seeds)
+        assert abs(ada.answer - bob.answer) > 0.1, (ada.params, bob.params)
+
+    def test_the_head_order_moves_the_answer(self, assignment):
+        """The same model under every head order: the previous-token head is at every number 1..4."""
+        answers = {COURSE.your_previous_head(2, order) for order in COURSE.HEAD_ORDERS_4}
+        assert answers == {1, 2, 3, 4}
+
+    @pytest.mark.parametrize("seed", [0, 7, 11])
+    def test_a_student_computes_the_key_as_the_prompt_says(self, assignment, seed):
+        """Loading the model with the student's order and using the model solution's own functions
+        gives the item's answer, for the previous-token head and for one head's ablation."""
+        v = variant(_quiz(assignment, "your_previous_head"), seed)
+        trained = load_model(f"d8_h4_s{v.params['s']}", order=v.params["o"])
+        previous, _ = SOLUTION.head_scores(_student_maps(trained, evaluation_tokens()[:SEQUENCES]))
+        assert int(np.argmax(previous)) + 1 == v.answer
+
+        v = variant(_quiz(assignment, "your_head_ablation"), seed)
+        trained = load_model(f"d8_h2_s{v.params['s']}", order=v.params["o"])
+        tokens = evaluation_tokens()
+        X, readings = _student_ablation_inputs(trained, tokens)
+        deltas = SOLUTION.ablation_deltas(X, readings, trained.W_O, trained.W_U, tokens.astype(float))
+        assert abs(deltas[v.params["k"] - 1] - v.answer) <= _quiz(assignment, "your_head_ablation").tolerance
+
+    @pytest.mark.parametrize("s", range(4))
+    def test_wide_vs_narrow_and_removable_heads_from_the_files(self, assignment, s):
+        """The accuracy gap and the count of cheap heads, computed from the files, are the keys."""
+        tokens = evaluation_tokens()
+        right = {}
+        for h in (1, 2):
+            m = M.load(MODELS / f"d8_h{h}_s{s}.npz")
+            logits = M.forward(m.params, tokens, h)["logits"][:, 1:].reshape(-1, 7, 2, 8)
+            right[h] = (logits.argmax(-1) == M.targets(tokens)[:, 1:]).all(-1).mean()
+        assert abs((right[2] - right[1]) - COURSE.wide_vs_narrow_accuracy(s)) <= 1e-6
+        eight = M.load(MODELS / f"d8_h8_s{s}.npz")
+        assert int((analysis.ablation_deltas(eight) < 0.1).sum()) == COURSE.removable_heads(s)
+
+
+def test_the_table_of_zeroed_queries_is_the_models():
+    """QUERIES_ZEROED_DELTA (a known-wrong answer's numbers, tabled so grading runs no model) is what
+    zeroing each head's W_Q columns costs, recomputed from the files."""
+    for (s, head), value in COURSE.QUERIES_ZEROED_DELTA.items():
+        assert COURSE.queries_zeroed_delta(s, head) == pytest.approx(value, abs=1e-4), (s, head)
+    assert sorted(COURSE.QUERIES_ZEROED_DELTA) == [(s, h) for s in range(4) for h in range(2)]
+
+
+class TestQuizMistakes:
+    @pytest.mark.parametrize("item_id, wrong, mistake", [
+        ("your_previous_head", "your_previous_head_from_zero", "heads_numbered_from_zero"),
+        ("your_head_ablation", "your_other_head_delta", "removed_other_head"),
+        ("your_head_ablation", "your_head_delta_queries_zeroed", "queries_zeroed_not_removed"),
+        ("wide_vs_narrow", "wide_vs_narrow_first_only", "counted_one_readout"),
+        ("removable_heads", "needed_heads", "counted_needed_heads"),
+    ])
+    def test_a_known_wrong_number_is_named(self, assignment, tmp_path, item_id, wrong, mistake):
+        """An answers file holding the known-wrong value scores 0 on the item and names the mistake."""
+        item = _quiz(assignment, item_id)
+        v = variant(item, 0)
+        value = next(w.value for w in v.wrong if w.mistake == mistake)
+        assert value == pytest.approx(getattr(COURSE, wrong)(**v.params), abs=1e-9)
+        (tmp_path / "answers.yaml").write_text(f"{item_id}: {value}\n")
+        result = grade_quiz(assignment.quiz, tmp_path / "answers.yaml", seed=0, item_ids=[item_id]).items[0]
+        assert result.score == 0 and result.mistakes == (mistake,)
+
+    @pytest.mark.parametrize("answer, mistake", [
+        ("[a, c, e]", None),
+        ("[a, b, c, e]", "one_run_generalized"),
+        ("[a, c, e, f]", "more_heads_better"),
+        ("[a, d]", "heads_are_rules"),
+        ("[a, c]", "evidence_dismissed"),
+    ])
+    def test_claims_are_graded_and_named(self, assignment, tmp_path, answer, mistake):
+        """The claims item: the three supported claims are full marks; a too-strong claim chosen is
+        named first, a supported claim left out otherwise."""
+        (tmp_path / "answers.yaml").write_text(f"model_claims: {answer}\n")
+        result = grade_quiz(assignment.quiz, tmp_path / "answers.yaml", seed=0, item_ids=["model_claims"]).items[0]
+        assert (result.score == result.max_score) == (mistake is None)
+        assert result.mistakes == ((mistake,) if mistake else ())
+
+
+def test_the_student_bundle_ships_the_model_files_and_loads_them(tmp_path):
+    """`mha release`: student/models holds every .npz (not the index, not the models' code), and the
+    bundle's own grader.trained loads a model from there with nothing else on the path."""
+    out = tmp_path / "rel"
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(out)],
+                                env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    student = out / "student"
+    shipped = sorted(p.name for p in (student / "models").iterdir())
+    assert shipped == sorted(p.name for p in MODELS.glob("*.npz")) and len(shipped) == 24
+    assert (student / "grader" / "trained.py").is_file()
+    code = ("import grader.trained as t, numpy as np; m = t.load_model('d8_h2_s1', order=21); "
+            "print(t.__file__, m.num_heads, m.W_O.shape)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_EXERCISES")}
+    env["PYTHONPATH"] = str(student)
+    done = subprocess.run([sys.executable, "-c", code], cwd=student, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    path, heads, shape = done.stdout.split(" ", 2)
+    assert Path(path).resolve() == (student / "grader" / "trained.py").resolve()
+    assert heads == "2" and shape.strip() == "(8, 8)"
