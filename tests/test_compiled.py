@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from grader.assignment.loader import load_assignment
 from grader.assignment.variants import student_seed
 from grader.cli.commands import main
-from grader.errors import ExitCode
+from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import compiled as compiled_module
 from grader.grading.compiled import CACHE_ENV, compiled
 from grader.grading.grade import grade, grade_fixtures
@@ -112,6 +112,33 @@ class TestNeverStale:
         result = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS)])
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert f"{target}:4: 'points' must be a number (got 'lots')" in result.stderr
+
+    def test_a_wrong_key_is_refused_and_nothing_is_kept(self, tmp_path, cache):
+        """Compiling a course whose key disagrees with the reference raises the key's error, even
+        when preparing another case fails too (the cases are prepared while the keys are checked),
+        and keeps no compiled assignment and no note that the course passed; once the key and the
+        case are right, the course compiles and is noted as passed."""
+        root = tmp_path / "exercises"
+        shutil.copytree(EXERCISES, root, ignore=shutil.ignore_patterns("__pycache__"))
+        softmax, counts = root / "problems" / "softmax.yaml", root / "problems" / "parameter_count.yaml"
+        right_key, good_case = "expect: [0.09003057, 0.24472847, 0.66524096]", "args: {d_model: 8, num_heads: 2}"
+        softmax.write_text(softmax.read_text().replace(right_key, "expect: [0.1, 0.2, 0.7]", 1))
+        counts.write_text(counts.read_text().replace(good_case, "args: {d_model: 8, num_heads: 3}", 1))
+        worked = 1 + softmax.read_text().splitlines().index("  - name: worked example")
+        with pytest.raises(SpecErrors) as info:
+            compiled(root, 0)
+        (error,) = str(info.value).splitlines()  # the key's error alone
+        assert error.startswith(f"{softmax}:{worked}: case 'worked example': 'expect' disagrees with the reference (")
+        assert not list(cache.glob("*"))  # nothing compiled, nothing noted
+        softmax.write_text(softmax.read_text().replace("expect: [0.1, 0.2, 0.7]", right_key, 1))
+        with pytest.raises(SpecError) as info:  # the key is right: the case the reference cannot answer
+            compiled(root, 0)
+        case = 1 + counts.read_text().splitlines().index("  - name: width 8, two heads")
+        assert str(info.value).startswith(f"{counts}:{case}: case 'width 8, two heads': the reference raised ValueError")
+        assert not list(cache.glob("*"))  # nothing compiled, nothing noted
+        counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
+        assert len(compiled(root, 0).problems) == len(load_assignment(root).problems)
+        assert len(list(cache.glob("*-0.json"))) == 1 and len(list(cache.glob("*.valid"))) == 1
 
     def test_a_changed_grader_file_is_compiled_again(self, cache, monkeypatch):
         """The stamp covers the grader package: a file of it with another size or time is a new stamp."""

@@ -35,7 +35,7 @@ import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -234,10 +234,29 @@ def leftovers(token: str) -> list[str]:
     return found
 
 
-def snapshot(roots) -> dict[str, tuple[int, int]]:
-    """Every path under `roots` with its owner's uid and its mode, from lstat: no link is
-    followed, and nothing but folders is opened (to be listed)."""
-    seen: dict[str, tuple[int, int]] = {}
+@dataclass(frozen=True)
+class Listing:
+    """A folder's entries as seen once: its identity then, and when it was read."""
+    ident: tuple[int, int, int]  # device, inode, ctime (ns): any entry added, removed or renamed changes the ctime
+    read_ns: int                 # time.time_ns() just before the folder was listed
+    files: tuple[str, ...]       # every entry that is not a folder (files, links, sockets...)
+    folders: tuple[str, ...]
+
+
+_LISTINGS: dict[str, Listing] = {}  # by path: the latest listing of each folder any snapshot read
+STABLE_NS = 2 * 10**9  # a listing is reused only for a folder unchanged this long before it was read
+
+
+def snapshot(roots) -> set[str]:
+    """Every path under `roots`, from lstat and folder listings: no link is followed, and
+    nothing but folders is opened (to be listed).
+
+    Every folder is looked at (lstat) each time, but one whose identity (device, inode and
+    ctime) is the one an earlier snapshot saw has the same entries as then, and is not listed
+    again: adding, removing or renaming an entry sets a folder's ctime to the current time, and no
+    user can set it back. The earlier listing is trusted only when the folder's ctime was at least
+    STABLE_NS older than the listing (so no change within the same clock tick can hide)."""
+    seen: set[str] = set()
     todo = [str(r) for r in roots]
     while todo:
         path = todo.pop()
@@ -245,15 +264,36 @@ def snapshot(roots) -> dict[str, tuple[int, int]]:
             info = os.lstat(path)
         except OSError:
             continue
-        seen[path] = (info.st_uid, info.st_mode)
-        if stat.S_ISDIR(info.st_mode):
-            try:
-                names = os.listdir(path)
-            except OSError:
+        seen.add(path)
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        ident = (info.st_dev, info.st_ino, info.st_ctime_ns)
+        listing = _LISTINGS.get(path)
+        if listing is None or listing.ident != ident or listing.read_ns - info.st_ctime_ns < STABLE_NS:
+            listing = _list(path, ident)
+            if listing is None:
                 continue
-            todo.extend(os.path.join(path, n) for n in names
-                        if n not in SKIP_DIRS and not n.startswith("pytest-of-"))
+            _LISTINGS[path] = listing
+        seen.update(listing.files)
+        todo.extend(listing.folders)
     return seen
+
+
+def _list(path: str, ident: tuple[int, int, int]) -> Listing | None:
+    files, folders = [], []
+    read_ns = time.time_ns()
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name in SKIP_DIRS or entry.name.startswith("pytest-of-"):
+                    continue
+                try:
+                    (folders if entry.is_dir(follow_symlinks=False) else files).append(entry.path)
+                except OSError:  # gone meanwhile
+                    continue
+    except OSError:
+        return None
+    return Listing(ident, read_ns, tuple(files), tuple(folders))
 
 
 def _text(path: str, mode: int) -> bytes:
@@ -275,8 +315,7 @@ def _text(path: str, mode: int) -> bytes:
         os.close(fd)
 
 
-def strays(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], token: str,
-           ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
+def strays(before: set[str], after: set[str], token: str, ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
     """New paths the submission made: owned by a student uid (a sandbox uid as root, else this
     user), with TOKEN in the name or text, or (as root) anywhere in the `own` folders (this test's
     course and submission folders), leaving out concurrent sessions' folders and concurrent runs
@@ -284,8 +323,13 @@ def strays(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
     shared folders) are not this submission's."""
     found = {}
     inside = tuple(f"{folder}/" for folder in own)
-    for path, (uid, mode) in after.items():
-        if path in before or path == str(ignore) or not (uid in SANDBOX_IDS or uid == os.geteuid() != 0):
+    for path in sorted(after - before):
+        try:
+            info = os.lstat(path)
+        except OSError:  # gone since: nothing left there
+            continue
+        uid, mode = info.st_uid, info.st_mode
+        if path == str(ignore) or not (uid in SANDBOX_IDS or uid == os.geteuid() != 0):
             continue
         text = _text(path, mode)
         ours = token in path or token.encode() in text
@@ -469,6 +513,44 @@ def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseExcep
     assert outcome.leftovers == []
     assert still_there(outcome.strays) == []
     assert keys_left(outcome.token) == []
+
+
+class TestSnapshot:
+    def test_a_path_added_anywhere_since_is_new(self, tmp_path, monkeypatch):
+        """A file added deep in folders an earlier snapshot listed, and a new folder with a file, are
+        the new paths of the next snapshot; the folders that did not change are not listed again."""
+        monkeypatch.setattr(sys.modules[__name__], "STABLE_NS", 0)  # reuse every unchanged folder's listing
+        deep = tmp_path / "a" / "b" / "c"
+        deep.mkdir(parents=True)
+        (tmp_path / "a" / "old.txt").write_text("old")
+        before = snapshot([tmp_path])
+        assert before == {str(tmp_path), *(str(tmp_path / p) for p in ("a", "a/b", "a/b/c", "a/old.txt"))}
+        listed = {path: _LISTINGS[path] for path in before if path in _LISTINGS}
+        (deep / "new.txt").write_text("new")
+        (tmp_path / "a" / "d").mkdir()
+        (tmp_path / "a" / "d" / "e.txt").write_text("e")
+        for folder in (deep, tmp_path / "a"):  # a change within the clock tick of the listing: change again
+            while os.lstat(folder).st_ctime_ns == listed[str(folder)].ident[2]:
+                os.chmod(folder, os.lstat(folder).st_mode & 0o7777)
+        after = snapshot([tmp_path])
+        assert after - before == {str(deep / "new.txt"), str(tmp_path / "a" / "d"), str(tmp_path / "a" / "d" / "e.txt")}
+        assert _LISTINGS[str(tmp_path / "a" / "b")] is listed[str(tmp_path / "a" / "b")]  # unchanged: not read again
+        assert _LISTINGS[str(deep)] is not listed[str(deep)]
+
+    def test_a_listing_is_trusted_only_for_a_folder_long_unchanged(self, tmp_path):
+        """A folder listed less than STABLE_NS after its last change is listed again next time; one
+        listed later is not."""
+        (tmp_path / "f").write_text("")
+        snapshot([tmp_path])
+        changed = os.lstat(tmp_path).st_ctime_ns
+        soon = replace(_LISTINGS[str(tmp_path)], read_ns=changed + STABLE_NS - 1)
+        _LISTINGS[str(tmp_path)] = soon
+        snapshot([tmp_path])
+        late = replace(_LISTINGS[str(tmp_path)], read_ns=changed + STABLE_NS)
+        assert _LISTINGS[str(tmp_path)] is not soon
+        _LISTINGS[str(tmp_path)] = late
+        assert snapshot([tmp_path]) == {str(tmp_path), str(tmp_path / "f")}
+        assert _LISTINGS[str(tmp_path)] is late
 
 
 @pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)

@@ -210,6 +210,25 @@ class TestVariants:
             check_quiz(quiz)
         assert str(info.value) == f"{quiz.path}:27: known-wrong value 1 equals the answer when W={drawn}"
 
+    def test_check_tries_params_that_no_checked_seed_draws(self, tmp_path):
+        """A known-wrong value equal to the answer for one set of params only is reported even when
+        none of the 64 seeds checked draws that set (a student's seed may)."""
+        quiz = load_quiz(write(tmp_path, GOOD.replace("W: {choice: [2, 4]}", "W: {randint: [1, 250]}")), COURSE_CODE)
+        assert 1 not in {draw_params(quiz.items[1], seed)["W"] for seed in range(64)}  # W = 1: the only clash
+        with pytest.raises(SpecErrors) as info:
+            check_quiz(quiz)
+        assert str(info.value) == f"{quiz.path}:27: known-wrong value 1 equals the answer when W=1"
+
+    def test_check_of_many_params_uses_the_seeds_draws(self, tmp_path):
+        """An item with more sets of params than are tried one by one is checked on what the seeds
+        draw, and a clash is reported as the first seed draws it."""
+        text = GOOD.replace("W: {choice: [2, 4]}", "W: {randint: [2, 100000]}").replace("value: W", "value: 1")
+        quiz = load_quiz(write(tmp_path, text), COURSE_CODE)
+        drawn = draw_params(quiz.items[1], 0)["W"]
+        with pytest.raises(SpecErrors) as info:
+            check_quiz(quiz)
+        assert str(info.value) == f"{quiz.path}:27: known-wrong value 1 equals the answer when W={drawn}"
+
 
 class TestAnswerFiles:
     def test_template_lists_every_item_blank_with_its_form(self, quiz):

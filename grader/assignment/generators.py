@@ -212,6 +212,25 @@ def realize_let(let: Mapping[str, Any], seed: int, base: Mapping[str, int] | Non
     return env
 
 
+def let_values(let: Mapping[str, Any], limit: int) -> list[dict[str, int]] | None:
+    """Every set of integers a `let:` block can draw (what `realize_let` returns for some seed), in
+    the block's order; None when there are more than `limit` of them."""
+    found: list[dict[str, int]] = [{}]
+    for name, spec in let.items():
+        if isinstance(spec, dict) and "randint" in spec:
+            lo, hi = spec["randint"]
+            options = [int(v) for v in range(lo, hi + 1)]
+        elif isinstance(spec, dict) and "choice" in spec:
+            options = list(dict.fromkeys(int(v) for v in spec["choice"]))
+        else:
+            found = [{**env, name: _eval_int(spec, env)} for env in found]
+            continue
+        if len(found) * len(options) > limit:
+            return None
+        found = [{**env, name: value} for env in found for value in options]
+    return found
+
+
 def realize(spec: Any, kind: ParamKind, env: Mapping[str, int], seed: int, salt: str) -> Any:
     """Turn a validated spec into the value passed to both the student and the reference."""
     if kind is ParamKind.INT:

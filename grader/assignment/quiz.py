@@ -24,12 +24,13 @@ Grading a student's answers lives in grader.grading.answers.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
 import string
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,12 @@ def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
 fill = gen.fill
 
 
+@functools.lru_cache(maxsize=256)
+def _param_names(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The names an answer function takes (read once per function: every variant calls it)."""
+    return tuple(inspect.signature(fn).parameters)
+
+
 def _resolve(source: NumberSource, params: Mapping[str, int], code: Path | None) -> float:
     if isinstance(source, str) and source in params:
         value = params[source]
@@ -290,22 +297,27 @@ def _resolve(source: NumberSource, params: Mapping[str, int], code: Path | None)
         fn = course_function(code, source)
         if fn is None:
             raise ValueError(f"the course code has no answer function {source!r}")
-        value = fn(**{name: params[name] for name in inspect.signature(fn).parameters})
+        value = fn(**{name: params[name] for name in _param_names(fn)})
     else:
         value = source
     return round(float(value), 12)  # 18.000000000000004 -> 18.0: answers are decimals
 
 
-def variant(item: QuizItem, seed: int) -> Variant:
-    """Draw the item's params from `seed` and fill in its text and numbers."""
-    params = draw_params(item, seed)
+def _numbers(item: QuizItem, params: Mapping[str, int]) -> tuple[float | None, tuple[float, ...]]:
+    """The item's answer and known-wrong values for `params` (InternalError if the course code fails)."""
     try:
         answer = _resolve(item.answer, params, item.code) if item.answer is not None else None
-        wrong = tuple(replace(w, value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params))
-                      for w in item.wrong)
+        return answer, tuple(_resolve(w.value, params, item.code) for w in item.wrong)
     except Exception as exc:  # an answer function that fails is the quiz file's fault
         raise InternalError(f"quiz item {item.id!r} (line {item.line}): cannot compute its numbers for "
                             f"{params}: {type(exc).__name__}: {exc}") from exc
+
+
+def variant(item: QuizItem, seed: int) -> Variant:
+    """Draw the item's params from `seed` and fill in its text and numbers."""
+    params = draw_params(item, seed)
+    answer, values = _numbers(item, params)
+    wrong = tuple(replace(w, value=value, feedback=fill(w.feedback, params)) for w, value in zip(item.wrong, values))
     choices = tuple(replace(c, text=fill(c.text, params), feedback=fill(c.feedback, params)) for c in item.choices)
     return Variant(item=item, seed=seed, params=params, prompt=fill(item.prompt, params), choices=choices,
                    answer=answer, feedback=fill(item.feedback, params), wrong=wrong,
@@ -350,23 +362,44 @@ def answers_template(quiz: Quiz, key: Mapping[str, Any] | None = None) -> str:
 
 
 def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:
-    """Every variant's numbers can be computed and no known-wrong value equals the answer."""
+    """Every variant's numbers can be computed and no known-wrong value equals the answer.
+
+    An item's numbers depend on its params alone, so each set of params is computed once: every
+    set the item can draw when there are at most CHECKED_PARAMS of them, else those `seeds` draw.
+    A set that fails is reported as the first of `seeds` to draw it would see it."""
     seeds = tuple(seeds)
     errors: list[SpecError] = []
     for item in quiz.items:
         if item.kind is not QuizKind.NUMERIC:
             continue
-        for seed in seeds if item.params else (DEFAULT_SEED,):
-            try:
-                v = variant(item, seed)
-            except InternalError as exc:
-                errors.append(SpecError(str(quiz.path), item.line, str(exc)))
-                break
-            clash = next((w for w in v.wrong if abs(w.value - v.answer) <= item.tolerance), None)
-            if clash is not None:
-                drawn = ", ".join(f"{k}={x}" for k, x in v.params.items()) or "no params"
-                errors.append(SpecError(str(quiz.path), clash.line, f"known-wrong value {_number_text(clash.value)} "
-                                        f"equals the answer when {drawn}"))
-                break
+        found = gen.let_values(item.params, CHECKED_PARAMS)
+        if found is None:
+            found = list({_key(p): p for p in (draw_params(item, seed) for seed in seeds)}.values())
+        failed = {_key(params): error for params in found if (error := _numbers_error(quiz, item, params))}
+        if failed:
+            drawn = (failed.get(_key(draw_params(item, seed))) for seed in seeds)
+            errors.append(next((e for e in drawn if e is not None), next(iter(failed.values()))))
     if errors:
         raise SpecErrors(errors)
+
+
+CHECKED_PARAMS = 256  # an item with more sets of params than this is checked on the sets the seeds draw
+
+
+def _key(params: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(params.items())
+
+
+def _numbers_error(quiz: Quiz, item: QuizItem, params: Mapping[str, int]) -> SpecError | None:
+    """What is wrong with the item's numbers for `params`: an answer function that fails, or a
+    known-wrong value equal to the answer; None when nothing is."""
+    try:
+        answer, values = _numbers(item, params)
+    except InternalError as exc:
+        return SpecError(str(quiz.path), item.line, str(exc))
+    clash = next(((w, value) for w, value in zip(item.wrong, values) if abs(value - answer) <= item.tolerance), None)
+    if clash is None:
+        return None
+    drawn = ", ".join(f"{k}={x}" for k, x in params.items()) or "no params"
+    return SpecError(str(quiz.path), clash[0].line, f"known-wrong value {_number_text(clash[1])} "
+                     f"equals the answer when {drawn}")

@@ -50,9 +50,9 @@ class Ctx:
 
     def compiled(self, seed: int):
         """The assignment with every case of variant `seed` prepared (compiled.py): read from the
-        cache when current, else loaded (and validated), prepared and stored."""
+        cache when current, else loaded as `mha validate` accepts it, prepared and stored."""
         from ..grading.compiled import compiled
-        return compiled(self.root, seed, self.assignment)
+        return compiled(self.root, seed)
 
     def course(self):
         """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""

@@ -47,7 +47,16 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 def stamp(root: Path, seed: int) -> str:
     """What a compiled assignment depends on: the grader, the course's YAML files and code, the variant."""
-    lines = [f"format {FORMAT}", f"seed {seed}"]  # the grader's version is in its files' stamps below
+    return _stamped(_files_stamp(root), seed)
+
+
+def _stamped(files: str, seed: int) -> str:
+    return f"format {FORMAT}\nseed {seed}\n{files}"  # the grader's version is in its files' stamps
+
+
+def _files_stamp(root: Path) -> str:
+    """The size and modification time of the grader's files, and those and the CRC-32 of the course's."""
+    lines = []
     for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
         info = path.stat()
         lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")
@@ -59,17 +68,19 @@ def stamp(root: Path, seed: int) -> str:
     return "\n".join(lines)
 
 
-def compiled(root: Path, seed: int, load_assignment: Callable[[], object]) -> Fixtures:
+def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None = None) -> Fixtures:
     """The assignment at `root` with every case and quiz item of variant `seed` prepared: read from
-    the cache when it is there and current, else built (`load_assignment()` validates the files
-    and raises SpecErrors for invalid ones, exactly as without a cache) and stored."""
+    the cache when it is there and current, else built and stored. The assignment built is the one
+    `mha validate` accepts (validation.valid_then: SpecErrors for one it rejects, exactly as without
+    a cache), or what `load_assignment()` returns."""
     folder = cache_dir()
     try:
-        current = stamp(root, seed)
+        files = _files_stamp(root)
     except OSError:  # an unreadable assignment file: loading it says which
-        folder = None
-    if folder is None:
-        return _fixtures(build(load_assignment(), seed, "compiled", hidden=True))
+        folder = files = None
+    if folder is None or files is None:
+        return _fixtures(_build(root, seed, load_assignment, None))
+    current = _stamped(files, seed)
     path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
     try:
         data = json.loads(path.read_bytes())
@@ -77,13 +88,22 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object]) -> Fi
             return Fixtures(data, path)
     except Exception:  # none yet, damaged, or of another version: compile again
         pass
-    data = {**build(load_assignment(), seed, "compiled", hidden=True), "stamp": current}
+    data = {**_build(root, seed, load_assignment, _stamped(files, -1)), "stamp": current}
     try:
         write_private(path, json.dumps(data, separators=(",", ":")))
         _prune(path.parent, keep=KEEP)
     except OSError:
         pass  # no cache this time (read-only home, full disk): grading does not need it
     return _fixtures(data)
+
+
+def _build(root: Path, seed: int, load_assignment: Callable[[], object] | None, course_stamp: str | None) -> dict:
+    def prepare(assignment) -> dict:
+        return build(assignment, seed, "compiled", hidden=True)
+    if load_assignment is not None:
+        return prepare(load_assignment())
+    from .validation import valid_then
+    return valid_then(root, prepare, course_stamp)  # the cases prepared while the keys are checked
 
 
 KEEP = 16  # compiled assignments kept: every change of the files makes a new one
@@ -100,21 +120,23 @@ def _fixtures(data: dict) -> Fixtures:
     return Fixtures(data, Path("<compiled>"))
 
 
-def _validation_marker(root: Path) -> tuple[Path, str] | None:
-    """Where the note that the course at `root`, as it is now, passed validation is kept, and its stamp."""
+def _validation_marker(root: Path, course_stamp: str | None) -> tuple[Path, str] | None:
+    """Where the note that the course at `root`, as it is now, passed validation is kept, and its
+    stamp (`course_stamp` when the caller has it: `stamp(root, -1)`)."""
     folder = cache_dir()
     if folder is None:
         return None
-    try:
-        current = stamp(root, -1)  # no variant: the course itself
-    except OSError:
-        return None
-    return folder / f"{zlib.crc32(current.encode()):08x}.valid", current
+    if course_stamp is None:
+        try:
+            course_stamp = stamp(root, -1)  # no variant: the course itself
+        except OSError:
+            return None
+    return folder / f"{zlib.crc32(course_stamp.encode()):08x}.valid", course_stamp
 
 
-def validated(root: Path) -> bool:
+def validated(root: Path, course_stamp: str | None = None) -> bool:
     """Whether the course at `root` passed validation unchanged since (grader, YAML files, code)."""
-    marker = _validation_marker(root)
+    marker = _validation_marker(root, course_stamp)
     if marker is None:
         return False
     try:
@@ -123,9 +145,9 @@ def validated(root: Path) -> bool:
         return False
 
 
-def mark_validated(root: Path) -> None:
+def mark_validated(root: Path, course_stamp: str | None = None) -> None:
     """Note that the course at `root`, as it is now, passed validation (nothing when there is no cache)."""
-    marker = _validation_marker(root)
+    marker = _validation_marker(root, course_stamp)
     if marker is None:
         return
     try:

@@ -5,13 +5,17 @@
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
-from ..assignment.model import Problem
+from ..assignment.model import Assignment, Problem
 from ..errors import SpecError, SpecErrors
 from .checks import check
 from .grade import build_args, literal_expected, reference_answer
+
+T = TypeVar("T")
 
 
 def check_against_reference(problems: Iterable[Problem], keys_only: bool = False) -> None:
@@ -48,14 +52,55 @@ def check_against_reference(problems: Iterable[Problem], keys_only: bool = False
 
 def load_valid(root: Path):
     """The assignment at `root`, refused (SpecErrors) unless `mha validate` accepts it."""
+    return valid_then(root, lambda assignment: assignment)
+
+
+def valid_then(root: Path, use: Callable[[Assignment], T], course_stamp: str | None = None) -> T:
+    """`use(assignment)` for the assignment at `root`, returned only if `mha validate` accepts the
+    assignment (else SpecErrors, as load_valid raises them). `course_stamp`: its stamp, when the
+    caller has it (compiled.stamp with no variant).
+
+    A course not validated since it last changed has its keys checked against the reference in a
+    second thread while `use` runs (preparing a variant's cases, say): the reference's numpy work
+    releases the GIL, so a first grade after a change waits for the longer of the two, not for
+    both. What `use` made is dropped, and its errors wait, until the keys are known to be right:
+    a wrong key's errors come first, as in `mha validate`."""
     from ..assignment.loader import load_assignment
     from ..assignment.quiz import check_quiz
     from .compiled import mark_validated, validated
     assignment = load_assignment(root)
-    if validated(root):  # unchanged since it last passed (the compiled cache keeps that note)
-        return assignment
-    check_against_reference(assignment.problems, keys_only=True)  # a case the reference fails stops its preparation
-    if assignment.quiz is not None:
-        check_quiz(assignment.quiz)
-    mark_validated(root)
-    return assignment
+    if validated(root, course_stamp):  # unchanged since it last passed (the compiled cache keeps that note)
+        return use(assignment)
+    keys = _Checking(assignment.problems)  # a case the reference fails stops its preparation
+    try:
+        if assignment.quiz is not None:
+            check_quiz(assignment.quiz)
+        result = use(assignment)
+    except BaseException:
+        keys.result()  # its errors first
+        raise
+    keys.result()
+    mark_validated(root, course_stamp)
+    return result
+
+
+class _Checking(threading.Thread):
+    """check_against_reference(problems, keys_only=True) in a thread of its own; `result()` waits
+    for it and raises what it raised."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        super().__init__(name="mha-check-keys", daemon=True)
+        self._problems = tuple(problems)
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            check_against_reference(self._problems, keys_only=True)
+        except BaseException as exc:  # handed to the thread that waits for it
+            self._error = exc
+
+    def result(self) -> None:
+        self.join()
+        if self._error is not None:
+            raise self._error
