@@ -150,12 +150,15 @@ class TestCourseFolder:
         one per quiz item, and an assessment listing every question at its points."""
         assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                                  prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
-        listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+        listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
+        manual = {q["id"]: q["manualPoints"] for zone in assessment["zones"] for q in zone["questions"]
+                  if "manualPoints" in q}
         expected = {p.id: p.points for p in assignment.problems}
-        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items}
+        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if not i.manual}
         assert listed == expected
-        assert sum(listed.values()) == assignment.max_score
-        assert {p.name for p in (course / "questions").iterdir()} == set(expected)
+        assert manual == {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if i.manual} != {}
+        assert sum(listed.values()) == assignment.max_score  # the automatic points; written ones by hand
+        assert {p.name for p in (course / "questions").iterdir()} == set(expected) | set(manual)
         uuids = set()
         for problem in assignment.problems:
             info = json.loads((course / "questions" / problem.id / "info.json").read_text())
@@ -257,6 +260,8 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
     each answer scored by PrairieLearn's rules gives the fraction `mha grade` gives."""
     compared = 0
     for item in assignment.quiz.items:
+        if item.manual:  # graded by hand: test_written_item_is_graded_by_hand
+            continue
         folder = course / "questions" / prairielearn.quiz_qid(item)
         server = _server(folder / "server.py")
         seeds = variant_seeds(item, 10, 0) if item.params else [0]
@@ -278,6 +283,18 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
             if item.hidden and tag != "pl-number-input":
                 assert not any("feedback" in a for a in parser.answers)
     assert compared > 50
+
+
+def test_written_item_is_graded_by_hand(course, assignment):
+    """A written item: a rich-text editor, no server.py, the rubric (escaped) only in pl-manual-grading-only."""
+    for item in (i for i in assignment.quiz.items if i.manual):
+        folder = course / "questions" / prairielearn.quiz_qid(item)
+        page = (folder / "question.html").read_text()
+        assert sorted(p.name for p in folder.iterdir()) == ["info.json", "question.html"]
+        assert '<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>' in page
+        graders = page.split("<pl-manual-grading-only>")[1].split("</pl-manual-grading-only>")[0]
+        assert all(html.escape(r.text) in graders and r.text not in page.replace(graders, "") for r in item.rubric)
+        assert "gradingMethod" not in json.loads((folder / "info.json").read_text())  # manualPoints decide
 
 
 def test_variant_seeds_give_students_other_numbers(course, assignment):

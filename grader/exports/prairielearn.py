@@ -16,6 +16,8 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   `mha grade` accepts, around its midpoint), and `server.py`, whose `generate()` picks one of
   the item's precomputed variants from PrairieLearn's variant seed, so each student's variant has
   its own numbers (the answers are computed here, by this package: PrairieLearn needs no grader);
+  a written item is a `pl-rich-text-editor` graded by hand (`manualPoints` in the assessment),
+  its rubric in `pl-manual-grading-only` (shown to graders, never to students);
 - `serverFilesCourse/mha/`: the grader's wheel, its dependencies pinned as the Gradescope export
   pins them (`wheelhouse.py`), the assignment (`exercises/`, hidden cases included) and `grade.sh`,
   the entry point: it installs the wheels offline into a fresh virtual environment and runs
@@ -35,7 +37,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..assignment.model import Assignment, Problem, QuizItem, QuizKind
+from ..assignment.model import MAX_WRITTEN, Assignment, Problem, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from ..grading.scoring import numeric_range
 from .markup import to_html
@@ -179,6 +181,32 @@ def _variant_data(v: Variant) -> dict:
     return data
 
 
+def _written_question(assignment: Assignment, item: QuizItem) -> dict[str, str]:
+    """A written item: a rich-text answer graded by hand (the assessment gives it manualPoints only),
+    with the rubric inside pl-manual-grading-only, which graders see and students never do."""
+    from .qti import rubric_html
+    info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
+            "tags": ["mha", "quiz", item.kind.value], "type": "v3", "singleVariant": True}
+    page = f"""<pl-question-panel>
+<h3>{_inert(html.escape(item.title))} ({item.points:g} points, graded by hand)</h3>
+{_inert(to_html(item.prompt))}
+<p>At most {MAX_WRITTEN} characters, in your own words.</p>
+</pl-question-panel>
+
+<pl-manual-grading-only>
+{_inert(rubric_html(item))}
+</pl-manual-grading-only>
+
+<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>
+
+<pl-submission-panel>
+<pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+    base = f"questions/{quiz_qid(item)}"
+    return {f"{base}/info.json": _json(info), f"{base}/question.html": page}
+
+
 def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: int) -> dict[str, str]:
     seeds = variant_seeds(item, variants, seed) if item.params else [seed]
     table = [_variant_data(variant(item, s)) for s in seeds]
@@ -217,7 +245,8 @@ def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: 
 
 def _course(assignment: Assignment) -> dict[str, str]:
     problems = [{"id": p.id, "points": p.points} for p in assignment.problems]
-    items = [{"id": quiz_qid(i), "points": i.points} for i in assignment.quiz.items] if assignment.quiz else []
+    items = [{"id": quiz_qid(i), "manualPoints" if i.manual else "points": i.points}
+             for i in assignment.quiz.items] if assignment.quiz else []
     zones = [{"title": "Code", "questions": problems}]
     if items:
         zones.append({"title": "Concept quiz", "questions": items})
@@ -228,7 +257,8 @@ def _course(assignment: Assignment) -> dict[str, str]:
                         "description": "Exercises and a concept quiz on multi-head attention."}],
             "assessmentSets": [{"abbreviation": "HW", "name": "Homework", "heading": "Homework", "color": "green1"}],
             "tags": [{"name": n, "color": "gray1"} for n in ("mha", "code", "quiz", "numeric", "multiple_choice",
-                                                             "multiple_answers", "public", "hidden")]}),
+                                                             "multiple_answers", "written", "public",
+                                                             "hidden")]}),
         f"courseInstances/{INSTANCE}/infoCourseInstance.json": _json({
             "uuid": _uid(assignment.title, "instance"), "longName": assignment.title,
             "allowAccess": [{"startDate": "2026-01-01T00:00:00", "endDate": "2030-12-31T23:59:59"}]}),
@@ -275,7 +305,8 @@ def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, i
     for problem in assignment.problems:
         files.update(_code_question(assignment, problem, stubs, image))
     for item in assignment.quiz.items if assignment.quiz else ():
-        files.update(_quiz_question(assignment, item, variants, seed))
+        files.update(_written_question(assignment, item) if item.manual else
+                     _quiz_question(assignment, item, variants, seed))
     files.update(_server_files(assignment, wheels, python))
     return files
 
