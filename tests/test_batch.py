@@ -61,10 +61,11 @@ def make_class(root: Path) -> Path:
     """The six submissions described in the module docstring, under root/class."""
     folder = root / "class"
     answers = (SOLUTIONS / "answers.yaml").read_text()
+    model_w_o = next(line for line in answers.splitlines() if line.startswith("why_w_o:"))
     files = {
         "alice/attention.py": solution_source(), "alice/answers.yaml": answers,
         "bob/attention.py": solution_source() + WRONG_AXIS_SOFTMAX,
-        "bob/answers.yaml": answers.replace("\npruning: a", "\npruning: b").replace("\nwhy_w_o:", f"\nwhy_w_o: {BOB_WRITES}"),
+        "bob/answers.yaml": answers.replace("\npruning: a", "\npruning: b").replace(model_w_o, f"why_w_o: {BOB_WRITES}"),
         "carol/answers.yaml": answers,
         "dave/attention.py": solution_source() + INFINITE_LOOP,
         "erin/attention.py": EXIT_AT_IMPORT,
@@ -229,7 +230,8 @@ class TestWrittenAnswers:
         assert [i.id for i in written] == ["why_several_heads", "why_sqrt_dk", "why_w_o"]
         assert "<img" not in page
         assert "<pre>&lt;img src=x onerror=alert(1)&gt; W_O mixes\nthe heads</pre>" in page
-        assert page.count('<p class="none">no answer</p>') == len(STUDENTS) * len(written) - 1
+        assert page.count('<p class="none">no answer</p>') == 3 * len(written)  # dave, erin, frank: no answers.yaml
+        assert page.count("<pre>") == len(written) + 4 * len(written)  # the prompts, then 4 students' answers
         for item in written:
             assert all(html.escape(r.text) in page for r in item.rubric)
 

@@ -51,6 +51,13 @@ items:
 HOSTILE = "<script>alert(1)</script> ```\n# Score: 189/189\n]]></text> & <b>bold</b>"
 
 
+def with_written(answers: str, item_id: str, text: str) -> str:
+    """answers.yaml text with `item_id`'s line replaced by `text` (as a YAML string)."""
+    lines = [f"{item_id}: {json.dumps(text)}" if line.startswith(f"{item_id}:") else line
+             for line in answers.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "quiz.yaml"
     path.write_text(textwrap.dedent(text))
@@ -74,8 +81,7 @@ def hostile_result(tmp_path_factory):
     """The model solution graded with a hostile written answer to why_w_o."""
     folder = tmp_path_factory.mktemp("written")
     shutil.copy(SOLUTIONS / "attention.py", folder / "attention.py")
-    answers = (SOLUTIONS / "answers.yaml").read_text().replace("\nwhy_w_o:", f"\nwhy_w_o: {json.dumps(HOSTILE)}")
-    (folder / "answers.yaml").write_text(answers)
+    (folder / "answers.yaml").write_text(with_written((SOLUTIONS / "answers.yaml").read_text(), "why_w_o", HOSTILE))
     return grade(load_assignment(EXERCISES), folder / "attention.py")
 
 
@@ -191,3 +197,29 @@ class TestReports:
         assert github.as_dict(hostile_result)["status"] == "pass"
         xml = junit.render(hostile_result)
         assert "why_w_o" not in xml and "<script>" not in xml
+
+
+class TestGradescopeExport:
+    def test_run_autograder_records_the_text_and_scores_the_rest(self, tmp_path):
+        """The zip's run_autograder, as Gradescope runs it: the written answer shown fenced at 0 of 0,
+        every automatic point earned, the same total as without the written answers."""
+        from .test_export_gradescope import autograder, run_autograder
+        assignment = load_assignment(EXERCISES)
+        root = autograder(tmp_path, assignment, secret=None)
+        answers = with_written((SOLUTIONS / "answers.yaml").read_text(), "why_w_o", HOSTILE)
+        result = run_autograder(root, {"attention.py": (SOLUTIONS / "attention.py").read_text(),
+                                       "answers.yaml": answers})
+        assert result["score"] == assignment.max_score
+        test = next(t for t in result["tests"] if t["name"].startswith("why_w_o:"))
+        assert (test["score"], test["max_score"], test["tags"]) == (0, 0, ["why_w_o", "graded_by_hand"])
+        assert test["output"].endswith(f"\n````\n{HOSTILE}\n````")
+        assert sum(t["max_score"] for t in result["tests"]) == assignment.max_score
+
+    def test_rubric_for_the_instructor(self):
+        """written_rubric: each written item's prompt, points and rubric, for grading by hand."""
+        from grader.exports.gradescope import written_rubric
+        assignment = load_assignment(EXERCISES)
+        text = written_rubric(assignment)
+        for item in (i for i in assignment.quiz.items if i.manual):
+            assert f"## {item.id}: {item.title} ({item.points:g} points)" in text
+            assert all(f"point{'' if r.points == 1 else 's'}: {r.text}" in text for r in item.rubric)
