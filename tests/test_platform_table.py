@@ -28,6 +28,11 @@ PARTIAL = {
 }
 
 
+# A written answer: recorded on every platform and graded by hand there, so it is in no platform's
+# automatic fraction (0 of 0 points on Gradescope, no GitHub step, manualPoints on PrairieLearn).
+WRITTEN_ANSWER = 'why_w_o: "W_O mixes the heads\' slices of the output."\n'
+
+
 def buggy_source() -> str:
     """Half the problems done, the other half stubs, and softmax over the wrong axis."""
     bug = next(b for b in BUGS if b.mistake == "softmax-wrong-axis")
@@ -54,7 +59,8 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
     prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, variants=1))
     assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                              prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
-    points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+    # written items carry manualPoints only: graded by hand, outside the automatic fraction
+    points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
     import yaml
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     earned = 0.0
@@ -63,7 +69,7 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
         earned += result["score"] * points[problem.id]
     for item in assignment.quiz.items:
         submitted = answers.get(item.id)
-        if submitted is None:
+        if submitted is None or item.manual:
             continue  # blank: PrairieLearn grades nothing and awards nothing
         folder = course / "questions" / prairielearn.quiz_qid(item)
         data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
@@ -95,7 +101,7 @@ def _github_classroom(tmp: Path, folder: Path) -> float:
 def score_table(tmp: Path, assignment) -> dict[str, float | str]:
     folder = tmp / "submission"
     folder.mkdir()
-    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS}
+    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
     for name, text in files.items():
         (folder / name).write_text(text)
     table: dict[str, float | str] = {"mha grade": _mha(folder)}
