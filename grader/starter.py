@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .assignment.model import QuizKind
+from .assignment.model import MAX_WRITTEN, QuizKind
 from .attention.api import FunctionSpec
 from .paths import SUBMISSION_NAME
 
@@ -23,6 +23,7 @@ ANSWER_FORMS = {
     QuizKind.MULTIPLE_CHOICE: "one letter, like b",
     QuizKind.MULTIPLE_ANSWERS: "a list of letters, like [a, c]",
     QuizKind.NUMERIC: "a number, like 0.25",
+    QuizKind.WRITTEN: "a few sentences in your own words, in quotes",
 }
 
 DEFAULT_MODULE_DOC = """Your implementations for: {title}.
@@ -90,6 +91,12 @@ def student_module(assignment) -> str:
     return head + "\n\n\n" + "\n\n\n".join(parts[2 if imports else 1:]) + "\n"
 
 
+def _graded_by(item) -> str:
+    if item.kind is QuizKind.WRITTEN:
+        return " (graded by hand)"
+    return " (hidden: graded by mha grade)" if item.hidden else ""
+
+
 def answers_template(title: str, items, key: Mapping[str, Any] | None = None) -> str:
     """answers.yaml for students (blank) or the answer key (with `key`), one line per quiz item."""
     def shown(value: Any) -> str:
@@ -100,9 +107,13 @@ def answers_template(title: str, items, key: Mapping[str, Any] | None = None) ->
         return _number_text(value) if isinstance(value, (int, float)) else str(value)
 
     head = [f"# {title}: answers. `mha show ITEM` prints an item; `mha check` checks the public ones.",
-            "# Write one letter (b), a list of letters ([a, c]) or a number (0.25) after each colon.", ""]
+            "# Write one letter (b), a list of letters ([a, c]) or a number (0.25) after each colon."]
+    if any(item.kind is QuizKind.WRITTEN for item in items):
+        head.append(f'# Written items: your own words in quotes ("..."), at most {MAX_WRITTEN} characters; '
+                    "graded by hand.")
+    head.append("")
     rows = [(f"{item.id}: {shown((key or {}).get(item.id))}",
-             f"# {ANSWER_FORMS[item.kind]}{' (hidden: graded by mha grade)' if item.hidden else ''}")
+             f"# {ANSWER_FORMS[item.kind]}{_graded_by(item)}")
             for item in items]
     width = max(len(left) for left, _ in rows)
     return "\n".join(head + [f"{left:<{width}}  {comment}" for left, comment in rows]) + "\n"

@@ -9,6 +9,8 @@ one unclosed parenthesis). Tests that rerun copy it first.
 from __future__ import annotations
 
 import csv
+import html
+import io
 import json
 import multiprocessing
 import os
@@ -51,6 +53,7 @@ def attention_reading(weights, values):
         pass
 """
 EXIT_AT_IMPORT = "import os\n\nos._exit(3)\n"
+BOB_WRITES = '"<img src=x onerror=alert(1)> W_O mixes\\nthe heads"'  # a written answer, as YAML
 STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank", "gina"]
 
 
@@ -58,10 +61,11 @@ def make_class(root: Path) -> Path:
     """The six submissions described in the module docstring, under root/class."""
     folder = root / "class"
     answers = (SOLUTIONS / "answers.yaml").read_text()
+    model_w_o = next(line for line in answers.splitlines() if line.startswith("why_w_o:"))
     files = {
         "alice/attention.py": solution_source(), "alice/answers.yaml": answers,
         "bob/attention.py": solution_source() + WRONG_AXIS_SOFTMAX,
-        "bob/answers.yaml": answers.replace("\npruning: a", "\npruning: b"),
+        "bob/answers.yaml": answers.replace("\npruning: a", "\npruning: b").replace(model_w_o, f"why_w_o: {BOB_WRITES}"),
         "carol/answers.yaml": answers,
         "dave/attention.py": solution_source() + INFINITE_LOOP,
         "erin/attention.py": EXIT_AT_IMPORT,
@@ -120,6 +124,7 @@ class TestGradeAllClass:
             "since the last run, not graded again); mean 109.4 of 206",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
+            f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}",
         ]
         assert result.stderr.count("warning: no course secret") == 1
         assert "Traceback" not in result.output
@@ -127,8 +132,8 @@ class TestGradeAllClass:
     def test_gradebook_rows_statuses_and_totals(self, graded, assignment):
         """One row per student, in order, with each status and the exact total; columns are every item."""
         rows = read_csv(graded[1] / "gradebook.csv")
-        items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items]
-        assert list(rows[0]) == ["student", "status", *items, "total"]
+        items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items if not i.manual]
+        assert list(rows[0]) == ["student", "status", *items, "total"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
             ("alice", "graded", "206"), ("bob", "graded", "153"), ("carol", "empty", "36"),
             ("dave", "timeout", "165"), ("erin", "import failure", "0"), ("frank", "graded", "170"),
@@ -207,12 +212,44 @@ class TestGradeAllClass:
             assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         page = (out / "report.html").read_text()
         assert page.count('src="data:image/png;base64,') == 2
-        assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 2 + 7
+        scored = [i for i in assignment.quiz.items if not i.manual]
+        assert page.count("<tr><td><code>") == len(assignment.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
                "mean total 109.43 of 206." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
         assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>36</td>' in page
+
+
+class TestWrittenAnswers:
+    def test_each_students_text_escaped_beside_the_rubric(self, graded, assignment):
+        """written.html shows every written item's rubric and each student's text, escaped; no score counts it."""
+        out = graded[1]
+        page = (out / "written.html").read_text()
+        written = [i for i in assignment.quiz.items if i.manual]
+        assert [i.id for i in written] == ["why_several_heads", "why_sqrt_dk", "why_w_o"]
+        assert "<img" not in page
+        assert "<pre>&lt;img src=x onerror=alert(1)&gt; W_O mixes\nthe heads</pre>" in page
+        assert page.count('<p class="none">no answer</p>') == 3 * len(written)  # dave, erin, frank: no answers.yaml
+        assert page.count("<pre>") == len(written) + 4 * len(written)  # the prompts, then 4 students' answers
+        for item in written:
+            assert all(html.escape(r.text) in page for r in item.rubric)
+
+    def test_csv_has_a_points_column_to_fill_in(self, graded):
+        """written.csv: one row per student and written item, the text as written, points left blank."""
+        rows = read_csv(graded[1] / "written.csv")
+        assert len(rows) == 3 * len(STUDENTS)
+        bob = next(r for r in rows if r["student"] == "bob" and r["item"] == "why_w_o")
+        assert bob == {"student": "bob", "item": "why_w_o", "answer": "<img src=x onerror=alert(1)> W_O mixes\nthe heads",
+                       "points": "", "max_points": "2"}
+
+    def test_formula_cells_are_quoted(self, assignment):
+        """A text a spreadsheet would run as a formula is written with a leading apostrophe."""
+        from grader.classroom.analysis import StudentRow
+        from grader.reports.written import render_csv
+        item = assignment.quiz.item("why_w_o")
+        text = render_csv([item], [StudentRow("=evil", {}, written={"why_w_o": "=HYPERLINK(\"x\")"})])
+        assert list(csv.reader(io.StringIO(text)))[1][:3] == ["'=evil", "why_w_o", "'=HYPERLINK(\"x\")"]
 
 
 class TestGradeAllRerun:
@@ -246,7 +283,7 @@ class TestGradeAllRerun:
         assert forced.exit_code == 0
         assert "(0 unchanged since the last run, not graded again)" in forced.stdout
         after = snapshot(out)
-        assert sorted(after) == sorted(before) and len(after) == 2 * len(STUDENTS) + 4
+        assert sorted(after) == sorted(before) and len(after) == 2 * len(STUDENTS) + 5
         assert [name for name in after if after[name] != before[name]] == []
 
 

@@ -48,7 +48,9 @@ class TestGrade:
         problems = len(list((EXERCISES / "problems").glob("*.yaml")))
         unwrapped = re.sub(r"\n +", " ", result.stdout)
         assert unwrapped.count("not implemented yet") == 2 * problems  # each problem, and its summary line
-        assert result.stdout.count("TODO  ") == 2 * problems + 1  # each problem twice, the unanswered quiz items once
+        written = sum(i.manual for i in load_assignment(EXERCISES).quiz.items)  # each under its own heading
+        # each problem twice, the unanswered scored quiz items once, each written item once
+        assert result.stdout.count("TODO  ") == 2 * problems + 1 + written
         assert "Traceback" not in result.output
 
     def test_json_format(self, cli):
@@ -57,7 +59,8 @@ class TestGrade:
         data = json.loads(result.stdout)
         assert result.exit_code == 0
         assert data["score"] == data["max_score"] and data["status"] == "graded"
-        assert all(c["status"] == "passed" for p in data["problems"] for c in p["cases"])
+        assert all(c["status"] == "passed" for p in data["problems"] for c in p["cases"] if not p.get("manual"))
+        assert {c["status"] for p in data["problems"] for c in p["cases"] if p.get("manual")} == {"recorded"}
 
     def test_fail_under_exits_1_but_writes_report(self, cli, tmp_path):
         """Below --fail-under the report is still written and the exit code is 1."""

@@ -33,7 +33,9 @@ def half_done_reports(tmp_path_factory):
 
 
 def _by_id(gradescope: str) -> dict[str, tuple[float, float]]:
-    return {t["name"].split(":")[0]: (t["score"], t["max_score"]) for t in json.loads(gradescope)["tests"]}
+    """Each automatically graded test's (score, max_score); written items (0 of 0, graded by hand) left out."""
+    return {t["name"].split(":")[0]: (t["score"], t["max_score"]) for t in json.loads(gradescope)["tests"]
+            if "graded_by_hand" not in t["tags"]}
 
 
 class TestRender:
@@ -42,7 +44,8 @@ class TestRender:
         workflow = yaml.safe_load(github_classroom.render(assignment, fractional=False))
         steps = workflow["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if s.get("uses") == COMMAND_GRADER]
-        expected = {p.id: p.points for p in assignment.problems} | {i.id: i.points for i in assignment.quiz.items}
+        scored = [i for i in assignment.quiz.items if not i.manual]  # written items: graded by hand, no step
+        expected = {p.id: p.points for p in assignment.problems} | {i.id: i.points for i in scored}
         assert {s["id"]: s["with"]["max-score"] for s in graded} == expected
         assert all(s["with"]["command"] == f"mha grade . --problem {s['id']} --fail-under 100" for s in graded)
         assert workflow["on"] == ["push", "repository_dispatch"]
@@ -62,7 +65,7 @@ class TestRender:
         """By default run: steps pipe `mha grade --format github` through base64 into $GITHUB_OUTPUT."""
         steps = yaml.safe_load(github_classroom.render(assignment))["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if "id" in s]
-        assert len(graded) == len(assignment.problems) + len(assignment.quiz.items)
+        assert len(graded) == len(assignment.problems) + sum(not i.manual for i in assignment.quiz.items)
         for step in graded:
             assert f"mha grade . --problem {step['id']} --format github" in step["run"]
             assert "base64 -w0" in step["run"] and '>> "$GITHUB_OUTPUT"' in step["run"]

@@ -40,6 +40,8 @@ class TestRender:
         for q in items:
             assert q.findtext("name/text").strip()
             assert q.find("questiontext").get("format") == "html" and q.findtext("questiontext/text").strip()
+            if q.get("type") == "essay":  # graded by hand: no answer to match
+                continue
             positive = [f for f, *_ in _answers(q) if f > 0]
             assert positive and abs(sum(positive) - 100) < 1e-3
 
@@ -65,7 +67,7 @@ class TestRender:
         """multichoice: <single> true for one answer, false for several; every answer has feedback."""
         by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "multichoice"}
         for item in assignment.quiz.items:
-            if item.kind is QuizKind.NUMERIC:
+            if item.kind in (QuizKind.NUMERIC, QuizKind.WRITTEN):
                 continue
             q = by_name[item.id]
             assert q.findtext("single") == ("true" if item.kind is QuizKind.MULTIPLE_CHOICE else "false")
@@ -80,6 +82,21 @@ class TestRender:
                 right = sum(c.correct for c in item.choices)  # partial credit with penalty: -100/n per false one
                 assert all(f == pytest.approx(100 / right if c.correct else -100 / right, abs=1e-5)
                            for (f, *_), c in zip(answers, item.choices))
+
+    def test_written_items_are_essays_with_the_rubric_for_graders(self, questions, assignment):
+        """essay: plain-text response, no answers, penalty 0, the rubric (escaped HTML) in graderinfo."""
+        essays = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "essay"}
+        written = [i for i in assignment.quiz.items if i.manual]
+        assert set(essays) == {i.id for i in written} and len(written) == 3
+        for item in written:
+            q = essays[item.id]
+            assert q.findall("answer") == [] and q.findtext("penalty") == "0"
+            assert q.findtext("responseformat") == "plain" and q.find("graderinfo").get("format") == "html"
+            assert float(q.findtext("defaultgrade")) == item.points
+            info = q.findtext("graderinfo/text")
+            assert info.startswith(f"<p>Rubric ({item.points:g} points, graded by hand):</p>")
+            assert all(f"{r.points:g} point" in info for r in item.rubric)
+            assert "<" not in info.split("<li>")[1].split("</li>")[0]  # rubric text escaped
 
     def test_variants_go_to_a_subcategory_per_item(self, assignment):
         """--variants N: the variants of each item with params follow a category named after it."""

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.loader import load_assignment
 from grader.exports import otter as exporter
-from grader.exports.otter_checks import check_case, plain
+from grader.assignment.quiz import DEFAULT_SEED, variant
+from grader.exports.otter_checks import check_answer, check_case, plain
+from grader.grading.answers import grade_item
 
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES
@@ -24,6 +27,10 @@ BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount
     "return e / e.sum(axis=-1, keepdims=True)": "return e / e.sum()",
     "biases = 4 * d_model if bias else 0": "biases = d_model if bias else 0",
 }
+# quiz answers in the buggy notebook: a wrong choice, a wrong number, a multiple-answers item with
+# a false statement added (partial credit with penalty), a public item left as otter leaves it (...)
+WRONG_ANSWERS = {"widen_values": "a", "attention_budget": 0.85, "fresh_claims": ["a", "b", "c", "d"],
+                 "precise_claim": ...}
 
 
 def _otter(*args: str, cwd: Path, python: Path | None = None, env: dict | None = None) -> subprocess.Popen:
@@ -66,7 +73,26 @@ def _buggy(notebook: str) -> str:
     for right, wrong in BUGS.items():
         assert right in notebook
         notebook = notebook.replace(right, wrong)
-    return notebook
+    data = json.loads(notebook)
+    for cell in data["cells"]:
+        name = cell.get("id", "").removesuffix("-solution")
+        if name in WRONG_ANSWERS and cell["cell_type"] == "code":
+            value = WRONG_ANSWERS[name]
+            cell["source"] = f"{name} = {'...' if value is ... else repr(value)}\n"
+    return json.dumps(data)
+
+
+def _answers(notebook: str) -> dict:
+    """The quiz answers the notebook's answer cells assign, by item id (as otter's tests receive them)."""
+    import ast
+    found = {}
+    for cell in json.loads(notebook)["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        name = cell.get("id", "").removesuffix("-solution")
+        if cell["cell_type"] == "code" and cell.get("id", "").endswith("-solution") and source.startswith(f"{name} ="):
+            value = source.split("=", 1)[1].split("#")[0].strip()
+            found[name] = ... if value == "..." else ast.literal_eval(value)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +125,7 @@ def otter_run(tmp_path_factory):
         folder = tmp / name
         (folder / "out").mkdir(parents=True)
         (folder / exporter.NOTEBOOK_NAME).write_text(text)
+        (folder / "answers.json").write_text(json.dumps({k: None if v is ... else v for k, v in _answers(text).items()}))
         runs[name] = (folder, _otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out",
                                      exporter.NOTEBOOK_NAME, cwd=folder, python=python, env=env))
     for _folder, process in runs.values():
@@ -140,10 +167,20 @@ class TestOtterRun:
         """otter's score for every problem is mha grade's score for the same notebook."""
         folders, _, _ = otter_run
         ids = [p.id for p in assignment.problems]
+        items = exporter.quiz_items(assignment)
         otter_scores = _otter_scores(folders[submission])
         mha_scores = _mha_scores(cli, folders[submission] / exporter.NOTEBOOK_NAME, ids)
-        assert sorted(otter_scores) == sorted(ids)
-        assert otter_scores == pytest.approx(mha_scores, abs=1e-4)  # mha rounds scores to 4 decimals
+        assert sorted(otter_scores) == sorted(ids + [i.id for i in items])  # written items: not in otter
+        assert {i: otter_scores[i] for i in ids} == pytest.approx(mha_scores, abs=1e-4)  # mha rounds to 4 decimals
+        answers = json.loads((folders[submission] / "answers.json").read_text())
+        quiz = {i.id: grade_item(variant(i, DEFAULT_SEED), answers.get(i.id), None, include_hidden=True).score
+                for i in items}
+        assert {i.id: otter_scores[i.id] for i in items} == pytest.approx(quiz, abs=1e-4)
+        if submission == "correct":
+            assert quiz == {i.id: i.points for i in items}
+        else:
+            assert quiz["widen_values"] == quiz["attention_budget"] == quiz["precise_claim"] == 0
+            assert 0 < quiz["fresh_claims"] < assignment.quiz.item("fresh_claims").points
         if submission == "correct":
             assert mha_scores == {p.id: p.points for p in assignment.problems}
         else:
@@ -198,6 +235,41 @@ class TestTestFiles:
         first = exporter.write(tmp_path / "a", assignment, SOLUTIONS / "attention.py")
         second = exporter.write(tmp_path / "b", assignment, SOLUTIONS / "attention.py")
         assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+class TestCheckAnswer:
+    def test_multiple_answers_pass_up_to_the_credit_earned(self):
+        """A multiple-answers item is n tests; an answer with credit k/n passes exactly the first k."""
+        item = next(i for i in exporter.quiz_items(load_assignment(EXERCISES)) if i.id == "fresh_claims")
+        v = variant(item, DEFAULT_SEED)
+        right = list(v.correct_letters)
+        wrong = next(c.letter for c in v.choices if not c.correct)
+        n = len(right)
+        passed = []
+        for part in range(1, n + 1):
+            try:
+                check_answer("fresh_claims", right[:-1] + [wrong], part, n, exercises=EXERCISES)
+                passed.append(part)
+            except AssertionError:
+                pass
+        credit = grade_item(v, right[:-1] + [wrong], None, include_hidden=True).fraction
+        assert passed == list(range(1, round(credit * n) + 1)) and len(passed) == n - 2
+
+    def test_public_failure_names_the_mistake_hidden_says_only_wrong(self):
+        """A wrong public choice shows its misconception; a hidden item's failure gives nothing away."""
+        with pytest.raises(AssertionError, match=r"precise_claim: you chose b\nlikely mistake \(heads_are_rules\)"):
+            check_answer("precise_claim", "b", exercises=EXERCISES)
+        with pytest.raises(AssertionError) as caught:
+            check_answer("widen_values", "a", exercises=EXERCISES)
+        assert str(caught.value) == "widen_values: not right (failed)"
+
+    def test_written_items_are_not_exported(self, assignment, tmp_path):
+        """Written items are graded by hand: no otter test file, no notebook question."""
+        from .conftest import SOLUTIONS
+        exporter.write(tmp_path, assignment, SOLUTIONS / "attention.py")
+        written = [i.id for i in assignment.quiz.items if i.manual]
+        assert written and not any((tmp_path / "tests" / f"{i}.py").exists() for i in written)
+        assert all(f'"{i}-begin"' not in (tmp_path / exporter.NOTEBOOK_NAME).read_text() for i in written)
 
 
 class TestCheckCase:

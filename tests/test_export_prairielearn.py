@@ -23,6 +23,7 @@ from grader.exports import prairielearn, wheelhouse
 from grader.exports.markup import to_html
 from grader.exports.qti import variant_seeds
 from grader.grading.answers import grade_item
+from grader.grading.grade import grade
 
 from ._install import clean_env
 from .conftest import EXERCISES, SOLUTIONS
@@ -51,11 +52,18 @@ def offline() -> list[str]:
     pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
 
 
-def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False) -> dict:
+def question_params(course: Path, qid: str, variant_seed: int) -> dict:
+    """The params PrairieLearn stores for a new variant: what the question's server.py generate() writes."""
+    data = {"params": {}, "correct_answers": {}, "variant_seed": variant_seed}
+    _server(course / "questions" / qid / "server.py").generate(data)
+    return data["params"]
+
+
+def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False, variant_seed: int = 0) -> dict:
     """One external grading job: /grade laid out as PrairieLearn lays it out (the student's file, the
-    question's tests/, the listed serverFilesCourse entries, data.json), the entry point run in it
-    with no network; returns results.json. `install`: the entry point installs from its wheels,
-    else it uses this environment's mha (MHA_BIN)."""
+    question's tests/, the listed serverFilesCourse entries, data.json with the params that server.py
+    generated for `variant_seed`), the entry point run in it with no network; returns results.json.
+    `install`: the entry point installs from its wheels, else it uses this environment's mha (MHA_BIN)."""
     info = json.loads((course / "questions" / problem / "info.json").read_text())
     options = info["externalGradingOptions"]
     grade = tmp / "grade"
@@ -65,8 +73,9 @@ def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool 
     for entry in options["serverFilesCourse"]:
         shutil.copytree(course / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
     (grade / "data").mkdir()
-    (grade / "data" / "data.json").write_text(json.dumps({"params": {}, "correct_answers": {},
-                                                          "submitted_answers": {}}))
+    (grade / "data" / "data.json").write_text(json.dumps({
+        "params": question_params(course, problem, variant_seed), "correct_answers": {}, "submitted_answers": {},
+        "variant_seed": variant_seed}))
     entry_point = options["entrypoint"].replace("/grade", str(grade), 1)
     env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable)
     if not install:
@@ -150,12 +159,15 @@ class TestCourseFolder:
         one per quiz item, and an assessment listing every question at its points."""
         assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                                  prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
-        listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+        listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
+        manual = {q["id"]: q["manualPoints"] for zone in assessment["zones"] for q in zone["questions"]
+                  if "manualPoints" in q}
         expected = {p.id: p.points for p in assignment.problems}
-        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items}
+        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if not i.manual}
         assert listed == expected
-        assert sum(listed.values()) == assignment.max_score
-        assert {p.name for p in (course / "questions").iterdir()} == set(expected)
+        assert manual == {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if i.manual} != {}
+        assert sum(listed.values()) == assignment.max_score  # the automatic points; written ones by hand
+        assert {p.name for p in (course / "questions").iterdir()} == set(expected) | set(manual)
         uuids = set()
         for problem in assignment.problems:
             info = json.loads((course / "questions" / problem.id / "info.json").read_text())
@@ -257,6 +269,8 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
     each answer scored by PrairieLearn's rules gives the fraction `mha grade` gives."""
     compared = 0
     for item in assignment.quiz.items:
+        if item.manual:  # graded by hand: test_written_item_is_graded_by_hand
+            continue
         folder = course / "questions" / prairielearn.quiz_qid(item)
         server = _server(folder / "server.py")
         seeds = variant_seeds(item, 10, 0) if item.params else [0]
@@ -278,6 +292,62 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
             if item.hidden and tag != "pl-number-input":
                 assert not any("feedback" in a for a in parser.answers)
     assert compared > 50
+
+
+class TestCodeVariants:
+    def test_two_variant_seeds_two_sets_of_numbers_each_graded_on_its_own(self, course, assignment, tmp_path):
+        """server.py turns two PrairieLearn variant seeds into two mha seeds with different numbers in the
+        prompt; the entry point grades each job on its own variant: the fraction `mha grade` gives that
+        variant, and case details that differ between the two."""
+        problem = assignment.problem("count_routing_distributions")
+        first, second = (question_params(course, problem.id, s) for s in (0, 1))
+        assert first[prairielearn.SEED_PARAM] != second[prairielearn.SEED_PARAM]
+        assert first["prompt"] != second["prompt"]
+        bug = next(b for b in BUGS if b.mistake == "counts-per-key")
+        source = buggy_submission(bug)
+        own = tmp_path / "own" / "attention.py"
+        own.parent.mkdir()
+        own.write_text(source)
+        messages = []
+        for variant_seed, params in ((0, first), (1, second)):
+            result = grade_job(course, tmp_path / str(variant_seed), problem.id, source, variant_seed=variant_seed)
+            expected = grade(assignment, own, seed=params[prairielearn.SEED_PARAM], problem_ids=[problem.id])
+            assert result["gradable"] is True and 0 < result["score"] < 1
+            assert result["score"] == pytest.approx(expected.score / expected.max_score, abs=1e-6)
+            messages.append([t["output"] for t in result["tests"]])
+        assert messages[0] != messages[1]
+
+    def test_data_without_a_seed_is_not_graded(self, course, tmp_path):
+        """A data.json with no params.mha_seed (a question from an older export): gradable false, saying
+        to export again; never the default variant."""
+        grade_dir = tmp_path / "grade"
+        shutil.copytree(course / "serverFilesCourse", grade_dir / "serverFilesCourse")
+        shutil.copytree(course / "questions" / "softmax" / "tests", grade_dir / "tests")
+        (grade_dir / "student").mkdir()
+        (grade_dir / "student" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
+        (grade_dir / "data").mkdir()
+        (grade_dir / "data" / "data.json").write_text(json.dumps({"params": {}}))
+        env = clean_env(tmp_path, MHA_GRADE_ROOT=str(grade_dir), MHA_PYTHON=sys.executable,
+                        MHA_BIN=shutil.which("mha") or str(Path(sys.executable).parent / "mha"))
+        done = subprocess.run([str(grade_dir / "serverFilesCourse" / "mha" / "grade.sh")], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        result = json.loads((grade_dir / "results" / "results.json").read_text())
+        assert result["gradable"] is False and result["score"] == 0
+        assert "params.mha_seed must be the variant's seed" in result["format_errors"][0]
+        assert "mha export prairielearn" in result["format_errors"][0]
+
+
+def test_written_item_is_graded_by_hand(course, assignment):
+    """A written item: a rich-text editor, no server.py, the rubric (escaped) only in pl-manual-grading-only."""
+    for item in (i for i in assignment.quiz.items if i.manual):
+        folder = course / "questions" / prairielearn.quiz_qid(item)
+        page = (folder / "question.html").read_text()
+        assert sorted(p.name for p in folder.iterdir()) == ["info.json", "question.html"]
+        assert '<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>' in page
+        graders = page.split("<pl-manual-grading-only>")[1].split("</pl-manual-grading-only>")[0]
+        assert all(html.escape(r.text) in graders and r.text not in page.replace(graders, "") for r in item.rubric)
+        assert "gradingMethod" not in json.loads((folder / "info.json").read_text())  # manualPoints decide
 
 
 def test_variant_seeds_give_students_other_numbers(course, assignment):

@@ -51,6 +51,15 @@ items:
       - {text: True A., correct: true, feedback: A feedback}
       - {text: False B., feedback: B feedback, mistake: believed_b}
       - {text: True C., correct: true, feedback: C feedback}
+  - id: why
+    title: Why
+    kind: written
+    points: 3
+    visibility: public
+    prompt: Say why.
+    rubric:
+      - {points: 2, text: Names the <constraint>.}
+      - {points: 1, text: Names the cost.}
   - id: grouped
     title: Grouped
     kind: numeric
@@ -93,6 +102,12 @@ Points: 1
 ... B feedback
 [*] True C.
 ... C feedback
+
+Title: Why
+Points: 3
+4.  Say why.
+... Rubric: names the constraint and the cost.
+____
 
 GROUP
 pick: 1
@@ -193,11 +208,21 @@ class TestStructureLikeText2qti:
         assert _shape(ours["manifest"]) == _shape(text2qti_package["manifest"], skip="lifeCycle")
 
     def test_same_question_types_and_points(self, small_quiz, text2qti_package):
-        """numerical, multiple choice and multiple answers questions with the same points."""
+        """numerical, multiple choice, multiple answers and essay questions with the same points."""
         ours = _fields(_kinds(_files(qti.render(small_quiz, variants=2)))["questions"])
         assert ours == _fields(text2qti_package["questions"])
         assert [t for t, _ in ours] == ["numerical_question", "multiple_choice_question",
-                                        "multiple_answers_question", "numerical_question", "numerical_question"]
+                                        "multiple_answers_question", "essay_question", "numerical_question",
+                                        "numerical_question"]
+
+    def test_essay_carries_the_rubric_escaped_and_no_score(self, small_quiz):
+        """The written item: a free-text response, nothing that sets SCORE, the rubric (escaped) as feedback."""
+        root = ET.fromstring(_kinds(_files(qti.render(small_quiz)))["questions"])
+        essay = next(i for i in root.iter() if _local(i.tag) == "item" and i.get("title") == "Why")
+        assert not [e for e in essay.iter() if _local(e.tag) == "setvar"]
+        feedback = next(e for e in essay.iter() if _local(e.tag) == "mattext" and "Rubric" in (e.text or ""))
+        assert feedback.text == ("<p>Rubric (3 points, graded by hand):</p>\n<ul><li>2 points: Names the "
+                                 "&lt;constraint&gt;.</li><li>1 point: Names the cost.</li></ul>")
 
 
 class TestContent:

@@ -24,8 +24,12 @@ from .test_mistakes import BUGS
 PARTIAL = {
     "Canvas (QTI)": "the concept quiz only; the code is graded on another platform",
     "Moodle XML": "the concept quiz only; the code is graded on another platform",
-    "otter-grader": "the code only (per-problem scores equal mha grade's: tests/test_export_otter.py)",
 }
+
+
+# A written answer: recorded on every platform and graded by hand there, so it is in no platform's
+# automatic fraction (0 of 0 points on Gradescope, no GitHub step, manualPoints on PrairieLearn).
+WRITTEN_ANSWER = 'why_w_o: "W_O mixes the heads\' slices of the output."\n'
 
 
 def buggy_source() -> str:
@@ -54,7 +58,8 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
     prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, variants=1))
     assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                              prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
-    points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"]}
+    # written items carry manualPoints only: graded by hand, outside the automatic fraction
+    points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
     import yaml
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     earned = 0.0
@@ -63,7 +68,7 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
         earned += result["score"] * points[problem.id]
     for item in assignment.quiz.items:
         submitted = answers.get(item.id)
-        if submitted is None:
+        if submitted is None or item.manual:
             continue  # blank: PrairieLearn grades nothing and awards nothing
         folder = course / "questions" / prairielearn.quiz_qid(item)
         data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
@@ -92,10 +97,45 @@ def _github_classroom(tmp: Path, folder: Path) -> float:
     return points / maximum
 
 
+def _otter_grader(tmp: Path, files: dict[str, str]) -> float:
+    """The otter export through `otter assign` and `otter generate`, then `otter run` on a notebook
+    holding the submission's code and its quiz answers as variables, in the environment the
+    autograder zip declares (tests/test_export_otter.py)."""
+    import nbformat
+    import yaml
+    from click.testing import CliRunner
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grader.cli.commands import main
+    from grader.exports import otter as exporter
+
+    from .test_export_otter import _otter, _wait, declared_environment
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
+    assert result.exit_code == 0, result.output
+    _wait(_otter("assign", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
+    autograder = tmp / "dist" / "autograder"
+    wheel, = autograder.glob("mha_exercises-*.whl")
+    _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
+    python, env = declared_environment(autograder / "autograder.zip", tmp)
+    answers = yaml.safe_load(files["answers.yaml"]) or {}
+    cells = [new_code_cell(files["attention.py"]),
+             new_code_cell("".join(f"{k} = {v!r}\n" for k, v in answers.items()))]
+    run = tmp / "run"
+    (run / "out").mkdir(parents=True)
+    student = nbformat.read(str(tmp / "dist" / "student" / exporter.NOTEBOOK_NAME), as_version=4)
+    # the student's notebook as handed out (its metadata names the assignment), its cells replaced
+    nbformat.write(new_notebook(cells=cells, metadata=student.metadata), str(run / exporter.NOTEBOOK_NAME))
+    _wait(_otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out", exporter.NOTEBOOK_NAME, cwd=run,
+                 python=python, env=env))
+    tests = json.loads((run / "out" / "results.json").read_text())["tests"]
+    scored = [t for t in tests if "score" in t and "max_score" in t]
+    return sum(t["score"] for t in scored) / sum(t["max_score"] for t in scored)
+
+
 def score_table(tmp: Path, assignment) -> dict[str, float | str]:
     folder = tmp / "submission"
     folder.mkdir()
-    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS}
+    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
     for name, text in files.items():
         (folder / name).write_text(text)
     table: dict[str, float | str] = {"mha grade": _mha(folder)}
@@ -105,6 +145,8 @@ def score_table(tmp: Path, assignment) -> dict[str, float | str]:
     table["PrairieLearn"] = _prairielearn(tmp / "pl", assignment, files)
     (tmp / "gh").mkdir()
     table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
+    (tmp / "otter").mkdir()
+    table["otter-grader"] = _otter_grader(tmp / "otter", files)
     table.update(PARTIAL)
     return table
 
@@ -117,12 +159,13 @@ def render(table: dict[str, float | str]) -> str:
 
 
 def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, assignment):
-    """mha grade, Gradescope, PrairieLearn and GitHub Classroom (fractional) give the same fraction
-    of the whole assignment to one buggy submission, strictly between 0 and 1."""
+    """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional) and otter give the same
+    fraction of the whole assignment to one buggy submission, strictly between 0 and 1; its written
+    answer counts on none of them (graded by hand on each)."""
     table = score_table(tmp_path, assignment)
     scores = {name: value for name, value in table.items() if isinstance(value, float)}
     expected = scores["mha grade"]
     assert 0 < expected < 1
     assert all(value == pytest.approx(expected, abs=1e-4) for value in scores.values()), render(table)
-    assert set(scores) == {"mha grade", "Gradescope", "PrairieLearn", "GitHub Classroom"}
+    assert set(scores) == {"mha grade", "Gradescope", "PrairieLearn", "GitHub Classroom", "otter-grader"}
     print(render(table))

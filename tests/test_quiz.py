@@ -102,10 +102,10 @@ class TestLoadQuiz:
 
     @pytest.mark.parametrize("old,new,message", [
         ("kind: multiple_choice", "kind: essay",
-         ":5: 'kind' must be one of multiple_choice, multiple_answers, numeric (got 'essay')"),
+         ":5: 'kind' must be one of multiple_choice, multiple_answers, numeric, written (got 'essay')"),
         ("    title: Pick one\n", "    title: Pick one\n    colour: red\n",
          ":5: unknown key 'colour' in a quiz item (allowed: answer, choices, feedback, hint, id, kind, params, "
-         "points, prompt, title, tolerance, visibility, wrong)"),
+         "points, prompt, rubric, title, tolerance, visibility, wrong)"),
         ("visibility: public", "visibility: secret", ":7: 'visibility' must be public or hidden (got 'secret')"),
         ("        mistake: wrong_pick\n", "        correct: true\n",
          ":9: a multiple_choice item needs exactly one correct choice (got 2: a, b)"),
@@ -141,7 +141,7 @@ class TestLoadQuiz:
         """Independent errors in one quiz file are all listed, in file order."""
         path = write(tmp_path, GOOD.replace("points: 1", "points: 0").replace("kind: numeric", "kind: number"))
         assert errors_of(path) == [f"{path}:6: 'points' must be greater than 0 (got 0)",
-                                   f"{path}:18: 'kind' must be one of multiple_choice, multiple_answers, numeric (got 'number')"]
+                                   f"{path}:18: 'kind' must be one of multiple_choice, multiple_answers, numeric, written (got 'number')"]
 
     def test_assignment_reports_a_missing_quiz_file(self, tmp_path):
         """A `quiz:` key naming no file is an error on that key's line."""
@@ -163,7 +163,7 @@ class TestLoadQuiz:
         assert str(info.value) == f"{quiz}:{line}: quiz item id 'softmax' is also a problem id"
 
     def test_shipped_quiz_covers_the_lesson(self, quiz):
-        """The shipped quiz has 10-40 items of all three kinds, public and hidden, with feedback everywhere."""
+        """The shipped quiz has 10-40 items of every kind, public and hidden, with feedback everywhere."""
         assert 10 <= len(quiz.items) <= 40
         assert {i.kind for i in quiz.items} == set(QuizKind)
         assert {i.hidden for i in quiz.items} == {True, False}
@@ -240,14 +240,17 @@ class TestAnswerFiles:
 
     def test_solutions_hold_the_answer_key(self, quiz):
         """solutions/answers.yaml parses to the answer key of the default seed."""
-        assert load_yaml(SOLUTIONS / "answers.yaml") == answer_key(quiz, DEFAULT_SEED)
+        answers = load_yaml(SOLUTIONS / "answers.yaml")
+        written = {i.id for i in quiz.items if i.manual}  # graded by hand: a model answer, no key
+        assert {k: v for k, v in answers.items() if k not in written} == answer_key(quiz, DEFAULT_SEED)
+        assert all(isinstance(answers[i], str) and 200 < len(answers[i]) < 500 for i in written)
 
 
 class TestGradeQuiz:
     def test_answer_key_gets_full_marks(self, quiz, tmp_path):
         """The key scores every point, with the right answer's feedback as the message."""
         results = graded(quiz, tmp_path, (SOLUTIONS / "answers.yaml").read_text())
-        assert all(r.passed and r.score == r.max_score for r in results.values())
+        assert all(r.passed and r.score == r.max_score for r in results.values() if r.counted)
         assert results["widen_values"].message.startswith("Right. d_v sets how much content")
 
     def test_blank_template_gets_zero(self, quiz, tmp_path):
@@ -430,15 +433,17 @@ class TestGradingAndCommands:
         assert result.exit_code == 0
         assert data["score"] == data["max_score"] > 0
         assert [p["id"] for p in data["problems"]][-len(quiz_ids):] == quiz_ids
-        assert all(p["passed"] for p in data["problems"])
+        assert all(p["passed"] for p in data["problems"] if not p.get("manual"))
 
     def test_grade_stubs_is_zero_with_not_answered(self, cli):
         """`mha grade exercises` is 0 and every quiz item says 'not answered yet'."""
         result = cli("grade", str(EXERCISES))
         assert result.exit_code == 0
         assert "Score: 0/" in result.stdout
-        items = load_assignment(EXERCISES).quiz.items
-        assert result.stdout.count("not answered yet") == 1  # every item on one line
+        every = load_assignment(EXERCISES).quiz.items
+        items = [i for i in every if not i.manual]
+        # the scored items on one line; each written item on its own, under "Written answers"
+        assert result.stdout.count("not answered yet") == 1 + sum(i.manual for i in every)
         assert f"not answered yet, 0 of {sum(i.points for i in items):g} points: " + ", ".join(i.id for i in items) \
             in re.sub(r"\n +", " ", result.stdout)
 

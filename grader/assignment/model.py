@@ -98,7 +98,11 @@ class QuizKind(Enum):
     MULTIPLE_CHOICE = "multiple_choice"    # exactly one correct choice; answered with a letter
     MULTIPLE_ANSWERS = "multiple_answers"  # one or more correct choices; answered with a list of letters
     NUMERIC = "numeric"                    # a number within an absolute tolerance
+    WRITTEN = "written"                    # a short text answer, graded by hand against a rubric
 
+
+# Characters of a written answer accepted: a few sentences, with room to spare.
+MAX_WRITTEN = 2000
 
 # Absolute tolerance of a numeric item that does not set one.
 DEFAULT_TOLERANCE = 1e-6
@@ -131,6 +135,15 @@ class WrongValue:
 
 
 @dataclass(frozen=True)
+class RubricEntry:
+    """One criterion of a written item's rubric and the points a grader gives for meeting it."""
+
+    points: float
+    text: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class QuizItem:
     id: str
     title: str
@@ -147,10 +160,16 @@ class QuizItem:
     hint: str | None = None
     line: int | None = None
     code: Path | None = None       # the course code holding the answer functions
+    rubric: tuple[RubricEntry, ...] = ()  # written items: what a grader looks for
 
     @property
     def hidden(self) -> bool:
         return self.visibility is Visibility.HIDDEN
+
+    @property
+    def manual(self) -> bool:
+        """Graded by hand (a written item): its points are never in the automatic score."""
+        return self.kind is QuizKind.WRITTEN
 
 
 @dataclass(frozen=True)
@@ -161,7 +180,13 @@ class Quiz:
 
     @property
     def max_score(self) -> float:
-        return float(sum(i.points for i in self.items))
+        """The automatic points: written items are graded by hand and left out."""
+        return float(sum(i.points for i in self.items if not i.manual))
+
+    @property
+    def manual_points(self) -> float:
+        """The points reserved for written items, which a grader gives by hand."""
+        return float(sum(i.points for i in self.items if i.manual))
 
     def item(self, item_id: str) -> QuizItem | None:
         return next((i for i in self.items if i.id == item_id), None)

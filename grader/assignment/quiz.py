@@ -4,7 +4,7 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
 
     - id: distributions_one_head           # also the key of the answer in answers.yaml
       title: One head, one query
-      kind: numeric                        # multiple_choice | multiple_answers | numeric
+      kind: numeric                        # multiple_choice | multiple_answers | numeric | written
       points: 2
       visibility: public                   # public: `mha check` grades it; hidden: `mha grade` only
       params: {W: {choice: [2, 64, 128]}}  # integer variables, the grammar of a case's `let`
@@ -17,7 +17,9 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
       hint: Shown after a wrong answer that no known-wrong value explains.
 
 Choice items list `choices:` of {text, correct, feedback, mistake}, lettered a, b, c... in order;
-every wrong choice names its misconception in `mistake`. No number is ever evaluated from text:
+every wrong choice names its misconception in `mistake`. A `written` item asks for a few
+sentences and lists a `rubric:` of {points, text} whose points add up to the item's: it is
+collected with the submission and graded by hand, never counted in the automatic score. No number is ever evaluated from text:
 an answer is computed by a named function of the course's code (assignment.yaml `code:`), called
 with the item's params as keyword arguments.
 Grading a student's answers lives in grader.grading.answers.
@@ -41,7 +43,7 @@ from ..starter import ANSWER_FORMS
 from . import generators as gen
 from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
-from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
+from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, RubricEntry, Variant, Visibility, WrongValue
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
@@ -50,10 +52,11 @@ __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params"
 DEFAULT_SEED = 0  # the variant everyone gets until a per-student seed is passed
 QUIZ_KEYS = {"title", "items"}
 ITEM_KEYS = {"id", "title", "kind", "points", "visibility", "prompt", "params", "hint",
-             "choices", "answer", "tolerance", "feedback", "wrong"}
+             "choices", "answer", "tolerance", "feedback", "wrong", "rubric"}
 REQUIRED_ITEM_KEYS = ("id", "title", "kind", "points", "visibility", "prompt")
 CHOICE_KEYS = {"text", "correct", "feedback", "mistake"}
 WRONG_KEYS = {"value", "feedback", "mistake"}
+RUBRIC_KEYS = {"points", "text"}
 _NUMERIC_KEYS = ("answer", "tolerance", "feedback", "wrong")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _PLACEHOLDER = gen.PLACEHOLDER
@@ -172,6 +175,32 @@ def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors, 
     return tuple(found)
 
 
+def _rubric(node: Any, line: int | None, points: float | None, errors: Errors) -> tuple[RubricEntry, ...]:
+    if not isinstance(node, list) or not node:
+        errors.at(line, f"'rubric' must be a non-empty list of {{points, text}} (got {got(node)})")
+        return ()
+    found: list[RubricEntry] = []
+    for i, entry in enumerate(node):
+        entry_line = line_of(node, i)
+        if not isinstance(entry, dict):
+            errors.at(entry_line, f"each rubric entry must be a mapping with points and text (got {got(entry)})")
+            continue
+        before = len(errors.items)
+        unknown_keys(entry, RUBRIC_KEYS, "a rubric entry", errors)
+        missing = [k for k in ("points", "text") if k not in entry]
+        if missing:
+            errors.at(entry_line, f"rubric entry is missing required key {missing[0]!r}")
+            continue
+        share = number_field(entry, "points", errors, positive=True)
+        text = text_field(entry, "text", errors)
+        if len(errors.items) == before:
+            found.append(RubricEntry(points=share, text=text.strip(), line=entry_line))
+    total = sum(e.points for e in found)
+    if points is not None and len(found) == len(node) and not math.isclose(total, points):
+        errors.at(line, f"the rubric's points add up to {total:g}, expected the item's points ({points:g})")
+    return tuple(found)
+
+
 def _params(node: Mapping, errors: Errors) -> dict[str, Any]:
     if "params" not in node:
         return {}
@@ -212,7 +241,17 @@ def _item(node: Any, line: int | None, errors: Errors, course: CourseCode) -> Qu
     prompt = _feedback_text(node, "prompt", params, errors)
     hint = _feedback_text(node, "hint", params, errors) if "hint" in node else None
     fields: dict[str, Any] = {}
-    if kind is QuizKind.NUMERIC:
+    if kind is not QuizKind.WRITTEN and "rubric" in node:
+        errors.at(line_of(node, "rubric"), f"'rubric' does not apply to a {kind.value} item (only to written items)")
+    if kind is QuizKind.WRITTEN:
+        for key in ("choices", "params", "hint", *_NUMERIC_KEYS):
+            if key in node:
+                errors.at(line_of(node, key), f"{key!r} does not apply to a written item")
+        if "rubric" not in node:
+            errors.at(line, "a written item is missing required key 'rubric'")
+        else:
+            fields["rubric"] = _rubric(node["rubric"], line_of(node, "rubric"), points, errors)
+    elif kind is QuizKind.NUMERIC:
         if "choices" in node:
             errors.at(line_of(node, "choices"), "'choices' does not apply to a numeric item")
         for key in ("answer", "feedback"):
@@ -337,16 +376,22 @@ def render_item(item: QuizItem, seed: int) -> str:
     if v.choices:
         lines.append("")
     lines.append(f"Answer in answers.yaml as `{item.id}: ...`, with {ANSWER_FORMS[item.kind]}.")
+    if item.manual:
+        lines.append("Written item: collected with your submission and graded by hand; "
+                     "`mha check` only checks that it is text of the allowed length.")
+        return "\n".join(lines) + "\n"
     lines.append("Hidden item: `mha check` only checks the form of your answer; `mha grade` grades it."
                  if item.hidden else f"Run `mha check {item.id}` to check your answer.")
     return "\n".join(lines) + "\n"
 
 
 def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
-    """The right answer of every item for `seed`, in the form a student writes it."""
+    """The right answer of every automatically graded item for `seed`, in the form a student writes it."""
     key: dict[str, Any] = {}
     for item in quiz.items:
         v = variant(item, seed)
+        if item.manual:
+            continue  # graded by hand: no key
         if item.kind is QuizKind.NUMERIC:
             key[item.id] = int(v.answer) if v.answer.is_integer() else v.answer
         elif item.kind is QuizKind.MULTIPLE_CHOICE:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecError, SubmissionError
+from ..errors import InternalError, SpecError, SubmissionError
 from .yamlio import load_yaml
 
 DEFAULT_SEED = 0
@@ -111,3 +111,27 @@ def gradescope_student(metadata_path: Path, course: Course | None = None) -> str
         return str(value).strip()
     who = next((str(users[0][k]) for k in ("email", "sid", "name") if users[0].get(k)), "the first submitter")
     raise course.key_error(Path(metadata_path).name, who)
+
+
+PRAIRIELEARN_SEED = "mha_seed"  # the param the PrairieLearn export's server.py sets
+MAX_DATA_BYTES = 16 << 20       # data.json holds the submitted files too
+
+
+def prairielearn_seed(data_path: Path) -> int:
+    """The variant seed that PrairieLearn's data.json names (params.mha_seed, which the exported
+    question's server.py drew from PrairieLearn's variant seed). Anything else is an error, never
+    the default variant: grading other numbers than the student saw would be wrong."""
+    try:
+        with open(data_path, "rb") as handle:
+            raw = handle.read(MAX_DATA_BYTES + 1)
+        if len(raw) > MAX_DATA_BYTES:
+            raise ValueError(f"more than {MAX_DATA_BYTES >> 20} MiB")
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise InternalError(f"{data_path}: cannot read PrairieLearn's data.json ({exc})") from None
+    params = data.get("params") if isinstance(data, dict) else None
+    seed = params.get(PRAIRIELEARN_SEED) if isinstance(params, dict) else None
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InternalError(f"{data_path}: params.{PRAIRIELEARN_SEED} must be the variant's seed, a whole number "
+                            f"0 or more (got {seed!r}); export the course again with `mha export prairielearn`")
+    return seed

@@ -22,6 +22,7 @@ class StudentRow:
     scores: Mapping[str, float]            # item id -> points earned
     mistakes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # item id -> mistake ids
     status: str = "graded"                 # graded | syntax error | import failure | timeout | empty | error
+    written: Mapping[str, str] = field(default_factory=dict)  # written item id -> the student's text
 
 
 @dataclass(frozen=True)

@@ -254,9 +254,9 @@ def result_record(submission: Submission, result: GradeResult, status: str, seed
 def row_of(record: dict) -> StudentRow:
     """The small per-student row the gradebook and the item analysis need."""
     problems = record["result"]["problems"]
-    return StudentRow(student=record["student"], status=record["status"],
-                      scores={p["id"]: float(p["score"]) for p in problems},
-                      mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]})
+    return StudentRow(record["student"], {p["id"]: float(p["score"]) for p in problems}, status=record["status"],
+                      mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]},
+                      written={p["id"]: p["written"] for p in problems if isinstance(p.get("written"), str)})
 
 
 def _grade_one(assignment: Assignment, submission: Submission, files: SubmissionFiles, seed: int,

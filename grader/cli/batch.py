@@ -154,8 +154,10 @@ def _write_reports(assignment, rows, out: Path, plotter=None):
     from ..classroom.analysis import analyse, mistake_messages
     from ..classroom.batch import ERROR, write_gradebook
     from ..reports import class_report
-    items = [*assignment.problems, *(assignment.quiz.items if assignment.quiz else ())]
+    quiz_items = assignment.quiz.items if assignment.quiz else ()
+    items = [*assignment.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
+    _write_written(out, [i for i in quiz_items if i.manual], rows)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
     written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
                                  messages=mistake_messages(assignment))
@@ -165,6 +167,16 @@ def _write_reports(assignment, rows, out: Path, plotter=None):
     return analysis
 
 
+def _write_written(out: Path, items, rows) -> None:
+    """written.html and written.csv: every student's written answers, for grading by hand."""
+    from ..paths import write_atomically
+    from ..reports import written
+    if not items:
+        return
+    write_atomically(out / written.FILES[0], written.render_html(items, rows))
+    write_atomically(out / written.FILES[1], written.render_csv(items, rows))
+
+
 def _summary(rows, resumed: int, analysis, out: Path) -> None:
     from ..classroom.batch import ERROR, STATUSES
     count = {s: sum(r.status == s for r in rows) for s in STATUSES}
@@ -172,6 +184,8 @@ def _summary(rows, resumed: int, analysis, out: Path) -> None:
     click.echo(f"{len(rows)} students: {shown}, {count[ERROR]} failed ({resumed} unchanged since the last run, "
                f"not graded again); mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
     click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
+    if (out / "written.html").is_file():
+        click.echo(f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}")
     if count[ERROR]:
         click.echo(f"the grader failed on {count[ERROR]} submission(s) (status 'error' in the gradebook); "
                    "run again to retry them", err=True)

@@ -207,10 +207,13 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
               help="Gradescope format: what students see of hidden cases and hidden quiz items. visible: inside "
                    "each problem's test; after_due_date or hidden: tests of their own with that Gradescope "
                    "visibility, recorded and counted, with no score or feedback shown before then.")
+@click.option("--prairielearn-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="PrairieLearn's data.json: grade the variant its params.mha_seed names (set by the export).")
 @limit_options
 @click.pass_obj
 def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], output: Path | None,
-          fail_under: float | None, hidden_visibility: str, limits, student: str | None) -> None:
+          fail_under: float | None, hidden_visibility: str, limits, student: str | None,
+          prairielearn_data: Path | None) -> None:
     """Grade SUBMISSION (attention.py, or a folder holding it) on every case, hidden ones included.
 
     Exit 0 when a report was written whatever the score; 1 below --fail-under; 2 usage error;
@@ -234,7 +237,8 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 from ..paths import check_output
                 check_output(output)  # a link, a FIFO...: refused before any grading
             path = read_submission(submission)  # every file read once, before anything else
-            compiled = obj.compiled(obj.seed(student))
+            from ..assignment.variants import prairielearn_seed
+            compiled = obj.compiled(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
             known_ids(compiled, problem_ids)

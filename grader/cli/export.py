@@ -235,7 +235,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
     their own variant, identified by the first user's email in submission_metadata.json (or the
     sid, with 'variant_key: sid' in course.yaml); metadata that names no student is an
-    "autograder failed" result, never the default variant.
+    "autograder failed" result, never the default variant. Written quiz items are shown as
+    recorded (0 of 0 points); their rubric goes to OUT's name with -written-rubric.md, for
+    grading them by hand in Gradescope.
 
     \b
     Example:
@@ -251,3 +253,6 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     secret = course_secret(assignment.root, os.environ)
     _write(out, exporter.build(assignment, secret, wheels, python, hidden=hidden_visibility),
            private=secret is not None)
+    rubric = exporter.written_rubric(assignment)
+    if rubric:  # written items: graded by hand in Gradescope, with this rubric
+        _write(out.with_name(out.stem + "-written-rubric.md"), rubric)

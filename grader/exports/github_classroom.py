@@ -62,8 +62,9 @@ def _number(x: float) -> int | float:
 
 
 def steps(assignment: Assignment) -> list[tuple[str, str, float]]:
-    """(step id, name, max score) of every problem and quiz item, in assignment order."""
-    items = assignment.quiz.items if assignment.quiz else ()
+    """(step id, name, max score) of every problem and automatically graded quiz item, in assignment
+    order (written items are graded by hand, outside GitHub Classroom's points)."""
+    items = tuple(i for i in assignment.quiz.items if not i.manual) if assignment.quiz else ()
     return [(p.id, f"{p.id}: {p.title}", p.points) for p in assignment.problems] + \
            [(i.id, f"{i.id}: {i.title}", i.points) for i in items]
 

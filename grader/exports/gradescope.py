@@ -23,7 +23,7 @@ from pathlib import Path
 from ..assignment.model import Assignment
 from .archive import zip_bytes
 
-__all__ = ["HIDDEN_CHOICES", "SETUP", "RUN", "build"]
+__all__ = ["HIDDEN_CHOICES", "SETUP", "RUN", "build", "written_rubric"]
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu, x86_64).
@@ -105,3 +105,20 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
     files["setup.sh"] = SETUP.format(python=python, pip=pip, requirements=requirements)
     files["run_autograder"] = RUN.replace("HIDDEN_VISIBILITY", hidden)
     return zip_bytes(files, executable=("setup.sh", "run_autograder"), stored=[f"wheels/{n}" for n in all_wheels])
+
+
+def written_rubric(assignment: Assignment) -> str:
+    """Markdown for the instructor: each written item's prompt and rubric, to grade by hand in
+    Gradescope (a manually graded question per item); "" when the quiz has none."""
+    items = [i for i in assignment.quiz.items if i.manual] if assignment.quiz else []
+    if not items:
+        return ""
+    lines = [f"# {assignment.title}: written answers, graded by hand", "",
+             "The autograder records each student's text in the test named after the item (0 of 0 points) and",
+             "never scores it. In Gradescope, enable manual grading and add one question per item below, with",
+             "its points and rubric.", ""]
+    for item in items:
+        lines += [f"## {item.id}: {item.title} ({item.points:g} points)", "", item.prompt.strip(), "", "Rubric:", ""]
+        lines += [f"- {r.points:g} point{'' if r.points == 1 else 's'}: {r.text}" for r in item.rubric]
+        lines.append("")
+    return "\n".join(lines)

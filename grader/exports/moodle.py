@@ -13,6 +13,9 @@ UTF-8, a `<quiz>` root, a category, then one `<question>` per item, each with `<
   each false one at -100/n (n true statements). Moodle adds the chosen fractions and keeps the
   sum within 0..100%: partial credit with penalty, the rule of `mha grade` and Canvas.
 
+- written items are `essay` questions in plain text (so Moodle never renders a student's text
+  as HTML), graded by hand, with the rubric as `graderinfo` (shown to graders only).
+
 With `variants`, the variants of each item with params go into a subcategory named after the
 item, for a "random question from category" slot in the Moodle quiz.
 """
@@ -21,11 +24,11 @@ from __future__ import annotations
 from decimal import Decimal
 from xml.etree import ElementTree as ET
 
-from ..assignment.model import Quiz, QuizItem, QuizKind
+from ..assignment.model import MAX_WRITTEN, Quiz, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from ..grading.scoring import choice_fraction, numeric_range
 from .markup import to_html
-from .qti import variant_seeds
+from .qti import rubric_html, variant_seeds
 
 __all__ = ["fraction", "render"]
 
@@ -69,16 +72,29 @@ def _wrong_feedback(html: str, mistake: str | None) -> str:
     return html + (f"\n<p>Misconception: <code>{mistake}</code></p>" if mistake else "")
 
 
+def _essay(question: ET.Element, item: QuizItem) -> None:
+    """Moodle's essay fields: a plain-text box about as long as the grader accepts, the rubric for graders."""
+    for tag, text in (("responseformat", "plain"), ("responserequired", "1"), ("responsefieldlines", "10"),
+                      ("minwordlimit", ""), ("maxwordlimit", str(MAX_WRITTEN // 5)), ("attachments", "0"),
+                      ("attachmentsrequired", "0"), ("maxbytes", "0"), ("filetypeslist", "")):
+        _sub(question, tag, text)
+    _text(question, "graderinfo", rubric_html(item), format="html")
+    _text(question, "responsetemplate", "", format="html")
+
+
 def _question(root: ET.Element, v: Variant, name: str) -> None:
     item = v.item
-    kind = "numerical" if item.kind is QuizKind.NUMERIC else "multichoice"
+    kind = "essay" if item.manual else "numerical" if item.kind is QuizKind.NUMERIC else "multichoice"
     question = _sub(root, "question", type=kind)
     _text(question, "name", name)
     _text(question, "questiontext", to_html(v.prompt), format="html")
     _text(question, "generalfeedback", to_html(v.hint) if v.hint else "", format="html")
     _sub(question, "defaultgrade", _number(item.points))
-    _sub(question, "penalty", "0.3333333")
+    _sub(question, "penalty", "0" if item.manual else "0.3333333")
     _sub(question, "hidden", "0")
+    if item.manual:
+        _essay(question, item)
+        return
     if item.kind is QuizKind.NUMERIC:
         low, high = numeric_range(v.answer, item.tolerance)
         answers = [("100", (low + high) / 2, (high - low) / 2, to_html(v.feedback))] + \

@@ -4,6 +4,10 @@
 
     OUT/tests/<problem>.py      one test file per problem, one test case per case: public cases
                                 visible, hidden cases `hidden=True`; points split by case weight
+    OUT/tests/<item>.py         one test file per quiz item (written items excepted: graded by
+                                hand), answered in the notebook as a variable named after the
+                                item; a multiple-answers item is one test per true statement, so
+                                its partial credit with penalty comes out as `mha grade`'s
     OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
     OUT/<wheel>                 this grader as a wheel, the assignment packaged in it (`wheel.py`),
                                 for the autograder only (`autograder_files`)
@@ -15,8 +19,9 @@
                                 and numpy, PyYAML, click pinned; `pip install -r` works in OUT too
 
 Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
-function with this package's own checks, so otter's per-problem scores equal `mha grade`'s (for
-the default variant). The configuration declares the requirements and ships the wheel to the
+function with this package's own checks, and every quiz test `check_answer`, which scores the
+answer with `mha grade`'s rule, so otter's per-problem and per-item scores equal `mha grade`'s
+(for the default variant). The configuration declares the requirements and ships the wheel to the
 autograder only (`autograder_files`), so otter's environment, built from them, has the grader
 and its assignment without this repository. Test code holds no inputs or expected values, so
 nothing hidden leaks through otter's feedback.
@@ -27,12 +32,13 @@ import ast
 import re
 from pathlib import Path
 
-from ..assignment.model import Assignment, Case, Problem
+from ..assignment.model import Assignment, Case, Problem, Quiz, QuizItem, QuizKind
 from ..errors import SpecError
 from ..paths import write_atomically
 from .pysource import split_module, stub, student_module
 
-__all__ = ["test_file", "test_cases", "master_notebook", "write", "NOTEBOOK_NAME"]
+__all__ = ["test_file", "test_cases", "quiz_items", "quiz_cases", "quiz_test_file", "master_notebook", "write",
+           "NOTEBOOK_NAME"]
 
 NOTEBOOK_NAME = "mha-exercises.ipynb"
 
@@ -78,6 +84,30 @@ def test_file(problem: Problem) -> str:
     parts = [_HEADER.format(id=problem.id, title=problem.title)]
     for case, points, body in test_cases(problem):
         parts.append(f"\n@test_case(name={f'{problem.id}: {case.name}'!r}, points={points!r}, hidden={case.hidden!r})\n"
+                     + body)
+    return "\n".join(parts)
+
+
+def quiz_items(assignment: Assignment) -> list[QuizItem]:
+    """The quiz items otter grades: all but the written ones (graded by hand, outside otter)."""
+    return [i for i in assignment.quiz.items if not i.manual] if assignment.quiz else []
+
+
+def quiz_cases(item: QuizItem) -> list[tuple[int, float, str]]:
+    """(part, points, test function source) of a quiz item: one test, or for a multiple-answers
+    item one per true statement, each passing when the answer earns that share (otter_checks)."""
+    parts = sum(c.correct for c in item.choices) if item.kind is QuizKind.MULTIPLE_ANSWERS else 1
+    return [(part, item.points / parts,
+             f"def test_{part:02d}({item.id}):\n"
+             f"    from grader.exports.otter_checks import check_answer\n"
+             f"    check_answer({item.id!r}, {item.id}, {part}, {parts})\n") for part in range(1, parts + 1)]
+
+
+def quiz_test_file(item: QuizItem) -> str:
+    """The exception-format test file of one quiz item."""
+    parts = [_HEADER.format(id=item.id, title=item.title)]
+    for part, points, body in quiz_cases(item):
+        parts.append(f"\n@test_case(name={f'{item.id}: part {part}'!r}, points={points!r}, hidden={item.hidden!r})\n"
                      + body)
     return "\n".join(parts)
 
@@ -135,6 +165,32 @@ def _config(assignment: Assignment) -> str:
             "  ok_format: false\n")
 
 
+def _quiz_cells(add, item: QuizItem) -> None:
+    """A quiz item as an otter question: its prompt and choices, a cell assigning the answer to a
+    variable named after the item (the key marked `# SOLUTION`), and its tests."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
+
+    from ..assignment.quiz import DEFAULT_SEED, answer_key, variant
+    from ..starter import ANSWER_FORMS
+    v = variant(item, DEFAULT_SEED)
+    key = answer_key(Quiz(title="", items=(item,)), DEFAULT_SEED)[item.id]
+    choices = "".join(f"\n- ({c.letter}) {c.text}" for c in v.choices)
+    add(new_raw_cell, f"# BEGIN QUESTION\nname: {item.id}", f"{item.id}-begin")
+    add(new_markdown_cell, f"## {item.title} ({item.points:g} points, quiz)\n\n{v.prompt.rstrip()}\n{choices}\n\n"
+                           f"Answer by setting `{item.id}` to {ANSWER_FORMS[item.kind]}"
+                           f"{' (letters in quotes)' if item.choices else ''}.",
+        f"{item.id}-prompt")
+    add(new_raw_cell, "# BEGIN SOLUTION", f"{item.id}-solution-begin")
+    add(new_code_cell, f"{item.id} = {key!r}  # SOLUTION", f"{item.id}-solution")
+    add(new_raw_cell, "# END SOLUTION", f"{item.id}-solution-end")
+    add(new_raw_cell, "# BEGIN TESTS", f"{item.id}-tests-begin")
+    for part, points, body in quiz_cases(item):
+        config = f'""" # BEGIN TEST CONFIG\npoints: {points!r}\nhidden: {str(item.hidden).lower()}\n""" # END TEST CONFIG\n'
+        add(new_code_cell, config + body.rstrip("\n"), f"{item.id}-test-{part}")
+    add(new_raw_cell, "# END TESTS", f"{item.id}-tests-end")
+    add(new_raw_cell, "# END QUESTION", f"{item.id}-end")
+
+
 def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
     """The `otter assign` master notebook as JSON text: config, then per problem its prompt,
     the stub with the model answer marked as solution, and its test cells."""
@@ -173,6 +229,8 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
             add(new_code_cell, config + body.rstrip("\n"), f"{problem.id}-test-{i}")
         add(new_raw_cell, "# END TESTS", f"{problem.id}-tests-end")
         add(new_raw_cell, "# END QUESTION", f"{problem.id}-end")
+    for item in quiz_items(assignment):
+        _quiz_cells(add, item)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
@@ -188,6 +246,10 @@ def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
     for problem in assignment.problems:
         path = out / "tests" / f"{problem.id}.py"
         write_atomically(path, test_file(problem))
+        written.append(path)
+    for item in quiz_items(assignment):
+        path = out / "tests" / f"{item.id}.py"
+        write_atomically(path, quiz_test_file(item))
         written.append(path)
     from . import wheel
     name, data = wheel.build(assignment.root)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STUDENT_FIXTURES", "check_case", "plain"]
+__all__ = ["STUDENT_FIXTURES", "check_answer", "check_case", "plain"]
 
 MAX_TEXT = 200
 STUDENT_FIXTURES = "_fixtures/default.json"  # inside the package, in the student wheel only
@@ -133,3 +133,40 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
     result = judge(problem, prepared, _run(fn, prepared.args))
     if not result.passed:
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))
+
+
+def _variant(item_id: str, exercises):
+    """The quiz item's default variant: from the student fixtures (public items only), else drawn
+    from the assignment as `mha grade` draws it."""
+    fixtures = _fixtures() if exercises is None else None
+    if fixtures is not None:
+        found = next((v for v in fixtures.quiz if v.item.id == item_id), None)
+        if found is None:
+            raise LookupError(f"no quiz item {item_id!r} in {fixtures.path}")
+        return found
+    from ..assignment.quiz import DEFAULT_SEED, variant
+    assignment = _assignment(str(_root(exercises).resolve()))
+    item = assignment.quiz.item(item_id) if assignment.quiz else None
+    if item is None:
+        raise LookupError(f"no quiz item {item_id!r} in {assignment.root}")
+    return variant(item, DEFAULT_SEED)
+
+
+def check_answer(item_id: str, value: Any, part: int = 1, parts: int = 1,
+                 exercises: str | os.PathLike | None = None) -> None:
+    """Grade a quiz answer with `mha grade`'s rule (grading/answers.py). An item is `parts` tests
+    of equal points (a multiple-answers item: one per true statement); test `part` passes when the
+    answer earns at least part/parts of the item, so otter's points equal `mha grade`'s, partial
+    credit included. A hidden item's failure says only that it is not right."""
+    from ..grading.answers import grade_item
+    v = _variant(item_id, exercises)
+    result = grade_item(v, plain(value), None, include_hidden=True)
+    if result.fraction * parts >= part - 1e-9:
+        return
+    case = result.cases[0]
+    if v.item.hidden:
+        raise AssertionError(f"{item_id}: not right ({case.status.value})")
+    detail = f"likely mistake ({case.mistake}): {case.mistake_message}" if case.mistake else case.mistake_message
+    summary = (case.summary or case.status.value).removeprefix("answers.yaml:None: ")  # no file: a variable
+    raise AssertionError("\n".join(filter(None, (f"{item_id}: {summary}", detail,
+                                                  result.hints[0] if result.hints else ""))))

@@ -16,13 +16,17 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   `mha grade` accepts, around its midpoint), and `server.py`, whose `generate()` picks one of
   the item's precomputed variants from PrairieLearn's variant seed, so each student's variant has
   its own numbers (the answers are computed here, by this package: PrairieLearn needs no grader);
+  a written item is a `pl-rich-text-editor` graded by hand (`manualPoints` in the assessment),
+  its rubric in `pl-manual-grading-only` (shown to graders, never to students);
 - `serverFilesCourse/mha/`: the grader's wheel, its dependencies pinned as the Gradescope export
   pins them (`wheelhouse.py`), the assignment (`exercises/`, hidden cases included) and `grade.sh`,
   the entry point: it installs the wheels offline into a fresh virtual environment and runs
   `mha grade --format prairielearn` on `/grade/student`, writing `/grade/results/results.json`.
 
-The code problems are graded on the default variant (their cases' numbers are the same for
-everyone; the hidden cases stay in serverFilesCourse, which students never see). Text reaches
+Each code question's `server.py` likewise picks one of `variants` variant seeds from
+PrairieLearn's variant seed and puts it in `params` (`mha_seed`) with that variant's prompt;
+grade.sh passes /grade/data/data.json to `mha grade --prairielearn-data`, which grades that
+variant's cases (the hidden ones stay in serverFilesCourse, which students never see). Text reaches
 the question files as HTML with braces written as entities, so PrairieLearn's Mustache pass
 leaves it alone; the variants' text goes through `params` with triple braces.
 """
@@ -35,13 +39,14 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..assignment.model import Assignment, Problem, QuizItem, QuizKind
+from ..assignment.model import MAX_WRITTEN, Assignment, Problem, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
 from ..grading.scoring import numeric_range
 from .markup import to_html
 from .qti import variant_seeds
 
-__all__ = ["ENTRY_POINT", "IMAGE", "INSTANCE", "ASSESSMENT", "TIMEOUT", "build", "quiz_qid", "write"]
+__all__ = ["ENTRY_POINT", "IMAGE", "INSTANCE", "ASSESSMENT", "SEED_PARAM", "TIMEOUT", "build", "code_seeds",
+           "quiz_qid", "write"]
 
 IMAGE = "prairielearn/grader-python"
 INSTANCE = "mha"
@@ -51,6 +56,7 @@ ASSESSMENT = "hw-mha"
 TIMEOUT = 30
 TOTAL_SECONDS = 20
 ENTRY_POINT = "/grade/serverFilesCourse/mha/grade.sh"
+SEED_PARAM = "mha_seed"  # the code question's variant seed, in params: grade.sh grades that variant
 _NAMESPACE = uuid.UUID("6f1d2c1e-5b7a-4d0e-9a53-3c0f8d2b7e41")
 
 GRADE_SH = """#!/usr/bin/env bash
@@ -88,8 +94,10 @@ if [ -z "$MHA" ]; then
   MHA="$WORK/venv/bin/mha"
 fi
 PROBLEM=$(tr -cd 'a-z0-9_' < "$ROOT/tests/problem")
+# data.json's params name the variant (server.py drew it from PrairieLearn's variant seed)
 MHA_CACHE_DIR="$WORK/cache" "$MHA" --exercises "$HERE/exercises" grade "$ROOT/student" \\
-  --problem "$PROBLEM" --format prairielearn --output "$RESULTS" --total-timeout {total}
+  --problem "$PROBLEM" --format prairielearn --output "$RESULTS" --total-timeout {total} \\
+  --prairielearn-data "$ROOT/data/data.json"
 [ -s "$RESULTS" ] || not_graded "mha exited without writing results.json"
 exit 0
 """
@@ -133,18 +141,37 @@ def quiz_qid(item: QuizItem) -> str:
 
 # ------------------------------------------------------------------ code problems
 
-def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str) -> dict[str, str]:
+def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
+    """`count` variant seeds from `seed` on; for a problem with params, seeds whose numbers differ
+    (fewer if the problem has fewer)."""
+    from ..assignment import generators as gen
+    if not problem.params:
+        return list(range(seed, seed + count))
+    seeds, seen = [], set()
+    for candidate in range(seed, seed + 100 * count):
+        drawn = tuple(sorted(gen.draw_params(problem.params, problem.id, candidate).items()))
+        if drawn not in seen:
+            seen.add(drawn)
+            seeds.append(candidate)
+            if len(seeds) == count:
+                break
+    return seeds
+
+
+def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str, variants: int,
+                   seed: int) -> dict[str, str]:
     from ..assignment.render import render_prompt
-    prompt = to_html(render_prompt(problem, DEFAULT_SEED))
+    table = [{"params": {"prompt": to_html(render_prompt(problem, s)), SEED_PARAM: s}}
+             for s in code_seeds(problem, variants, seed)]
     info = {"uuid": _uid(assignment.title, "problem", problem.id), "title": problem.title,
-            "topic": "Multi-head attention", "tags": ["mha", "code"], "type": "v3", "singleVariant": True,
+            "topic": "Multi-head attention", "tags": ["mha", "code"], "type": "v3",
             "gradingMethod": "External",
             "externalGradingOptions": {"enabled": True, "image": image, "entrypoint": ENTRY_POINT,
                                        "serverFilesCourse": ["mha/"], "timeout": TIMEOUT}}
     page = f"""<pl-question-panel>
 <h3>{_inert(html.escape(problem.title))} ({problem.points:g} points)</h3>
 <p><code>{_inert(html.escape(problem.function.signature))}</code></p>
-{_inert(prompt)}
+{{{{{{params.prompt}}}}}}
 <p>The editor holds the whole <code>attention.py</code>; this question grades
 <code>{_inert(html.escape(problem.function.name))}</code> on its public and hidden cases (other functions may
 stay stubs, or hold the helpers it calls).</p>
@@ -159,7 +186,8 @@ stay stubs, or hold the helpers it calls).</p>
 """
     base = f"questions/{problem.id}"
     return {f"{base}/info.json": _json(info), f"{base}/question.html": page, f"{base}/attention.py": stubs,
-            f"{base}/tests/problem": problem.id + "\n"}
+            f"{base}/tests/problem": problem.id + "\n",
+            f"{base}/server.py": SERVER_PY.format(variants=json.dumps(table, indent=4, sort_keys=True))}
 
 
 # ------------------------------------------------------------------ quiz items
@@ -177,6 +205,32 @@ def _variant_data(v: Variant) -> dict:
         data["answer"] = float((low + high) / 2)
         params["atol"] = format(((high - low) / 2).normalize(), "f")
     return data
+
+
+def _written_question(assignment: Assignment, item: QuizItem) -> dict[str, str]:
+    """A written item: a rich-text answer graded by hand (the assessment gives it manualPoints only),
+    with the rubric inside pl-manual-grading-only, which graders see and students never do."""
+    from .qti import rubric_html
+    info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
+            "tags": ["mha", "quiz", item.kind.value], "type": "v3", "singleVariant": True}
+    page = f"""<pl-question-panel>
+<h3>{_inert(html.escape(item.title))} ({item.points:g} points, graded by hand)</h3>
+{_inert(to_html(item.prompt))}
+<p>At most {MAX_WRITTEN} characters, in your own words.</p>
+</pl-question-panel>
+
+<pl-manual-grading-only>
+{_inert(rubric_html(item))}
+</pl-manual-grading-only>
+
+<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>
+
+<pl-submission-panel>
+<pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+    base = f"questions/{quiz_qid(item)}"
+    return {f"{base}/info.json": _json(info), f"{base}/question.html": page}
 
 
 def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: int) -> dict[str, str]:
@@ -217,7 +271,8 @@ def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: 
 
 def _course(assignment: Assignment) -> dict[str, str]:
     problems = [{"id": p.id, "points": p.points} for p in assignment.problems]
-    items = [{"id": quiz_qid(i), "points": i.points} for i in assignment.quiz.items] if assignment.quiz else []
+    items = [{"id": quiz_qid(i), "manualPoints" if i.manual else "points": i.points}
+             for i in assignment.quiz.items] if assignment.quiz else []
     zones = [{"title": "Code", "questions": problems}]
     if items:
         zones.append({"title": "Concept quiz", "questions": items})
@@ -228,7 +283,8 @@ def _course(assignment: Assignment) -> dict[str, str]:
                         "description": "Exercises and a concept quiz on multi-head attention."}],
             "assessmentSets": [{"abbreviation": "HW", "name": "Homework", "heading": "Homework", "color": "green1"}],
             "tags": [{"name": n, "color": "gray1"} for n in ("mha", "code", "quiz", "numeric", "multiple_choice",
-                                                             "multiple_answers", "public", "hidden")]}),
+                                                             "multiple_answers", "written", "public",
+                                                             "hidden")]}),
         f"courseInstances/{INSTANCE}/infoCourseInstance.json": _json({
             "uuid": _uid(assignment.title, "instance"), "longName": assignment.title,
             "allowAccess": [{"startDate": "2026-01-01T00:00:00", "endDate": "2030-12-31T23:59:59"}]}),
@@ -273,9 +329,10 @@ def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, i
         stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in assignment.problems) + "\n"
     files: dict[str, str | bytes] = dict(_course(assignment))
     for problem in assignment.problems:
-        files.update(_code_question(assignment, problem, stubs, image))
+        files.update(_code_question(assignment, problem, stubs, image, variants, seed))
     for item in assignment.quiz.items if assignment.quiz else ():
-        files.update(_quiz_question(assignment, item, variants, seed))
+        files.update(_written_question(assignment, item) if item.manual else
+                     _quiz_question(assignment, item, variants, seed))
     files.update(_server_files(assignment, wheels, python))
     return files
 

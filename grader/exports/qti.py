@@ -13,12 +13,15 @@ Choice items are `multiple_choice_question` or `multiple_answers_question`, with
 A multiple-answers item that is not exactly right gets partial credit with penalty, written as
 per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With
 `variants`, every item with params becomes a question group (a nested section that picks 1) of
-that many variants with distinct numbers.
+that many variants with distinct numbers. Written items are `essay_question`s, graded by hand in
+Canvas (SpeedGrader), with the rubric as the question's general feedback (which Canvas also
+shows the student once the quiz is submitted).
 Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
 """
 from __future__ import annotations
 
 import hashlib
+import html
 from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
@@ -29,10 +32,10 @@ from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numer
 from .archive import zip_bytes
 from .markup import to_html
 
-__all__ = ["QUESTION_TYPES", "variant_seeds", "numeric_range", "render"]
+__all__ = ["QUESTION_TYPES", "variant_seeds", "numeric_range", "rubric_html", "render"]
 
 QUESTION_TYPES = {QuizKind.NUMERIC: "numerical_question", QuizKind.MULTIPLE_CHOICE: "multiple_choice_question",
-                  QuizKind.MULTIPLE_ANSWERS: "multiple_answers_question"}
+                  QuizKind.MULTIPLE_ANSWERS: "multiple_answers_question", QuizKind.WRITTEN: "essay_question"}
 _QTI_NS = {"xmlns": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2",
            "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
            "xsi:schemaLocation": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2 "
@@ -134,7 +137,7 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
     item = v.item
     qid = _ident("question", item.id, v.seed)
     choice_ids = [_ident("choice", item.id, v.seed, c.letter) for c in v.choices]
-    answer_ids = choice_ids or [_ident("numerical", item.id, v.seed)]
+    answer_ids = choice_ids or ([] if item.manual else [_ident("numerical", item.id, v.seed)])
     element = _sub(parent, "item", ident=qid, title=title)
     meta = _sub(_sub(element, "itemmetadata"), "qtimetadata")
     for label, entry in (("question_type", QUESTION_TYPES[item.kind]), ("points_possible", _points(item.points)),
@@ -147,6 +150,9 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
     _sub(_sub(presentation, "material"), "mattext", to_html(v.prompt), texttype="text/html")
     processing = _sub(element, "resprocessing")
     _sub(_sub(processing, "outcomes"), "decvar", maxvalue="100", minvalue="0", varname="SCORE", vartype="Decimal")
+    if item.manual:
+        _essay(element, presentation, processing, v)
+        return item.points
     if item.kind is QuizKind.NUMERIC:
         exact, low, high = numeric_range(v, path)
         fib = _sub(_sub(presentation, "response_str", ident="response1", rcardinality="Single"),
@@ -192,6 +198,23 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
     for choice, cid in zip(v.choices, choice_ids):
         _feedback(element, f"{cid}_fb", _choice_feedback(choice))
     return item.points
+
+
+def rubric_html(item: QuizItem) -> str:
+    """A written item's rubric as HTML: what a grader gives points for."""
+    rows = "".join(f"<li>{r.points:g} point{'' if r.points == 1 else 's'}: {html.escape(r.text)}</li>"
+                   for r in item.rubric)
+    return f"<p>Rubric ({item.points:g} points, graded by hand):</p>\n<ul>{rows}</ul>"
+
+
+def _essay(element: ET.Element, presentation: ET.Element, processing: ET.Element, v: Variant) -> None:
+    """An essay question as text2qti writes one: a free-text response, no automatic score, the
+    rubric as general feedback."""
+    fib = _sub(_sub(presentation, "response_str", ident="response1", rcardinality="Single"), "render_fib")
+    _sub(fib, "response_label", ident="answer1", rshuffle="No")
+    _sub(_sub(_sub(processing, "respcondition", **{"continue": "No"}), "conditionvar"), "other")
+    _other(processing, "general_fb")
+    _feedback(element, "general_fb", rubric_html(v.item))
 
 
 def _partial_credit(processing: ET.Element, v: Variant, choice_ids: list[str], path: str) -> None:

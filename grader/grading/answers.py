@@ -17,17 +17,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import Choice, Quiz, QuizKind, Variant
+from ..assignment.model import MAX_WRITTEN, Choice, Quiz, QuizKind, Variant
 from ..assignment.yamlio import line_of, load_yaml
 from ..errors import SpecError
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
 from .student_files import StudentFile, open_folder, read_student_file
 
-__all__ = ["ANSWERS_NAME", "MAX_BYTES", "AnswerSheet", "QuizResults", "read_answers", "grade_item", "grade_quiz",
-           "your_numbers"]
+__all__ = ["ANSWERS_NAME", "MAX_BYTES", "MAX_WRITTEN", "RECORDED_BY_HAND", "AnswerSheet", "QuizResults",
+           "read_answers", "grade_item", "grade_quiz", "your_numbers"]
 
 ANSWERS_NAME = "answers.yaml"
+RECORDED_BY_HAND = "recorded, graded by hand"
 MAX_BYTES = 64 * 1024
 # values the file may stand for once its aliases are written out: more than MAX_BYTES of YAML
 # can write without aliases, far fewer than an alias bomb's
@@ -180,6 +181,13 @@ def _parse(v: Variant, value: Any) -> Any:
         if twice:
             raise _BadAnswer(f"answer lists choice {twice} twice")
         return tuple(sorted(letters))
+    if kind is QuizKind.WRITTEN:
+        if not isinstance(value, str):
+            raise _BadAnswer(f"answer must be text in your own words, in quotes (got {_shown(value)})")
+        text = value.strip()
+        if len(text) > MAX_WRITTEN:
+            raise _BadAnswer(f"answer is {len(text)} characters long; at most {MAX_WRITTEN} are accepted")
+        return text
     if isinstance(value, str) and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value):
         value = float(value)  # a quoted number is still a number
     if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -202,7 +210,7 @@ def your_numbers(v: Variant) -> str:
 
 def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
             mistake: str | None = None, mistake_message: str = "", message: str = "",
-            credit: float | None = None) -> ProblemResult:
+            credit: float | None = None, written: str | None = None) -> ProblemResult:
     item = v.item
     case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
                       mistake=mistake, mistake_message=mistake_message, credit=credit)
@@ -210,7 +218,7 @@ def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer
     message = f"{message} ({numbers})" if message and numbers else message or numbers
     return ProblemResult(id=item.id, title=item.title, max_score=item.points, cases=(case,),
                          hints=(v.hint,) if v.hint and status is CaseStatus.FAILED else (), message=message,
-                         quiz=True)
+                         quiz=True, counted=not item.manual, manual=item.manual, written=written)
 
 
 def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
@@ -256,6 +264,9 @@ def grade_item(v: Variant, value: Any, line: int | None, *, include_hidden: bool
         answer = _parse(v, value)
     except _BadAnswer as exc:
         return _result(v, CaseStatus.ERROR, hidden=hidden, summary=f"{ANSWERS_NAME}:{line}: {exc}")
+    if v.item.manual:
+        return _result(v, CaseStatus.RECORDED, hidden=False, name="written answer", written=answer,
+                       summary=f"{RECORDED_BY_HAND} ({len(answer)} characters)")
     if v.item.hidden and not include_hidden:
         return _result(v, CaseStatus.RECORDED, hidden=False, name="answer format",
                        message="answer recorded; this hidden item is graded by `mha grade`")

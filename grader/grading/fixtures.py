@@ -28,6 +28,7 @@ from ..assignment.model import (
     Problem,
     QuizItem,
     QuizKind,
+    RubricEntry,
     Variant,
     Visibility,
     WrongValue,
@@ -92,6 +93,8 @@ def _item_data(v: Variant, keep_answers: bool = False) -> dict:
     else:
         item = replace(item, choices=v.choices, answer=v.answer, feedback=v.feedback, wrong=v.wrong, hint=v.hint)
         v = replace(v, item=item)
+    if v.item.rubric and not keep_answers:  # a written item's rubric is the grader's, not the student's
+        v = replace(v, item=replace(v.item, rubric=()))
     data = asdict(v)
     data["item"]["kind"] = v.item.kind.value
     data["item"]["visibility"] = v.item.visibility.value
@@ -104,6 +107,7 @@ def _item_from(data: dict) -> Variant:
     raw["visibility"] = Visibility(raw["visibility"])
     raw["choices"] = tuple(Choice(**c) for c in raw["choices"])
     raw["wrong"] = tuple(WrongValue(**w) for w in raw["wrong"])
+    raw["rubric"] = tuple(RubricEntry(**r) for r in raw.get("rubric", ()))
     item = QuizItem(**raw)
     return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
                    choices=item.choices, answer=data["answer"], feedback=data["feedback"],

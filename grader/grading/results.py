@@ -111,8 +111,11 @@ class ProblemResult:
     hints: tuple[str, ...] = ()
     message: str = ""          # problem-level note (not implemented, import failed...)
     stdout: str = ""
-    counted: bool = True       # False: not graded here (a hidden quiz item in `mha check`), not in the score
+    counted: bool = True       # False: not graded here (a hidden quiz item in `mha check`, a written
+                               # item graded by hand), not in the score
     quiz: bool = False         # a quiz item (answers.yaml), not a coding problem
+    manual: bool = False       # a written item: graded by hand, never in the automatic score
+    written: str | None = None  # a written item's text, as the student wrote it (untrusted: escape it)
 
     @property
     def fraction(self) -> float:

@@ -17,6 +17,7 @@ and a line that would start with `::` all the same is quoted.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 from fractions import Fraction
 
@@ -76,6 +77,8 @@ def _inert(text: str) -> str:
 
 def as_dict(result: GradeResult) -> dict:
     notes = "".join(f"{m}\n" for m in result.messages)
+    # written items are graded by hand, outside GitHub's points
+    result = replace(result, problems=tuple(p for p in result.problems if not p.manual))
     if not result.problems:  # nothing could be graded: say why
         return {"version": 1, "status": "error", "max_score": 0,
                 "tests": [_test("submission", False, 0, 0, _inert(notes.strip()) or "nothing was graded", "error")]}

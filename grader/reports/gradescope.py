@@ -42,6 +42,16 @@ def _test(problem: ProblemResult, name: str, visibility: str) -> dict:
             "output": fenced(_output(problem)), "output_format": "md", "tags": [problem.id, *problem.mistakes]}
 
 
+def _written_test(problem: ProblemResult, name: str) -> dict:
+    """A written item: its text shown to the student and the instructor as recorded, for grading by hand."""
+    case = problem.cases[0]
+    body = (f"Recorded, graded by hand ({problem.max_score:g} points, given by your instructor).\n\n"
+            + fenced(problem.written) if problem.written is not None else case.summary)
+    return {"name": name, "score": 0.0, "max_score": 0.0, "status": "passed" if problem.written else "failed",
+            "visibility": "visible", "output": body if problem.written is not None else fenced(body),
+            "output_format": "md", "tags": [problem.id, "graded_by_hand"]}
+
+
 def _split(problem: ProblemResult) -> tuple[ProblemResult | None, ProblemResult | None]:
     """(the public part, the hidden part) of a problem, each worth its cases' share of the points."""
     total = sum(c.weight for c in problem.cases)
@@ -58,6 +68,9 @@ def _tests(result: GradeResult, hidden: str) -> tuple[list[dict], float, float, 
     tests, seen, seen_max, recorded = [], 0.0, 0.0, []
     for p in result.problems:
         title = f"{p.id}: {p.title}"
+        if p.manual:  # graded by hand in Gradescope: 0 of 0 points here
+            tests.append(_written_test(p, title))
+            continue
         public, secret = _split(p) if hidden != "visible" else (p, None)
         if public is not None:
             tests.append(_test(public, title, "visible"))

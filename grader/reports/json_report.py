@@ -25,6 +25,7 @@ def as_dict(result: GradeResult) -> dict:
                      "inputs": c.inputs, "mistake": c.mistake}
                     for c in p.cases
                 ],
+                **({"manual": True, "written": p.written} if p.manual else {}),
             }
             for p in result.problems
         ],

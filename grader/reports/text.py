@@ -256,6 +256,17 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
                  + ", ".join(p.id for p in recorded), "", IND)
 
 
+def _written(out: _Out, items: list[ProblemResult]) -> None:
+    """Written items: whether each was recorded; the text itself is the grader's to read, not echoed."""
+    out.heading("Written answers (graded by hand, not in this score)")
+    for p in items:
+        case = p.cases[0]
+        mark = "fail" if case.status is CaseStatus.ERROR else "todo" if case.status is CaseStatus.NOT_ANSWERED \
+            else "pass"
+        out.marked(mark, f"{p.id}: {p.title}  [{_pts(p.max_score)} points by hand]")
+        out.text(case.summary, IND)
+
+
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
     out.heading("Summary")
     unrun = _not_run(result)
@@ -357,7 +368,8 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
     for note in notes:
         out.text(note)
     problems = [p for p in result.problems if not p.quiz]
-    quiz = [p for p in result.problems if p.quiz]
+    quiz = [p for p in result.problems if p.quiz and not p.manual]
+    written = [p for p in result.problems if p.manual]
     unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
     if error is not None and problems:
@@ -374,5 +386,7 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
     if quiz:
         out.heading("Quiz (answers.yaml)")
         _quiz(out, quiz)
+    if written:
+        _written(out, written)
     _summary(out, result, problems, quiz)
     return "\n".join(out.lines) + "\n"
