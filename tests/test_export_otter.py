@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.exports import otter as exporter
-from grader.exports.otter_checks import check_case, plain
+from grader.grading.otter_checks import check_case, plain
 
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES

@@ -14,7 +14,7 @@
                                 (found beside the file or in files/, where otter places the wheel)
                                 and numpy, PyYAML, click pinned; `pip install -r` works in OUT too
 
-Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
+Every test case calls `grader.grading.otter_checks.check_case`, which grades the student's
 function with this package's own checks, so otter's per-problem scores equal `mha grade`'s (for
 the default variant). The configuration declares the requirements and ships the wheel to the
 autograder only (`autograder_files`), so otter's environment, built from them, has the grader
@@ -63,7 +63,7 @@ def _function_name(index: int, case: Case) -> str:
 def _body(problem: Problem, index: int, case: Case) -> str:
     fn = problem.function.name
     return (f"def {_function_name(index, case)}({fn}):\n"
-            f"    from grader.exports.otter_checks import check_case\n"
+            f"    from grader.grading.otter_checks import check_case\n"
             f"    check_case({problem.id!r}, {case.name!r}, {fn})\n")
 
 

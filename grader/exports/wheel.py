@@ -13,7 +13,7 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
 no reference, no wrong variants, no loader, no quiz key) and the otter checks, no assignment, and the default
 variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
-answers precomputed) for the otter export's student checks (`otter_checks.py`).
+answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ from pathlib import Path
 
 from .. import distribution as installed
 from ..distribution import DISTRIBUTION, STUDENT_DISTRIBUTION
+from ..grading.otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
 from ..paths import PACKAGE
 from .archive import zip_bytes
-from .otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
 
 __all__ = ["DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
 
-# What the student wheel holds beyond the student bundle's modules: of the exports, only what the otter tests call.
-STUDENT_EXTRA = ("exports/__init__.py", "exports/otter_checks.py")
+# What the student wheel holds beyond the student bundle's modules: what the otter tests call.
+STUDENT_EXTRA = ("grading/otter_checks.py",)
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
 _SKIP = {"__pycache__", "_assignment"}
 

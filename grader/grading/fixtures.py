@@ -38,7 +38,7 @@ from ..errors import SubmissionError
 FORMAT = 2
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
-BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (exports/otter_checks.py)
+BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
 INDEX = "index.json"
 
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ..classroom.analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
 from ..grading.results import Status
 from ..paths import write_atomically
+from .analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
 
 PLOTS = ("score_histogram.png", "misconceptions.png")
 
