@@ -12,7 +12,7 @@ the student's variant taken from submission_metadata.json and writes results/res
 hidden cases and hidden quiz items in tests of their own that students see only after the due
 date (or never: `hidden`). As
 root, student code runs as an unprivileged user that cannot read the source, the hidden cases
-or the secret (README, "Security model").
+or the secret (docs/security.md).
 """
 from __future__ import annotations
 

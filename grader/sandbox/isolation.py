@@ -16,7 +16,7 @@ failure becomes the student's grade.
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the
 tree) and by a random marker in their environment, then killed; nothing else is isolated.
-See "Security model" in README.md.
+See docs/security.md.
 """
 from __future__ import annotations
 
@@ -237,7 +237,7 @@ def _uids_in_use() -> frozenset[int]:
     sessions of a batch that start within it). An older scan is as good as a new one here: a
     process only gets a uid of SANDBOX_IDS from a process that already had it, so was in the
     scan, or from root, that is a grader, which first claims the uid (the socket above); the
-    uids are no account's (README, "Security model")."""
+    uids are no account's (docs/security.md)."""
     global _used
     taken, uids = _used
     if time.monotonic() - taken > _USED_MAX_AGE:
@@ -351,7 +351,7 @@ class Isolation:
         outside namespaces) what its uid wrote in the shared folders, so the next process of the
         session starts with nothing an earlier one left (hidden inputs it saw...). In namespaces
         its /tmp was a tmpfs of its own, gone with it. Without root the student runs as the
-        grader's user: files it wrote elsewhere cannot be told apart (README, "Security model")."""
+        grader's user: files it wrote elsewhere cannot be told apart (docs/security.md)."""
         if not self._quiet:
             self.kill_all()
         remove_tree(home)

@@ -14,7 +14,7 @@ problem after a timeout, still gets a process of its own; it only skips the impo
 The zygote runs as the grader's user and talks to the grader only over a unix socket pair. It
 exits (and its children die, by their parent-death signal) as soon as the grader closes the
 socket or dies. It is not dumpable, so without root a student process cannot trace it or read
-its memory (it can signal it, as it can signal the grader: README, "Security model"). One
+its memory (it can signal it, as it can signal the grader: docs/security.md). One
 zygote serves every session of a grader process (threads included); a dead one is replaced at
 the next start.
 """
