@@ -309,7 +309,7 @@ class TestKeyrings:
         jail = Isolation()
         uid, owners = jail.uid, {jail.uid}
         monkeypatch.setattr(isolation, "key_users", lambda: owners)
-        monkeypatch.setattr(Isolation, "_clear_keys", lambda self: False)
+        monkeypatch.setattr(Isolation, "_clear_keys", lambda self, uid, gid: False)
         jail.close()
         monkeypatch.setattr(isolation, "SANDBOX_IDS", range(uid, uid + 1))
         with pytest.raises(InternalError, match="no free uid"):

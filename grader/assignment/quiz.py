@@ -40,7 +40,7 @@ from ..starter import ANSWER_FORMS
 from . import generators as gen
 from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
-from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
+from .model import Choice, DrawnWrongValue, NumberSource, Quiz, QuizItem, QuizKind, Variant, Visibility, WrongValue
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
@@ -94,8 +94,9 @@ def _source(node: Mapping, key: str, params: Mapping, errors: Errors, course: Co
         return float(value)
     if isinstance(value, str) and value in params:
         return value
-    if isinstance(value, str) and course.get(value) is not None:
-        missing = [p for p in inspect.signature(course.get(value)).parameters if p not in params]
+    function = course.get(value) if isinstance(value, str) else None
+    if isinstance(value, str) and function is not None:
+        missing = [p for p in inspect.signature(function).parameters if p not in params]
         if missing:
             errors.at(line_of(node, key), f"answer function {value!r} needs parameter {missing[0]!r}, "
                       "which 'params' does not define")
@@ -166,7 +167,7 @@ def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors, 
         value = _source(item, "value", params, errors, course)
         feedback = _feedback_text(item, "feedback", params, errors)
         mistake = _mistake_id(item, errors)
-        if len(errors.items) == before:
+        if len(errors.items) == before and value is not None and feedback is not None and mistake is not None:
             found.append(WrongValue(value=value, feedback=feedback, mistake=mistake, line=item_line))
     return tuple(found)
 
@@ -236,7 +237,7 @@ def _item(node: Any, line: int | None, errors: Errors, course: CourseCode) -> Qu
             errors.at(line, f"a {kind.value} item is missing required key 'choices'")
         else:
             fields["choices"] = _choices(node["choices"], line_of(node, "choices"), kind, params, errors)
-    if len(errors.items) > before:
+    if len(errors.items) > before or title is None or points is None or prompt is None:
         return None
     return QuizItem(id=item_id, title=title, kind=kind, points=points, visibility=Visibility(visibility),
                     prompt=prompt + "\n", params=params, hint=hint, line=line, code=course.path, **fields)
@@ -268,7 +269,7 @@ def load_quiz(path: Path, course: CourseCode | None = None) -> Quiz:
             continue
         seen[item.id] = line_of(entry, "id")
         items.append(item)
-    if errors.items:
+    if errors.items or title is None:
         raise SpecErrors(errors.items)
     return Quiz(title=title, items=tuple(items), path=path)
 
@@ -284,6 +285,7 @@ fill = gen.fill
 
 
 def _resolve(source: NumberSource, params: Mapping[str, int], code: Path | None) -> float:
+    value: float
     if isinstance(source, str) and source in params:
         value = params[source]
     elif isinstance(source, str):
@@ -301,8 +303,8 @@ def variant(item: QuizItem, seed: int) -> Variant:
     params = draw_params(item, seed)
     try:
         answer = _resolve(item.answer, params, item.code) if item.answer is not None else None
-        wrong = tuple(replace(w, value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params))
-                      for w in item.wrong)
+        wrong = tuple(DrawnWrongValue(value=_resolve(w.value, params, item.code), feedback=fill(w.feedback, params),
+                                      mistake=w.mistake, line=w.line) for w in item.wrong)
     except Exception as exc:  # an answer function that fails is the quiz file's fault
         raise InternalError(f"quiz item {item.id!r} (line {item.line}): cannot compute its numbers for "
                             f"{params}: {type(exc).__name__}: {exc}") from exc
@@ -336,7 +338,7 @@ def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
     for item in quiz.items:
         v = variant(item, seed)
         if item.kind is QuizKind.NUMERIC:
-            key[item.id] = int(v.answer) if v.answer.is_integer() else v.answer
+            key[item.id] = int(v.number) if v.number.is_integer() else v.number
         elif item.kind is QuizKind.MULTIPLE_CHOICE:
             key[item.id] = v.correct_letters[0]
         else:
@@ -362,7 +364,7 @@ def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:
             except InternalError as exc:
                 errors.append(SpecError(str(quiz.path), item.line, str(exc)))
                 break
-            clash = next((w for w in v.wrong if abs(w.value - v.answer) <= item.tolerance), None)
+            clash = next((w for w in v.wrong if abs(w.value - v.number) <= item.tolerance), None)
             if clash is not None:
                 drawn = ", ".join(f"{k}={x}" for k, x in v.params.items()) or "no params"
                 errors.append(SpecError(str(quiz.path), clash.line, f"known-wrong value {_number_text(clash.value)} "

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from ..assignment.model import Assignment, Case, Problem
-from ..errors import SpecError
+from ..errors import InternalError, SpecError
 from ..paths import write_atomically
 from .pysource import split_module, stub, student_module
 
@@ -85,6 +85,8 @@ def test_file(problem: Problem) -> str:
 def _docstring_split(source: str) -> tuple[list[str], list[str]]:
     """A function's lines up to its docstring (its header) and the lines of its body after it."""
     node = ast.parse(source).body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise InternalError(f"not a function definition: {source[:60]!r}")
     lines = source.split("\n")
     first = node.body[0]
     has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
@@ -100,7 +102,7 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
     body = list(body)
     while body and not body[0].strip():
         body.pop(0)
-    indent = re.match(r"\s*", body[0]).group(0) if body else "    "
+    indent = body[0][:len(body[0]) - len(body[0].lstrip())] if body else "    "
     return "\n".join(header + [f"{indent}# BEGIN SOLUTION"] + body + [f"{indent}# END SOLUTION"])
 
 

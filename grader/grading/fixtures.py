@@ -24,6 +24,7 @@ from ..assignment.model import (
     Choice,
     CompareKind,
     Comparison,
+    DrawnWrongValue,
     Mistake,
     Problem,
     QuizItem,
@@ -104,7 +105,7 @@ def _item_from(data: dict) -> Variant:
     item = QuizItem(**raw)
     return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
                    choices=item.choices, answer=data["answer"], feedback=data["feedback"],
-                   wrong=tuple(WrongValue(**w) for w in data["wrong"]), hint=data["hint"])
+                   wrong=tuple(DrawnWrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
 
 def _function_data(fn: FunctionSpec) -> dict:

@@ -249,7 +249,7 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
     width = max((len(p.id) for p in ran), default=4)
-    if unrun:
+    if unrun and result.load_error is not None:  # unrun is empty without a load error
         out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
     for p in ran:

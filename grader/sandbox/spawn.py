@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, cast
 
 from ..errors import InternalError
 from ..paths import PACKAGE, cache_dir, remove_tree
@@ -441,8 +441,9 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
                 pass_fds=(results_fd,), cwd=home, env=env, start_new_session=True, umask=0o077, close_fds=True)
         except OSError as exc:
             raise InternalError(f"cannot start the student process: {exc}") from exc
-        os.set_blocking(proc.stdin.fileno(), False)
-        return proc
+        student = cast(StudentProcess, proc)  # stdin, stdout and stderr are pipes (PIPE above), never None
+        os.set_blocking(student.stdin.fileno(), False)
+        return student
     server = fork_server()
     stdin, stdout, stderr = pipe(), os.pipe(), os.pipe()
     try:
