@@ -82,7 +82,8 @@ def otter_run(tmp_path_factory):
     assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
     assert "All autograder tests passed" in assign
     autograder = tmp / "dist" / "autograder"
-    wheel, = autograder.glob("mha_exercises-*.whl")  # the config's autograder_files, copied by otter assign
+    # the config's autograder_files, copied by otter assign (beside the student wheel, +student)
+    wheel, = (w for w in autograder.glob("mha_exercises-*.whl") if "+student" not in w.name)
     _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
     python, env = declared_environment(autograder / "autograder.zip", tmp)
@@ -110,8 +111,8 @@ def otter_run(tmp_path_factory):
 def student_environment(student: Path, tmp: Path) -> tuple[Path, dict]:
     """A fresh venv with what otter assign gives students: the student wheel beside the notebook
     (otter-grader and third-party packages linked from this environment, never this grader)."""
-    wheel, = student.glob("mha_exercises_student-*.whl")
-    assert not list(student.glob("mha_exercises-*.whl"))  # the full grader stays with the autograder
+    wheel, = student.glob("mha_exercises-*+student-py3-none-any.whl")
+    assert [w.name for w in student.glob("*.whl")] == [wheel.name]  # the full grader stays with the autograder
     python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
     env = clean_env(tmp)
     env["PATH"] = f"{python.parent}:{env['PATH']}"

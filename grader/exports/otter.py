@@ -108,27 +108,30 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
 
 REQUIREMENTS = "requirements.txt"
 STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
-                 "`pip install otter-grader mha_exercises_student-*.whl`. `grader.check(\"softmax\")` then "
+                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"softmax\")` then "
                  "checks one problem on its public cases.")
 
 
 def requirements() -> str:
     """requirements.txt: this grader at its version, found beside the file (the export folder) or
     in files/ (where otter's autograder zip puts it; pip reads a relative --find-links from the
-    requirements file's folder), and the dependencies pinned."""
+    requirements file's folder), and the dependencies pinned. The grader is pinned with `===`
+    (the exact version string): `==` would also accept the student wheel beside it, whose
+    `+student` label PEP 440 ignores there and ranks higher."""
     from . import wheel, wheelhouse
     pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
-    own = f"{wheel.DISTRIBUTION}=={wheel.filename().split('-')[1]}"
+    own = f"{wheel.DISTRIBUTION}==={wheel.filename().split('-')[1]}"
     return "\n".join(["--find-links=.", "--find-links=files", own, *pins]) + "\n"
 
 
 def _config(assignment: Assignment) -> str:
+    from .. import distribution as installed
     from . import wheel
     name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             f"requirements: {REQUIREMENTS}\n"
-            f"files:\n  - {wheel.filename(wheel.STUDENT_DISTRIBUTION)}\n"
+            f"files:\n  - {wheel.filename(installed.student_version())}\n"
             f"autograder_files:\n  - {wheel.filename()}\n"
             "export_cell: false\n"
             "check_all_cell: false\n"
