@@ -1,4 +1,4 @@
-"""How fast the grader is, as ratios measured in one run (issue 7).
+"""How fast the grader is, as ratios measured in one run.
 
     python benchmarks/run.py                  # N = 200; 7 cold runs, 5 batches, 3 otter runs
     python benchmarks/run.py --n 400 --repeat 9

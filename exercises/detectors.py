@@ -64,7 +64,7 @@ def sink_head_too_soft(args, got) -> bool:
     return _favours(weights, rows, np.zeros_like(rows))
 
 
-# --- diagnoses of issue 14 -------------------------------------------------------------------
+# --- diagnoses of bugs found in real submissions ---------------------------------------------
 
 @detector
 def head_attends_to_next(args, got) -> bool:

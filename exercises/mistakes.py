@@ -191,7 +191,7 @@ def parameter_count_without_biases(d_model, num_heads, bias=True):
     return 4 * _matrix(d_model, bias=False)
 
 
-# --- diagnoses of issue 14: bugs found in real submissions ------------------------------------
+# --- diagnoses of bugs found in real submissions ---------------------------------------------
 
 @variant
 def softmax_global_max(scores):

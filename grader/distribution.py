@@ -6,6 +6,10 @@ pyproject.toml in classroom/release.py) take every fact from here. The one fact 
 package does not record, the build requirement, is BUILD_REQUIRES; tests/test_metadata.py checks
 every fact here against pyproject.toml.
 
+The student bundle (classroom/release.py, exports/wheel.py) is the same distribution, versioned
+`<version>+student`: both install the import package `grader`, so pip must see one distribution
+and replace one install with the other whole, never lay one's files over the other's.
+
 importlib.metadata is imported on first use only: it costs a cold `mha grade` more than the
 rest of its start, and grading needs none of this.
 """
@@ -17,11 +21,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
 
-__all__ = ["BUILD_REQUIRES", "DISTRIBUTION", "STUDENT_DISTRIBUTION", "UNKNOWN_VERSION", "dependencies",
-           "entry_point", "requires_python", "summary", "version"]
+__all__ = ["BUILD_REQUIRES", "DISTRIBUTION", "STUDENT_LABEL", "UNKNOWN_VERSION", "dependencies",
+           "entry_point", "requires_python", "student_version", "summary", "version"]
 
 DISTRIBUTION = "mha-exercises"
-STUDENT_DISTRIBUTION = "mha-exercises-student"  # the student bundle (classroom/release.py)
+STUDENT_LABEL = "student"  # the student bundle's local version label: <version>+student
 BUILD_REQUIRES = "setuptools>=77"  # pyproject.toml's [build-system] requires (not in installed metadata)
 UNKNOWN_VERSION = "0+unknown"  # a checkout imported without being installed
 
@@ -46,12 +50,14 @@ def _full() -> Distribution:
 
 
 def version() -> str:
-    """The installed version: the full grader's, else the student bundle's, else UNKNOWN_VERSION."""
-    for name in (DISTRIBUTION, STUDENT_DISTRIBUTION):
-        found = _installed(name)
-        if found is not None:
-            return found.version
-    return UNKNOWN_VERSION
+    """The installed version (`<version>+student` for the student bundle), else UNKNOWN_VERSION."""
+    found = _installed(DISTRIBUTION)
+    return found.version if found is not None else UNKNOWN_VERSION
+
+
+def student_version() -> str:
+    """The student bundle's version: this grader's, with the local label `+student`."""
+    return f"{version().partition('+')[0]}+{STUDENT_LABEL}"
 
 
 def summary() -> str:

@@ -59,7 +59,7 @@ def _instructor_parts(source: str | None) -> tuple[str | None, list[str], dict[s
         return None, [], {}
     imports = [ast.unparse(n) for n in tree.body
                if isinstance(n, ast.Import) or (isinstance(n, ast.ImportFrom) and not n.level)]
-    docs = {n.name: ast.get_docstring(n) for n in tree.body if isinstance(n, ast.FunctionDef) and ast.get_docstring(n)}
+    docs = {n.name: doc for n in tree.body if isinstance(n, ast.FunctionDef) and (doc := ast.get_docstring(n))}
     return ast.get_docstring(tree), imports, docs
 
 

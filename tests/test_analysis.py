@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from grader.classroom import class_report
 from grader.classroom.analysis import SMALL_CLASS, StudentRow, analyse, flag, mistake_messages
-from grader.reports import class_report
 
 
 def rows_of(scores: dict[str, list[float]], mistakes: dict[int, dict[str, tuple[str, ...]]] | None = None):

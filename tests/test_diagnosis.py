@@ -296,7 +296,7 @@ class TestDesignedHeads:
 
 
 class TestTexts:
-    """The text errors of issue 14 stay fixed."""
+    """Prompts and mistake messages state the conventions students most often get wrong."""
 
     def test_split_heads_slices_the_projections_not_the_input(self, assignment):
         prompt = assignment.problem("split_heads").prompt

@@ -17,7 +17,7 @@ import pytest
 from grader.assignment.loader import load_assignment
 from grader.exports import otter as exporter
 from grader.assignment.quiz import DEFAULT_SEED, variant
-from grader.exports.otter_checks import check_answer, check_case, plain
+from grader.grading.otter_checks import check_answer, check_case, plain
 from grader.grading.answers import grade_item
 
 from ._install import clean_env, fresh_venv, link_farm
@@ -108,7 +108,8 @@ def otter_run(tmp_path_factory):
     assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
     assert "All autograder tests passed" in assign
     autograder = tmp / "dist" / "autograder"
-    wheel, = autograder.glob("mha_exercises-*.whl")  # the config's autograder_files, copied by otter assign
+    # the config's autograder_files, copied by otter assign (beside the student wheel, +student)
+    wheel, = (w for w in autograder.glob("mha_exercises-*.whl") if "+student" not in w.name)
     _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
     python, env = declared_environment(autograder / "autograder.zip", tmp)
@@ -137,8 +138,8 @@ def otter_run(tmp_path_factory):
 def student_environment(student: Path, tmp: Path) -> tuple[Path, dict]:
     """A fresh venv with what otter assign gives students: the student wheel beside the notebook
     (otter-grader and third-party packages linked from this environment, never this grader)."""
-    wheel, = student.glob("mha_exercises_student-*.whl")
-    assert not list(student.glob("mha_exercises-*.whl"))  # the full grader stays with the autograder
+    wheel, = student.glob("mha_exercises-*+student-py3-none-any.whl")
+    assert [w.name for w in student.glob("*.whl")] == [wheel.name]  # the full grader stays with the autograder
     python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
     env = clean_env(tmp)
     env["PATH"] = f"{python.parent}:{env['PATH']}"

@@ -119,7 +119,7 @@ class TestSeparateUser:
     def test_claims_are_out_of_reach_of_student_code(self):
         """The claims folder is root's alone (0700, in a folder only root writes): no student uid
         can create, lock or replace a claim, so none can use up the uids (an abstract socket
-        name could be bound by anyone: issue 12)."""
+        name could be bound by anyone)."""
         jail = Isolation()
         try:
             info = os.lstat(isolation.CLAIMS[0])
@@ -309,7 +309,7 @@ class TestKeyrings:
         jail = Isolation()
         uid, owners = jail.uid, {jail.uid}
         monkeypatch.setattr(isolation, "key_users", lambda: owners)
-        monkeypatch.setattr(Isolation, "_clear_keys", lambda self: False)
+        monkeypatch.setattr(Isolation, "_clear_keys", lambda self, uid, gid: False)
         jail.close()
         monkeypatch.setattr(isolation, "SANDBOX_IDS", range(uid, uid + 1))
         with pytest.raises(InternalError, match="no free uid"):
@@ -326,8 +326,8 @@ class TestKeyrings:
 class TestClaims:
     def test_bound_socket_names_take_no_uid(self):
         """Every abstract socket name a grader once claimed uids with, bound by someone else, leaves
-        every uid free: claims are locks in a root-only folder (issue 12: one student made 11 of
-        12 classmates fail with "no free uid")."""
+        every uid free: claims are locks in a root-only folder (were they socket names, one student
+        could make every classmate fail with "no free uid")."""
         import resource
         import socket
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -381,7 +381,7 @@ class TestImports:
     def test_ordinary_standard_modules_import_as_the_student_uid(self, write_submission, monkeypatch, namespaces):
         """`from __future__ import annotations`, logging, pathlib, json, csv, sqlite3 (an extension
         module) and xml import in every root mode, from a Python installation that other users
-        cannot read by its path when this machine's is one (issue 12: they scored 0)."""
+        cannot read by its path when this machine's is one (a failed import would score 0)."""
         if namespaces == "off":
             monkeypatch.setenv(isolation.NAMESPACES_ENV, "off")
         path = write_submission(FUTURE_IMPORTS)

@@ -71,21 +71,21 @@ class TestCommandOf:
 
 class TestMain:
     @pytest.mark.parametrize("argv,calls", [
-        (["grade", "solutions"], ["zygote", "cli mha", "leave None"]),
-        (["--exercises", "x", "check"], ["zygote", "cli mha", "leave None"]),
+        (["grade", "solutions"], ["zygote", "cli mha", "freeze"]),
+        (["--exercises", "x", "check"], ["zygote", "cli mha", "freeze"]),
         (["list"], ["cli mha"]),
         (["--exercises", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
         """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
-        off, and end at once after it (one submission: see launch.py); other commands do not start
-        it, keep the collector on and exit as usual."""
+        off, and freeze what they made once done (one submission: see launch.py); other commands do
+        not start it and keep the collector on."""
         import grader.cli.commands
         from grader.sandbox import spawn
         seen = []
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
         monkeypatch.setattr(grader.cli.commands, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
-        monkeypatch.setattr(launch, "_leave", lambda code: seen.append(f"leave {code}"))
+        monkeypatch.setattr(launch.gc, "freeze", lambda: seen.append("freeze"))
         monkeypatch.setattr(sys, "argv", ["mha", *argv])
         for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
             monkeypatch.setenv(variable, "")
@@ -124,8 +124,8 @@ class TestMain:
         assert threads == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-class TestLeave:
-    """grade and check end at once when done (launch._leave): what any exit does still happens."""
+class TestExit:
+    """grade and check exit as any command does, with what they made frozen."""
 
     def test_exit_status_output_and_exit_handlers_are_kept(self, tmp_path):
         """A failing check exits 1 with its whole report on stdout, the exit handlers have run
@@ -150,13 +150,17 @@ class TestLeave:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, "")
 
-    def test_sys_exit_with_a_message(self, monkeypatch, capsys):
-        """A command ending with sys.exit("text") exits 1 with the text on stderr, as Python does."""
+    @pytest.mark.parametrize("code", ["no such thing", None, 3])
+    def test_the_commands_exit_goes_through(self, code, monkeypatch):
+        """A one-submission command's SystemExit reaches Python unchanged (its code or message),
+        after what the command made was frozen."""
         calls = []
-        monkeypatch.setattr(launch.atexit, "_run_exitfuncs", lambda: calls.append("handlers"))
-        monkeypatch.setattr(launch.os, "_exit", lambda status: calls.append(status))
-        launch._leave("no such thing")
-        launch._leave(None)
-        launch._leave(3)
-        assert calls == ["handlers", 1, "handlers", 0, "handlers", 3]
-        assert capsys.readouterr().err == "no such thing\n"
+        monkeypatch.setattr(launch.gc, "freeze", lambda: calls.append("freeze"))
+
+        def cli(prog_name):
+            calls.append(prog_name)
+            sys.exit(code)
+        with pytest.raises(SystemExit) as exit_info:
+            launch._run(cli, one_submission=True)
+        assert exit_info.value.code == code
+        assert calls == ["mha", "freeze"]

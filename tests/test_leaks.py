@@ -151,7 +151,7 @@ def test_github_messages_and_text_report_stay_inert(course, faking):
 def test_html_class_report_escapes_every_text():
     """Item titles and mistake ids are HTML-escaped in report.html."""
     from grader.classroom.analysis import Analysis, ItemStats
-    from grader.reports.class_report import render_html
+    from grader.classroom.class_report import render_html
     item = ItemStats(id="<b>x</b>", max_score=1.0, mean=0.5, discrimination=None, item_rest=None, full_marks=1,
                      zero=1, distribution=((0.0, 1), (1.0, 1)))
     analysis = Analysis(students=2, max_total=1.0, mean_total=0.5, totals=(0.0, 1.0), items=(item,),

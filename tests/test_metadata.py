@@ -104,13 +104,27 @@ class TestExports:
             project["dependencies"]
         assert entry_points == f"[console_scripts]\nmha = {project['scripts']['mha']}\n"
 
+    def test_student_wheel_metadata(self, pyproject, assignment):
+        """The otter export's student wheel: the same distribution, versioned +student, no console script."""
+        project = pyproject["project"]
+        name, data = wheel.build_student(assignment)
+        assert name == f"mha_exercises-{project['version']}+student-py3-none-any.whl"
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            info = f"mha_exercises-{project['version']}+student.dist-info"
+            metadata = archive.read(f"{info}/METADATA").decode().splitlines()
+            assert f"{info}/entry_points.txt" not in archive.namelist()
+        assert f"Name: {project['name']}" in metadata
+        assert f"Version: {project['version']}+student" in metadata
+
     def test_student_bundle_pyproject(self, pyproject, assignment, tmp_path):
-        """The student bundle's pyproject.toml: the same version, Python, dependencies and build requirement."""
+        """The student bundle's pyproject.toml: the same distribution (so pip replaces one install with
+        the other), the version labelled +student, the same Python, dependencies and build requirement."""
         write_student(assignment, tmp_path / "student", [], None)
         student = parse_toml((tmp_path / "student" / "pyproject.toml").read_text())
         project = pyproject["project"]
         assert student["build-system"]["requires"] == pyproject["build-system"]["requires"]
-        assert student["project"]["version"] == project["version"]
+        assert student["project"]["name"] == project["name"]
+        assert student["project"]["version"] == f"{project['version']}+student"
         assert student["project"]["requires-python"] == project["requires-python"]
         assert student["project"]["dependencies"] == project["dependencies"]
 

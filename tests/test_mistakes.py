@@ -162,7 +162,7 @@ BUGS = [
             W_Q[:, 0], W_K[0, 0] = 2.0, 1.0
             return W_Q, W_K
     """),
-    # --- issue 14: bugs found in real submissions ---
+    # --- bugs found in real submissions ---
     Bug("softmax", "softmax-global-max", """
         def softmax(scores):
             x = np.asarray(scores, dtype=float)

@@ -2,9 +2,9 @@
 
 tests/submissions/correct_future_float32.py answers every problem with `from __future__ import
 annotations`, type hints, float32 arrays, `raise ValueError` instead of `assert`, and ordinary
-standard-library imports (logging, pathlib, json) used inside its functions. Issue 12: such a file
-scored 0 as root, because the student uid could not import from a Python installation that other
-users cannot read. Here it is graded with solutions/answers.yaml, as `mha grade` in a subprocess,
+standard-library imports (logging, pathlib, json) used inside its functions. As root, the student
+uid must still import from a Python installation that other users cannot read, else such a file
+scores 0. Here it is graded with solutions/answers.yaml, as `mha grade` in a subprocess,
 in every mode this machine has: as root with namespaces where they work (default) and without them
 (MHA_NAMESPACES=off); not as root, both runs are in mode "same user" and must score the same.
 """

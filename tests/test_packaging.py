@@ -173,6 +173,64 @@ class TestDistributions:
         assert done.stdout.count("PASSED") == 2
 
 
+def _grader_files(venv: Path) -> set[str]:
+    """The files of the package `grader` installed in `venv` (no bytecode)."""
+    site, = venv.glob("lib/python*/site-packages")
+    return {p.relative_to(site).as_posix() for p in (site / "grader").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _wheel_files(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {n for n in archive.namelist() if n.startswith("grader/")}
+
+
+def _pip(python: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(python), "-m", "pip", *args], capture_output=True, text=True, timeout=300,
+                          env=clean_env(tmp))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def student_wheel(assignment, tmp_path_factory) -> Path:
+    """The otter export's student wheel, as a file."""
+    from grader.exports import wheel
+    name, data = wheel.build_student(assignment)
+    path = tmp_path_factory.mktemp("student-wheel") / name
+    path.write_bytes(data)
+    return path
+
+
+class TestStudentAndFullInstalls:
+    """The student wheel and the full one install the same package `grader`: they are one
+    distribution (the student's versioned `<version>+student`), so pip replaces either with the
+    other whole and never mixes their files."""
+
+    @pytest.mark.parametrize("order", ["student then full", "full then student"])
+    def test_the_second_install_replaces_the_first_whole(self, order, dists, student_wheel, tmp_path):
+        """After either order, `grader` holds exactly the files of the wheel installed last, and
+        pip lists one mha-exercises, at that wheel's version."""
+        full = dists[1]
+        first, last = (student_wheel, full) if order == "student then full" else (full, student_wheel)
+        python = fresh_venv(tmp_path / "venv", link_farm(tmp_path / "shared"))
+        for wheel_file in (first, last):
+            _pip(python, tmp_path, "install", "--quiet", "--no-deps", "--no-index", str(wheel_file))
+        assert _grader_files(tmp_path / "venv") == _wheel_files(last)
+        listed = json.loads(_pip(python, tmp_path, "list", "--format", "json").stdout)
+        ours = [(d["name"], d["version"]) for d in listed if "mha" in d["name"].lower()]
+        version = last.name.split("-")[1]
+        assert ours == [("mha-exercises", version)]
+        assert version.endswith("+student") == (last == student_wheel)
+
+    def test_the_two_wheels_differ_in_what_they_hold(self, dists, student_wheel):
+        """The check above can fail: the student wheel lacks modules of the full one (the course
+        loader) and holds the public fixtures the full one does not."""
+        full, student = _wheel_files(dists[1]), _wheel_files(student_wheel)
+        assert "grader/assignment/loader.py" in full - student
+        assert "grader/_fixtures/default.json" in student - full
+
+
 class TestPrecedence:
     """--exercises, then MHA_EXERCISES, then found from the working folder up, then the packaged one."""
 

@@ -262,7 +262,7 @@ def total(values):
 def test_a_full_stdin_pipe_costs_only_its_problem(write_submission, separate_user):
     """Student code shrinks its stdin pipe to one page and sleeps: the next problem's request (sent
     ahead, 64 kB) cannot be written. The grader never waits on that write: the problem times out
-    at its limit, and a fresh process answers the next one (issue 12: grading stalled forever).
+    at its limit, and a fresh process answers the next one (grading never stalls).
     Without root too (the grader as its own user, separate_user=False)."""
     if separate_user is None and os.geteuid() != 0:
         isolation_missing("the default mode is the same-user one here (not root)")
@@ -280,7 +280,7 @@ def test_a_full_stdin_pipe_costs_only_its_problem(write_submission, separate_use
 
 def test_grading_untrusted_code_without_root_warns(cli, monkeypatch, tmp_path):
     """`mha grade` as another user than root says on stderr that student code could change its
-    score; the report is still written (README, "Security model", "Without root")."""
+    score; the report is still written (docs/security.md, "Without root")."""
     from grader.sandbox import isolation
     monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
     (tmp_path / "attention.py").write_text(solution_source())

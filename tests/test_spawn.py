@@ -183,7 +183,7 @@ def attack():
     zygote = os.getppid()
     for name, how in (("kill", lambda: os.kill(zygote, signal.SIGSTOP)),
                       ("mem", lambda: open(f"/proc/{zygote}/mem", "r+b").close())):
-        if not SEPARATE:  # the grader's own user may signal it (README, "Security model")
+        if not SEPARATE:  # the grader's own user may signal it (docs/security.md)
             continue
         try:
             how()

@@ -79,6 +79,8 @@ def load_code(path: Path) -> ModuleType:
         for name in [m for m in sys.modules if m.startswith(package + ".")]:
             del sys.modules[name]
     spec = importlib.util.spec_from_file_location(f"{package}.{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SpecErrors([SpecError(str(path), None, "the course code cannot be loaded as a Python module")])
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
@@ -118,6 +120,8 @@ def _signature(text: str) -> tuple[str, list[tuple[str, bool, Any]]] | str:
     try:
         tree = ast.parse(f"def {head}: pass")
         fn = tree.body[0]
+        if not isinstance(fn, ast.FunctionDef):
+            return "cannot be read as 'name(param, param=default) -> result'"
         args = fn.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             return "only plain parameters are allowed (no *args, **kwargs, keyword-only or positional-only)"

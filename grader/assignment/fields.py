@@ -6,12 +6,13 @@ of a file at once, as `path:line: what is wrong (got X)`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, SpecErrors
 from . import generators as gen
-from .yamlio import YMap, line_of, load_yaml
+from .yamlio import line_of, load_yaml
 
 __all__ = ["Errors", "got", "load_mapping", "number_field", "text_field", "type_name", "unknown_keys"]
 
@@ -35,7 +36,7 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def load_mapping(path: Path, what: str) -> YMap:
+def load_mapping(path: Path, what: str) -> dict[str, Any]:
     """Parse a YAML file that must hold a mapping; any problem is raised as SpecErrors."""
     try:
         node = load_yaml(path)
@@ -51,14 +52,14 @@ def got(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def unknown_keys(node: YMap, allowed: set[str], where: str, errors: Errors) -> None:
+def unknown_keys(node: Mapping[str, Any], allowed: set[str] | frozenset[str], where: str, errors: Errors) -> None:
     for key in node:
         if key not in allowed:
             errors.at(line_of(node, key), f"unknown key {key!r} in {where} "
                       f"(allowed: {', '.join(sorted(allowed))})")
 
 
-def number_field(node: YMap, key: str, errors: Errors, *, positive: bool = False,
+def number_field(node: Mapping[str, Any], key: str, errors: Errors, *, positive: bool = False,
             minimum: float | None = None, maximum: float | None = None) -> float | None:
     value = node[key]
     if not gen.is_number(value) or not math.isfinite(value):
@@ -73,7 +74,7 @@ def number_field(node: YMap, key: str, errors: Errors, *, positive: bool = False
     return float(value)
 
 
-def text_field(node: YMap, key: str, errors: Errors) -> str | None:
+def text_field(node: Mapping[str, Any], key: str, errors: Errors) -> str | None:
     value = node[key]
     if not isinstance(value, str) or not value.strip():
         errors.at(line_of(node, key), f"{key!r} must be non-empty text (got {got(value)})")

@@ -93,7 +93,7 @@ def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> 
     if isinstance(spec, dict):
         generator = next((k for k in _GENERATOR_KEYS if k in spec), None)
         allowed_for_kind = ("mask",) if kind is ParamKind.MASK else ("random", "identity")
-        if generator not in allowed_for_kind:
+        if generator is None or generator not in allowed_for_kind:
             keys = " or ".join(repr(k) for k in allowed_for_kind)
             report(f"a generator needs the key {keys} (got keys {sorted(map(str, spec))})")
             return
@@ -123,7 +123,7 @@ def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> 
         _check_nested(spec, is_number, "number", report)
 
 
-def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] = frozenset(),
+def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] | frozenset[str] = frozenset(),
               label: str = "let") -> set[str]:
     """Validate a `let:` (or `params:`) block, which may use the `known` names; returns all names."""
     names: set[str] = set(known)

@@ -6,6 +6,7 @@ before anything is raised, so `mha validate` lists every error at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from .course import CODE_KEY, CourseCode, check_reference, code_path, course_of,
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
 from .quiz import load_quiz
-from .yamlio import YMap, line_of
+from .yamlio import line_of
 
 PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases", "hints",
                 "mistakes", "timeout", "params"}
@@ -73,7 +74,7 @@ def _compare(node: Any, line: int | None, fn: FunctionSpec, errors: Errors) -> C
 
 
 def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: Errors,
-          params: set[str] = frozenset()) -> Case | None:
+          params: set[str] | frozenset[str] = frozenset()) -> Case | None:
     if not isinstance(node, dict):
         errors.at(line, f"each case must be a mapping (got {got(node)})")
         return None
@@ -110,8 +111,9 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
         if param is None:
             errors.at(line_of(args, key), f"{key!r} is not a parameter of {fn.signature}")
             continue
-        gen.check_value(spec, param.kind, names,
-                        lambda msg, key=key: errors.at(line_of(args, key), f"argument {key!r}: {msg}"))
+        def report(msg: str, key: str = key) -> None:
+            errors.at(line_of(args, key), f"argument {key!r}: {msg}")
+        gen.check_value(spec, param.kind, names, report)
     for param in fn.params:
         if param.required and param.name not in args:
             errors.at(line_of(node, "args"), f"case {name!r} is missing argument {param.name!r} of {fn.signature}")
@@ -121,7 +123,7 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
         errors.at(line_of(node, "raises"), f"'raises' must be one of {', '.join(RAISABLE)} (got {got(node['raises'])})")
     if "expect" in node and fn.returns in (ReturnKind.HEAD, ReturnKind.HEAD_PAIR):
         errors.at(line_of(node, "expect"), f"{fn.name} is graded by the pattern it makes; 'expect' is not allowed")
-    if len(errors.items) > before:
+    if len(errors.items) > before or name is None or weight is None:
         return None
     return Case(name=name, args=dict(args), visibility=Visibility(visibility), weight=weight,
                 expect=node.get("expect"), has_expect="expect" in node, raises=node.get("raises"),
@@ -175,7 +177,7 @@ def _mistakes(node: Any, line: int | None, errors: Errors, course: CourseCode) -
     return tuple(found)
 
 
-def _function(node: YMap, path: Path, course: CourseCode, errors: Errors) -> FunctionSpec | None:
+def _function(node: Mapping[str, Any], path: Path, course: CourseCode, errors: Errors) -> FunctionSpec | None:
     """What the problem's function takes and returns: its own `function:` block, else the course
     code's declaration of `function:` (a name) or of the problem's id. It must have a reference."""
     block = node.get("function")
@@ -249,7 +251,7 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
                 errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
             names.add(case.name)
             cases.append(case)
-    if errors.items:
+    if errors.items or title is None or prompt is None or points is None:
         raise SpecErrors(errors.items)
     return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
                    compare=compare, cases=tuple(cases), hints=tuple(h.strip() for h in hints),
@@ -310,12 +312,12 @@ def load_assignment(root: Path) -> Assignment:
         if file.stem not in listed:
             errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
     quiz = _quiz(node, root, errors, problem_errors, seen, course) if "quiz" in node else None
-    if errors.items or problem_errors:
+    if errors.items or problem_errors or title is None:
         raise SpecErrors(errors.items + problem_errors)
     return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)
 
 
-def _course(node: YMap, root: Path, errors: Errors) -> CourseCode | None:
+def _course(node: Mapping[str, Any], root: Path, errors: Errors) -> CourseCode | None:
     """The course code `code:` names, loaded (an empty CourseCode when it names none); None when it
     cannot be loaded (the errors say why)."""
     if CODE_KEY not in node:
@@ -334,7 +336,7 @@ def _course(node: YMap, root: Path, errors: Errors) -> CourseCode | None:
         return None
 
 
-def _quiz(node: YMap, root: Path, errors: Errors, quiz_errors: list[SpecError],
+def _quiz(node: Mapping[str, Any], root: Path, errors: Errors, quiz_errors: list[SpecError],
           problem_ids: dict, course: CourseCode) -> Quiz | None:
     """The quiz named by `quiz:` (a path relative to the assignment folder), or None if invalid."""
     name = text_field(node, "quiz", errors)

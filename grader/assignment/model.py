@@ -144,6 +144,13 @@ class RubricEntry:
 
 
 @dataclass(frozen=True)
+class DrawnWrongValue(WrongValue):
+    """A known-wrong value as one seed draws it: its number computed, its feedback filled in."""
+
+    value: float
+
+
+@dataclass(frozen=True)
 class QuizItem:
     id: str
     title: str
@@ -219,8 +226,17 @@ class Variant:
     choices: tuple[Choice, ...]     # text and feedback with the params filled in
     answer: float | None            # numeric items
     feedback: str
-    wrong: tuple[WrongValue, ...]   # values resolved to floats, feedback filled in
+    wrong: tuple[DrawnWrongValue, ...]
     hint: str | None
+
+    @property
+    def number(self) -> float:
+        """A numeric item's answer; an InternalError where it is not known (another kind of item,
+        or a hidden one in a student's fixtures)."""
+        if self.answer is None:
+            from ..errors import InternalError
+            raise InternalError(f"quiz item {self.item.id!r} has no numeric answer here")
+        return self.answer
 
     @property
     def correct_letters(self) -> tuple[str, ...]:

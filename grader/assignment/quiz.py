@@ -43,7 +43,8 @@ from ..starter import ANSWER_FORMS
 from . import generators as gen
 from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
-from .model import Choice, NumberSource, Quiz, QuizItem, QuizKind, RubricEntry, Variant, Visibility, WrongValue
+from .model import (Choice, DrawnWrongValue, NumberSource, Quiz, QuizItem, QuizKind, RubricEntry, Variant, Visibility,
+                    WrongValue)
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
@@ -98,8 +99,9 @@ def _source(node: Mapping, key: str, params: Mapping, errors: Errors, course: Co
         return float(value)
     if isinstance(value, str) and value in params:
         return value
-    if isinstance(value, str) and course.get(value) is not None:
-        missing = [p for p in inspect.signature(course.get(value)).parameters if p not in params]
+    function = course.get(value) if isinstance(value, str) else None
+    if isinstance(value, str) and function is not None:
+        missing = [p for p in inspect.signature(function).parameters if p not in params]
         if missing:
             errors.at(line_of(node, key), f"answer function {value!r} needs parameter {missing[0]!r}, "
                       "which 'params' does not define")
@@ -170,7 +172,7 @@ def _wrong_values(node: Any, line: int | None, params: Mapping, errors: Errors, 
         value = _source(item, "value", params, errors, course)
         feedback = _feedback_text(item, "feedback", params, errors)
         mistake = _mistake_id(item, errors)
-        if len(errors.items) == before:
+        if len(errors.items) == before and value is not None and feedback is not None and mistake is not None:
             found.append(WrongValue(value=value, feedback=feedback, mistake=mistake, line=item_line))
     return tuple(found)
 
@@ -276,7 +278,7 @@ def _item(node: Any, line: int | None, errors: Errors, course: CourseCode) -> Qu
             errors.at(line, f"a {kind.value} item is missing required key 'choices'")
         else:
             fields["choices"] = _choices(node["choices"], line_of(node, "choices"), kind, params, errors)
-    if len(errors.items) > before:
+    if len(errors.items) > before or title is None or points is None or prompt is None:
         return None
     return QuizItem(id=item_id, title=title, kind=kind, points=points, visibility=Visibility(visibility),
                     prompt=prompt + "\n", params=params, hint=hint, line=line, code=course.path, **fields)
@@ -308,7 +310,7 @@ def load_quiz(path: Path, course: CourseCode | None = None) -> Quiz:
             continue
         seen[item.id] = line_of(entry, "id")
         items.append(item)
-    if errors.items:
+    if errors.items or title is None:
         raise SpecErrors(errors.items)
     return Quiz(title=title, items=tuple(items), path=path)
 
@@ -330,6 +332,7 @@ def _param_names(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def _resolve(source: NumberSource, params: Mapping[str, int], code: Path | None) -> float:
+    value: float
     if isinstance(source, str) and source in params:
         value = params[source]
     elif isinstance(source, str):
@@ -356,7 +359,8 @@ def variant(item: QuizItem, seed: int) -> Variant:
     """Draw the item's params from `seed` and fill in its text and numbers."""
     params = draw_params(item, seed)
     answer, values = _numbers(item, params)
-    wrong = tuple(replace(w, value=value, feedback=fill(w.feedback, params)) for w, value in zip(item.wrong, values))
+    wrong = tuple(DrawnWrongValue(value=value, feedback=fill(w.feedback, params), mistake=w.mistake, line=w.line)
+                  for w, value in zip(item.wrong, values))
     choices = tuple(replace(c, text=fill(c.text, params), feedback=fill(c.feedback, params)) for c in item.choices)
     return Variant(item=item, seed=seed, params=params, prompt=fill(item.prompt, params), choices=choices,
                    answer=answer, feedback=fill(item.feedback, params), wrong=wrong,
@@ -393,7 +397,7 @@ def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
         if item.manual:
             continue  # graded by hand: no key
         if item.kind is QuizKind.NUMERIC:
-            key[item.id] = int(v.answer) if v.answer.is_integer() else v.answer
+            key[item.id] = int(v.number) if v.number.is_integer() else v.number
         elif item.kind is QuizKind.MULTIPLE_CHOICE:
             key[item.id] = v.correct_letters[0]
         else:

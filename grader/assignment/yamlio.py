@@ -63,7 +63,7 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader with line-tracking containers; constructs no Python objects beyond plain data."""
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml's loader where PyYAML has it
     """The same with libyaml's parser (five times faster)."""
 
 

@@ -28,8 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import yaml
+from typing import Any, cast
 
 from .. import __version__
 from ..assignment.model import Assignment
@@ -42,17 +41,29 @@ from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
 from ..sandbox.limits import Limits
 from .analysis import StudentRow
+from .submission_metadata import GRADESCOPE_METADATA, first_submitter, read_metadata
 
 __all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
            "ERROR"]
 
 RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
-GRADESCOPE_METADATA = "submission_metadata.yml"
 FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, timeout...)
 # a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
 STATUSES = tuple(s.value for s in Status)
 GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
 Grader = Callable[[Assignment, Path, int], GradeResult]
+
+
+@dataclass(frozen=True)
+class _GradeFiles:
+    """The default grader: the files as read (no copy), each variant's cases prepared once for the class."""
+
+    limits: Limits
+    cache: Any  # grading.grade.PreparedCases (imported with grading, on first use)
+
+    def __call__(self, assignment: Assignment, files: SubmissionFiles, seed: int) -> GradeResult:
+        from ..grading.grade import grade
+        return grade(assignment, files, limits=self.limits, seed=seed, cache=self.cache)
 
 
 @dataclass(frozen=True)
@@ -101,8 +112,8 @@ def _in_folder(student: str, folder: Path, root: Path) -> Submission:
     entries = sorted(folder.iterdir())
     places = [folder] + [e for e in entries if _kind(e) == "a folder"]
     where = next((p for p in places if _kind(p / SUBMISSION_NAME) != "missing"), None)
-    answers = (where or folder) / ANSWERS_NAME
-    answers = None if _kind(answers) == "missing" else answers  # any other kind: refused when read
+    found = (where or folder) / ANSWERS_NAME
+    answers = None if _kind(found) == "missing" else found  # any other kind: refused when read
     if where is None:
         seen = [e.name for e in entries][:8]
         note = f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})"
@@ -136,49 +147,10 @@ def read_files(submission: Submission) -> SubmissionFiles:
     return SubmissionFiles(source, answers, submission.student)
 
 
-class _MetadataLoader(yaml.SafeLoader):
-    """SafeLoader that reads Ruby-tagged values (`!ruby/object:BigDecimal 18:0.1e2`) as plain data."""
-
-
-def _untagged(loader: _MetadataLoader, suffix: str, node: yaml.Node):
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
-
-
-_MetadataLoader.add_multi_constructor("!", _untagged)
-
-
-def _gradescope_student(entry: object, folder_name: str, course: Course) -> str:
-    """The first submitter's id of the course's kind (variant_key); another id would give other numbers."""
-    submitters = entry.get(":submitters") if isinstance(entry, dict) else None
-    first = submitters[0] if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict) else {}
-    value = first.get(f":{course.variant_key}")
-    if value is not None and str(value).strip():
-        return str(value).strip()
-    who = next((str(first[k]) for k in (":email", ":sid", ":name") if first.get(k)), "its first submitter")
-    raise course.key_error(f"{GRADESCOPE_METADATA}, {folder_name}", who)
-
-
 def _gradescope(root: Path, metadata: Path, course: Course) -> list[Submission]:
-    try:
-        data = yaml.load(metadata.read_text(encoding="utf-8"), Loader=_MetadataLoader)  # noqa: S506 - a SafeLoader
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SubmissionError(f"{metadata}: cannot read file ({exc})") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise SubmissionError(f"{metadata}{where}: invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise SubmissionError(f"{metadata}: invalid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise SubmissionError(f"{metadata}: expected a mapping of submission folders to their submitters "
-                              f"(got {type(data).__name__})")
     found = []
-    for name, entry in data.items():
-        folder, student = root / str(name), _gradescope_student(entry, str(name), course)
+    for name, entry in read_metadata(metadata).items():
+        folder, student = root / str(name), first_submitter(entry, str(name), course)
         if Path(str(name)).name == str(name) and str(name) not in (".", "..") and _kind(folder) == "a folder":
             found.append(_in_folder(student, folder, root))
         else:
@@ -260,11 +232,11 @@ def row_of(record: dict) -> StudentRow:
 
 
 def _grade_one(assignment: Assignment, submission: Submission, files: SubmissionFiles, seed: int,
-               grader: Grader, scratch: Path) -> GradeResult:
+               grader: Grader | _GradeFiles, scratch: Path) -> GradeResult:
     """Grade the files read: handed over as they are, or (a grader that takes a path) as a private
     copy, attention.py (or an empty placeholder) and only this student's answers, in a folder
     under the batch's `scratch` folder (which the batch deletes, even if this process dies)."""
-    if getattr(grader, "takes_files", False):
+    if isinstance(grader, _GradeFiles):
         result = grader(assignment, files, seed)
     else:
         with tempfile.TemporaryDirectory(prefix="submission-", dir=scratch) as tmp:
@@ -300,14 +272,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
     forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
     from ..reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
-    if grader is None:
-        from ..grading.grade import PreparedCases, grade
-        cache = PreparedCases()  # inputs and expected answers, computed once per variant
-
-        def grader(a: Assignment, files: SubmissionFiles, seed: int) -> GradeResult:
-            return grade(a, files, limits=limits, seed=seed, cache=cache)
-        grader.takes_files = True
-        _warm(cache, assignment, submissions, seed_of)
+    chosen: Grader | _GradeFiles = grader or _default_grader(limits, assignment, submissions, seed_of)
     stamp = fingerprint(assignment, limits)
     owner = os.getpid()
 
@@ -328,7 +293,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
             if record is not None:
                 return record, True
-            result = _grade_one(assignment, submission, files, seed, grader, scratch)
+            result = _grade_one(assignment, submission, files, seed, chosen, scratch)
             record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
                                    seed, key)
             text = render_text(result)
@@ -359,29 +324,33 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
 
 def _error_record(submission: Submission, seed: int | None, error: str) -> tuple[dict, str]:
     """The stored record and the feedback of a submission the grader failed on."""
-    record = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
+    record: dict[str, Any] = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
               "result": {"problems": []}}
     return record, f"Your submission could not be graded (the grader failed: {error}).\n"
 
 
-def _warm(cache, assignment: Assignment, submissions: Sequence[Submission], seed_of: Callable[[str], int]) -> None:
-    """Prepare the cases of a class on one variant (no course secret) before grading starts, so
-    grader processes forked afterwards share them instead of each computing them."""
+def _default_grader(limits: Limits, assignment: Assignment, submissions: Sequence[Submission],
+                    seed_of: Callable[[str], int]) -> _GradeFiles:
+    """The default grader; for a class on one variant (no course secret) its cases are prepared before
+    grading starts, so grader processes forked afterwards share them instead of each computing them."""
+    from ..grading.grade import PreparedCases
+    grader = _GradeFiles(limits, PreparedCases())
     try:
         seeds = {seed_of(s.student) for s in submissions}
     except Exception:  # reported per submission when graded
-        return
+        return grader
     if len(seeds) != 1:
-        return
+        return grader
     seed = seeds.pop()
     try:
         for problem in assignment.problems:
             for case in problem.visible_cases(include_hidden=True):
-                cache.get(problem, case, seed)
+                grader.cache.get(problem, case, seed)
         for item in assignment.quiz.items if assignment.quiz else ():
-            cache.quiz_item(item, seed)
+            grader.cache.quiz_item(item, seed)
     except Exception:  # the submission that needs it reports it
-        return
+        pass
+    return grader
 
 
 Work = Callable[[Submission], tuple[dict, bool]]
@@ -435,7 +404,7 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
     when it is sent a submission costs nothing; the others carry on with the rest."""
     import multiprocessing
     from collections import deque
-    from multiprocessing.connection import wait
+    from multiprocessing.connection import Connection, wait
     context = multiprocessing.get_context("fork")
     pending = deque(range(len(submissions)))
     busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
@@ -464,7 +433,7 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
             theirs.close()
             send_next(ours, proc)
         while busy:
-            for conn in wait(list(busy)):
+            for conn in cast(list[Connection], wait(list(busy))):  # the connections it was given
                 proc, index = busy.pop(conn)
                 try:
                     message = json.loads(conn.recv_bytes())

@@ -61,7 +61,7 @@ requires = ["{build_requires}"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "mha-exercises-student"
+name = "{distribution}"
 version = "{version}"
 description = "Student bundle: {title}"
 requires-python = "{python}"
@@ -213,7 +213,8 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
         title=assignment.title, personal=PERSONAL_README.format(**words) if personal else "",
         numbers=" (with example numbers: see above for yours)" if personal else ""))
     write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(
-        version=installed.version(), title=assignment.title, fixtures=BUNDLE_FOLDER,
+        distribution=installed.DISTRIBUTION, version=installed.student_version(), title=assignment.title,
+        fixtures=BUNDLE_FOLDER,
         build_requires=installed.BUILD_REQUIRES, python=installed.requires_python(),
         dependencies=", ".join(json.dumps(d) for d in installed.dependencies())))
     return written

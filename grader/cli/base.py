@@ -72,7 +72,9 @@ def hoist(args: list[str], options: frozenset[str]) -> list[str]:
     """`args` with each of the group's `options` (taking one value) that follows the sub-command
     moved before it: `mha grade SUB --exercises DIR` reads as `mha --exercises DIR grade SUB`.
     Nothing after `--` is touched."""
-    front, rest, i, seen_command = [], [], 0, False
+    front: list[str] = []
+    rest: list[str] = []
+    i, seen_command = 0, False
     while i < len(args):
         arg = args[i]
         if arg == "--":

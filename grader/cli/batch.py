@@ -83,7 +83,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
       mha grade-all submissions/ --out graded/ --jobs 4 --timeout 5
     """
     from ..classroom import batch
-    from ..reports.class_report import Plotter
+    from ..classroom.class_report import Plotter
     plotter = None
     try:
         assignment = obj.assignment()
@@ -151,9 +151,9 @@ def _write_error_log(out: Path, failures) -> None:
 
 def _write_reports(assignment, rows, out: Path, plotter=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
+    from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
     from ..classroom.batch import ERROR, write_gradebook
-    from ..reports import class_report
     quiz_items = assignment.quiz.items if assignment.quiz else ()
     items = [*assignment.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)

@@ -371,7 +371,7 @@ def compile_(obj: Ctx, student: str | None) -> None:
     """Prepare every case and quiz item of a variant now, so cold grades skip it.
 
     `mha grade` and `mha check` do this on their first run and reuse it while the problem
-    files and the grader are unchanged (README, "Performance"); an autograder image runs it
+    files and the grader are unchanged (docs/performance.md); an autograder image runs it
     once when it is built. The result is kept where only this user can read it.
 
     \b

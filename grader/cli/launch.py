@@ -5,17 +5,21 @@ the reference answers, and the zygote (`spawn.py`) loading Python and numpy for 
 processes. The zygote is the longer of the two, so it starts here, first thing, before
 `click` and the rest of the grader are imported; both then load side by side on two cores.
 
+Which command runs is read off argv here, before click is imported (`command_of`): starting the
+zygote from a click callback would wait for click and the CLI to load first.
+tests/test_launch.py checks OPTIONS_WITH_VALUE against click's own group.
+
 Also first thing: the grader's own numpy uses one BLAS thread (unless the environment says
 otherwise). Its matrices are tiny, and a BLAS thread pool only competes with the student
 processes for the cores (and costs its start-up when numpy loads). And for those commands
-(one submission, well under a second) the cyclic garbage collector is off: its passes only walk
-the objects the imports made (about 8 ms of a cold grade), and grading one submission makes
-little cyclic garbage (answers are decoded into plain values); and once the command is done,
-the process ends without the interpreter's teardown (see `_leave`).
+(one submission, well under a second) the cyclic garbage collector is off: its passes would only
+walk the objects the imports made, and grading one submission makes little cyclic garbage
+(answers are decoded into plain values). When the command is done, what it made is frozen
+(`gc.freeze`), so the collection the interpreter still runs at exit skips it; the process
+then exits as any other, exit handlers and all.
 """
 from __future__ import annotations
 
-import atexit
 import gc
 import os
 import sys
@@ -52,43 +56,11 @@ def _start(argv: list[str]) -> bool:
 
 
 def _run(cli, one_submission: bool) -> None:
-    if not one_submission:
-        cli(prog_name="mha")
-        return
     try:
         cli(prog_name="mha")
-        code = None
-    except SystemExit as exc:
-        code = exc.code
-    _leave(code)
-
-
-def _leave(code) -> None:
-    """End a one-submission command at once, with exit status `code` (as SystemExit takes it).
-
-    The exit handlers run (the fork server stops, the folder it was lent is deleted) and stdout
-    and stderr are flushed, as at any exit; what is skipped is the interpreter's own teardown,
-    which frees every module and object one by one: 15 to 20 ms of a cold grade that nobody
-    waits for. Where exit handlers cannot be run early, the process exits as usual."""
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's own, as used at exit
-    if run_exit_handlers is None:
-        sys.exit(code)
-    if code is None or isinstance(code, int):
-        status = code or 0
-    else:  # as Python does with sys.exit("message")
-        print(code, file=sys.stderr)
-        status = 1
-    run_exit_handlers()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BrokenPipeError:  # the reader went away: a quiet exit (see base.closed_stdout)
-            pass
-        except OSError:  # as Python's own exit: the output was not all written
-            status = status or 120
-        except (ValueError, AttributeError):  # closed, or no stream at all
-            pass
-    os._exit(status)
+    finally:
+        if one_submission:  # all it made lives until the exit: the collection at exit need not walk it
+            gc.freeze()
 
 
 def main() -> None:

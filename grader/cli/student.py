@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from ..distribution import DISTRIBUTION
 from ..errors import ExitCode, GraderError, SubmissionError
 from ..grading.grade import known_ids
 from .base import CONTEXT, Group, echo_report, fail, traceback_option
@@ -74,7 +75,7 @@ _fail = fail
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.version_option(package_name="mha-exercises-student")
+@click.version_option(package_name=DISTRIBUTION)
 @traceback_option
 def main(traceback: bool) -> None:
     """Multi-head attention exercises: check your work with instant feedback.

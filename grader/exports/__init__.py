@@ -4,7 +4,7 @@ One module per target, each a pure function of the loaded assignment (or quiz) t
 text or bytes, or writes one output: the same input always gives byte-identical files.
 
 - `otter`: otter-grader exception-format tests and an `otter assign` master notebook
-  (`otter_checks` is what those tests call at grading time)
+  (what those tests call at grading time is `grader.grading.otter_checks`)
 - `notebook`: the student notebook (prompts, stubs, check cells)
 - `github_classroom`: `.github/workflows/classroom.yml` for GitHub Classroom
 - `qti`: the concept quiz as a Canvas QTI 1.2 zip

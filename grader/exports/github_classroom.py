@@ -146,6 +146,6 @@ def write(out: Path, assignment: Assignment, *, install: str | None = None, frac
         files[out / VENDOR / name] = data
     for starter, text in starter_files(assignment).items():  # made from the course, never copied
         files[out / starter] = text
-    for path, data in files.items():
-        write_atomically(path, data)
+    for path, content in files.items():
+        write_atomically(path, content)
     return list(files)

@@ -12,7 +12,7 @@ the student's variant taken from submission_metadata.json and writes results/res
 hidden cases and hidden quiz items in tests of their own that students see only after the due
 date (or never: `hidden`). As
 root, student code runs as an unprivileged user that cannot read the source, the hidden cases
-or the secret (README, "Security model").
+or the secret (docs/security.md).
 """
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
         bundle = Path(tmp) / "autograder"
         write_autograder(assignment, bundle, secret)
         exercises = bundle / "exercises"
-        files = {str(p.relative_to(bundle)): p.read_bytes() for p in sorted(exercises.rglob("*")) if p.is_file()}
+        files: dict[str, str | bytes] = {str(p.relative_to(bundle)): p.read_bytes()
+                                         for p in sorted(exercises.rglob("*")) if p.is_file()}
     own, data = wheel.build(assignment.root)
     all_wheels = {**wheels, own: data}
     files.update({f"wheels/{name}": content for name, content in all_wheels.items()})

@@ -96,7 +96,7 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
         _essay(question, item)
         return
     if item.kind is QuizKind.NUMERIC:
-        low, high = numeric_range(v.answer, item.tolerance)
+        low, high = numeric_range(v.number, item.tolerance)
         answers = [("100", (low + high) / 2, (high - low) / 2, to_html(v.feedback))] + \
                   [("0", w.value, item.tolerance, _wrong_feedback(to_html(w.feedback), w.mistake)) for w in v.wrong]
         for share, value, tolerance, feedback in answers:
@@ -121,10 +121,10 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
         _text(question, tag, f"<p>{text}</p>", format="html")
     for choice in v.choices:
         if single:
-            share = 100.0 if choice.correct else 0.0
+            percent = 100.0 if choice.correct else 0.0
         else:
-            share = float(100 * choice_fraction(choice.correct, right))
-        answer = _sub(question, "answer", fraction=fraction(share), format="html")
+            percent = float(100 * choice_fraction(choice.correct, right))
+        answer = _sub(question, "answer", fraction=fraction(percent), format="html")
         _sub(answer, "text", to_html(choice.text))
         feedback = to_html(choice.feedback)
         _text(answer, "feedback", feedback if choice.correct else _wrong_feedback(feedback, choice.mistake),

@@ -18,7 +18,7 @@
                                 (found beside the file or in files/, where otter places the wheel)
                                 and numpy, PyYAML, click pinned; `pip install -r` works in OUT too
 
-Every test case calls `grader.exports.otter_checks.check_case`, which grades the student's
+Every test case calls `grader.grading.otter_checks.check_case`, which grades the student's
 function with this package's own checks, and every quiz test `check_answer`, which scores the
 answer with `mha grade`'s rule, so otter's per-problem and per-item scores equal `mha grade`'s
 (for the default variant). The configuration declares the requirements and ships the wheel to the
@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 from ..assignment.model import Assignment, Case, Problem, Quiz, QuizItem, QuizKind
-from ..errors import SpecError
+from ..errors import InternalError, SpecError
 from ..paths import write_atomically
 from .pysource import split_module, stub, student_module
 
@@ -69,7 +69,7 @@ def _function_name(index: int, case: Case) -> str:
 def _body(problem: Problem, index: int, case: Case) -> str:
     fn = problem.function.name
     return (f"def {_function_name(index, case)}({fn}):\n"
-            f"    from grader.exports.otter_checks import check_case\n"
+            f"    from grader.grading.otter_checks import check_case\n"
             f"    check_case({problem.id!r}, {case.name!r}, {fn})\n")
 
 
@@ -99,7 +99,7 @@ def quiz_cases(item: QuizItem) -> list[tuple[int, float, str]]:
     parts = sum(c.correct for c in item.choices) if item.kind is QuizKind.MULTIPLE_ANSWERS else 1
     return [(part, item.points / parts,
              f"def test_{part:02d}({item.id}):\n"
-             f"    from grader.exports.otter_checks import check_answer\n"
+             f"    from grader.grading.otter_checks import check_answer\n"
              f"    check_answer({item.id!r}, {item.id}, {part}, {parts})\n") for part in range(1, parts + 1)]
 
 
@@ -115,6 +115,8 @@ def quiz_test_file(item: QuizItem) -> str:
 def _docstring_split(source: str) -> tuple[list[str], list[str]]:
     """A function's lines up to its docstring (its header) and the lines of its body after it."""
     node = ast.parse(source).body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise InternalError(f"not a function definition: {source[:60]!r}")
     lines = source.split("\n")
     first = node.body[0]
     has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
@@ -130,33 +132,36 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
     body = list(body)
     while body and not body[0].strip():
         body.pop(0)
-    indent = re.match(r"\s*", body[0]).group(0) if body else "    "
+    indent = body[0][:len(body[0]) - len(body[0].lstrip())] if body else "    "
     return "\n".join(header + [f"{indent}# BEGIN SOLUTION"] + body + [f"{indent}# END SOLUTION"])
 
 
 REQUIREMENTS = "requirements.txt"
 STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
-                 "`pip install otter-grader mha_exercises_student-*.whl`. `grader.check(\"softmax\")` then "
+                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"softmax\")` then "
                  "checks one problem on its public cases.")
 
 
 def requirements() -> str:
     """requirements.txt: this grader at its version, found beside the file (the export folder) or
     in files/ (where otter's autograder zip puts it; pip reads a relative --find-links from the
-    requirements file's folder), and the dependencies pinned."""
+    requirements file's folder), and the dependencies pinned. The grader is pinned with `===`
+    (the exact version string): `==` would also accept the student wheel beside it, whose
+    `+student` label PEP 440 ignores there and ranks higher."""
     from . import wheel, wheelhouse
     pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
-    own = f"{wheel.DISTRIBUTION}=={wheel.filename().split('-')[1]}"
+    own = f"{wheel.DISTRIBUTION}==={wheel.filename().split('-')[1]}"
     return "\n".join(["--find-links=.", "--find-links=files", own, *pins]) + "\n"
 
 
 def _config(assignment: Assignment) -> str:
+    from .. import distribution as installed
     from . import wheel
     name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             f"requirements: {REQUIREMENTS}\n"
-            f"files:\n  - {wheel.filename(wheel.STUDENT_DISTRIBUTION)}\n"
+            f"files:\n  - {wheel.filename(installed.student_version())}\n"
             f"autograder_files:\n  - {wheel.filename()}\n"
             "export_cell: false\n"
             "check_all_cell: false\n"

@@ -38,6 +38,7 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..assignment.model import MAX_WRITTEN, Assignment, Problem, QuizItem, QuizKind
 from ..assignment.quiz import DEFAULT_SEED, Variant, variant
@@ -199,9 +200,9 @@ def _variant_data(v: Variant) -> dict:
     for choice in v.choices:
         params[f"choice_{choice.letter}"] = to_html(choice.text)
         params[f"feedback_{choice.letter}"] = to_html(choice.feedback)
-    data = {"params": params}
+    data: dict[str, Any] = {"params": params}
     if item.kind is QuizKind.NUMERIC:
-        low, high = numeric_range(v.answer, item.tolerance)
+        low, high = numeric_range(v.number, item.tolerance)
         data["answer"] = float((low + high) / 2)
         params["atol"] = format(((high - low) / 2).normalize(), "f")
     return data

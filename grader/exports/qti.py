@@ -90,11 +90,11 @@ def variant_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
 def numeric_range(v: Variant, path: str = "quiz.yaml") -> tuple[str, str, str]:
     """(exact, low, high) as Canvas will store them: 4 decimals, the range that `mha grade` accepts
     (grading/scoring.py)."""
-    item, answer = v.item, decimal(v.answer)
+    item, answer = v.item, decimal(v.number)
     if answer and abs(answer) < STEP:
         raise SpecError(path, item.line, f"{item.id}: Canvas rounds {v.answer:g} to 0 (it keeps 4 decimals); "
                         "ask for the answer in other units")
-    low, high = scoring_range(v.answer, item.tolerance)
+    low, high = scoring_range(v.number, item.tolerance)
     for wrong in v.wrong:
         if low <= decimal(wrong.value) <= high:
             raise SpecError(path, wrong.line, f"{item.id}: Canvas keeps 4 decimals, so its range [{low}, {high}] "
@@ -177,8 +177,8 @@ def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
     render_choice = _sub(_sub(presentation, "response_lid", ident="response1", rcardinality=cardinality),
                          "render_choice")
     for choice, cid in zip(v.choices, choice_ids):
-        label = _sub(render_choice, "response_label", ident=cid)
-        _sub(_sub(label, "material"), "mattext", to_html(choice.text), texttype="text/html")
+        response = _sub(render_choice, "response_label", ident=cid)
+        _sub(_sub(response, "material"), "mattext", to_html(choice.text), texttype="text/html")
     for cid in choice_ids:  # one condition per choice: its own feedback whatever else is chosen
         condition = _sub(processing, "respcondition", **{"continue": "Yes"})
         _sub(_sub(condition, "conditionvar"), "varequal", cid, respident="response1")

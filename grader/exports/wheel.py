@@ -9,11 +9,12 @@ attention.py and answers.yaml, which may hold the answers), and the dist-info pi
 dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a checkout and from an
 installed wheel alike, and is deterministic: the same files give byte-identical bytes.
 
-`build_student(assignment)`: `mha_exercises_student-<version>-py3-none-any.whl`, what students
+`build_student(assignment)`: `mha_exercises-<version>+student-py3-none-any.whl` (the same
+distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
 no reference, no wrong variants, no loader, no quiz key) and the otter checks, no assignment, and the default
 variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
-answers precomputed) for the otter export's student checks (`otter_checks.py`).
+answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations
 
@@ -22,15 +23,15 @@ import hashlib
 from pathlib import Path
 
 from .. import distribution as installed
-from ..distribution import DISTRIBUTION, STUDENT_DISTRIBUTION
+from ..distribution import DISTRIBUTION
+from ..grading.otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
 from ..paths import PACKAGE
 from .archive import zip_bytes
-from .otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
 
-__all__ = ["DISTRIBUTION", "STUDENT_DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
+__all__ = ["DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
 
-# What the student wheel holds beyond the student bundle's modules: of the exports, only what the otter tests call.
-STUDENT_EXTRA = ("exports/__init__.py", "exports/otter_checks.py")
+# What the student wheel holds beyond the student bundle's modules: what the otter tests call.
+STUDENT_EXTRA = ("grading/otter_checks.py",)
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
 _SKIP = {"__pycache__", "_assignment"}
 
@@ -39,15 +40,16 @@ def _version() -> str:
     return installed.version()
 
 
-def filename(distribution: str = DISTRIBUTION) -> str:
-    """The wheel's file name (PEP 427, the distribution name normalised)."""
-    return f"{distribution.replace('-', '_')}-{_version()}-py3-none-any.whl"
+def filename(version: str | None = None) -> str:
+    """The wheel's file name (PEP 427, the distribution name normalised), of this grader's version
+    or of `version` (the student wheel's: `installed.student_version()`)."""
+    return f"{DISTRIBUTION.replace('-', '_')}-{version or _version()}-py3-none-any.whl"
 
 
-def metadata(distribution: str = DISTRIBUTION) -> str:
+def metadata(version: str | None = None) -> str:
     """METADATA (core metadata 2.4, PEP 639 license expression), the facts taken from this
     installed grader's own metadata."""
-    lines = ["Metadata-Version: 2.4", f"Name: {distribution}", f"Version: {_version()}",
+    lines = ["Metadata-Version: 2.4", f"Name: {DISTRIBUTION}", f"Version: {version or _version()}",
              f"Summary: {installed.summary()}", "License-Expression: MIT", "License-File: LICENSE",
              f"Requires-Python: {installed.requires_python()}"]
     lines += [f"Requires-Dist: {d}" for d in installed.dependencies()]
@@ -83,9 +85,9 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def _wheel(distribution: str, files: dict[str, bytes], scripts: bool) -> tuple[str, bytes]:
-    info = f"{distribution.replace('-', '_')}-{_version()}.dist-info"
-    files[f"{info}/METADATA"] = metadata(distribution).encode()
+def _wheel(version: str, files: dict[str, bytes], scripts: bool) -> tuple[str, bytes]:
+    info = f"{DISTRIBUTION.replace('-', '_')}-{version}.dist-info"
+    files[f"{info}/METADATA"] = metadata(version).encode()
     files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: mha-exercises\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     if scripts:
         files[f"{info}/entry_points.txt"] = f"[console_scripts]\nmha = {installed.entry_point()}\n".encode()
@@ -93,7 +95,7 @@ def _wheel(distribution: str, files: dict[str, bytes], scripts: bool) -> tuple[s
     files[f"{info}/licenses/LICENSE"] = _license().encode()
     record = [_record_line(name, data) for name, data in sorted(files.items())] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
-    return filename(distribution), zip_bytes(files)
+    return filename(version), zip_bytes(files)
 
 
 def build(assignment_root: Path) -> tuple[str, bytes]:
@@ -102,7 +104,7 @@ def build(assignment_root: Path) -> tuple[str, bytes]:
     # the instructor's own attention.py and answers.yaml may hold the answers: `mha init` makes students' from the course
     files.update(_package_files(Path(assignment_root), "grader/_assignment",
                                 {"__pycache__", "course.yaml", "attention.py", "answers.yaml"}))
-    return _wheel(DISTRIBUTION, files, scripts=True)
+    return _wheel(_version(), files, scripts=True)
 
 
 def build_student(assignment) -> tuple[str, bytes]:
@@ -115,4 +117,4 @@ def build_student(assignment) -> tuple[str, bytes]:
     files = {f"grader/{name}": data for name, data in sorted(student_package(STUDENT_EXTRA).items())}
     fixtures = build_fixtures(assignment, DEFAULT_SEED, "default")
     files[f"grader/{FIXTURES}"] = (json.dumps(fixtures, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    return _wheel(STUDENT_DISTRIBUTION, files, scripts=False)
+    return _wheel(installed.student_version(), files, scripts=False)

@@ -71,7 +71,7 @@ class AnswerSheet:
     """What a student wrote: raw answers by item id, with their lines, or why the file is unusable."""
 
     answers: Mapping[str, Any]
-    lines: Mapping[str, int]
+    lines: Mapping[str, int | None]
     error: str | None = None         # the whole file is unusable (too large, invalid YAML...)
     missing: bool = False            # there is no answers file at all
     unknown: tuple[str, ...] = ()    # one note per answer to an item that does not exist
@@ -96,11 +96,11 @@ def read_answers(path: Path | StudentFile, item_ids: Iterable[str]) -> AnswerShe
     """Read answers.yaml (a path, or the file already read); never raises for anything the student wrote."""
     file = path if isinstance(path, StudentFile) else read_answers_file(path)
     name = file.name
-    if file.missing:
-        return AnswerSheet({}, {}, missing=True)
     if file.problem is not None:
         return AnswerSheet({}, {}, error=file.problem)
     raw = file.data
+    if raw is None:  # neither read nor refused: there is no answers file
+        return AnswerSheet({}, {}, missing=True)
     try:
         node = load_yaml(Path(name), raw.decode("utf-8"), max_values=MAX_VALUES, duplicates=True)
     except UnicodeDecodeError:
@@ -246,7 +246,7 @@ def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> Problem
 
 def _judge_number(v: Variant, got: float, hidden: bool) -> ProblemResult:
     tolerance = v.item.tolerance
-    if in_range(got, v.answer, tolerance):  # the range every export writes (grading/scoring.py)
+    if in_range(got, v.number, tolerance):  # the range every export writes (grading/scoring.py)
         return _result(v, CaseStatus.PASSED, hidden=hidden, message=v.feedback)
     known = next((w for w in v.wrong if abs(got - w.value) <= tolerance), None)
     numbers = your_numbers(v)  # the student may have answered for other numbers than their own

@@ -11,14 +11,14 @@ and the size, modification time and CRC-32 of every YAML file of the assignment 
 code (its reference, wrong variants, answer functions). It is used only when the stamp equals
 the current one exactly: change any of them and the next run compiles afresh. (The file name is
 a CRC-32 of the stamp; hashlib is not used
-because loading OpenSSL costs a cold start 5 ms.) A file that cannot be read, is damaged, or
+because loading OpenSSL would slow every cold start.) A file that cannot be read, is damaged, or
 was written for another stamp is ignored and replaced; nothing here is ever needed for a
 correct grade.
 
 Where: $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises, in a
 folder only the grader's user may enter (mode 0700). A compiled assignment holds hidden cases
 and quiz answers: student code, which runs as another user when the grader is root, cannot
-read it (README, "Security model"). It is data only (JSON), never code.
+read it (docs/security.md). It is data only (JSON), never code.
 """
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from ..assignment.model import (
     Choice,
     CompareKind,
     Comparison,
+    DrawnWrongValue,
     Mistake,
     Problem,
     QuizItem,
@@ -39,7 +40,7 @@ from ..errors import SubmissionError
 FORMAT = 2
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
-BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (exports/otter_checks.py)
+BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
 INDEX = "index.json"
 
 
@@ -111,7 +112,7 @@ def _item_from(data: dict) -> Variant:
     item = QuizItem(**raw)
     return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
                    choices=item.choices, answer=data["answer"], feedback=data["feedback"],
-                   wrong=tuple(WrongValue(**w) for w in data["wrong"]), hint=data["hint"])
+                   wrong=tuple(DrawnWrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
 
 def _function_data(fn: FunctionSpec) -> dict:

@@ -280,7 +280,7 @@ class WatchedSession(Session):
     run once more, alone in a fresh process, which decides only whether it pays for processes
     left behind: `earlier_left_behind` then says it of the problem before the one just run."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._watching = False
         self.left_behind = False
         self.earlier_left_behind = False
@@ -288,7 +288,8 @@ class WatchedSession(Session):
         self._owed: tuple | None = None  # (function, args, seconds) of a problem whose processes are in doubt
         super().__init__(*args, **kwargs)
 
-    def run(self, function, args, seconds, *, then=None) -> ProblemRun:
+    def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float,
+            then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> ProblemRun:
         """Session.run; `left_behind` then says whether this problem left processes running."""
         owed, self._owed, self.earlier_left_behind = self._owed, None, False
         run = self._watched(function, args, seconds, None if owed is not None else then)
@@ -343,7 +344,8 @@ def _in_turn(problems: Sequence[Problem], chosen: Callable[[Problem], list[Prepa
                 return problem, picked
         return None
 
-    done, current = {}, following()
+    done: dict[str, tuple[list[PreparedCase], ProblemRun]] = {}
+    current = following()
     while current is not None:
         problem, picked = current
         then = following()
@@ -393,7 +395,7 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
         left = any(r.status is RunStatus.CRASHED and r.detail == LEFT_BEHIND for _, run in parts for r in run.cases)
         for picked, problem_run in parts:  # processes left in either part cost the whole problem
             run_of.update(zip(map(id, picked), (_left_behind(problem_run) if left else problem_run).cases))
-        runs = [run_of.get(id(p), skipped.get(problem.id)) for p in prepared[problem.id]]
+        runs = [run_of[id(p)] if id(p) in run_of else skipped[problem.id] for p in prepared[problem.id]]
         shown = first[problem.id][1] if problem.id in first else None
         results.append(judged_problem(problem, prepared[problem.id], runs, session,
                                       shown.stdout + shown.stderr if shown is not None else ""))
@@ -492,8 +494,10 @@ def _graded_again(submission: bytes, problems: Sequence[Problem], cases: Callabl
 
 def _source_line(source: str | None, line: int | None) -> str:
     """Line `line` of the submission's text (read before it ran, never run here), cut short."""
-    lines = source.splitlines() if source and line else []
-    return lines[line - 1].expandtabs(4)[:200] if 0 < (line or 0) <= len(lines) else ""
+    if not source or line is None or line <= 0:
+        return ""
+    lines = source.splitlines()
+    return lines[line - 1].expandtabs(4)[:200] if line <= len(lines) else ""
 
 
 def _load_error(failure, source: str | None) -> LoadError:

@@ -110,7 +110,7 @@ def _calls_api(node: ast.AST, api: frozenset[str]) -> bool:
 def defined_functions(sources: Iterable[str]) -> frozenset[str]:
     """The names of the functions the cells define at top level (the functions a course grades
     are among them): an assignment calling one of them is a use, not a definition."""
-    names = set()
+    names: set[str] = set()
     for source in sources:
         try:
             tree = ast.parse("\n".join("" if line.lstrip().startswith(_MAGIC) else line for line in source.split("\n")))

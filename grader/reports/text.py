@@ -277,7 +277,7 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     done = f"{len(passed)} problems" if len(passed) > 1 else ""
     width = max([len(p.id) for p in rows] + [len(done)], default=4)
     room = out.style.width - (8 + width + 2 + 7 + 2)
-    if unrun:
+    if unrun and result.load_error is not None:  # unrun is empty without a load error
         out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
     for p in rows:

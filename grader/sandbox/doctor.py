@@ -1,5 +1,5 @@
 """Which isolation mode student code runs in here and which limits hold (`mha doctor`), and the
-warning for graders that run without root (README, "Security model")."""
+warning for graders that run without root (docs/security.md)."""
 from __future__ import annotations
 
 import os

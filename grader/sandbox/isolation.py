@@ -16,7 +16,7 @@ failure becomes the student's grade.
 Without root, student code runs as the grader's own user. Its processes are found by their
 ancestry (the grader and the worker are child subreapers, so double-forked daemons stay in the
 tree) and by a random marker in their environment, then killed; nothing else is isolated.
-See "Security model" in README.md.
+See docs/security.md.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import functools
 import grp
 import os
 import pwd
+import random
 import select
 import signal
 import stat
@@ -104,7 +105,7 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
 def _kill_until_gone(select: Select, table: dict[int, Proc] | None = None) -> tuple[set[int], dict[int, Proc], bool]:
     """SIGKILL the selected processes until a scan finds none alive (the first scan: `table`, if
     given); returns every pid killed, the last scan, and whether none was left alive."""
-    me, killed = os.getpid(), set()
+    me, killed = os.getpid(), set[int]()
     deadline = time.monotonic() + KILL_SECONDS
     while True:
         table = processes() if table is None else table
@@ -196,8 +197,9 @@ def _claim_id() -> tuple[int, int]:
     reach of student code. Returns the uid and the locked file's descriptor.
     """
     folder = _claims_folder()
+    draw = random.SystemRandom()  # the system's randomness: no seed another grader could share
     for _ in range(200):
-        number = SANDBOX_IDS[int.from_bytes(os.urandom(8), 'big') % len(SANDBOX_IDS)]  # (secrets costs 7 ms to import)
+        number = draw.choice(SANDBOX_IDS)
         if _known_id(number) or _retired(number):
             continue
         lock = os.open(str(number), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
@@ -237,7 +239,7 @@ def _uids_in_use() -> frozenset[int]:
     sessions of a batch that start within it). An older scan is as good as a new one here: a
     process only gets a uid of SANDBOX_IDS from a process that already had it, so was in the
     scan, or from root, that is a grader, which first claims the uid (the socket above); the
-    uids are no account's (README, "Security model")."""
+    uids are no account's (docs/security.md)."""
     global _used
     taken, uids = _used
     if time.monotonic() - taken > _USED_MAX_AGE:
@@ -312,7 +314,9 @@ class Isolation:
     @property
     def user(self) -> tuple[int, int] | None:
         """The uid and gid student code switches to (None without root)."""
-        return (self.uid, self.gid) if self.separate_user else None
+        if not self.separate_user or self.uid is None or self.gid is None:  # both claimed with a separate user
+            return None
+        return self.uid, self.gid
 
     def starting(self) -> None:
         """A student process is about to start: `close` has to look for the session's processes."""
@@ -329,12 +333,12 @@ class Isolation:
         so student code cannot change the worker or the submission between problems, nor write
         anything there (its homes are made by `new_home`).
         """
-        if self.separate_user:
+        if (ids := self.user) is not None:
             for path in folder.iterdir():
                 if path.is_file():
-                    os.chown(path, 0, self.gid)
+                    os.chown(path, 0, ids[1])
                     os.chmod(path, 0o640)
-            os.chown(folder, 0, self.gid)
+            os.chown(folder, 0, ids[1])
             os.chmod(folder, 0o750)
 
     def new_home(self, folder: Path, number: int) -> Path:
@@ -342,8 +346,8 @@ class Isolation:
         nothing an earlier process of the session wrote is in it (see `ended`)."""
         home = folder / f"home-{number}"
         home.mkdir(mode=0o700)
-        if self.separate_user:
-            os.chown(home, self.uid, self.gid)
+        if (ids := self.user) is not None:
+            os.chown(home, *ids)
         return home
 
     def ended(self, home: Path) -> None:
@@ -351,12 +355,12 @@ class Isolation:
         outside namespaces) what its uid wrote in the shared folders, so the next process of the
         session starts with nothing an earlier one left (hidden inputs it saw...). In namespaces
         its /tmp was a tmpfs of its own, gone with it. Without root the student runs as the
-        grader's user: files it wrote elsewhere cannot be told apart (README, "Security model")."""
+        grader's user: files it wrote elsewhere cannot be told apart (docs/security.md)."""
         if not self._quiet:
             self.kill_all()
         remove_tree(home)
-        if self.separate_user and self._outside:
-            sweep(self.uid, shared_folders())
+        if (ids := self.user) is not None and self._outside:
+            sweep(ids[0], shared_folders())
 
     def _select(self, worker: int | None) -> Select:
         """Which processes belong to this session (zombies included): `worker` and its descendants,
@@ -415,15 +419,16 @@ class Isolation:
         leave the tree while it is being killed.
         """
         select = self._select(worker)
-        table: dict[int, Proc] | None = processes()
-        members = select(table)
+        first = processes()
+        members = select(first)
+        table: dict[int, Proc] | None = first
         if not self.separate_user:
-            frozen = _freeze(select, table)
+            frozen = _freeze(select, first)
             _signal_all(frozen, signal.SIGKILL)
             members |= frozen
             select, table = _including(select, frozen), None
-        killed, table, gone = _kill_until_gone(select, table)
-        members |= killed | select(table)
+        killed, last, gone = _kill_until_gone(select, table)
+        members |= killed | select(last)
         _reap(members - {worker, os.getpid()})
         self._quiet = gone
         return gone
@@ -435,26 +440,26 @@ class Isolation:
         try:
             if not self._quiet:
                 self.kill_all()
-            if self.separate_user:
+            if (ids := self.user) is not None:
                 if self._outside:  # a jailed process wrote only to its session folder and its own
                     # tmpfs (the rest of its file system is read-only): shared folders hold nothing of it
-                    sweep(self.uid, shared_folders())
-                if self.uid in key_users() and not self._clear_keys():  # keyrings belong to the uid
-                    _retire_id(self.uid)
+                    sweep(ids[0], shared_folders())
+                if ids[0] in key_users() and not self._clear_keys(*ids):  # keyrings belong to the uid
+                    _retire_id(ids[0])
         finally:
             if self._lock is not None:
                 os.close(self._lock)
                 self._lock = None
 
-    def _clear_keys(self) -> bool:
+    def _clear_keys(self, uid: int, gid: int) -> bool:
         """Empty the uid's kernel keyrings, which outlive its processes (a later session may draw
         the same uid); whether that worked."""
         from .spawn import FORK_SERVER, fork_server
         try:
             if FORK_SERVER:
-                return fork_server().clear_keys(self.uid, self.gid, time.monotonic() + KILL_SECONDS)
+                return fork_server().clear_keys(uid, gid, time.monotonic() + KILL_SECONDS)
             from .confine import clear_keys_as  # no zygote to ask: a child of the grader (only system calls there)
-            return clear_keys_as(self.uid, self.gid)
+            return clear_keys_as(uid, gid)
         except (OSError, InternalError):
             return False
 

@@ -1,4 +1,4 @@
-"""The resource limits of student code, with their defaults (documented in README, "Security model").
+"""The resource limits of student code, with their defaults (documented in docs/security.md).
 
 Import-light on purpose: the CLI reads the defaults for its help text without loading numpy.
 """

@@ -1,7 +1,7 @@
 """The process table, read from /proc: who runs, as whom, and whose child it is.
 
-Read only: nothing here sends a signal. Off Linux every answer is empty (README, "Security
-model": there only the worker's process group is killed).
+Read only: nothing here sends a signal. Off Linux every answer is empty (docs/security.md:
+there only the worker's process group is killed).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def processes() -> dict[int, Proc]:
     table: dict[int, Proc] = {}
     try:
         names = os.listdir("/proc")
-    except OSError:  # not Linux: only the worker's process group is killed (README, "Security model")
+    except OSError:  # not Linux: only the worker's process group is killed (docs/security.md)
         return table
     for name in names:
         if name.isdigit():

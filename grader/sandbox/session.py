@@ -265,21 +265,20 @@ class Session:
             self.close()
             raise
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> Worker:
         deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
         self._started += 1
         self._home = self.isolation.new_home(self._tmp, self._started)  # nothing of an earlier process in it
         self._worker = Worker(self.source, self.limits, self._home, self.isolation, deadline)
         self._loaded = False
+        return self._worker
 
     def _ensure_loaded(self) -> bool:
         if self.load_failure is not None:
             return False
-        if self._worker is None:
-            self._spawn()
+        worker = self._worker if self._worker is not None else self._spawn()
         if self._loaded:
             return True
-        worker = self._worker
         deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
         event = worker.next_event(deadline)
         if event is not None and event.get("event") == "ready" and not worker.ready:
@@ -340,10 +339,11 @@ class Session:
             self._retire()
             spent = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
             return ProblemRun(tuple(spent for _ in args), rest=spent)
-        if not self._ensure_loaded():
+        if not self._ensure_loaded() or self._worker is None:  # loaded: its worker is running
             return ProblemRun(tuple(CaseRun(RunStatus.LOAD_FAILED) for _ in args), rest=CaseRun(RunStatus.LOAD_FAILED))
         worker = self._worker
         ahead, self._ahead = self._ahead, None
+        seq: int | None
         if (ahead is not None and ahead.worker is worker and ahead.function == function
                 and len(ahead.args) == len(args) and all(a is b for a, b in zip(ahead.args, args))):
             seq, started, marks = ahead.seq, ahead.started or time.monotonic(), ahead.marks
@@ -473,19 +473,21 @@ def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
 
 
 def _case_run(event: dict) -> CaseRun:
-    seconds = event.get("seconds") if isinstance(event.get("seconds"), (int, float)) else 0.0
+    raw_seconds = event.get("seconds")
+    seconds = float(raw_seconds) if isinstance(raw_seconds, (int, float)) else 0.0
     if event.get("ok") is True:
         try:
-            return CaseRun(RunStatus.RETURNED, value=decode_value(event.get("value")), seconds=float(seconds))
+            return CaseRun(RunStatus.RETURNED, value=decode_value(event.get("value")), seconds=seconds)
         except (DecodeError, RecursionError) as exc:
             return CaseRun(RunStatus.BAD_RESULT, detail=f"the returned value could not be read ({exc})")
     error = event.get("error")
     if not isinstance(error, dict):
         return CaseRun(RunStatus.BAD_RESULT, detail="the process sent an unreadable answer")
-    mro = error.get("mro") if isinstance(error.get("mro"), list) else []
+    raw_mro = error.get("mro")
+    mro = raw_mro if isinstance(raw_mro, list) else []
     where = error.get("where")
     err = StudentError(type=clean_text(error.get("type"), 80), bases=tuple(clean_text(m, 80) for m in mro[:20]),
                        message=clean_text(error.get("message", ""), 500), where=clean_text(where, 40) if where else None)
     if err.type == "BadResult":
-        return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=float(seconds))
-    return CaseRun(RunStatus.RAISED, error=err, seconds=float(seconds))
+        return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=seconds)
+    return CaseRun(RunStatus.RAISED, error=err, seconds=seconds)

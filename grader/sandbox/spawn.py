@@ -14,7 +14,7 @@ problem after a timeout, still gets a process of its own; it only skips the impo
 The zygote runs as the grader's user and talks to the grader only over a unix socket pair. It
 exits (and its children die, by their parent-death signal) as soon as the grader closes the
 socket or dies. It is not dumpable, so without root a student process cannot trace it or read
-its memory (it can signal it, as it can signal the grader: README, "Security model"). One
+its memory (it can signal it, as it can signal the grader: docs/security.md). One
 zygote serves every session of a grader process (threads included); a dead one is replaced at
 the next start.
 """
@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, cast
 
 from ..errors import InternalError
 from ..paths import PACKAGE, cache_dir, remove_tree
@@ -441,8 +441,9 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
                 pass_fds=(results_fd,), cwd=home, env=env, start_new_session=True, umask=0o077, close_fds=True)
         except OSError as exc:
             raise InternalError(f"cannot start the student process: {exc}") from exc
-        os.set_blocking(proc.stdin.fileno(), False)
-        return proc
+        student = cast(StudentProcess, proc)  # stdin, stdout and stderr are pipes (PIPE above), never None
+        os.set_blocking(student.stdin.fileno(), False)
+        return student
     server = fork_server()
     stdin, stdout, stderr = pipe(), os.pipe(), os.pipe()
     try:

@@ -1,7 +1,7 @@
 """The folders where any user may create files, and the removal of what a student uid left there.
 
 Found by a walk of SHARED_DIRS (and the temporary folder) kept for ten minutes in the grader's
-cache folder (README, "Security model"): a world-writable folder made since is missed until the
+cache folder (docs/security.md): a world-writable folder made since is missed until the
 next walk.
 """
 from __future__ import annotations

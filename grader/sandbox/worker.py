@@ -5,7 +5,7 @@ of the `grader` package: the reference, the problems and the expected values nev
 
 - `python -I worker.py SUBMISSION RESULT_FD LIMITS [--user UID GID]`: one student process.
 - `python -I -S worker.py --zygote CONTROL_FD [LIBRARY ...]`: a fork server, started without the
-  site module (its .pth files cost a start-up 40 ms), so it is told where the installed packages
+  site module (processing its .pth files would slow every start), so it is told where the installed packages
   are (the LIBRARY folders, put on sys.path first thing). It imports numpy and the preloaded
   modules once, never runs student code, and forks one student process per request from the
   grader (a JSON message with the pipes attached, on a unix socket). It reaps a child only
@@ -367,7 +367,7 @@ def zygote(control_fd):
         OWN_PID_SPACE = os.open("/proc/self/ns/pid", os.O_RDONLY)  # close-on-exec; closed in children
     except OSError:
         OWN_PID_SPACE = -1
-    importlib.import_module("numpy.random")  # every child reseeds it (20 ms to load): not deferred
+    importlib.import_module("numpy.random")  # every child reseeds it: loaded once here, not in each child
     gc.collect()
     gc.freeze()  # the collector never walks (so never copies) the zygote's objects in a child
     preload = [name for name in PRELOAD if name not in sys.modules]

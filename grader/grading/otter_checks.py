@@ -90,9 +90,10 @@ def _case(problem_id: str, case_name: str, exercises):
     prepared from the assignment."""
     fixtures = _fixtures() if exercises is None else None
     if fixtures is not None:
-        problem, prepared = next(((p, cases) for p, cases in fixtures.problems if p.id == problem_id), (None, None))
-        if problem is None:
+        match = next(((p, cases) for p, cases in fixtures.problems if p.id == problem_id), None)
+        if match is None:
             raise LookupError(f"no problem {problem_id!r} in {fixtures.path}")
+        problem, prepared = match
         found = next((c for c in prepared if c.case.name == case_name), None)
         if found is None:
             raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {fixtures.path}")

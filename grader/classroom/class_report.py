@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ..classroom.analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
 from ..grading.results import Status
 from ..paths import write_atomically
+from .analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
 
 PLOTS = ("score_histogram.png", "misconceptions.png")
 
 
-def _csv(rows: list[list[object]]) -> str:
+def _csv(rows: Sequence[Sequence[object]]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)
     return buffer.getvalue()
@@ -67,7 +67,7 @@ def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]
         colors = [palette(items.index(item) % 10) for item, _, _ in analysis.mistakes][::-1]  # one per problem
         ax.barh(labels, counts, color=colors)
         ax.set_xlabel("students who made the mistake")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an axis's default locator is a MaxNLocator
     else:
         ax.text(0.5, 0.5, "no named mistakes", ha="center", va="center")
         ax.set_axis_off()
@@ -113,7 +113,7 @@ class Plotter:
         return [Path(p) for p in written]
 
     def close(self) -> None:
-        if self._conn is not None:
+        if self._conn is not None and self._proc is not None:  # both set by the constructor, or neither
             self._conn.close()
             self._proc.join()
             self._conn = self._proc = None

@@ -1,0 +1,110 @@
+"""What each of `mha`'s start-up and exit shortcuts (grader/cli/launch.py) saves on a cold
+`mha grade`, measured in one run against `python -c "import numpy"`.
+
+    python benchmarks/shortcuts.py [ROUNDS]      # default 21 rounds
+
+Each variant is a fresh Python grading solutions/ (the assignment compiled beforehand), all of
+them interleaved round by round, so load on a shared machine slows each alike. Printed for each:
+the median wall time and the median CPU time (user + system of the process and of what it
+reaped), both also as a fraction of `import numpy`'s in the same run.
+
+  launch       as `mha` runs it: the zygote started before click and the CLI load, then the
+               command, then what it made frozen (gc.freeze) and a plain exit
+  late-start   the zygote started after grader.cli.commands is imported, as a click callback would
+  plain-exit   no gc.freeze before the exit
+  fast-exit    the exit handlers run by CPython's private atexit._run_exitfuncs, then os._exit:
+               no interpreter teardown at all
+  secrets      `import secrets` first (what drawing the sandbox uid with it would load)
+and two imports: `grader.cli.launch` alone and with `grader.cli.commands`; their difference is
+what the early zygote start overlaps.
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DRIVER = r'''
+import atexit, gc, os, sys
+variant = sys.argv.pop(1)
+if variant == "secrets":
+    import secrets
+for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(name, "1")
+gc.disable()
+from grader.sandbox.spawn import prestart
+if variant != "late-start":
+    prestart()
+from grader.cli.commands import main as cli
+if variant == "late-start":
+    prestart()
+try:
+    cli(prog_name="mha")
+except SystemExit as exc:
+    code = exc.code
+if variant == "fast-exit":
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+if variant != "plain-exit":
+    gc.freeze()
+sys.exit(code)
+'''
+VARIANTS = ("launch", "late-start", "plain-exit", "fast-exit", "secrets")
+CPU: dict[str, list[float]] = {}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(name: str, args: list[str]) -> float:
+    """Wall seconds of one command (its CPU seconds go to CPU[name]); fails loudly if it fails."""
+    cpu, start = _cpu(), time.perf_counter()
+    done = subprocess.run(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - start
+    CPU.setdefault(name, []).append(_cpu() - cpu)
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: {' '.join(args)} exited with {done.returncode}:\n{done.stderr.decode()[-2000:]}")
+    return wall
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    jobs = {"import numpy": [sys.executable, "-c", "import numpy"]}
+    jobs.update({v: [sys.executable, "-c", DRIVER, v, "grade", "solutions", "--format", "json"] for v in VARIANTS})
+    jobs["import launch"] = [sys.executable, "-c", "import grader.cli.launch"]
+    jobs["import launch+cli"] = [sys.executable, "-c", "import grader.cli.launch, grader.cli.commands"]
+    for name, args in jobs.items():  # compile the assignment, warm the page cache
+        run(name, args)
+    CPU.clear()
+    wall: dict[str, list[float]] = {name: [] for name in jobs}
+    for _ in range(rounds):
+        for name, args in jobs.items():
+            wall[name].append(run(name, args))
+    w = {name: statistics.median(t) * 1000 for name, t in wall.items()}
+    c = {name: statistics.median(t) * 1000 for name, t in CPU.items()}
+    print(f"{rounds} rounds, medians; fractions of `import numpy` in the same run")
+    for name in jobs:
+        print(f"{name:18} wall {w[name]:7.1f} ms ({w[name] / w['import numpy']:.2f}x)   "
+              f"cpu {c[name]:6.1f} ms ({c[name] / c['import numpy']:.2f}x)")
+    print("differences in CPU time, x numpy's import:")
+    for label, a, b in (("teardown skipped (fast-exit vs plain-exit)", "plain-exit", "fast-exit"),
+                        ("teardown skipped beyond gc.freeze (fast-exit vs launch)", "launch", "fast-exit"),
+                        ("gc.freeze (launch vs plain-exit)", "plain-exit", "launch"),
+                        ("secrets imported (secrets vs launch)", "secrets", "launch"),
+                        ("what the early start overlaps (launch+cli vs launch)", "import launch+cli",
+                         "import launch")):
+        print(f"  {label}: {c[a] - c[b]:+.1f} ms ({(c[a] - c[b]) / c['import numpy']:+.2f}x)")
+    print(f"  zygote started late (wall, late-start vs launch): {w['late-start'] - w['launch']:+.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
