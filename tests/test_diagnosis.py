@@ -8,8 +8,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader.grading.checks import check
 from grader.grading.cascade import reference_text
+from grader.grading.checks import check
 from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
 

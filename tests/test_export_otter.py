@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.loader import load_assignment
-from grader.exports import otter as exporter
 from grader.assignment.quiz import DEFAULT_SEED, variant
-from grader.grading.otter_checks import check_answer, check_case, plain
+from grader.exports import otter as exporter
 from grader.grading.answers import grade_item
+from grader.grading.otter_checks import check_answer, check_case, plain
 
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES

@@ -141,7 +141,8 @@ class TestLoadQuiz:
         """Independent errors in one quiz file are all listed, in file order."""
         path = write(tmp_path, GOOD.replace("points: 1", "points: 0").replace("kind: numeric", "kind: number"))
         assert errors_of(path) == [f"{path}:6: 'points' must be greater than 0 (got 0)",
-                                   f"{path}:18: 'kind' must be one of multiple_choice, multiple_answers, numeric, written (got 'number')"]
+                                   f"{path}:18: 'kind' must be one of multiple_choice, multiple_answers, numeric, "
+                                   "written (got 'number')"]
 
     def test_assignment_reports_a_missing_quiz_file(self, tmp_path):
         """A `quiz:` key naming no file is an error on that key's line."""

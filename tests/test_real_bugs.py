@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading.diagnosis import SEVERAL_CAUSES, diagnose
+from grader.grading.diagnosis import SEVERAL_CAUSES
 from grader.grading.grade import grade, judged_problem, prepare
 
 from .conftest import solution_source

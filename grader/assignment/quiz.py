@@ -43,8 +43,18 @@ from ..starter import ANSWER_FORMS
 from . import generators as gen
 from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
-from .model import (Choice, DrawnWrongValue, NumberSource, Quiz, QuizItem, QuizKind, RubricEntry, Variant, Visibility,
-                    WrongValue)
+from .model import (
+    Choice,
+    DrawnWrongValue,
+    NumberSource,
+    Quiz,
+    QuizItem,
+    QuizKind,
+    RubricEntry,
+    Variant,
+    Visibility,
+    WrongValue,
+)
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
@@ -195,7 +205,7 @@ def _rubric(node: Any, line: int | None, points: float | None, errors: Errors) -
             continue
         share = number_field(entry, "points", errors, positive=True)
         text = text_field(entry, "text", errors)
-        if len(errors.items) == before:
+        if len(errors.items) == before and share is not None and text is not None:
             found.append(RubricEntry(points=share, text=text.strip(), line=entry_line))
     total = sum(e.points for e in found)
     if points is not None and len(found) == len(node) and not math.isclose(total, points):
@@ -446,6 +456,8 @@ def _numbers_error(quiz: Quiz, item: QuizItem, params: Mapping[str, int]) -> Spe
         answer, values = _numbers(item, params)
     except InternalError as exc:
         return SpecError(str(quiz.path), item.line, str(exc))
+    if answer is None:  # a numeric item always has an answer (the loader checks it)
+        return None
     clash = next(((w, value) for w, value in zip(item.wrong, values) if abs(value - answer) <= item.tolerance), None)
     if clash is None:
         return None

@@ -40,7 +40,8 @@ from ..paths import PACKAGE, write_atomically
 # (cli/launch.py's `student`, cli/student.py) imports to check, show, list and init from the
 # precomputed fixtures, the sandbox's worker with the siblings it loads by path (confine, jail,
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
-# `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model files). A module not listed here is never shipped: the
+# `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
+# files). A module not listed here is never shipped: the
 # course's code (reference, wrong variants, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (

@@ -44,8 +44,8 @@ class _Inert(ast.NodeTransformer):
         node.annotation = self._annotation(node.annotation)
         return node
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
-        node.annotation = self._annotation(node.annotation)
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        node.annotation = self._annotation(node.annotation) or ast.Constant("")
         return self.generic_visit(node)
 
     def _body(self, node):
@@ -75,8 +75,9 @@ def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
     """Python text that, appended to a submission, rebinds each of `names` to the course's
     reference of it; None when the course has no reference module this can be built from."""
     from ..assignment.course import course_function
-    functions = [course_function(code, name) for name in names]
-    if not functions or any(f is None or not hasattr(f, "__code__") for f in functions):
+    found = [course_function(code, name) for name in names]
+    functions = [f for f in found if f is not None and hasattr(f, "__code__")]
+    if not functions or len(functions) != len(found):
         return None
     files = {f.__code__.co_filename for f in functions}
     if len(files) != 1:
@@ -104,7 +105,7 @@ def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
         if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
             return None
         todo += [defined[n.id] for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defined]
-    body = imports + [n for n in definitions if id(n) in needed]
+    body: list[ast.stmt] = [*imports, *(n for n in definitions if id(n) in needed)]
     body.append(ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in wanted], ast.Load())))
     factory = ast.FunctionDef(_FACTORY, ast.arguments([], [], None, [], [], None, []), body, [], None)
     text = "\n\n".join([
@@ -135,10 +136,10 @@ def grade_behind_helpers(problems: Sequence[Problem], results: Sequence[ProblemR
         if helpers and not all(result_of[h].not_implemented for h in helpers if h in result_of):
             groups.setdefault(tuple(helpers), []).append(problem)
     found: dict[str, ProblemResult] = {}
-    for helpers, group in groups.items():
+    for names, group in groups.items():
         left = limits.submission_seconds - (time.monotonic() - start)
-        code = {by_function[h].code for h in helpers}
-        text = reference_text(code.pop(), helpers) if len(code) == 1 else None
+        code = {by_function[h].code for h in names}
+        text = reference_text(code.pop(), names) if len(code) == 1 else None
         if text is None or left < _MIN_SECONDS:
             continue
         again = run(with_reference(submission, text), group, cases, replace(limits, submission_seconds=left))

@@ -62,7 +62,8 @@ from .results import CaseResult, CaseStatus, ProblemResult
 from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
-           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source", "calls", "failing_callees", "point_at_callees"]
+           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source",
+           "calls", "failing_callees", "point_at_callees"]
 
 ASSERT_INSTEAD_OF_RAISE = Mistake(
     id="assert-instead-of-raise", variant="",
@@ -438,7 +439,7 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
     if not behind:
         return results
     failing = _failing(problems, results)
-    graph = calls(source, [p.function.name for p in problems])
+    graph = calls(source or "", [p.function.name for p in problems])
     function_of = {p.id: p.function.name for p in problems}
     again = again or {}
     out = []

@@ -24,8 +24,8 @@ from ..errors import InternalError, SpecError
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .answers import grade_variants
-from .checks import Verdict, check, describe
 from .cascade import grade_behind_helpers
+from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
 from .results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
@@ -468,7 +468,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         results = tuple(by_id[p.id] if p.id in by_id else not_read(p, cases(p), _left_out(p, left_out[p.id]))
                         for p in problems)
         if load_error is None:
-            again = grade_behind_helpers(problems, results, source, files.source.data, cases, limits, start,
+            again = grade_behind_helpers(problems, results, source, files.source.data or b"", cases, limits, start,
                                          lambda data, group, chosen, left: _graded_again(data, group, chosen, left,
                                                                                          private))
             results = point_at_callees(problems, results, source, again)

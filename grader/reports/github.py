@@ -17,8 +17,8 @@ and a line that would start with `::` all the same is quoted.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 from ..grading.results import GradeResult, ProblemResult
@@ -55,7 +55,7 @@ def _unit(result: GradeResult) -> Fraction | None:
 
 
 def _unit_tests(result: GradeResult, unit: Fraction, notes: str) -> list[dict]:
-    tests = []
+    tests: list[dict] = []
     for p in result.problems:
         first = len(tests)
         for case, (worth, earned) in zip(p.cases, _shares(p)):

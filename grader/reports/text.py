@@ -12,8 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..grading.results import (NOT_IMPORTED, RETURNED_NONE, CaseResult, CaseStatus, GradeResult, LoadError,
-                               ProblemResult, WeightGrid)
+from ..grading.results import (
+    NOT_IMPORTED,
+    RETURNED_NONE,
+    CaseResult,
+    CaseStatus,
+    GradeResult,
+    LoadError,
+    ProblemResult,
+    WeightGrid,
+)
 from .terminal import Style, grid_lines, wrap
 
 __all__ = ["render", "first_fix", "problem_lines", "case_lines", "feedback", "why"]
