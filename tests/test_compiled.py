@@ -17,6 +17,7 @@ from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import compiled as compiled_module
 from grader.grading.compiled import CACHE_ENV, compiled
 from grader.grading.grade import grade, grade_fixtures
+from grader.grading.validation import valid_then
 from grader.reports.json_report import as_dict
 from grader.sandbox.isolation import private_paths
 from grader.sandbox.limits import Limits
@@ -126,18 +127,18 @@ class TestNeverStale:
         counts.write_text(counts.read_text().replace(good_case, "args: {d_model: 8, num_heads: 3}", 1))
         worked = 1 + softmax.read_text().splitlines().index("  - name: worked example")
         with pytest.raises(SpecErrors) as info:
-            compiled(root, 0)
+            compiled(root, 0, valid_then=valid_then)
         (error,) = str(info.value).splitlines()  # the key's error alone
         assert error.startswith(f"{softmax}:{worked}: case 'worked example': 'expect' disagrees with the reference (")
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         softmax.write_text(softmax.read_text().replace("expect: [0.1, 0.2, 0.7]", right_key, 1))
         with pytest.raises(SpecError) as info:  # the key is right: the case the reference cannot answer
-            compiled(root, 0)
+            compiled(root, 0, valid_then=valid_then)
         case = 1 + counts.read_text().splitlines().index("  - name: width 8, two heads")
         assert str(info.value).startswith(f"{counts}:{case}: case 'width 8, two heads': the reference raised ValueError")
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
-        assert len(compiled(root, 0).problems) == len(load_assignment(root).problems)
+        assert len(compiled(root, 0, valid_then=valid_then).problems) == len(load_assignment(root).problems)
         assert len(list(cache.glob("*-0.json"))) == 1 and len(list(cache.glob("*.valid"))) == 1
 
     def test_a_changed_grader_file_is_compiled_again(self, cache, monkeypatch):

@@ -52,7 +52,8 @@ class Ctx:
         """The assignment with every case of variant `seed` prepared (compiled.py): read from the
         cache when current, else loaded as `mha validate` accepts it, prepared and stored."""
         from ..grading.compiled import compiled
-        return compiled(self.root, seed)
+        from ..grading.validation import valid_then
+        return compiled(self.root, seed, valid_then=valid_then)
 
     def course(self):
         """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""

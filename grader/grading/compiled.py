@@ -68,18 +68,19 @@ def _files_stamp(root: Path) -> str:
     return "\n".join(lines)
 
 
-def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None = None) -> Fixtures:
+def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None = None, *,
+             valid_then: Callable[..., dict] | None = None) -> Fixtures:
     """The assignment at `root` with every case and quiz item of variant `seed` prepared: read from
     the cache when it is there and current, else built and stored. The assignment built is the one
-    `mha validate` accepts (validation.valid_then: SpecErrors for one it rejects, exactly as without
-    a cache), or what `load_assignment()` returns."""
+    `mha validate` accepts (`valid_then`, validation.valid_then: SpecErrors for one it rejects, exactly
+    as without a cache), or what `load_assignment()` returns."""
     folder = cache_dir()
     try:
         files = _files_stamp(root)
     except OSError:  # an unreadable assignment file: loading it says which
         folder = files = None
     if folder is None or files is None:
-        return _fixtures(_build(root, seed, load_assignment, None))
+        return _fixtures(_build(root, seed, load_assignment, valid_then, None))
     current = _stamped(files, seed)
     path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
     try:
@@ -88,7 +89,7 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None
             return Fixtures(data, path)
     except Exception:  # none yet, damaged, or of another version: compile again
         pass
-    data = {**_build(root, seed, load_assignment, _stamped(files, -1)), "stamp": current}
+    data = {**_build(root, seed, load_assignment, valid_then, _stamped(files, -1)), "stamp": current}
     try:
         write_private(path, json.dumps(data, separators=(",", ":")))
         _prune(path.parent, keep=KEEP)
@@ -97,12 +98,14 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None
     return _fixtures(data)
 
 
-def _build(root: Path, seed: int, load_assignment: Callable[[], object] | None, course_stamp: str | None) -> dict:
+def _build(root: Path, seed: int, load_assignment: Callable[[], object] | None,
+           valid_then: Callable[..., dict] | None, course_stamp: str | None) -> dict:
     def prepare(assignment) -> dict:
         return build(assignment, seed, "compiled", hidden=True)
     if load_assignment is not None:
         return prepare(load_assignment())
-    from .validation import valid_then
+    if valid_then is None:
+        raise TypeError("compiled() needs load_assignment or valid_then")
     return valid_then(root, prepare, course_stamp)  # the cases prepared while the keys are checked
 
 
