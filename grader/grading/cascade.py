@@ -74,6 +74,8 @@ def _defines(node: ast.stmt) -> set[str]:
 def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
     """Python text that, appended to a submission, rebinds each of `names` to the course's
     reference of it; None when the course has no reference module this can be built from."""
+    if code is None:  # no course code (the student bundle, which has no course module either)
+        return None
     from ..assignment.course import course_function
     functions = [course_function(code, name) for name in names]
     if not functions or any(f is None or not hasattr(f, "__code__") for f in functions):
