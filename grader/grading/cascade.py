@@ -74,6 +74,8 @@ def _defines(node: ast.stmt) -> set[str]:
 def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
     """Python text that, appended to a submission, rebinds each of `names` to the course's
     reference of it; None when the course has no reference module this can be built from."""
+    if code is None:  # no course code (the student bundle, which has no course module either)
+        return None
     from ..assignment.course import course_function
     found = [course_function(code, name) for name in names]
     functions = [f for f in found if f is not None and hasattr(f, "__code__")]
