@@ -117,7 +117,7 @@ class TestGradeAllClass:
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
             "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 0 failed (0 unchanged "
-            "since the last run, not graded again); mean 100.4 of 189",
+            "since the last run, not graded again); mean 119.3 of 224",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
         ]
@@ -130,13 +130,13 @@ class TestGradeAllClass:
         items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items]
         assert list(rows[0]) == ["student", "status", *items, "total"]
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "189"), ("bob", "graded", "146"), ("carol", "empty", "34"),
-            ("dave", "timeout", "145"), ("erin", "import failure", "0"), ("frank", "graded", "155"),
-            ("gina", "syntax error", "34")]
+            ("alice", "graded", "224"), ("bob", "graded", "173"), ("carol", "empty", "43"),
+            ("dave", "timeout", "171"), ("erin", "import failure", "0"), ("frank", "graded", "181"),
+            ("gina", "syntax error", "43")]
         bob = {k: v for k, v in rows[1].items() if v not in ("10", "15", "20", "1", "2")}
         assert bob == {"student": "bob", "status": "graded", "softmax": "3", "scaled_dot_product_attention": "0",
-                       "multi_head_attention": "0", "pruning": "0", "fresh_claims": "3",
-                       "claim_evidence": "3", "total": "146"}
+                       "multi_head_attention": "0", "run_model": "0", "head_scores": "8", "pruning": "0",
+                       "fresh_claims": "3", "claim_evidence": "3", "model_claims": "3", "total": "173"}
         assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -146,9 +146,9 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 189), "bob": ("graded", 0, 146), "carol": ("empty", 0, 34),
-            "dave": ("timeout", 0, 145), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 155),
-            "gina": ("syntax error", 0, 34)}
+            "alice": ("graded", 0, 224), "bob": ("graded", 0, 173), "carol": ("empty", 0, 43),
+            "dave": ("timeout", 0, 171), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 181),
+            "gina": ("syntax error", 0, 43)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
@@ -157,7 +157,7 @@ class TestGradeAllClass:
         assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
             in feedback["erin"]
         assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
-        assert feedback["alice"].endswith("Score: 189/189 (100%), 14 of 14 problems and 24 of 24 quiz items fully "
+        assert feedback["alice"].endswith("Score: 224/224 (100%), 17 of 17 problems and 29 of 29 quiz items fully "
                                           "correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
@@ -172,8 +172,8 @@ class TestGradeAllClass:
         """Per item: exact full-marks and zero counts, distribution and mean; 7 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 189.0, round(703 / 7, 4))
-        assert sorted(data["totals"]) == [0.0, 34.0, 34.0, 145.0, 146.0, 155.0, 189.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 224.0, round(835 / 7, 4))
+        assert sorted(data["totals"]) == [0.0, 43.0, 43.0, 171.0, 173.0, 181.0, 224.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
         assert counts["softmax"] == (3, 3)                       # alice, dave, frank / carol, erin, gina
         assert counts["attention_reading"] == (3, 4)             # alice, bob, frank / carol, dave, erin, gina
@@ -209,10 +209,10 @@ class TestGradeAllClass:
         assert page.count('src="data:image/png;base64,') == 2
         assert page.count("<tr><td><code>") == len(assignment.problems) + len(assignment.quiz.items) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
-               "mean total 100.43 of 189." in page
+               "mean total 119.29 of 224." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
-        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>34</td>' in page
+        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>43</td>' in page
 
 
 class TestGradeAllRerun:
@@ -229,7 +229,7 @@ class TestGradeAllRerun:
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert "(6 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
-        assert read_csv(out / "gradebook.csv")[5]["total"] == "155"
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "181"
 
     def test_changed_limits_grade_everybody_again(self, regradable):
         """Results depend on the limits: a new --timeout grades every student again."""
