@@ -6,8 +6,8 @@ Shape legend
 
 Problems: `run_model` (the whole model on one sequence, through the student's own
 `multi_head_attention`), `head_scores` (previous-token and first-token score of every head, from
-its maps) and `ablation_deltas` (the loss change when each head's reading is zeroed before W_O). The quiz items
-ask for numbers of the student's own model (models/, loaded with grader.trained.load_model with
+its maps) and `ablation_deltas` (the loss change when each head's reading is zeroed before W_O).
+The quiz items ask for numbers of the student's own model (models/, loaded with grader.trained.load_model with
 the student's head order); their answer functions read the models' index (index.json, written
 by models/train.py and checked against the files by tests/test_models.py) and renumber the heads,
 so grading runs no model.

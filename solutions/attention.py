@@ -203,18 +203,6 @@ def head_scores(weights):
     return previous, first
 
 
-def _two_readout_loss(logits, tokens):
-    """Cross-entropy of both readouts (token[i-1], then token[0]) averaged over positions 1 .. T-1."""
-    V = logits.shape[-1] // 2
-    loss = 0.0
-    for part, target in ((logits[:, 1:, :V], tokens[:, :-1]), (logits[:, 1:, V:], tokens[:, :1])):
-        shifted = part - part.max(axis=-1, keepdims=True)
-        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))   # (N, T-1, V)
-        target = np.broadcast_to(target, log_p.shape[:2])
-        loss -= np.take_along_axis(log_p, target[..., None], axis=-1).mean()
-    return loss
-
-
 def ablation_deltas(X, readings, W_O, W_U, tokens):
     """Zero one head's reading before W_O, rerun the residual and readout, compare the losses."""
     X, z = np.asarray(X, dtype=np.float64), np.asarray(readings, dtype=np.float64)
@@ -222,8 +210,17 @@ def ablation_deltas(X, readings, W_O, W_U, tokens):
     N, h, T, d_k = z.shape
 
     def loss(z):
+        """Both readouts' cross-entropies (token[i-1], then token[0]), averaged over positions 1 .. T-1."""
         concat = z.transpose(0, 2, 1, 3).reshape(N, T, h * d_k)   # (N, T, h * d_k), head 1 first
-        return _two_readout_loss((X + concat @ W_O) @ W_U, tokens)
+        logits = (X + concat @ W_O) @ W_U                          # (N, T, 2V)
+        V = logits.shape[-1] // 2
+        total = 0.0
+        for part, target in ((logits[:, 1:, :V], tokens[:, :-1]), (logits[:, 1:, V:], tokens[:, :1])):
+            shifted = part - part.max(axis=-1, keepdims=True)
+            log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))   # (N, T-1, V)
+            target = np.broadcast_to(target, log_p.shape[:2])
+            total -= np.take_along_axis(log_p, target[..., None], axis=-1).mean()
+        return total
 
     whole = loss(z)
     deltas = []
