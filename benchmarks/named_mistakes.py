@@ -66,7 +66,8 @@ def main() -> int:
 
     import grader
     from grader.assignment.loader import load_assignment
-    from grader.grading.grade import PreparedCases, grade
+    from grader.grading.grade import grade
+    from grader.grading.prepared import PreparedCases
 
     exercises = Path(grader.__file__).resolve().parent.parent / "exercises"
     model = (Path(grader.__file__).resolve().parent.parent / "solutions" / "attention.py").read_text()

@@ -198,7 +198,8 @@ def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
     if probe.returncode == 0:
         return [*MHA, "--exercises", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
                 "--jobs", str(jobs), "--force", "--no-progress"]
-    code = ("import sys; from pathlib import Path; from grader import batch; from grader.assignment.loader import load_assignment;"
+    code = ("import sys; from pathlib import Path; from grader import batch; "
+            "from grader.assignment.loader import load_assignment;"
             "a = load_assignment(Path(sys.argv[1])); subs = batch.discover(Path(sys.argv[2]));"
             "list(batch.grade_all(a, subs, Path(sys.argv[3]), seed_of=lambda s: 0, jobs=int(sys.argv[4]), force=True))")
     return [sys.executable, "-c", code, str(EXERCISES), str(folder), str(out), str(jobs)]

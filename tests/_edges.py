@@ -73,7 +73,8 @@ def make_course() -> Course:
     os.chmod(exercises / "course.yaml", 0o644)  # readable by anyone until the grader protects the folder
     assignment = load_assignment(exercises)
     return Course(base, exercises, secret, {p.id: p.points for p in assignment.problems},
-                  {i.id: i.points for i in assignment.quiz.items}, answer_key(assignment.quiz, DEFAULT_SEED))
+                  {i.id: 0.0 if i.manual else i.points for i in assignment.quiz.items},  # written: graded by hand
+                  answer_key(assignment.quiz, DEFAULT_SEED))
 
 
 def new_folder(course: Course, name: str) -> Path:

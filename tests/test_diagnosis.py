@@ -56,7 +56,7 @@ class TestOneMistakePerProblem:
         """n, m, d_k, d_v and sqrt(d_k) pairwise distinct in every public case; only the worked
         example has one query (where dividing by sqrt(n) looks like no scaling, and the
         problem-level rule keeps that coincidence from naming anything)."""
-        from grader.grading.grade import build_args
+        from grader.grading.prepared import build_args
         problem = assignment.problem("scaled_dot_product_attention")
         public = [c for c in problem.cases if not c.hidden]
         for case in public:

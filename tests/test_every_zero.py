@@ -11,8 +11,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grader.exports.otter_checks import check_case
 from grader.grading.grade import grade
+from grader.grading.otter_checks import check_case
 from grader.grading.results import GradeResult
 from grader.reports import github, gradescope, html, json_report, junit, prairielearn, text
 from grader.sandbox.limits import Limits

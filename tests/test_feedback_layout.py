@@ -94,8 +94,7 @@ class TestSyntaxError:
             Quiz (answers.yaml)
             PASS  pruning: Pruning heads  [1/1]
             TODO  not answered yet, 0 of 3 points: widen_values, head_count
-            Recorded, graded later by `mha grade` and not in this score (hidden items):
-                  two_relations
+            1 hidden item recorded: graded later by `mha grade`, not in this score
 
             Summary
               FAIL  2 problems not run, 0 of 20 points: fix attention.py line 14 first
@@ -332,8 +331,7 @@ class TestHiddenQuizItemsInCheck:
         """A wrong answer to a hidden item: 'recorded', no PASS, no FAIL, not in the score; exit 0."""
         result = self.check(cli, tmp_path, "two_relations: a\nprecise_claim: a\n")
         assert result.exit_code == 0
-        assert "Recorded, graded later by `mha grade` and not in this score (hidden items): two_relations" \
-            in result.stdout
+        assert "1 hidden item recorded: graded later by `mha grade`, not in this score" in result.stdout
         assert "two_relations: " not in result.stdout and "Score: 1/1 (100%)" in result.stdout
 
     def test_a_hidden_answer_of_the_wrong_form_fails_check(self, cli, tmp_path):

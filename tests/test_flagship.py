@@ -17,7 +17,8 @@ from grader.attention import patterns
 from grader.classroom.release import STUDENT_MODULES
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
-from grader.grading.grade import build_args, grade, prepare
+from grader.grading.grade import grade
+from grader.grading.prepared import build_args, prepare
 
 from .conftest import COURSE as ref
 from .test_mistakes import FLAGSHIP_BUGS, buggy_submission

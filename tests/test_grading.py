@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.grading.grade import PreparedCases, grade, prepare
+from grader.grading.grade import grade
+from grader.grading.prepared import PreparedCases, prepare
 
 from .conftest import SOLUTIONS
 

@@ -206,7 +206,7 @@ def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
     import numpy as np
 
     from grader.assignment.loader import load_assignment
-    from grader.grading.grade import prepare
+    from grader.grading.prepared import prepare
 
     from .conftest import ROOT
     assignment = load_assignment(ROOT / "exercises")

@@ -9,7 +9,8 @@ import pytest
 from grader.assignment.model import Mistake
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
-from grader.grading.grade import grade, judge, prepare
+from grader.grading.grade import grade, judge
+from grader.grading.prepared import prepare
 from grader.grading.results import CaseStatus
 from grader.sandbox.session import CaseRun, RunStatus
 

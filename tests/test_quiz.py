@@ -473,8 +473,8 @@ class TestGradingAndCommands:
         result = cli("check", "--path", str(SOLUTIONS / "attention.py"))
         hidden = [i for i in load_assignment(EXERCISES).quiz.items if i.hidden]
         assert result.exit_code == 0
-        assert "Recorded, graded later by `mha grade` and not in this score (hidden items): " \
-            + ", ".join(i.id for i in hidden) in re.sub(r"\n +", " ", result.stdout)
+        assert f"{len(hidden)} hidden items recorded: graded later by `mha grade`, not in this score" \
+            in result.stdout
         assert "PASS  two_relations:" not in result.stdout
 
     def test_show_renders_a_quiz_item(self, cli, quiz):

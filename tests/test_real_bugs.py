@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from grader.grading.diagnosis import SEVERAL_CAUSES
-from grader.grading.grade import grade, judged_problem, prepare
+from grader.grading.grade import grade, judged_problem
+from grader.grading.prepared import prepare
 
 from .conftest import solution_source
 

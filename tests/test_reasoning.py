@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from grader.assignment.render import render_prompt
-from grader.grading.grade import grade, prepare
+from grader.grading.grade import grade
+from grader.grading.prepared import prepare
 
 from .conftest import COURSE as ref
 

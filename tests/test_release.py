@@ -19,7 +19,7 @@ from grader.assignment.variants import course_config, gradescope_student, studen
 from grader.cli.commands import main
 from grader.errors import SpecError
 from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
-from grader.grading.grade import prepare
+from grader.grading.prepared import prepare
 
 from .conftest import EXERCISES, SOLUTIONS
 

@@ -9,7 +9,8 @@ import pytest
 from grader.assignment.loader import load_problem
 from grader.errors import SpecErrors
 from grader.grading.fixtures import Fixtures, build
-from grader.grading.grade import UNREVEALED, grade, judge, prepare
+from grader.grading.grade import UNREVEALED, grade, judge
+from grader.grading.prepared import prepare
 from grader.sandbox.session import CaseRun, RunStatus
 
 from .conftest import COURSE as ref, COURSE_CODE

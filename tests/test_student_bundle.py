@@ -34,15 +34,16 @@ COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship",
 AUTOGRADER_ONLY = frozenset({
     ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
     ("grading/otter_checks.py", "_assignment", "grader.assignment.loader"),  # a full grader, not the student wheel
+    ("grading/otter_checks.py", "_variant", "grader.assignment.quiz"),  # a hidden item: the autograder's full grader
     ("grading/answers.py", "grade_quiz", "grader.assignment.quiz"),
     ("grading/diagnosis.py", "wrong_answer", "grader.assignment.course"),
     ("grading/diagnosis.py", "_fit", "grader.assignment.course"),  # only with course code (problem.code)
     ("grading/cascade.py", "reference_text", "grader.assignment.course"),  # only with course code (problem.code)
     ("grading/fixtures.py", "build", "grader.assignment.quiz"),
     ("grading/fixtures.py", "build", "grader.assignment.render"),
-    ("grading/grade.py", "build_args", "grader.assignment.generators"),
-    ("grading/grade.py", "reference_answer", "grader.assignment.course"),
-    ("grading/grade.py", "quiz_item", "grader.assignment.quiz"),
+    ("grading/prepared.py", "build_args", "grader.assignment.generators"),
+    ("grading/prepared.py", "reference_answer", "grader.assignment.course"),
+    ("grading/prepared.py", "quiz_item", "grader.assignment.quiz"),
     ("grading/grade.py", "grade", "grader.assignment.quiz"),
 })
 

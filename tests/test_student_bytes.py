@@ -185,8 +185,9 @@ class TestSourceParsedInTheGrader:
         # one 4 MiB cell
         ([solution_source(), "_ = 0\n" * (700_000)], "cell 2 holds 4101 KiB of code; a code cell may hold at most 64 KiB"),
         # 24 cells of 60 KiB: each may be parsed, all of them are more code than attention.py may hold
-        ([solution_source()] + ["_ = 0\n" * 10_000] * 24, "the code cells hold 1414 KiB of code; a submission "
-                                                         "may hold at most 1024 KiB, as attention.py"),
+        ([solution_source()] + ["_ = 0\n" * 10_000] * 24,
+         f"the code cells hold {(len(solution_source()) + 24 * 60_000) // 1024} KiB of code; a submission "
+         "may hold at most 1024 KiB, as attention.py"),
     ], ids=["one-large-cell", "many-cells"])
     def test_a_notebook_with_too_much_code(self, course, cells, says):
         """Refused before any cell is parsed: every problem 0 saying why, the quiz counts, exit 0,

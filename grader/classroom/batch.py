@@ -333,7 +333,7 @@ def _default_grader(limits: Limits, assignment: Assignment, submissions: Sequenc
                     seed_of: Callable[[str], int]) -> _GradeFiles:
     """The default grader; for a class on one variant (no course secret) its cases are prepared before
     grading starts, so grader processes forked afterwards share them instead of each computing them."""
-    from ..grading.grade import PreparedCases
+    from ..grading.prepared import PreparedCases
     grader = _GradeFiles(limits, PreparedCases())
     try:
         seeds = {seed_of(s.student) for s in submissions}

@@ -134,7 +134,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
     from .diagnosis import wrong_answer
-    from .grade import prepare
+    from .prepared import prepare
     problems = []
     for problem in assignment.problems:
         cases = []
@@ -194,7 +194,7 @@ class Fixtures:
 
     @staticmethod
     def _problem(p: dict):
-        from .grade import PreparedCase
+        from .prepared import PreparedCase
         compare = dict(p["compare"])
         compare["kind"] = CompareKind(compare["kind"])
         cases, prepared = [], []

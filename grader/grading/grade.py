@@ -6,21 +6,15 @@ Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResu
 from __future__ import annotations
 
 import builtins
-import copy
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..assignment.model import Assignment, Case, Problem, QuizItem, Variant
+from ..assignment.model import Assignment, Problem, Variant
 from ..assignment.variants import DEFAULT_SEED
-from ..attention.api import FunctionSpec, ReturnKind
-from ..errors import InternalError, SpecError
+from ..attention.api import ReturnKind
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .answers import grade_variants
@@ -28,6 +22,7 @@ from .cascade import grade_behind_helpers
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
+from .prepared import PreparedCase, PreparedCases, prepare, summarize_inputs
 from .results import NOT_IMPORTED, CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, one_line
 from .submission import SubmissionFiles, read_submission
 
@@ -36,135 +31,6 @@ LEFT_BEHIND = ("it left processes running after it returned (they were stopped):
                "every process it starts")
 # what a failing public case with `reveal: false` shows instead of expected vs got
 UNREVEALED = "got {}; this answer is yours to work out, so the expected value is not shown"
-
-
-@dataclass(frozen=True)
-class PreparedCase:
-    case: Case
-    args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
-    expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
-    # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
-    # None: run the course code's wrong variants when a case fails
-    wrong_answers: tuple[tuple[str, Any], ...] | None = None
-    inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
-    # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
-    computed: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
-    """Positional arguments up to the last one the case gives; gaps take the API default.
-
-    `variant` is the student's seed: it draws the problem's params and, unless the case fixes
-    its own `seed`, the case's random inputs, so each student gets their own numbers."""
-    from ..assignment import generators as gen  # not needed to grade on a compiled assignment
-    seed = gen.case_seed(problem.id, case.name, case.seed, variant)
-    env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
-    fn = problem.function
-    last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
-    return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
-                 for p in fn.params[: last + 1])
-
-
-def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
-    """An explicit `expect` from YAML, in the form the reference returns."""
-    if fn.returns is ReturnKind.ARRAY:
-        return np.asarray(expect, dtype=np.float64)
-    if fn.returns is ReturnKind.ARRAY_PAIR:
-        return tuple(np.asarray(e, dtype=np.float64) for e in expect)
-    if fn.returns is ReturnKind.SHAPES:
-        return {k: tuple(v) for k, v in expect.items()}
-    return expect
-
-
-def reference_answer(fn: FunctionSpec, args: tuple[Any, ...], code: Path | None) -> Any:
-    """The course reference's answer (`code`: the course module holding it; autograder side only)."""
-    if fn.returns in (ReturnKind.HEAD, ReturnKind.HEAD_PAIR):
-        return args[0]  # the check computes the pattern the student's matrices make for this seq_len
-    from ..assignment.course import course_function
-    reference = course_function(code, fn.name)
-    if reference is None:
-        raise InternalError(f"{fn.name}: the course code has no reference for it")
-    return reference(*copy.deepcopy(args))
-
-
-def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
-    args = build_args(problem, case, variant)
-    inputs = "" if case.hidden else summarize_inputs(problem.function, args)  # once per batch, not per student
-    if case.raises:
-        return PreparedCase(case, args, None, inputs=inputs)
-    try:
-        expected = literal_expected(problem.function, case.expect) if case.has_expect \
-            else reference_answer(problem.function, args, problem.code)
-    except Exception as exc:  # a case the reference cannot answer is the problem file's fault (as mha validate says)
-        raise SpecError(str(problem.path), case.line, f"case {case.name!r}: the reference raised "
-                        f"{type(exc).__name__}: {exc}") from exc
-    return PreparedCase(case, args, expected, inputs=inputs)
-
-
-def _frozen(value: Any) -> Any:
-    """`value` with its arrays made read-only: a shared prepared case cannot be changed by mistake."""
-    if isinstance(value, np.ndarray):
-        value.flags.writeable = False
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            _frozen(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _frozen(item)
-    return value
-
-
-class PreparedCases:
-    """Prepared cases (and drawn quiz items) shared by the submissions of a batch, for one assignment.
-
-    A case's inputs and expected answer depend only on the problem, the case and the variant,
-    never on the submission, so a class on one variant computes them once; so do quiz items. The last `variants`
-    variants are kept (with per-student variants, one per student graded at the same time), so
-    memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
-
-    def __init__(self, variants: int = 8):
-        self._variants = variants
-        self._by_variant: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
-        self._lock = threading.Lock()
-
-    def get(self, problem: Problem, case: Case, variant: int) -> PreparedCase:
-        return self._kept(variant, (problem.id, case.name), lambda: self._prepare(problem, case, variant))
-
-    def quiz_item(self, item: QuizItem, variant: int) -> Variant:
-        """The quiz item with the variant's numbers drawn and its answers computed (once)."""
-        from ..assignment.quiz import variant as draw
-        return self._kept(variant, ("", item.id), lambda: draw(item, variant))  # "": no problem has that id
-
-    @staticmethod
-    def _prepare(problem: Problem, case: Case, variant: int) -> PreparedCase:
-        prepared = prepare(problem, case, variant)
-        _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
-        return prepared
-
-    def _kept(self, variant: int, key: tuple[str, str], make: Callable[[], Any]) -> Any:
-        with self._lock:
-            known = self._by_variant.get(variant, {}).get(key)
-        if known is not None:
-            return known
-        made = make()
-        with self._lock:
-            kept = self._by_variant.setdefault(variant, {})
-            self._by_variant.move_to_end(variant)
-            while len(self._by_variant) > self._variants:
-                self._by_variant.popitem(last=False)
-            return kept.setdefault(key, made)
-
-
-def summarize_inputs(fn: FunctionSpec, args: tuple[Any, ...]) -> str:
-    parts = []
-    for param, value in zip(fn.params, args):
-        if isinstance(value, np.ndarray):
-            shown = (np.array2string(value, precision=4, separator=", ", suppress_small=True).replace("\n", "")
-                     if value.size <= 8 else f"{value.dtype.name} array of shape {value.shape}")
-        else:
-            shown = repr(value)
-        parts.append(f"{param.name}={shown}")
-    return ", ".join(parts)
 
 
 def _exception_kind(bases: tuple[str, ...]) -> str:

@@ -98,7 +98,7 @@ def _case(problem_id: str, case_name: str, exercises):
         if found is None:
             raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {fixtures.path}")
         return problem, found
-    from ..grading.grade import prepare
+    from ..grading.prepared import prepare
     assignment = _assignment(str(_root(exercises).resolve()))
     problem = assignment.problem(problem_id)
     if problem is None:

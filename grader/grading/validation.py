@@ -13,7 +13,7 @@ from typing import TypeVar
 from ..assignment.model import Assignment, Problem
 from ..errors import SpecError, SpecErrors
 from .checks import check
-from .grade import build_args, literal_expected, reference_answer
+from .prepared import build_args, literal_expected, reference_answer
 
 T = TypeVar("T")
 

@@ -260,19 +260,24 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
         names = ", ".join(p.id + ("" if p.counted else " (hidden)") for p in blank)
         out.marked("todo", f"not answered yet{why}, 0 of {_pts(points)} points: {names}")
     if recorded:
-        out.text("Recorded, graded later by `mha grade` and not in this score (hidden items): "
-                 + ", ".join(p.id for p in recorded), "", IND)
+        out.text(f"{len(recorded)} hidden item{'s' if len(recorded) > 1 else ''} recorded: graded later by "
+                 "`mha grade`, not in this score", "", IND)
 
 
 def _written(out: _Out, items: list[ProblemResult]) -> None:
     """Written items: whether each was recorded; the text itself is the grader's to read, not echoed."""
     out.heading("Written answers (graded by hand, not in this score)")
+    recorded = [p for p in items if p.cases[0].status not in (CaseStatus.ERROR, CaseStatus.NOT_ANSWERED)]
     for p in items:
         case = p.cases[0]
-        mark = "fail" if case.status is CaseStatus.ERROR else "todo" if case.status is CaseStatus.NOT_ANSWERED \
-            else "pass"
-        out.marked(mark, f"{p.id}: {p.title}  [{_pts(p.max_score)} points by hand]")
-        out.text(case.summary, IND)
+        if p not in recorded:
+            mark = "fail" if case.status is CaseStatus.ERROR else "todo"
+            out.marked(mark, f"{p.id}: {p.title}  [{_pts(p.max_score)} points by hand]")
+            out.text(case.summary, IND)
+    if recorded:  # one line for all: the text is the grader's to read, not echoed
+        sizes = [re.search(r"\((\d+) characters?\)", p.cases[0].summary) for p in recorded]
+        out.text("recorded: " + ", ".join(p.id + (f" ({m.group(1)} characters)" if m else "")
+                                          for p, m in zip(recorded, sizes)), "", IND)
 
 
 def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz: list[ProblemResult]) -> None:
