@@ -26,7 +26,7 @@ import numpy as np
 __all__ = [
     "Trace", "tracing", "softmax", "attention_reading", "count_routing_distributions",
     "scaled_dot_product_attention", "split_heads", "merge_heads", "multi_head_attention",
-    "predict_shapes", "build_parameters", "parameter_count", "previous_token_head", "sink_head",
+    "predict_shapes", "parameter_shapes", "build_parameters", "parameter_count", "previous_token_head", "sink_head",
     "causal_mask", "head_pattern_weights", "attention_layer", "multi_head_reading", "head_contributions",
     "two_head_layer", "layer_pattern_weights",
 ]
@@ -224,27 +224,34 @@ def predict_shapes(seq_len: int, d_model: int, num_heads: int, src_len: int | No
     return dict(trace.shapes)
 
 
-def build_parameters(d_model: int, num_heads: int, bias: bool = True, seed: int = 0) -> dict[str, np.ndarray]:
-    """The learned arrays of one attention layer, kept per head as an implementation would."""
+def parameter_shapes(d_model: int, num_heads: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
+    """The shape of every learned array of one attention layer, kept per head as an implementation would."""
     if num_heads < 1 or d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    rng = np.random.default_rng(seed)
     d_k = d_model // num_heads
-    params: dict[str, np.ndarray] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     for i in range(num_heads):
         for name in ("Q", "K", "V"):
-            params[f"W_{name}[{i}]"] = rng.standard_normal((d_model, d_k))  # this head's slice
+            shapes[f"W_{name}[{i}]"] = (d_model, d_k)  # this head's slice
             if bias:
-                params[f"b_{name}[{i}]"] = np.zeros(d_k)
-    params["W_O"] = rng.standard_normal((num_heads * d_k, d_model))  # mixes the concatenated heads
+                shapes[f"b_{name}[{i}]"] = (d_k,)
+    shapes["W_O"] = (num_heads * d_k, d_model)  # mixes the concatenated heads
     if bias:
-        params["b_O"] = np.zeros(d_model)
-    return params
+        shapes["b_O"] = (d_model,)
+    return shapes
+
+
+def build_parameters(d_model: int, num_heads: int, bias: bool = True, seed: int = 0) -> dict[str, np.ndarray]:
+    """The learned arrays of one attention layer: weights drawn at random, biases zero."""
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) if name.startswith("W_") else np.zeros(shape)
+            for name, shape in parameter_shapes(d_model, num_heads, bias).items()}
 
 
 def parameter_count(d_model: int, num_heads: int, bias: bool = True) -> int:
-    """Count the entries of the arrays build_parameters actually allocates."""
-    return int(sum(p.size for p in build_parameters(d_model, num_heads, bias).values()))
+    """Count the entries of the arrays build_parameters allocates (from their shapes, without
+    allocating them)."""
+    return int(sum(math.prod(shape) for shape in parameter_shapes(d_model, num_heads, bias).values()))
 
 
 def head_pattern_weights(seq_len: int, W_Q, W_K) -> np.ndarray:

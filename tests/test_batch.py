@@ -446,10 +446,10 @@ class TestWorkDoneOncePerVariant:
         """Three students on the default variant: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
         import grader.assignment.quiz
-        import grader.grading.grade
+        import grader.grading.prepared
         prepared, drawn = [], []
-        real_prepare, real_draw = grader.grading.grade.prepare, grader.assignment.quiz.variant
-        monkeypatch.setattr(grader.grading.grade, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
+        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.variant
+        monkeypatch.setattr(grader.grading.prepared, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
         monkeypatch.setattr(grader.assignment.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
         found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
         outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))

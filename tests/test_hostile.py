@@ -115,7 +115,7 @@ HOSTILES = (
     Hostile("keyrings", loses=(CR,), root_only=True, fallback=True, says=("grader_key=none",)),
     Hostile("read_checkout", loses=(CR,), root_only=True, fallback=True,
             says=("probes: from_cmdline=closed checkout=closed submissions=closed solutions=closed",)),
-    Hostile("hidden_left_behind", scored=((AR, 5.0),), fallback=True),  # its public half
+    Hostile("hidden_left_behind", scored=((AR, 2.5),), fallback=True),  # its public half (of 5 points)
     Hostile("namespaces", loses=(CR,), root_only=True, namespaces_only=True,
             says=("shared: network=PermissionError interfaces=lo processes=0 tmp=0 shm=0",)),
 )

@@ -114,7 +114,7 @@ def _otter_grader(tmp: Path, files: dict[str, str]) -> float:
     assert result.exit_code == 0, result.output
     _wait(_otter("assign", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
     autograder = tmp / "dist" / "autograder"
-    wheel, = autograder.glob("mha_exercises-*.whl")
+    wheel, = (w for w in autograder.glob("mha_exercises-*.whl") if "+student" not in w.name)
     _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
     python, env = declared_environment(autograder / "autograder.zip", tmp)
     answers = yaml.safe_load(files["answers.yaml"]) or {}
