@@ -234,7 +234,7 @@ def check_results(students: list[Student], out: Path) -> dict[str, int]:
     total = {}
     for student in students:
         record = json.loads((out / "results" / f"{student.name}.json").read_text())
-        problems = record["result"]["problems"]
+        problems = [p for p in record["result"]["problems"] if not p.get("manual")]  # written: graded by hand
         score = sum(p["score"] for p in problems)
         full = sum(p["max_score"] for p in problems)
         expected_full = student.kind in ("correct", "slow")
