@@ -12,6 +12,7 @@ from grader.grading.cascade import reference_text
 from grader.grading.checks import check
 from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
+from grader.reports import json_report, text
 
 from .conftest import COURSE, COURSE_CODE, EXERCISES, solution_source
 from .test_mistakes import BUGS, buggy_submission
@@ -143,6 +144,27 @@ class TestCascade:
         assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases. "
                                       "Graded again with the course's softmax and scaled_dot_product_attention")
         assert mha.mistakes == ()
+
+    def test_what_the_rerun_prints_is_never_shown(self, assignment, write_submission):
+        """A caller that prints which softmax it was handed: the re-run's (the course's, defined in
+        the reference's factory) never reaches the report; its own first run's does."""
+        source = self.WRONG_AXIS_SOFTMAX + """
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            print("SOFTMAX-IS", softmax.__qualname__)
+            scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return weights @ V, weights
+    """
+        result = grade(assignment, write_submission(with_function(source)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        sdpa = result.problems[1]
+        assert sdpa.message.endswith("scaled_dot_product_attention passes every case: its own code is right.")
+        assert "SOFTMAX-IS softmax" in sdpa.stdout  # its own run, with its own softmax
+        shown = text.render(result) + json_report.render(result)
+        assert "SOFTMAX-IS softmax" in shown and "_mha_course_reference" not in shown
+        assert sdpa.score < sdpa.max_score  # the re-run's passes are not points
 
     def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
         """A softmax left as the stub: scaled dot-product attention says to implement it first
