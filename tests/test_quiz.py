@@ -443,8 +443,11 @@ class TestGradingAndCommands:
         assert "Score: 0/" in result.stdout
         every = load_assignment(EXERCISES).quiz.items
         items = [i for i in every if not i.manual]
-        # the scored items on one line; each written item on its own, under "Written answers"
-        assert result.stdout.count("not answered yet") == 1 + sum(i.manual for i in every)
+        # the scored items on one line; the written items on one line of their own, under "Written answers"
+        assert result.stdout.count("not answered yet") == 2
+        written = ", ".join(i.id for i in every if i.manual)
+        assert f"not answered yet, {sum(i.points for i in every if i.manual):g} points by hand: {written}" \
+            in result.stdout
         assert f"not answered yet, 0 of {sum(i.points for i in items):g} points: " + ", ".join(i.id for i in items) \
             in re.sub(r"\n +", " ", result.stdout)
 

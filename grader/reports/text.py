@@ -268,12 +268,14 @@ def _written(out: _Out, items: list[ProblemResult]) -> None:
     """Written items: whether each was recorded; the text itself is the grader's to read, not echoed."""
     out.heading("Written answers (graded by hand, not in this score)")
     recorded = [p for p in items if p.cases[0].status not in (CaseStatus.ERROR, CaseStatus.NOT_ANSWERED)]
+    blank = [p for p in items if p.cases[0].status is CaseStatus.NOT_ANSWERED]
     for p in items:
-        case = p.cases[0]
-        if p not in recorded:
-            mark = "fail" if case.status is CaseStatus.ERROR else "todo"
-            out.marked(mark, f"{p.id}: {p.title}  [{_pts(p.max_score)} points by hand]")
-            out.text(case.summary, IND)
+        if p.cases[0].status is CaseStatus.ERROR:
+            out.marked("fail", f"{p.id}: {p.title}  [{_pts(p.max_score)} points by hand]")
+            out.text(p.cases[0].summary, IND)
+    if blank:  # one line for all of them, as for the quiz
+        out.marked("todo", f"not answered yet, {_pts(sum(p.max_score for p in blank))} points by hand: "
+                           + ", ".join(p.id for p in blank))
     if recorded:  # one line for all: the text is the grader's to read, not echoed
         sizes = [re.search(r"\((\d+) characters?\)", p.cases[0].summary) for p in recorded]
         out.text("recorded: " + ", ".join(p.id + (f" ({m.group(1)} characters)" if m else "")
