@@ -84,7 +84,7 @@ def head_contributions(weights, values, W_O):
 
 
 def two_head_layer(seq_len):
-    """Design W_Q, W_K (seq_len x 2*seq_len): head 0 (columns 0:T) attends to i - 1, head 1 to position 0."""
+    """Design W_Q, W_K (seq_len x 2*seq_len): head 1 (columns 0:T) attends to i - 1, head 2 to position 0."""
     raise NotImplementedError("two_head_layer: not implemented yet (see `mha show two_head_layer`)")
 
 

@@ -139,7 +139,7 @@ def head_contributions(weights, values, W_O):
 
 
 def two_head_layer(seq_len):
-    """Columns 0:T are head 0 (previous-token), columns T:2T head 1 (sink): each its own softmax."""
+    """Columns 0:T are head 1 (previous-token), columns T:2T head 2 (sink): each its own softmax."""
     prev_q, prev_k = previous_token_head(seq_len)
     sink_q, sink_k = sink_head(seq_len)
     return np.hstack([prev_q, sink_q]), np.hstack([prev_k, sink_k])

@@ -222,9 +222,9 @@ class TestGrid:
 
     def test_heads_side_by_side_and_a_cut_grid_says_so(self):
         """Two heads fit on one row at 80 columns; a grid cut to 8 rows says how large it was."""
-        heads = [WeightGrid(f"head {k}", self.GRID.got, self.GRID.expected, (3, 3)) for k in range(2)]
+        heads = [WeightGrid(f"head {k}", self.GRID.got, self.GRID.expected, (3, 3)) for k in (1, 2)]
         lines = grid_lines(heads, PLAIN, "")
-        assert lines[0] == "head 0: yours  expected    head 1: yours  expected"
+        assert lines[0] == "head 1: yours  expected    head 2: yours  expected"
         assert len(lines) == 4
         cut = WeightGrid("", self.GRID.got, self.GRID.expected, shape=(12, 3))
         assert grid_lines([cut], PLAIN, "")[-1] == "(first 3 of 12 rows, 3 of 3 columns)"

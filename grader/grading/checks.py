@@ -231,7 +231,7 @@ def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -
 
 # --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------
 
-PAIR_TARGETS = (("head 0 (previous-token)", "previous"), ("head 1 (sink)", "sink"))
+PAIR_TARGETS = (("head 1 (previous-token)", "previous"), ("head 2 (sink)", "sink"))  # numbered as in the lesson
 
 
 def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
@@ -251,7 +251,7 @@ def _check_head_pair(cmp: Comparison, expected: Any, got: Any, parts: Sequence[s
         block = slice(head * seq_len, (head + 1) * seq_len)
         verdict = _check_head(replace(cmp, pattern=pattern), seq_len, (w_q[:, block], w_k[:, block]), parts)
         if not verdict.passed:
-            return Verdict(False, f"head {head}: {verdict.kind}", f"{label}: {verdict.detail}")
+            return Verdict(False, f"head {head + 1}: {verdict.kind}", f"{label}: {verdict.detail}")
     return Verdict.ok()
 
 

@@ -45,7 +45,7 @@ def _pairs(got: np.ndarray, expected: np.ndarray) -> tuple[WeightGrid, ...]:
         return (WeightGrid("", _rows(got), _rows(expected), shape),)
     got, expected = got.reshape(-1, *shape), expected.reshape(-1, *shape)  # (heads, n, m); a batch folds in
     label = "head" if len(got) <= 16 else "slice"
-    return tuple(WeightGrid(f"{label} {k}", _rows(g), _rows(e), shape)
+    return tuple(WeightGrid(f"{label} {k + 1}", _rows(g), _rows(e), shape)  # heads numbered from 1, as in the lesson
                  for k, (g, e) in enumerate(zip(got[:MAX_GRIDS], expected[:MAX_GRIDS])))
 
 
