@@ -32,7 +32,7 @@ __all__ = [
     "your_previous_head", "your_previous_head_from_zero", "your_head_delta", "your_other_head_delta",
     "your_head_delta_queries_zeroed", "wide_vs_narrow_accuracy", "wide_vs_narrow_first_only",
     "removable_heads", "needed_heads", "HEAD_ORDERS_4", "HEAD_ORDERS_2", "QUERIES_ZEROED_DELTA",
-    "queries_zeroed_delta", "MODEL_FUNCTIONS",
+    "queries_zeroed_delta", "MODEL_FUNCTIONS", "trained_input", "best_head_count", "most_heads_count",
 ]
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -57,6 +57,59 @@ MODEL_FUNCTIONS = {
         "params": {"X": "array", "readings": "array", "W_O": "array", "W_U": "array", "tokens": "array"},
         "returns": "array"},
 }
+
+
+# --- a student's own model, as case inputs ------------------------------------------------------
+
+TRAINED_PARTS = ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U", "sequence", "tokens", "X", "maps", "readings")
+
+
+@functools.lru_cache(maxsize=64)
+def _student_model(name: str, order: int):
+    """A model with its heads in a student's order, loaded once per process (its arrays read-only)."""
+    from grader.trained import load_model
+    m = load_model(name, order=order, folder=MODELS)
+    for w in ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U"):
+        getattr(m, w).flags.writeable = False
+    return m
+
+
+@functools.lru_cache(maxsize=1)
+def _evaluation_tokens() -> np.ndarray:
+    from grader.trained import evaluation_tokens
+    tokens = evaluation_tokens()
+    tokens.flags.writeable = False
+    return tokens
+
+
+def trained_input(model: str, s: int, o: int, part: str, first: int = 0, count: int = 1) -> np.ndarray:
+    """One input of a problem's case, taken from the student's own model `{model}_s{s}` with its heads in
+    the order `o` (the digits load_model takes), so that two students find their heads at other numbers.
+
+    part: a weight (E, P, W_Q, W_K, W_V, W_O, W_U), or what the model does on the evaluation sequences
+    first .. first + count - 1: `sequence` (T,) the tokens of sequence `first`; `tokens` (N, T);
+    `X` (N, T, D) the layer's input; `maps` (N, h, T, T) every head's weights (causal mask);
+    `readings` (N, h, T, d_k) every head's reading z^(k). Tokens are floats, as the problems pass them."""
+    if part not in TRAINED_PARTS:
+        raise ValueError(f"part must be one of {', '.join(TRAINED_PARTS)} (got {part!r})")
+    m = _student_model(f"{model}_s{s}", o)
+    if part in ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U"):
+        return getattr(m, part).copy()
+    tokens = _evaluation_tokens()[first:first + count]                      # (N, T) ints
+    if part == "sequence":
+        return tokens[0].astype(np.float64)
+    if part == "tokens":
+        return tokens.astype(np.float64)
+    X = m.E[tokens] + m.P[None, :tokens.shape[1]]                          # (N, T, D)
+    if part == "X":
+        return X
+    T = tokens.shape[1]
+    mask = np.tril(np.ones((T, T), dtype=bool))
+    maps = np.stack([ref.multi_head_attention(x, m.W_Q, m.W_K, m.W_V, m.W_O, m.num_heads, mask)[1] for x in X])
+    if part == "maps":
+        return maps                                                         # (N, h, T, T)
+    values = np.stack([ref.split_heads(x @ m.W_V, m.num_heads) for x in X])  # (N, h, T, d_k)
+    return maps @ values
 
 
 # --- run_model -----------------------------------------------------------------------------------
@@ -242,24 +295,24 @@ def _student_head(order: int, file_head: int) -> int:
     return str(order).index(str(file_head + 1)) + 1
 
 
-def your_previous_head(s: int, o: int) -> int:
-    """Which of your heads of d8_h4_s{s} (order o) has the highest previous-token score."""
-    return _student_head(o, int(np.argmax(_index()[f"d8_h4_s{s}"]["previous_score"])))
+def your_previous_head(s4: int, o4: int) -> int:
+    """Which of your heads of d8_h4_s{s4} (order o4) has the highest previous-token score."""
+    return _student_head(o4, int(np.argmax(_index()[f"d8_h4_s{s4}"]["previous_score"])))
 
 
-def your_previous_head_from_zero(s: int, o: int) -> int:
+def your_previous_head_from_zero(s4: int, o4: int) -> int:
     """The same head numbered from 0 (a known-wrong answer)."""
-    return your_previous_head(s, o) - 1
+    return your_previous_head(s4, o4) - 1
 
 
-def your_head_delta(s: int, o: int, k: int) -> float:
-    """Loss change (nats) when your head k of d8_h2_s{s} (order o) is removed."""
-    return float(_index()[f"d8_h2_s{s}"]["ablation_delta"][_file_head(o, k)])
+def your_head_delta(s2: int, o2: int, k: int) -> float:
+    """Loss change (nats) when your head k of d8_h2_s{s2} (order o2) is removed."""
+    return float(_index()[f"d8_h2_s{s2}"]["ablation_delta"][_file_head(o2, k)])
 
 
-def your_other_head_delta(s: int, o: int, k: int) -> float:
+def your_other_head_delta(s2: int, o2: int, k: int) -> float:
     """The other head's loss change (a known-wrong answer: the heads renumbered wrongly)."""
-    return your_head_delta(s, o, 3 - k)
+    return your_head_delta(s2, o2, 3 - k)
 
 
 # Loss change (nats, evaluation sequences) of d8_h2_s{s} when the file's head h (0-based) has its
@@ -280,20 +333,20 @@ def queries_zeroed_delta(s: int, file_head: int) -> float:
     return evaluate(params, model.config)["loss"] - evaluate(model.params, model.config)["loss"]
 
 
-def your_head_delta_queries_zeroed(s: int, o: int, k: int) -> float:
+def your_head_delta_queries_zeroed(s2: int, o2: int, k: int) -> float:
     """The loss change when head k's queries are zeroed instead (a known-wrong answer: the head then
     reads every earlier position equally, it is not removed)."""
-    return QUERIES_ZEROED_DELTA[(s, _file_head(o, k))]
+    return QUERIES_ZEROED_DELTA[(s2, _file_head(o2, k))]
 
 
-def wide_vs_narrow_accuracy(s: int) -> float:
-    """Accuracy (both tokens right) of d8_h2_s{s} minus that of d8_h1_s{s}."""
-    return round(_index()[f"d8_h2_s{s}"]["accuracy"] - _index()[f"d8_h1_s{s}"]["accuracy"], 6)
+def wide_vs_narrow_accuracy(s2: int) -> float:
+    """Accuracy (both tokens right) of d8_h2_s{s2} minus that of d8_h1_s{s2}."""
+    return round(_index()[f"d8_h2_s{s2}"]["accuracy"] - _index()[f"d8_h1_s{s2}"]["accuracy"], 6)
 
 
-def wide_vs_narrow_first_only(s: int) -> float:
+def wide_vs_narrow_first_only(s2: int) -> float:
     """The same difference on the first token alone (a known-wrong answer)."""
-    return round(_index()[f"d8_h2_s{s}"]["first_accuracy"] - _index()[f"d8_h1_s{s}"]["first_accuracy"], 6)
+    return round(_index()[f"d8_h2_s{s2}"]["first_accuracy"] - _index()[f"d8_h1_s{s2}"]["first_accuracy"], 6)
 
 
 def removable_heads(s: int) -> int:
@@ -304,3 +357,17 @@ def removable_heads(s: int) -> int:
 def needed_heads(s: int) -> int:
     """The heads that are not removable (a known-wrong answer: the complement counted)."""
     return 8 - removable_heads(s)
+
+
+SWEEP_HEADS = (1, 2, 4, 8)  # the sweep at d_model = 8: d8_h{h}_s{s}, d_k = 8 / h
+
+
+def best_head_count(s2: int) -> int:
+    """The head count h of the sweep d8_h{h}_s{s2} whose model has the lowest evaluation loss."""
+    losses = {h: _index()[f"d8_h{h}_s{s2}"]["loss"] for h in SWEEP_HEADS}
+    return min(losses, key=losses.__getitem__)
+
+
+def most_heads_count(s2: int) -> int:
+    """The largest head count of the sweep (a known-wrong answer: "more heads are always better")."""
+    return SWEEP_HEADS[-1]

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -341,3 +342,109 @@ def test_a_key_edited_after_validation_is_refused_again(tmp_path):
                                                    "expect: [0.1, 0.2, 0.7]", 1))
     result = run("--exercises", str(course), "grade", str(SOLUTIONS))
     assert result.exit_code == ExitCode.INVALID_SPEC and f"{course}/problems/{BAD_KEY}" in result.stderr
+
+
+COMPUTED_CASE = """\
+  - name: rows the course computes
+    visibility: public
+    args:
+      weights: {course: peaked_rows, with: {T: $T, sharpness: 3}}
+"""
+
+COMPUTED_CODE = '''
+
+def peaked_rows(T, sharpness):
+    """Rows over T positions, each peaked on its own position (an input the course computes)."""
+    scores = sharpness * np.eye(T)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+'''
+
+
+def _with_computed_case(course: Path, params: str = "  T: {randint: [3, 6], shared: true}\n") -> Path:
+    """The entropy course with a case whose input is computed by the course code, its size T a
+    per-student param shared with the quiz item."""
+    (course / "entropy_course.py").write_text((course / "entropy_course.py").read_text() + COMPUTED_CODE)
+    problem = course / "problems" / "attention_entropy.yaml"
+    problem.write_text(problem.read_text().replace("cases:\n", f"params:\n{params}cases:\n{COMPUTED_CASE}", 1))
+    return problem
+
+
+class TestComputedInputs:
+    def test_a_case_input_computed_by_the_course_code_for_each_student(self, entropy, tmp_path):
+        """{course: fn, with: {...}} calls the course's function with the student's numbers: the
+        reference grades it, the correct submission gets every point and the buggy one is named."""
+        from grader.grading.prepared import prepare
+        course, _ = entropy
+        _with_computed_case(course)
+        assignment = load_assignment(course)
+        problem = assignment.problems[0]
+        case = next(c for c in problem.cases if c.name == "rows the course computes")
+        sizes = {prepare(problem, case, seed).args[0].shape for seed in range(30)}
+        assert sizes == {(3, 3), (4, 4), (5, 5), (6, 6)}   # each student's T
+        first = prepare(problem, case, 0)
+        np.testing.assert_allclose(first.args[0].sum(axis=-1), 1.0)
+        right = write_submission(tmp_path / "right", CORRECT, None)
+        result = run("--exercises", str(course), "grade", str(right), "--format", "json")
+        assert json.loads(result.stdout)["problems"][0]["score"] == 4
+        wrong = write_submission(tmp_path / "wrong", BUGGY, None)
+        result = run("--exercises", str(course), "grade", str(wrong))
+        assert "entropy-in-bits" in result.stdout or "log base 2" in result.stdout
+
+    def test_a_shared_param_is_one_number_in_problems_and_quiz(self, entropy):
+        """T declared `shared: true` in the problem and the quiz item is the same for each student."""
+        from grader.assignment.generators import draw_params
+        course, _ = entropy
+        _with_computed_case(course, "  T: {choice: [2, 4, 8], shared: true}\n")
+        quiz = course / "quiz.yaml"
+        quiz.write_text(quiz.read_text().replace("params: {T: {choice: [2, 4, 8]}}",
+                                                 "params: {T: {choice: [2, 4, 8], shared: true}}"))
+        assignment = load_assignment(course)
+        problem, item = assignment.problems[0], assignment.quiz.items[0]
+        pairs = {(draw_params(problem.params, problem.id, seed)["T"], variant(item, seed).params["T"])
+                 for seed in range(40)}
+        assert {a for a, _ in pairs} == {2, 4, 8} and all(a == b for a, b in pairs)
+
+    @pytest.mark.parametrize("edit, message", [
+        (("peaked_rows, with", "peaked_rowz, with"),
+         "argument 'weights': 'course': 'peaked_rowz' is not a function of the course code"),
+        (("sharpness: 3", "sharpness: 3 apples"),
+         "argument 'weights': 'with.sharpness' must be an int, a \"$var\" product or a plain word "
+         "(got '3 apples')"),
+        (("with: {T: $T, sharpness: 3}", "with: {T: $U, sharpness: 3}"),
+         "argument 'weights': 'with.T' uses undefined variable $U (define it under 'let')"),
+        (("T: {randint: [3, 6], shared: true}", "T: {randint: [3, 6], shared: yes please}"),
+         "params.T: 'shared' must be true (got 'yes please')"),
+    ])
+    def test_bad_computed_inputs_are_named_with_their_line(self, entropy, edit, message):
+        course, _ = entropy
+        problem = _with_computed_case(course)
+        problem.write_text(problem.read_text().replace(*edit))
+        line = 1 + next(i for i, text in enumerate(problem.read_text().splitlines()) if edit[1] in text)
+        result = run("--exercises", str(course), "validate")
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert f"{problem}:{line}: {message}" in result.stderr
+
+    def test_a_course_function_that_raises_is_the_case_line(self, entropy, tmp_path):
+        """A computed input whose function raises is a spec error naming the case (exit 3), not a traceback."""
+        course, _ = entropy
+        problem = _with_computed_case(course)
+        code = course / "entropy_course.py"
+        code.write_text(code.read_text().replace("scores = sharpness * np.eye(T)", "raise ValueError('no rows today')"))
+        line = 1 + problem.read_text().splitlines().index("  - name: rows the course computes")
+        result = run("--exercises", str(course), "validate")
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert (f"{problem}:{line}: case 'rows the course computes': peaked_rows(T=" in result.stderr
+                and "raised ValueError: no rows today" in result.stderr)
+        assert "Traceback" not in result.stderr
+
+    def test_a_shared_param_declared_two_ways_is_refused(self, entropy):
+        course, _ = entropy
+        _with_computed_case(course)
+        quiz = course / "quiz.yaml"
+        quiz.write_text(quiz.read_text().replace("params: {T: {choice: [2, 4, 8]}}",
+                                                 "params: {T: {choice: [2, 4, 8], shared: true}}"))
+        result = run("--exercises", str(course), "validate")
+        assert result.exit_code == ExitCode.INVALID_SPEC
+        assert (f"{quiz}:3: shared param 'T' is drawn as {{'choice': [2, 4, 8], 'shared': True}} here but as "
+                "{'randint': [3, 6], 'shared': True} in attention_entropy.yaml" in result.stderr)

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from exercises.models import analysis, model as M  # the models' own code: an independent implementation
+from grader.assignment.generators import draw_params
 from grader.assignment.quiz import variant
 from grader.assignment.variants import student_seed
 from grader.cli.commands import main
 from grader.grading.answers import grade_quiz
+from grader.grading.prepared import prepare
 from grader.trained import evaluation_tokens, head_order, load_model
 
 from .conftest import COURSE, EXERCISES, SOLUTIONS
@@ -36,11 +37,6 @@ def _solutions():
 
 
 SOLUTION = _solutions()
-
-
-def _problem_case(problem: str, name: str) -> dict:
-    data = yaml.safe_load((EXERCISES / "problems" / f"{problem}.yaml").read_text())
-    return next(case["args"] for case in data["cases"] if case["name"] == name)
 
 
 def _student_maps(trained, tokens: np.ndarray) -> np.ndarray:
@@ -110,43 +106,90 @@ class TestRunModel:
             COURSE.run_model(np.array([0.0, 8.0]), *(m.params[w] for w in M.WEIGHTS), 2)
 
 
-class TestCasesAreTheShippedModels:
-    @pytest.mark.parametrize("name, model, sequence", [
-        ("model d8_h2_s1, evaluation sequence 1", "d8_h2_s1", 0),
-        ("model d8_h4_s0, evaluation sequence 2", "d8_h4_s0", 1),
-    ])
-    def test_run_model_weights(self, name, model, sequence):
-        """The case's weights are the model file's, to 4 decimals, and its tokens an evaluation sequence."""
-        m = M.load(MODELS / f"{model}.npz")
-        case = _problem_case("run_model", name)
-        np.testing.assert_array_equal(case["tokens"], M.eval_tokens(m.config)[sequence])
-        assert case["num_heads"] == m.config.n_heads
-        for key in M.WEIGHTS:
-            np.testing.assert_allclose(np.array(case[key]), m.params[key], atol=5.1e-5, err_msg=key)
+def _student_case(assignment, problem_id: str, case_name: str, seed: int):
+    """The case's inputs and key for one student's seed, and the student's model as drawn for them."""
+    problem = next(p for p in assignment.problems if p.id == problem_id)
+    case = next(c for c in problem.cases if c.name == case_name)
+    params = draw_params(problem.params, problem.id, seed)
+    return prepare(problem, case, seed), params
 
-    @pytest.mark.parametrize("name, model, sequences", [
-        ("model d8_h2_s3, evaluation sequences 1 and 2", "d8_h2_s3", [0, 1]),
-        ("model d8_h4_s2, evaluation sequence 3", "d8_h4_s2", [2]),
-    ])
-    def test_head_score_maps(self, name, model, sequences):
-        """The case's maps are the model's maps on those evaluation sequences, to 4 decimals."""
-        m = M.load(MODELS / f"{model}.npz")
-        maps = analysis.attention_maps(m, M.eval_tokens(m.config)[sequences])
-        np.testing.assert_allclose(np.array(_problem_case("head_scores", name)["weights"]), maps, atol=5.1e-5)
 
-    @pytest.mark.parametrize("name, model, sequences", [
-        ("model d8_h2_s0, evaluation sequences 1 and 2", "d8_h2_s0", [0, 1]),
-        ("model d8_h4_s3, evaluation sequence 3", "d8_h4_s3", [2]),
-    ])
-    def test_ablation_inputs(self, name, model, sequences):
-        """The case's X, readings, W_O, W_U and tokens are the model's, to 4 decimals."""
-        m = M.load(MODELS / f"{model}.npz")
+def _permuted(model, order: int) -> dict:
+    """The model file's weights with its heads in the student's order, moved here by hand (not by
+    load_model): W_Q, W_K, W_V columns and W_O rows, one head's block at a time."""
+    h, d_k = model.config.n_heads, model.config.d_model // model.config.n_heads
+    index = np.concatenate([np.arange((int(c) - 1) * d_k, int(c) * d_k) for c in str(order)])
+    weights = dict(model.params)
+    for w in ("W_Q", "W_K", "W_V"):
+        weights[w] = weights[w][:, index]
+    weights["W_O"] = weights["W_O"][index, :]
+    assert sorted(str(order)) == [str(k) for k in range(1, h + 1)]
+    return weights
+
+
+# (problem, case name, which of the student's models: the two-head one (s2, o2) or the four-head one)
+MODEL_CASES = [
+    ("run_model", "your model (two heads), evaluation sequence 1", "2", [0]),
+    ("run_model", "your model (four heads), evaluation sequence 2", "4", [1]),
+    ("head_scores", "your model (two heads), evaluation sequences 1 and 2", "2", [0, 1]),
+    ("head_scores", "your model (four heads), evaluation sequences 3 to 6", "4", [2, 3, 4, 5]),
+    ("ablation_deltas", "your model (two heads), evaluation sequences 1 to 4", "2", [0, 1, 2, 3]),
+    ("ablation_deltas", "your model (four heads), evaluation sequences 5 to 8", "4", [4, 5, 6, 7]),
+]
+
+
+class TestCasesAreTheStudentsModels:
+    @pytest.mark.parametrize("problem_id, case_name, heads, sequences", MODEL_CASES)
+    @pytest.mark.parametrize("seed", [0, 5, 123456])
+    def test_inputs_are_the_students_model_on_those_sequences(self, assignment, problem_id, case_name, heads,
+                                                               sequences, seed):
+        """Each trained-model case is the student's own model (their seed and head order), recomputed
+        with the models' own code and the heads moved by hand."""
+        prepared, params = _student_case(assignment, problem_id, case_name, seed)
+        m = M.load(MODELS / f"d8_h{heads}_s{params['s' + heads]}.npz")
+        weights = _permuted(m, params["o" + heads])
         tokens = M.eval_tokens(m.config)[sequences]
-        f = M.forward(m.params, tokens, m.config.n_heads)
-        case = _problem_case("ablation_deltas", name)
-        expected = {"X": f["X"], "readings": f["H"], "W_O": m.params["W_O"], "W_U": m.params["W_U"], "tokens": tokens}
-        for key, value in expected.items():
-            np.testing.assert_allclose(np.array(case[key]), value, atol=5.1e-5, err_msg=key)
+        f = M.forward(weights, tokens, m.config.n_heads)
+        args = dict(zip((p.name for p in next(p for p in assignment.problems if p.id == problem_id).function.params),
+                        prepared.args))
+        if problem_id == "run_model":
+            np.testing.assert_array_equal(args["tokens"], tokens[0])
+            assert args["num_heads"] == m.config.n_heads
+            for key in M.WEIGHTS:
+                np.testing.assert_allclose(args[key], weights[key], atol=1e-12, err_msg=key)
+            np.testing.assert_allclose(prepared.expected[0], f["A"][0], atol=1e-10)
+        elif problem_id == "head_scores":
+            np.testing.assert_allclose(args["weights"], f["A"], atol=1e-10)
+        else:
+            expected = {"X": f["X"], "readings": f["H"], "W_O": weights["W_O"], "W_U": weights["W_U"], "tokens": tokens}
+            for key, value in expected.items():
+                np.testing.assert_allclose(args[key], value, atol=1e-10, err_msg=key)
+
+    def test_two_students_find_their_heads_at_other_numbers(self, assignment):
+        """Ada's and Bob's previous-token heads (by the key of head_scores' public case) sit at other
+        numbers, or in other models, and every key differs between them."""
+        seeds = student_seed(SECRET, ADA), student_seed(SECRET, BOB)
+        for problem_id, case_name, _, _ in MODEL_CASES:
+            ada, bob = (_student_case(assignment, problem_id, case_name, seed)[0] for seed in seeds)
+            keys = [np.concatenate([np.ravel(x) for x in (p.expected if isinstance(p.expected, tuple)
+                                                          else (p.expected,))]) for p in (ada, bob)]
+            assert keys[0].shape != keys[1].shape or not np.allclose(keys[0], keys[1]), (problem_id, case_name)
+        previous = set()
+        for seed in range(40):
+            prepared, _ = _student_case(assignment, "head_scores", MODEL_CASES[2][1], seed)
+            previous.add(int(np.argmax(prepared.expected[0])) + 1)
+        assert previous == {1, 2}   # across a class, the previous-token head is head 1 for some, head 2 for others
+
+    def test_the_students_model_is_the_same_in_every_problem_and_quiz_item(self, assignment):
+        """s2, o2, s4, o4 are shared: a student's two-head and four-head models are the same in
+        run_model, head_scores, ablation_deltas and the quiz items that name them."""
+        for seed in (0, 1, 99, student_seed(SECRET, ADA)):
+            drawn = [draw_params(p.params, p.id, seed) for p in assignment.problems
+                     if p.id in ("run_model", "head_scores", "ablation_deltas")]
+            drawn += [variant(_quiz(assignment, i), seed).params
+                      for i in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "head_count_sweep")]
+            for name in ("s2", "o2", "s4", "o4"):
+                assert len({d[name] for d in drawn if name in d}) == 1, (seed, name, drawn)
 
 
 class TestLoader:
@@ -215,12 +258,12 @@ class TestPerStudentNumbers:
         """Loading the model with the student's order and using the model solution's own functions
         gives the item's answer, for the previous-token head and for one head's ablation."""
         v = variant(_quiz(assignment, "your_previous_head"), seed)
-        trained = load_model(f"d8_h4_s{v.params['s']}", order=v.params["o"])
+        trained = load_model(f"d8_h4_s{v.params['s4']}", order=v.params["o4"])
         previous, _ = SOLUTION.head_scores(_student_maps(trained, evaluation_tokens()[:SEQUENCES]))
         assert int(np.argmax(previous)) + 1 == v.answer
 
         v = variant(_quiz(assignment, "your_head_ablation"), seed)
-        trained = load_model(f"d8_h2_s{v.params['s']}", order=v.params["o"])
+        trained = load_model(f"d8_h2_s{v.params['s2']}", order=v.params["o2"])
         tokens = evaluation_tokens()
         X, readings = _student_ablation_inputs(trained, tokens)
         deltas = SOLUTION.ablation_deltas(X, readings, trained.W_O, trained.W_U, tokens.astype(float))
@@ -238,6 +281,15 @@ class TestPerStudentNumbers:
         assert abs((right[2] - right[1]) - COURSE.wide_vs_narrow_accuracy(s)) <= 1e-6
         eight = M.load(MODELS / f"d8_h8_s{s}.npz")
         assert int((analysis.ablation_deltas(eight) < 0.1).sum()) == COURSE.removable_heads(s)
+
+    @pytest.mark.parametrize("s", range(4))
+    def test_the_head_count_with_the_lowest_loss_from_the_files(self, s):
+        """head_count_sweep's key is the sweep model with the lowest loss, recomputed from the files
+        with the models' own evaluation; the known-wrong "most heads" is never the key."""
+        losses = {h: M.evaluate(M.load(MODELS / f"d8_h{h}_s{s}.npz").params,
+                                M.load(MODELS / f"d8_h{h}_s{s}.npz").config)["loss"] for h in (1, 2, 4, 8)}
+        assert COURSE.best_head_count(s) == min(losses, key=losses.__getitem__) != COURSE.most_heads_count(s)
+        assert losses[1] > 10 * max(losses[2], losses[4], losses[8])   # one head of width 8 is far behind
 
 
 def test_the_table_of_zeroed_queries_is_the_models():

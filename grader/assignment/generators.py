@@ -7,11 +7,17 @@ A case argument is a literal (number, bool, nested list) or a seeded generator:
     {random: simplex, shape: [n, T]}                 rows (last axis) that sum to 1
     {identity: n}                                    the n x n identity (one-hot positions)
     {mask: causal | full | random, shape: [n, m]}    bool mask, True = may attend
+    {course: fn, with: {name: value, ...}}           fn(name=value, ...) of the course code: an array
+                                                     the course computes (values: ints, "$var"
+                                                     products, or plain words such as d8_h2)
 
 A case may define integer variables in `let:` (an int, `{randint: [lo, hi]}` inclusive,
 `{choice: [...]}`, or a product such as "$h*$d_k") and use them as "$name" in shapes and int
-arguments. Every random draw is seeded: by the case's `seed`, or by a stable hash of the
-problem id and case name, mixed with the argument name.
+arguments. A problem's or quiz item's `params:` are drawn per student; one marked `shared: true`
+(`{randint: [0, 3], shared: true}`) is drawn from the student's seed and its name alone, so every
+problem and item that declares it gives that student the same number. Every random draw is
+seeded: by the case's `seed`, or by a stable hash of the problem id and case name, mixed with the
+argument name.
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ _GENERATOR_KEYS = {
     "random": {"random", "shape", "scale", "low", "high", "seed"},
     "identity": {"identity"},
     "mask": {"mask", "shape", "p", "seed"},
+    "course": {"course", "with"},
 }
+_WORD = re.compile(r"^[A-Za-z_][\w.]*$")  # a literal word passed to a course generator
 _EXPR = re.compile(r"^\s*(\$[A-Za-z_]\w*|\d+)(\s*\*\s*(\$[A-Za-z_]\w*|\d+))*\s*$")
 
 Report = Callable[[str], None]  # reports one problem with the value being checked
@@ -81,8 +89,30 @@ def _check_nested(value: Any, leaf: Callable[[Any], bool], leaf_name: str, repor
         report(f"must be a rectangular nested list of {leaf_name}s (got {value!r})"[:200])
 
 
-def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> None:
-    """Validate one argument spec for a parameter of `kind`; call report() for each problem."""
+def _check_course(spec: dict, names: set[str], report: Report, course_has: Callable[[str], bool] | None) -> None:
+    name = spec["course"]
+    if not isinstance(name, str) or not _WORD.match(name):
+        report(f"'course' must name a function of the course code (got {name!r})")
+    elif course_has is not None and not course_has(name):
+        report(f"'course': {name!r} is not a function of the course code")
+    given = spec.get("with", {})
+    if not isinstance(given, dict):
+        report(f"'with' must be a mapping of argument names (got {given!r})")
+        return
+    for key, value in given.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            report(f"'with': argument names must be identifiers (got {key!r})")
+        elif isinstance(value, str) and not value.lstrip().startswith("$"):
+            if not _WORD.match(value):
+                report(f"'with.{key}' must be an int, a \"$var\" product or a plain word (got {value!r})")
+        else:
+            check_int(value, names, f"'with.{key}'", report)
+
+
+def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report,
+                course_has: Callable[[str], bool] | None = None) -> None:
+    """Validate one argument spec for a parameter of `kind`; call report() for each problem.
+    `course_has(name)` says whether the course code has a function `name` (None: not checked)."""
     if kind is ParamKind.INT:
         check_int(spec, names, "value", report)
         return
@@ -92,7 +122,7 @@ def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> 
         return
     if isinstance(spec, dict):
         generator = next((k for k in _GENERATOR_KEYS if k in spec), None)
-        allowed_for_kind = ("mask",) if kind is ParamKind.MASK else ("random", "identity")
+        allowed_for_kind = ("mask", "course") if kind is ParamKind.MASK else ("random", "identity", "course")
         if generator is None or generator not in allowed_for_kind:
             keys = " or ".join(repr(k) for k in allowed_for_kind)
             report(f"a generator needs the key {keys} (got keys {sorted(map(str, spec))})")
@@ -103,6 +133,9 @@ def check_value(spec: Any, kind: ParamKind, names: set[str], report: Report) -> 
                    f"(allowed: {', '.join(sorted(_GENERATOR_KEYS[generator]))})")
         if generator == "identity":
             check_int(spec["identity"], names, "'identity'", report)
+            return
+        if generator == "course":
+            _check_course(spec, names, report, course_has)
             return
         options = RANDOM_KINDS if generator == "random" else MASK_KINDS
         if spec[generator] not in options:
@@ -136,6 +169,12 @@ def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] |
         if not isinstance(name, str) or not re.match(r"^[A-Za-z_]\w*$", name):
             report(f"variable names must be identifiers (got {name!r})")
             continue
+        if isinstance(spec, dict) and "shared" in spec:
+            if label != "params":
+                report("'shared' is for a problem's or quiz item's params, not a case's let")
+            elif spec["shared"] is not True:
+                report(f"'shared' must be true (got {spec['shared']!r})")
+            spec = {k: v for k, v in spec.items() if k != "shared"}
         if isinstance(spec, dict):
             if set(spec) == {"randint"}:
                 r = spec["randint"]
@@ -162,9 +201,24 @@ def case_seed(problem_id: str, case_name: str, explicit: int | None, variant: in
     return zlib.crc32(where.encode())
 
 
+def is_shared(spec: Any) -> bool:
+    """A param drawn once per student for the whole course (`shared: true`)."""
+    return isinstance(spec, dict) and spec.get("shared") is True
+
+
+def draw_shared(params: Mapping[str, Any], where: str, variant: int) -> dict[str, int]:
+    """Integer params for one student's variant: the shared ones from the variant and their names
+    alone (the same in every problem and item), the others from `where` too."""
+    shared = {name: {k: v for k, v in spec.items() if k != "shared"}
+              for name, spec in params.items() if is_shared(spec)}
+    env = realize_let(shared, zlib.crc32(f"params/shared/{variant}".encode())) if shared else {}
+    own = {name: spec for name, spec in params.items() if name not in shared}
+    return realize_let(own, zlib.crc32(where.encode()), base=env)
+
+
 def draw_params(params: Mapping[str, Any], problem_id: str, variant: int) -> dict[str, int]:
     """A problem's integer params for one student's variant (the same variant, the same numbers)."""
-    return realize_let(params, zlib.crc32(f"params/{problem_id}/{variant}".encode()))
+    return draw_shared(params, f"params/{problem_id}/{variant}", variant)
 
 
 # {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.
@@ -231,8 +285,28 @@ def let_values(let: Mapping[str, Any], limit: int) -> list[dict[str, int]] | Non
     return found
 
 
-def realize(spec: Any, kind: ParamKind, env: Mapping[str, int], seed: int, salt: str) -> Any:
-    """Turn a validated spec into the value passed to both the student and the reference."""
+def _from_course(spec: Mapping[str, Any], kind: ParamKind, env: Mapping[str, int],
+                 course_fn: Callable[[str], Callable | None] | None) -> np.ndarray:
+    fn = course_fn(spec["course"]) if course_fn is not None else None
+    if fn is None:
+        raise ValueError(f"the course code has no function {spec['course']!r}")
+    given = {key: value if isinstance(value, str) and not value.lstrip().startswith("$") else _eval_int(value, env)
+             for key, value in spec.get("with", {}).items()}
+    dtype = bool if kind is ParamKind.MASK else np.float64
+    try:
+        value = np.array(fn(**given), dtype=dtype)
+    except Exception as exc:
+        raise ValueError(f"{spec['course']}({', '.join(f'{k}={v!r}' for k, v in given.items())}) raised "
+                         f"{type(exc).__name__}: {exc}") from exc
+    if dtype is np.float64 and not np.all(np.isfinite(value)):
+        raise ValueError(f"{spec['course']} returned a value that is not finite")
+    return value
+
+
+def realize(spec: Any, kind: ParamKind, env: Mapping[str, int], seed: int, salt: str,
+            course_fn: Callable[[str], Callable | None] | None = None) -> Any:
+    """Turn a validated spec into the value passed to both the student and the reference
+    (`course_fn(name)`: the course code's function `name`, for a `course` generator)."""
     if kind is ParamKind.INT:
         return _eval_int(spec, env)
     if kind is ParamKind.BOOL:
@@ -241,6 +315,8 @@ def realize(spec: Any, kind: ParamKind, env: Mapping[str, int], seed: int, salt:
         return np.array(spec, dtype=bool if kind is ParamKind.MASK else np.float64)
     if "identity" in spec:
         return np.eye(_eval_int(spec["identity"], env))
+    if "course" in spec:
+        return _from_course(spec, kind, env, course_fn)
     shape = tuple(_eval_int(s, env) for s in spec["shape"])
     rng = _rng(spec.get("seed", seed), salt)
     if "mask" in spec:

@@ -74,7 +74,7 @@ def _compare(node: Any, line: int | None, fn: FunctionSpec, errors: Errors) -> C
 
 
 def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: Errors,
-          params: set[str] | frozenset[str] = frozenset()) -> Case | None:
+          params: set[str] | frozenset[str] = frozenset(), course: CourseCode | None = None) -> Case | None:
     if not isinstance(node, dict):
         errors.at(line, f"each case must be a mapping (got {got(node)})")
         return None
@@ -113,7 +113,8 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
             continue
         def report(msg: str, key: str = key) -> None:
             errors.at(line_of(args, key), f"argument {key!r}: {msg}")
-        gen.check_value(spec, param.kind, names, report)
+        gen.check_value(spec, param.kind, names, report,
+                        None if course is None else (lambda name: course.get(name) is not None))
     for param in fn.params:
         if param.required and param.name not in args:
             errors.at(line_of(node, "args"), f"case {name!r} is missing argument {param.name!r} of {fn.signature}")
@@ -129,6 +130,38 @@ def _case(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors
                 expect=node.get("expect"), has_expect="expect" in node, raises=node.get("raises"),
                 line=line_of(node), let=dict(node.get("let", {})), seed=node.get("seed"),
                 reveal=node.get("reveal", True))
+
+
+def _check_shared(problems: list[Problem], quiz: Quiz | None, found: list[SpecError]) -> None:
+    """A shared param is one number per student: every problem and quiz item that declares it must
+    draw it the same way."""
+    first: dict[str, tuple[Any, str]] = {}
+    owners: list[tuple[Mapping[str, Any], str, int | None]] = [(p.params, str(p.path), None) for p in problems]
+    if quiz is not None:
+        owners += [(item.params, str(quiz.path), item.line) for item in quiz.items]
+    for params, file, line in owners:
+        for name, spec in params.items():
+            if not gen.is_shared(spec):
+                continue
+            if name not in first:
+                first[name] = (spec, file)
+            elif spec != first[name][0]:
+                found.append(SpecError(file, line or _param_line(Path(file), name),
+                                       f"shared param {name!r} is drawn as {dict(spec)} here but as "
+                                       f"{dict(first[name][0])} in {Path(first[name][1]).name}: a shared param "
+                                       "must be declared the same everywhere"))
+
+
+def _param_line(path: Path, name: str) -> int | None:
+    """The line of `name:` under a problem file's top-level `params:` (None when not found)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    start = next((i for i, text in enumerate(lines) if text.startswith("params:")), None)
+    if start is None:
+        return None
+    return next((i + 1 for i in range(start + 1, len(lines)) if re.match(rf"^\s+{re.escape(name)}\s*:", lines[i])), None)
 
 
 def _dollar_names(spec: Any) -> set[str]:
@@ -244,7 +277,7 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
     else:
         names: set[str] = set()
         for i, item in enumerate(cases_node):
-            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params)
+            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params, course)
             if case is None:
                 continue
             if case.name in names:
@@ -312,6 +345,7 @@ def load_assignment(root: Path) -> Assignment:
         if file.stem not in listed:
             errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
     quiz = _quiz(node, root, errors, problem_errors, seen, course) if "quiz" in node else None
+    _check_shared(problems, quiz, problem_errors)
     if errors.items or problem_errors or title is None:
         raise SpecErrors(errors.items + problem_errors)
     return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)

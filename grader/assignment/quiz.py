@@ -31,7 +31,6 @@ import inspect
 import math
 import re
 import string
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -220,8 +219,8 @@ def _params(node: Mapping, errors: Errors) -> dict[str, Any]:
     if not isinstance(params, dict):
         errors.at(line_of(node, "params"), f"'params' must be a mapping of parameter names (got {got(params)})")
         return {}
-    gen.check_let(params, lambda key, msg: errors.at(line_of(params, key) or line_of(node, "params"),
-                                                     "params." + msg.removeprefix("let.")))
+    gen.check_let(params, lambda key, msg: errors.at(line_of(params, key) or line_of(node, "params"), msg),
+                  label="params")
     return dict(params)  # names stay known even when a spec is wrong: no cascade of errors
 
 
@@ -329,7 +328,7 @@ def load_quiz(path: Path, course: CourseCode | None = None) -> Quiz:
 
 def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
     """The item's integer params for `seed`; the same seed always gives the same numbers."""
-    return gen.realize_let(item.params, zlib.crc32(f"quiz/{item.id}/{seed}".encode()))
+    return gen.draw_shared(item.params, f"quiz/{item.id}/{seed}", seed)
 
 
 fill = gen.fill

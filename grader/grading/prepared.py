@@ -48,8 +48,15 @@ def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tup
     env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
     fn = problem.function
     last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
-    return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
-                 for p in fn.params[: last + 1])
+
+    def course_fn(name: str) -> Callable | None:
+        from ..assignment.course import course_function
+        return course_function(problem.code, name)
+    try:
+        return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name, course_fn) if p.name in case.args
+                     else p.default for p in fn.params[: last + 1])
+    except ValueError as exc:  # a course generator that failed: the problem file's or the course code's fault
+        raise SpecError(str(problem.path), case.line, f"case {case.name!r}: {exc}") from exc
 
 
 def literal_expected(fn: FunctionSpec, expect: Any) -> Any:
