@@ -64,7 +64,7 @@ MODEL_FUNCTIONS = {
 TRAINED_PARTS = ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U", "sequence", "tokens", "X", "maps", "readings")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=128)  # every (model, order) a class can draw: 4 x 2 + 4 x 24
 def _student_model(name: str, order: int):
     """A model with its heads in a student's order, loaded once per process (its arrays read-only)."""
     from grader.trained import load_model

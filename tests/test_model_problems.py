@@ -307,6 +307,7 @@ class TestQuizMistakes:
         ("your_head_ablation", "your_head_delta_queries_zeroed", "queries_zeroed_not_removed"),
         ("wide_vs_narrow", "wide_vs_narrow_first_only", "counted_one_readout"),
         ("removable_heads", "needed_heads", "counted_needed_heads"),
+        ("head_count_sweep", "most_heads_count", "more_heads_better"),
     ])
     def test_a_known_wrong_number_is_named(self, assignment, tmp_path, item_id, wrong, mistake):
         """An answers file holding the known-wrong value scores 0 on the item and names the mistake."""

@@ -42,6 +42,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/fixtures.py", "build", "grader.assignment.quiz"),
     ("grading/fixtures.py", "build", "grader.assignment.render"),
     ("grading/prepared.py", "build_args", "grader.assignment.generators"),
+    ("grading/prepared.py", "course_fn", "grader.assignment.course"),  # a case input the course computes
     ("grading/prepared.py", "reference_answer", "grader.assignment.course"),
     ("grading/prepared.py", "quiz_item", "grader.assignment.quiz"),
     ("grading/grade.py", "grade", "grader.assignment.quiz"),
