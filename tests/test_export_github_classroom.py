@@ -3,9 +3,6 @@ its workflow installs the grader from, and the GitHub / JUnit reports agreeing w
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -16,6 +13,7 @@ from grader.errors import ExitCode
 from grader.exports import github_classroom, wheel
 from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, VENDOR, WORKFLOW_PATH
 
+from ._student_models import assert_models_shipped, load_in
 from ._submissions import write_half_done
 from .conftest import EXERCISES
 from .test_student_bundle import COURSE_CODE, _check_imports, imports
@@ -145,18 +143,11 @@ class TestStarterHoldsNoCourseCode:
             assert [t for t in own if any(t in text for text in texts.values())] == [], item.id
 
     def test_the_models_load_from_the_starter_folder(self, starter):
-        """`load_model` run in the starter repository with its own student package finds ./models; no index.json."""
-        assert sorted(p.name for p in (starter / "models").iterdir()) == \
-            sorted(p.name for p in (EXERCISES / "models").glob("*.npz"))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_EXERCISES")}
-        probe = ("import grader, grader.trained as t; m = t.load_model('d8_h2_s0'); "
-                 "print(grader.__file__); print(t.models_folder()); print(m.num_heads, m.d_model)")
-        done = subprocess.run([sys.executable, "-c", probe], cwd=starter, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr
-        package, folder, shape = done.stdout.splitlines()
-        assert Path(package) == starter / "grader" / "__init__.py"  # the student package, not this checkout's
-        assert Path(folder) == starter / "models" and shape == "2 8"
+        """The course's .npz files (no index.json); `load_model` run in the starter with its own student package finds them."""
+        assert_models_shipped(starter)
+        package, folder, shape = load_in(starter)
+        assert package == starter / "grader" / "__init__.py"  # the student package, not this checkout's
+        assert folder == starter / "models" and shape == "2 8"
 
 
 class TestWhereTheGraderComesFrom:

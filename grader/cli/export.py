@@ -62,8 +62,8 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
 
     Each otter test case grades with this package's checks, so otter's scores equal
     `mha grade`'s; the grading environment needs this package installed (requirements.txt,
-    installable from OUT or from otter's zip). The code problems only: the concept quiz is not
-    in it. `otter assign` needs otter-grader[grading].
+    installable from OUT or from otter's zip). Students get the notebook, the student wheel and
+    the trained models' weights (models/). `otter assign` needs otter-grader[grading].
 
     \b
     Example:
@@ -78,7 +78,10 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
         written = exporter.write(out, assignment, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {len(written) - 4} test files, {', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
+    tests = sum(p.parent == out / "tests" for p in written)
+    copied = sum(p.parent == out / exporter.MODELS for p in written)
+    models = f"{copied} model files in {out / exporter.MODELS}, " if copied else ""
+    click.echo(f"wrote {tests} test files, {models}{', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
                err=True)
 
 
@@ -88,14 +91,27 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
 def notebook(obj: Ctx, out: Path) -> None:
     """Write a student notebook: each prompt, a stub cell and a check cell per problem.
 
-    Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its definitions.
+    The trained models' weights (*.npz) go into models/ beside the notebook, where the notebook's
+    `load_model` finds them. Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its
+    definitions.
 
     \b
     Example:
       mha export notebook --out attention.ipynb
     """
+    from ..classroom.release import copy_models
     from ..exports import notebook as exporter
-    _write(out, exporter.render(obj.assignment()))
+    assignment = obj.assignment()
+    _write(out, exporter.render(assignment))
+    if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in
+        return
+    try:
+        models = copy_models(assignment.root, out.parent)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out.parent / 'models'}: {exc.strerror or exc}") from exc
+    if models:
+        click.echo(f"wrote {len(models)} model files into {models[0].parent}: give them to students with the "
+                   "notebook, in a models/ folder beside it", err=True)
 
 
 @export.command("github-classroom", context_settings=CONTEXT)
