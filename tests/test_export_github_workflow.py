@@ -5,12 +5,17 @@ copy of the starter repository (with the student's files), `actions/setup-python
 put first on PATH, each `run:` step runs with bash -eo pipefail as GitHub's default shell, and
 each command-grader step runs as the action's src/main.js does (execSync: /bin/sh, the repository
 as working folder, only PATH and HOME in the environment, `timeout` minutes, full `max-score` on
-exit 0, else 0). The reporter's total is the sum of the steps' scores.
+exit 0, else 0). A step's `env:` is evaluated as GitHub does for `${{ secrets.NAME }}`, from the
+secrets the test gives. The reporter's total is the sum of the steps' scores.
+
+The grader is installed as an instructor keeps it private: `--install` names the full wheel in a
+folder outside the starter repository (written by `--grader-wheel`), through a secret, offline.
 """
 from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +25,8 @@ import pytest
 import yaml
 
 from grader.assignment.loader import load_assignment
-from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, VENDOR, WORKFLOW_PATH
+from grader.exports import wheel
+from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, WORKFLOW_PATH
 
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
@@ -28,21 +34,40 @@ from .conftest import EXERCISES, SOLUTIONS
 pytestmark = pytest.mark.slow  # runs the exported workflow's steps in a fresh venv
 
 
-@pytest.fixture(scope="module")
-def starter(tmp_path_factory):
-    """The starter repository exported through the CLI, as an instructor makes it."""
+SECRET = "GRADER_WHEELS"  # the "token" of the test: the private folder that holds the grader's wheel
+
+
+def export_starter(out: Path, private: Path, *options: str) -> None:
+    """`mha export github-classroom` through the CLI, as an instructor runs it: the grader's wheel
+    written to `private`, the workflow installing it from there through the secret."""
     from click.testing import CliRunner
 
     from grader.cli.commands import main
-    out = tmp_path_factory.mktemp("starter") / "repo"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out)],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out),
+                                       "--grader-wheel", str(private), "--install", f"${SECRET}/{wheel.filename()}",
+                                       "--install-token-secret", SECRET, *options], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return out
 
 
-def run_workflow(starter: Path, work: Path, files: dict[str, Path]) -> tuple[float, float, dict[str, float]]:
-    """(points, max points, points per step) of the workflow run on the starter repo with `files`."""
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory):
+    """(starter repository, the private folder with the grader's wheel), exported through the CLI."""
+    tmp = tmp_path_factory.mktemp("starter")
+    export_starter(tmp / "repo", tmp / "private")
+    return tmp / "repo", tmp / "private"
+
+
+def _step_env(step: dict, secrets: dict[str, str]) -> dict[str, str]:
+    """A step's `env:`, each `${{ secrets.NAME }}` replaced by the secret (KeyError: a secret not given)."""
+    def value(text: str) -> str:
+        return re.sub(r"\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", lambda m: secrets[m.group(1)], text)
+    return {name: value(str(text)) for name, text in step.get("env", {}).items()}
+
+
+def run_workflow(starter: Path, work: Path, files: dict[str, Path],
+                 secrets: dict[str, str] | None = None) -> tuple[float, float, dict[str, float]]:
+    """(points, max points, points per step) of the workflow run on the starter repo with `files`
+    and the repository's `secrets`."""
     workflow = yaml.safe_load((starter / WORKFLOW_PATH).read_text())
     steps = workflow["jobs"]["run-autograding-tests"]["steps"]
     repo = work / "workspace"
@@ -61,9 +86,9 @@ def run_workflow(starter: Path, work: Path, files: dict[str, Path]) -> tuple[flo
         elif "run" in step:
             output = work / f"output-{len(scores)}"
             output.write_text("")
+            step_env = {**env, **_step_env(step, secrets or {}), "GITHUB_OUTPUT": str(output)}
             done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=repo,
-                                  env={**env, "GITHUB_OUTPUT": str(output)}, capture_output=True, text=True,
-                                  timeout=600)
+                                  env=step_env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, f"{step['name']}: {done.stderr[-2000:]}"
             if "id" in step:  # a graded step: its base64 result, as the reporter reads it
                 line = next(x for x in output.read_text().splitlines() if x.startswith("result="))
@@ -94,26 +119,30 @@ def run_workflow(starter: Path, work: Path, files: dict[str, Path]) -> tuple[flo
 
 
 class TestStarterRepository:
-    def test_holds_the_grader_wheel_and_the_starter_files(self, starter):
-        """The workflow installs the wheel in .mha/ (no package index name); stubs and template beside it."""
-        wheels = list((starter / VENDOR).glob("mha_exercises-*-py3-none-any.whl"))
-        assert len(wheels) == 1
-        text = (starter / WORKFLOW_PATH).read_text()
-        assert f"python -m pip install --disable-pip-version-check ./{VENDOR}/{wheels[0].name} numpy==" in text
-        assert "install mha-exercises" not in text
+    def test_the_workflow_installs_the_grader_from_the_private_folder(self, starter):
+        """The install step reads the secret and installs the wheel kept outside the repository; no wheel inside."""
+        repo, private = starter
+        assert [p.name for p in private.iterdir()] == [wheel.filename()]
+        steps = yaml.safe_load((repo / WORKFLOW_PATH).read_text())["jobs"]["run-autograding-tests"]["steps"]
+        install = next(s for s in steps if s["name"] == "Install the grader")
+        assert install["env"] == {SECRET: f"${{{{ secrets.{SECRET} }}}}"}
+        assert install["run"] == f"python -m pip install --disable-pip-version-check ${SECRET}/{wheel.filename()}"
+        assert not list(repo.rglob("*.whl"))
         from grader.starter import starter_files
         made = starter_files(load_assignment(EXERCISES))  # made from the course, never copied
-        assert (starter / "attention.py").read_text() == made["attention.py"]
-        assert (starter / "answers.yaml").read_text() == made["answers.yaml"]
+        assert (repo / "attention.py").read_text() == made["attention.py"]
+        assert (repo / "answers.yaml").read_text() == made["answers.yaml"]
 
     def test_solution_gets_every_point_and_the_stubs_none(self, starter, tmp_path, assignment):
         """Run as GitHub runs it: the model answers earn every step's points, the stubs nothing."""
+        repo, private = starter
         runs = {"solution": {"attention.py": SOLUTIONS / "attention.py", "answers.yaml": SOLUTIONS / "answers.yaml"},
                 "stubs": {}}
         for name in runs:
             (tmp_path / name).mkdir()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {name: pool.submit(run_workflow, starter, tmp_path / name, files) for name, files in runs.items()}
+            futures = {name: pool.submit(run_workflow, repo, tmp_path / name, files, {SECRET: str(private)})
+                       for name, files in runs.items()}
             results = {name: future.result(timeout=900) for name, future in futures.items()}
         points, maximum, per_step = results["solution"]
         assert maximum == assignment.max_score > 0
@@ -122,3 +151,9 @@ class TestStarterRepository:
         assert (points, maximum) == (0, assignment.max_score)
         # one step per problem and per automatically graded quiz item (written items: graded by hand)
         assert len(per_step) == len(assignment.problems) + sum(not i.manual for i in assignment.quiz.items)
+
+    def test_a_wrong_secret_stops_at_the_install(self, starter, tmp_path):
+        """The install step uses the secret: with a wrong one the requirement names no wheel, and the run stops there."""
+        repo, _ = starter
+        with pytest.raises(AssertionError, match="Install the grader"):
+            run_workflow(repo, tmp_path, {}, {SECRET: str(tmp_path / "nowhere")})

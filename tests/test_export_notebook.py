@@ -10,6 +10,7 @@ from grader.errors import ExitCode
 from grader.exports import notebook as exporter
 from grader.grading.notebook import ANSWERS_TAG, CHECK_TAG, definitions, extract_answers, extract_source
 
+from ._student_models import assert_models_shipped, load_in
 from ._submissions import solution_functions
 from .conftest import SOLUTIONS
 
@@ -241,3 +242,15 @@ class TestBrokenCell:
         source, _, broken = notebook_parts(raw, "n.ipynb")
         assert "def f(x):\n    return x\n" in source and "def g" not in source and "x +" not in source
         assert [(b.label, b.line, b.functions) for b in broken] == [("cell 2", 2, ()), ("cell 3", 1, ("g",))]
+
+
+class TestModels:
+    def test_the_models_go_beside_the_notebook(self, cli, tmp_path):
+        """The .npz files in models/ beside the notebook (no index.json); `load_model` there finds them."""
+        folder = tmp_path / "student"
+        result = cli("export", "notebook", "--out", str(folder / "attention.ipynb"))
+        assert result.exit_code == 0, result.output
+        assert f"into {folder / 'models'}" in result.stderr
+        assert_models_shipped(folder)
+        _, models, shape = load_in(folder)
+        assert models == folder / "models" and shape == "2 8"

@@ -21,6 +21,7 @@ from grader.grading.answers import grade_item
 from grader.grading.otter_checks import check_answer, check_case, plain
 
 from ._install import clean_env, fresh_venv, link_farm
+from ._student_models import assert_models_shipped, load_in
 from .conftest import EXERCISES
 
 BUGS = {  # a named mistake in softmax (which SDPA and MHA reuse) and a miscount in parameter_count
@@ -218,6 +219,30 @@ class TestStudentChecks:
         fixtures = json.loads((Path(location) / "_fixtures" / "default.json").read_text())
         hidden = sum(c.hidden for p in assignment.problems for c in p.cases)
         assert hidden and all(c["visibility"] == "public" for p in fixtures["problems"] for c in p["cases"])
+
+
+class TestModels:
+    def test_the_export_ships_the_models_to_students(self, assignment, tmp_path):
+        """OUT/models holds the .npz files (no index.json), and the config gives them to students with the notebook."""
+        import yaml
+
+        from .conftest import SOLUTIONS
+        exporter.write(tmp_path, assignment, SOLUTIONS / "attention.py")
+        assert_models_shipped(tmp_path)
+        notebook = json.loads((tmp_path / exporter.NOTEBOOK_NAME).read_text())
+        config = yaml.safe_load("".join(notebook["cells"][0]["source"]).removeprefix("# ASSIGNMENT CONFIG\n"))
+        assert exporter.MODELS in config["files"] and exporter.MODELS not in config.get("autograder_files", [])
+
+    @pytest.mark.slow
+    def test_students_load_the_models_with_the_student_wheel(self, otter_run):
+        """What `otter assign` gives students holds models/; with only the student wheel installed (no course in
+        it), `load_model` run in that folder finds them there."""
+        _, tmp, _ = otter_run
+        student = tmp / "dist" / "student"
+        assert_models_shipped(student)
+        package, models, shape = load_in(student, tmp / "student-env" / "venv" / "bin" / "python")
+        assert "student-env/venv" in str(package)
+        assert models == student / "models" and shape == "2 8"
 
 
 class TestTestFiles:

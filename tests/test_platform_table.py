@@ -15,7 +15,7 @@ from grader.exports import prairielearn, wheelhouse
 
 from ._submissions import HALF_ANSWERS, half_done_source
 from .conftest import EXERCISES
-from .test_export_github_workflow import run_workflow
+from .test_export_github_workflow import SECRET, export_starter, run_workflow
 from .test_export_gradescope import autograder, run_autograder
 from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
 from .test_mistakes import BUGS
@@ -84,16 +84,12 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
 
 
 def _github_classroom(tmp: Path, folder: Path) -> float:
-    from click.testing import CliRunner
-
-    from grader.cli.commands import main
-    starter = tmp / "starter"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out",
-                                       str(starter)], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    """The starter repository's workflow, installing the grader from a private folder (as an instructor keeps it)."""
+    starter, private = tmp / "starter", tmp / "private"
+    export_starter(starter, private)
     (tmp / "run").mkdir()
     points, maximum, _ = run_workflow(starter, tmp / "run", {name: folder / name for name in
-                                                              ("attention.py", "answers.yaml")})
+                                                              ("attention.py", "answers.yaml")}, {SECRET: str(private)})
     return points / maximum
 
 

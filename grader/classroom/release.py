@@ -207,7 +207,7 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     from ..exports.pysource import starter_files
     for name, text in starter_files(assignment).items():  # made from the course, never copied
         write_atomically(out / name, text)
-    _copy_models(assignment.root, out)
+    copy_models(assignment.root, out)
     words = {"key": variant_key, "KEY": variant_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
@@ -222,16 +222,20 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
     return written
 
 
-def _copy_models(root: Path, out: Path) -> list[str]:
+def copy_models(root: Path, out: Path) -> list[Path]:
     """The course's trained models (models/*.npz: weights as plain arrays, read without pickle) into
-    out/models, where `grader.trained.load_model` finds them. Only the weight files: the models'
-    code and their index (which records every head's role and ablation) stay with the course."""
-    files = sorted((Path(root) / "models").glob("*.npz"))
-    if files:
-        (out / "models").mkdir()
+    out/models, where `grader.trained.load_model` finds them when run from `out`; returns the files
+    written. Only the weight files: the models' code and their index (which records every head's
+    role and ablation, answers to quiz items) stay with the course. Every export that gives students
+    work calls this; when out/models is the course's own folder, the files are already there."""
+    source = Path(root) / "models"
+    files = sorted(source.glob("*.npz"))
+    target = Path(out) / "models"
+    if not files or (target.is_dir() and target.resolve() == source.resolve()):
+        return []
     for path in files:
-        shutil.copyfile(path, out / "models" / path.name)
-    return [path.name for path in files]
+        write_atomically(target / path.name, path.read_bytes())
+    return [target / path.name for path in files]
 
 
 def _write_json(path: Path, data: dict) -> str:

@@ -62,8 +62,8 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
 
     Each otter test case grades with this package's checks, so otter's scores equal
     `mha grade`'s; the grading environment needs this package installed (requirements.txt,
-    installable from OUT or from otter's zip). The code problems only: the concept quiz is not
-    in it. `otter assign` needs otter-grader[grading].
+    installable from OUT or from otter's zip). Students get the notebook, the student wheel and
+    the trained models' weights (models/). `otter assign` needs otter-grader[grading].
 
     \b
     Example:
@@ -78,7 +78,10 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
         written = exporter.write(out, assignment, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {len(written) - 4} test files, {', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
+    tests = sum(p.parent == out / "tests" for p in written)
+    copied = sum(p.parent == out / exporter.MODELS for p in written)
+    models = f"{copied} model files in {out / exporter.MODELS}, " if copied else ""
+    click.echo(f"wrote {tests} test files, {models}{', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
                err=True)
 
 
@@ -88,43 +91,82 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
 def notebook(obj: Ctx, out: Path) -> None:
     """Write a student notebook: each prompt, a stub cell and a check cell per problem.
 
-    Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its definitions.
+    The trained models' weights (*.npz) go into models/ beside the notebook, where the notebook's
+    `load_model` finds them. Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its
+    definitions.
 
     \b
     Example:
       mha export notebook --out attention.ipynb
     """
+    from ..classroom.release import copy_models
     from ..exports import notebook as exporter
-    _write(out, exporter.render(obj.assignment()))
+    assignment = obj.assignment()
+    _write(out, exporter.render(assignment))
+    if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in
+        return
+    try:
+        models = copy_models(assignment.root, out.parent)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out.parent / 'models'}: {exc.strerror or exc}") from exc
+    if models:
+        click.echo(f"wrote {len(models)} model files into {models[0].parent}: give them to students with the "
+                   "notebook, in a models/ folder beside it", err=True)
 
 
 @export.command("github-classroom", context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True,
-              help="The starter repository folder: the workflow, the grader's wheel (.mha/), the stubs.")
+              help="The starter repository folder: the workflow and what `mha release` gives a student.")
+@click.option("--install", default=None, metavar="REQUIREMENT",
+              help="Where the workflow installs the grader from: pip arguments, read by bash, for a grader you keep "
+                   "private (e.g. git+https://... of a private repository, or a private index). Required, unless "
+                   "--vendor-grader.")
+@click.option("--install-token-secret", "token_secret", default=None, metavar="NAME",
+              help="A GitHub Actions secret given to the install step alone as $NAME, for a REQUIREMENT that needs a "
+                   "token (write $NAME in it, in single quotes).")
+@click.option("--vendor-grader", is_flag=True, default=False,
+              help="Put the whole grader in the repository's .mha/ instead of --install: every student can then read "
+                   "the hidden cases, the reference and the quiz key.")
+@click.option("--grader-wheel", type=_OUT_DIR, default=None, metavar="FOLDER",
+              help="Also write the grader's wheel, the course packaged in it, into FOLDER (outside --out): for you to "
+                   "keep where --install can reach it and students cannot.")
 @click.option("--fractional/--all-or-nothing", default=True, show_default=True,
               help="Partial credit: each step reports mha's fractional score, so the points equal every other "
                    "platform's; --all-or-nothing: each step is GitHub's command grader, full points or none.")
-@click.option("--install", default=None, metavar="REQUIREMENT",
-              help="pip arguments that install this grader in the workflow, for a grader you publish "
-                   "yourself [default: the wheel this export writes into the repository's .mha/].")
 @click.pass_obj
-def github_classroom(obj: Ctx, out: Path, fractional: bool, install: str | None) -> None:
+def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str | None, vendor_grader: bool,
+                     grader_wheel: Path | None, fractional: bool) -> None:
     """Write a GitHub Classroom starter repository: one graded step per problem and quiz item.
 
-    The workflow installs the grader from the repository itself (.mha/), so it needs no
-    package index entry; the stubs and the answers template go beside it.
+    The repository holds what `mha release` gives a student (stubs, blank answers, the public
+    checks, the models' weights) and the workflow; the workflow installs the grader, with the
+    hidden cases and the reference, from --install when it runs. Without --install the export
+    refuses, unless --vendor-grader.
 
     \b
     Example:
-      mha export github-classroom --out starter-repo
+      mha export github-classroom --out starter --grader-wheel private \\
+        --install 'git+https://x-access-token:$GRADER_TOKEN@github.com/ORG/grader.git' \\
+        --install-token-secret GRADER_TOKEN
     """
     from ..exports import github_classroom as exporter
+    assignment = obj.assignment()  # an invalid course is refused first (exit 3)
+    exporter.check_source(install, vendor_grader, token_secret)
+    if grader_wheel is not None and grader_wheel.resolve().is_relative_to(out.resolve()):
+        raise SubmissionError(f"--grader-wheel {grader_wheel} is inside the starter repository {out}: students "
+                              "could read it there; give a folder outside it")
     try:
-        written = exporter.write(out, obj.assignment(), install=install, fractional=fractional)
+        written = exporter.write(out, assignment, install=install, vendor_grader=vendor_grader,
+                                 token_secret=token_secret, fractional=fractional)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
-    for path in written:
-        click.echo(f"wrote {path}", err=True)
+    click.echo(f"wrote the starter repository {out} ({len(written)} files)", err=True)
+    if vendor_grader:
+        click.echo(exporter.VENDOR_WARNING, err=True)
+    if grader_wheel is not None:
+        from ..exports import wheel
+        name, data = wheel.build(assignment.root)
+        _write(grader_wheel / name, data)
 
 
 @export.command(context_settings=CONTEXT)

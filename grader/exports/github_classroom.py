@@ -1,18 +1,25 @@
-"""GitHub Classroom: `.github/workflows/classroom.yml` for the autograding reporter.
+"""GitHub Classroom: a starter repository with `.github/workflows/classroom.yml` for the autograding reporter.
 
-One step per problem and quiz item, each with its points, then
-`classroom-resources/autograding-grading-reporter@v1`. The reporter's contract (its
-src/main.js and src/notify-classroom.js): `runners` is the comma-separated list of step ids;
-for each, the env var `<ID upper-cased>_RESULTS` holds that step's `result` output, base64 JSON
-`{version, status, max_score, tests: [{name, status, score, ...}]}`; the points sent to
-Classroom are the sum of the tests' `score` over the runners, out of the sum of `max_score`.
+A GitHub Classroom starter repository is a student bundle: every student gets a copy and can
+read all of it. So it holds what `mha release` gives a student (`classroom.release.write_student`:
+stubs and a blank answers template made from the course, ASSIGNMENT.md, the public fixtures and
+the student package, built from an allow-list of modules, for `mha check`; the trained models'
+.npz files) and the workflow, and nothing of the course's code, hidden cases or quiz key.
 
-The workflow installs this grader from the starter repository itself: `write` puts a wheel of
-it (`wheel.py`, with the assignment as its packaged one) in `.mha/`, and the install step pins
-numpy, PyYAML and click to the versions installed where it was exported. So the grade does not
-depend on a package index name (`install=` takes any pip requirement instead, for a grader you
-publish yourself). Everything the workflow uses is in the student's repository, the hidden cases
-and the reference included: GitHub Classroom runs the grading where students can read it.
+The workflow installs the grading side when it runs, from where the instructor keeps it private:
+`install` is any pip requirement (a git+https URL of a private repository, a private index), and
+`token_secret` names a GitHub Actions secret put into the install step's environment only, so the
+requirement can use it as `$NAME`. Without `install` the export refuses, unless `vendor_grader`
+says to put the whole grader (a wheel with the course: hidden cases, reference, quiz key) into
+the repository's `.mha/`, readable by every student. A student can edit the workflow in their own
+repository (GitHub Classroom's model): the install keeps the grader out of the repository, it
+does not keep it from a student who changes the workflow to print it.
+
+The reporter's contract (its src/main.js and src/notify-classroom.js): `runners` is the
+comma-separated list of step ids; for each, the env var `<ID upper-cased>_RESULTS` holds that
+step's `result` output, base64 JSON `{version, status, max_score, tests: [{name, status, score,
+...}]}`; the points sent to Classroom are the sum of the tests' `score` over the runners, out of
+the sum of `max_score`.
 
 The command grader (its src/main.js) runs `setup-command` and then `command` with Node's
 execSync: /bin/sh, the repository as working folder, an environment of PATH and HOME only,
@@ -30,20 +37,40 @@ numbers (all or nothing only).
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import tempfile
 from pathlib import Path
 
 import yaml
 
 from ..assignment.model import Assignment
-from ..errors import SpecError
+from ..errors import SpecError, SubmissionError
 
-__all__ = ["WORKFLOW_PATH", "VENDOR", "steps", "render", "write"]
+__all__ = ["WORKFLOW_PATH", "VENDOR", "check_source", "steps", "render", "write"]
 
 WORKFLOW_PATH = ".github/workflows/classroom.yml"
-VENDOR = ".mha"  # the folder of the starter repository that holds the grader's wheel
+VENDOR = ".mha"  # the folder of the starter repository that holds the grader's wheel, with --vendor-grader only
 COMMAND_GRADER = "classroom-resources/autograding-command-grader@v1"
 REPORTER = "classroom-resources/autograding-grading-reporter@v1"
+# GitHub's rules for a secret's name: letters, digits and underscores, not starting with a digit or GITHUB_.
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+REFUSAL = ("a GitHub Classroom starter repository is given to every student, who can read all of it: "
+           "say where the workflow installs the grader from, with --install REQUIREMENT (any pip "
+           "requirement, e.g. git+https://... of a private repository; add --install-token-secret NAME "
+           "for a URL that needs a token), or pass --vendor-grader to put the whole grader, hidden cases, "
+           "reference and quiz key included, into the repository's .mha/ where every student can read it")
+VENDOR_WARNING = ("warning: --vendor-grader: the starter repository holds the whole grader in .mha/; every "
+                  "student can read the hidden cases, the reference and the quiz key there")
+README_GRADING = """
+## Grading
+
+Every push runs `.github/workflows/classroom.yml`: it installs the grader and grades the
+`attention.py` and `answers.yaml` of this repository, hidden cases included, one step per
+problem and quiz item; the points are in the Actions tab and in GitHub Classroom. `mha check`
+here checks the public cases only.
+"""
+GITIGNORE = "__pycache__/\n*.egg-info/\nbuild/\n"  # what `pip install .` leaves in the folder
 
 
 class _Dumper(yaml.SafeDumper):
@@ -59,6 +86,28 @@ _Dumper.add_representer(str, _text)
 
 def _number(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
+
+
+def check_source(install: str | None, vendor_grader: bool = False, token_secret: str | None = None) -> None:
+    """Where the workflow gets the grader from, checked: exactly one of `install` (a pip
+    requirement) and `vendor_grader`; a `token_secret` is a GitHub secret name that `install`
+    uses as $NAME or ${NAME}. SubmissionError (exit 2) saying what to give otherwise."""
+    install = (install or "").strip() or None
+    if install and vendor_grader:
+        raise SubmissionError("--install and --vendor-grader are two places to install the grader from: give one")
+    if not install and not vendor_grader:
+        raise SubmissionError(REFUSAL)
+    if token_secret is None:
+        return
+    if not install:
+        raise SubmissionError("--install-token-secret needs --install REQUIREMENT, a requirement that uses the secret")
+    if not _SECRET_NAME.fullmatch(token_secret) or token_secret.upper().startswith("GITHUB_"):
+        raise SubmissionError(f"--install-token-secret: {token_secret!r} is not a GitHub secret name (letters, "
+                              "digits and _, not starting with a digit or GITHUB_)")
+    if not re.search(rf"\$(\{{{token_secret}\}}|{token_secret}(?![A-Za-z0-9_]))", install):
+        raise SubmissionError(f"--install-token-secret {token_secret}: the requirement never uses ${token_secret} "
+                              f"(got {install!r}); write it where the token goes, e.g. "
+                              f"'git+https://x-access-token:${token_secret}@github.com/ORG/REPO.git'")
 
 
 def steps(assignment: Assignment) -> list[tuple[str, str, float]]:
@@ -80,21 +129,25 @@ def _fractional_script(step_id: str, name: str, points: float) -> str:
 
 
 def vendored_install() -> str:
-    """The pip arguments that install the wheel `write` puts in the repository, dependencies pinned."""
+    """The pip arguments that install the wheel `write` vendors into .mha/, dependencies pinned."""
     from . import wheel, wheelhouse
     pins = [p for p in wheelhouse.pinned() if not p.startswith("pip==")]
     return " ".join([f"./{VENDOR}/{wheel.filename()}", *pins])
 
 
-def render(assignment: Assignment, *, install: str | None = None, fractional: bool = True,
+def render(assignment: Assignment, *, install: str, token_secret: str | None = None, fractional: bool = True,
            python: str = "3.11", timeout_minutes: int = 5) -> str:
-    """The workflow as YAML text. `install`: the pip arguments that install this grader (default:
-    the wheel `write` vendors into the repository)."""
-    install = install or vendored_install()
+    """The workflow as YAML text. `install`: the pip arguments that install the grader, as bash
+    reads them (so `$NAME` is expanded); `token_secret`: the secret given to that step alone as
+    the environment variable of the same name."""
+    install_step: dict = {"name": "Install the grader"}
+    if token_secret:  # the install step's environment only: the steps that run student code never see it
+        install_step["env"] = {token_secret: f"${{{{ secrets.{token_secret} }}}}"}
+    install_step["run"] = f"python -m pip install --disable-pip-version-check {install}"
     job_steps: list[dict] = [
         {"name": "Checkout code", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
-        {"name": "Install the grader", "run": f"python -m pip install --disable-pip-version-check {install}"},
+        install_step,
     ]
     runners = steps(assignment)
     if not fractional:
@@ -133,19 +186,35 @@ def render(assignment: Assignment, *, install: str | None = None, fractional: bo
     return head + yaml.dump(workflow, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
-def write(out: Path, assignment: Assignment, *, install: str | None = None, fractional: bool = True) -> list[Path]:
-    """The starter repository: the workflow, the grader's wheel in .mha/ (unless `install` names
-    another), and the stubs and answers template; returns the paths written."""
+def write(out: Path, assignment: Assignment, *, install: str | None = None, vendor_grader: bool = False,
+          token_secret: str | None = None, fractional: bool = True) -> list[Path]:
+    """The starter repository: what `mha release` gives a student, the workflow, and with
+    `vendor_grader` the whole grader's wheel in .mha/; returns the paths written. Refuses
+    (SubmissionError) without a place to install the grader from (`check_source`), and a folder
+    whose .mha/ still holds a grader from an earlier export when none is vendored now."""
+    from ..classroom.release import write_student
     from ..paths import write_atomically
     from . import wheel
-    from .pysource import starter_files
+    check_source(install, vendor_grader, token_secret)
     out = Path(out)
-    files: dict[Path, str | bytes] = {out / WORKFLOW_PATH: render(assignment, install=install, fractional=fractional)}
-    if install is None:
+    if not vendor_grader and (out / VENDOR).exists():
+        raise SubmissionError(f"{out / VENDOR} holds the grader of an earlier --vendor-grader export: remove it "
+                              "(and from the repository's history, if it was pushed) before exporting without it")
+    bundle: dict[Path, bytes] = {}
+    with tempfile.TemporaryDirectory(prefix="mha-starter-") as folder:
+        student = Path(folder) / "student"
+        write_student(assignment, student, [], None)  # the default numbers: one starter repository for everyone
+        for path in sorted(student.rglob("*")):
+            if path.is_file():
+                bundle[out / path.relative_to(student)] = path.read_bytes()
+    files: dict[Path, str | bytes] = dict(bundle)
+    files[out / "README.md"] = bundle[out / "README.md"].decode("utf-8").rstrip("\n") + "\n" + README_GRADING
+    files[out / ".gitignore"] = GITIGNORE
+    files[out / WORKFLOW_PATH] = render(assignment, install=install.strip() if install else vendored_install(),
+                                        token_secret=token_secret, fractional=fractional)
+    if vendor_grader:
         name, data = wheel.build(assignment.root)
         files[out / VENDOR / name] = data
-    for starter, text in starter_files(assignment).items():  # made from the course, never copied
-        files[out / starter] = text
     for path, content in files.items():
         write_atomically(path, content)
     return list(files)

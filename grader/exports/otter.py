@@ -14,6 +14,9 @@
     OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
                                 cases; the public cases' expected answers precomputed), given to
                                 students with the notebook (`files`): their checks run on it
+    OUT/models/*.npz            the course's trained models (weights only, never models/index.json),
+                                given to students with the notebook (`files`), so the notebook's
+                                `grader.trained.load_model` finds them in its folder
     OUT/requirements.txt        what the grading environment needs besides otter: this grader
                                 (found beside the file or in files/, where otter places the wheel)
                                 and numpy, PyYAML, click pinned; `pip install -r` works in OUT too
@@ -137,9 +140,14 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
 
 
 REQUIREMENTS = "requirements.txt"
+MODELS = "models"  # the trained models' weights, beside the notebook: where grader.trained.load_model looks
 STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
                  "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"softmax\")` then "
                  "checks one problem on its public cases.")
+
+
+def _model_files(assignment: Assignment) -> list[Path]:
+    return sorted((assignment.root / MODELS).glob("*.npz"))
 
 
 def requirements() -> str:
@@ -158,10 +166,11 @@ def _config(assignment: Assignment) -> str:
     from .. import distribution as installed
     from . import wheel
     name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
+    models = f"  - {MODELS}\n" if _model_files(assignment) else ""
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             f"requirements: {REQUIREMENTS}\n"
-            f"files:\n  - {wheel.filename(installed.student_version())}\n"
+            f"files:\n  - {wheel.filename(installed.student_version())}\n{models}"
             f"autograder_files:\n  - {wheel.filename()}\n"
             "export_cell: false\n"
             "check_all_cell: false\n"
@@ -262,6 +271,8 @@ def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
     student, data = wheel.build_student(assignment)
     write_atomically(out / student, data)
     write_atomically(out / REQUIREMENTS, requirements())
+    from ..classroom.release import copy_models
+    written += copy_models(assignment.root, out)
     written += [out / student, out / name, out / REQUIREMENTS]
     path = out / NOTEBOOK_NAME
     write_atomically(path, master_notebook(assignment, solutions))
