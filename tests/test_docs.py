@@ -39,3 +39,19 @@ def test_every_relative_link_resolves(page):
 def test_the_package_index_page_links_nothing_relative():
     """docs/PYPI.md is shown on the package index, where a relative link leads nowhere."""
     assert _local_links(ROOT / "docs" / "PYPI.md") == []
+
+
+TEST_REFERENCE = re.compile(r"(tests/\w+\.py)((?:::\w+)+)")
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_test_a_guide_names_exists(page):
+    """A guide that says "tested by tests/x.py::TestY::test_z" names a test that is there: a claim of
+    the security model stays tied to the test that holds it."""
+    missing = []
+    for file, names in TEST_REFERENCE.findall(page.read_text()):
+        source = (ROOT / file).read_text() if (ROOT / file).is_file() else ""
+        for name in names.strip(":").split("::"):
+            if not re.search(rf"^\s*(?:class|def) {name}\b", source, re.M):
+                missing.append(f"{file}::{name}")
+    assert missing == [], f"{page.relative_to(ROOT)} names tests that do not exist: {missing}"
