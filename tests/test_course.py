@@ -33,7 +33,7 @@ def run(*args: str, env: dict | None = None):
 
 @pytest.fixture
 def entropy(tmp_path):
-    """The entropy course (tests/_course.py) and its quiz answer for the default variant."""
+    """The entropy course (tests/_course.py) and its quiz answer for the default seed."""
     course = build_course(tmp_path / "entropy")
     answer = variant(load_assignment(course).quiz.items[0], 0).answer
     return course, answer
@@ -240,7 +240,7 @@ class TestRoster:
         assert not (tmp_path / "rel").exists()
 
     def test_an_sid_roster_takes_the_named_column(self, tmp_path):
-        """With variant_key sid, the sid column of a Gradescope roster export."""
+        """With seed_key sid, the sid column of a Gradescope roster export."""
         from grader.classroom.release import read_roster
         roster = tmp_path / "roster.csv"
         roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from exercises.models import analysis, model as M  # the models' own code: an independent implementation
 from grader.assignment.quiz import variant
-from grader.assignment.variants import student_seed
+from grader.assignment.seeds import student_seed
 from grader.cli.commands import main
 from grader.grading.answers import grade_quiz
 from grader.trained import evaluation_tokens, head_order, load_model

@@ -154,17 +154,17 @@ def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] |
     return names
 
 
-def case_seed(problem_id: str, case_name: str, explicit: int | None, variant: int = 0) -> int:
-    """The seed of a case: explicit, or a stable hash of where it lives (and whose variant it is)."""
+def case_seed(problem_id: str, case_name: str, explicit: int | None, seed: int = 0) -> int:
+    """The seed of a case: explicit, or a stable hash of where it lives (and of the student's seed)."""
     if explicit is not None:
         return explicit
-    where = f"{problem_id}/{case_name}" if not variant else f"{variant}/{problem_id}/{case_name}"
+    where = f"{problem_id}/{case_name}" if not seed else f"{seed}/{problem_id}/{case_name}"
     return zlib.crc32(where.encode())
 
 
-def draw_params(params: Mapping[str, Any], problem_id: str, variant: int) -> dict[str, int]:
-    """A problem's integer params for one student's variant (the same variant, the same numbers)."""
-    return realize_let(params, zlib.crc32(f"params/{problem_id}/{variant}".encode()))
+def draw_params(params: Mapping[str, Any], problem_id: str, seed: int) -> dict[str, int]:
+    """A problem's integer params for one student's seed (the same seed, the same numbers)."""
+    return realize_let(params, zlib.crc32(f"params/{problem_id}/{seed}".encode()))
 
 
 # {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.

@@ -60,7 +60,7 @@ from .yamlio import line_of
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
            "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
 
-DEFAULT_SEED = 0  # the variant everyone gets until a per-student seed is passed
+DEFAULT_SEED = 0  # the seed everyone gets until a per-student one is passed
 QUIZ_KEYS = {"title", "items"}
 ITEM_KEYS = {"id", "title", "kind", "points", "visibility", "prompt", "params", "hint",
              "choices", "answer", "tolerance", "feedback", "wrong", "rubric"}

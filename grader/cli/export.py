@@ -233,9 +233,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     Python version (the export downloads them once, from the package index or pip's cache).
     setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
-    their own variant, identified by the first user's email in submission_metadata.json (or the
-    sid, with 'variant_key: sid' in course.yaml); metadata that names no student is an
-    "autograder failed" result, never the default variant. Written quiz items are shown as
+    their own seed, identified by the first user's email in submission_metadata.json (or the
+    sid, with 'seed_key: sid' in course.yaml); metadata that names no student is an
+    "autograder failed" result, never the default seed. Written quiz items are shown as
     recorded (0 of 0 points); their rubric goes to OUT's name with -written-rubric.md, for
     grading them by hand in Gradescope.
 
@@ -245,7 +245,7 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     """
     import os
 
-    from ..assignment.variants import course_secret
+    from ..assignment.seeds import course_secret
     from ..exports import gradescope as exporter
     python = _python_version(python)
     assignment = obj.assignment()

@@ -62,7 +62,7 @@ def _quiz_cells(quiz, seed: int) -> list:
 
 
 def render(assignment: Assignment, seed: int | None = None) -> str:
-    """The notebook as JSON text (nbformat 4), for the variant `seed` (default: the default one)."""
+    """The notebook as JSON text (nbformat 4), for the seed `seed` (default: the default one)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

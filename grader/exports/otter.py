@@ -21,7 +21,7 @@
 Every test case calls `grader.grading.otter_checks.check_case`, which grades the student's
 function with this package's own checks, and every quiz test `check_answer`, which scores the
 answer with `mha grade`'s rule, so otter's per-problem and per-item scores equal `mha grade`'s
-(for the default variant). The configuration declares the requirements and ships the wheel to the
+(for the default seed). The configuration declares the requirements and ships the wheel to the
 autograder only (`autograder_files`), so otter's environment, built from them, has the grader
 and its assignment without this repository. Test code holds no inputs or expected values, so
 nothing hidden leaks through otter's feedback.

@@ -13,7 +13,7 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
 no reference, no wrong variants, no loader, no quiz key) and the otter checks, no assignment, and the default
-variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
+seed's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Fixtures: a variant's cases and quiz items computed ahead by the reference, as plain JSON.
+"""Fixtures: a seed's cases and quiz items computed ahead by the reference, as plain JSON.
 
-Public fixtures are what the student bundle's `mha check` needs. One JSON file per variant
+Public fixtures are what the student bundle's `mha check` needs. One JSON file per seed
 holds, for every problem, its rendered text, comparison and public cases (inputs, expected
 answers, and what each named mistake's wrong variant answers), and for the quiz, each public
 item with its numbers and feedback and each hidden item without its answer. Hidden cases,
@@ -37,7 +37,8 @@ from ..assignment.model import (
 from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SubmissionError
 
-FORMAT = 2
+FORMAT = 3
+READABLE = (2, FORMAT)  # format 2 names the seed's label and a mistake's function "variant"
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
 BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
@@ -128,8 +129,8 @@ def _function_from(data: dict) -> FunctionSpec:
     return FunctionSpec(data["name"], params, ReturnKind(data["returns"]), data["signature"], tuple(data["outputs"]))
 
 
-def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
-    """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
+def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
+    """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
     the reference and the variants)."""
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
@@ -139,7 +140,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
     for problem in assignment.problems:
         cases = []
         for case in problem.visible_cases(include_hidden=hidden):
-            prepared = prepare(problem, case, variant)
+            prepared = prepare(problem, case, seed)
             wrong = []
             for mistake in problem.mistakes:
                 try:
@@ -158,7 +159,7 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
             "code": str(problem.code) if hidden and problem.code else None,  # the detectors' course code
             "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
-            "text": "" if hidden else render_problem(problem, variant),
+            "text": "" if hidden else render_problem(problem, seed),
             "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant, "detector": m.detector}
                          for m in problem.mistakes],
             "cases": cases,
@@ -166,15 +167,15 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
     quiz = None
     if assignment.quiz is not None:
         quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
-                "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
-    return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
+                "items": [_item_data(quiz_variant(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
+    return {"format": FORMAT, "title": assignment.title, "seed": label, "problems": problems, "quiz": quiz}
 
 
 class Fixtures:
-    """One variant's fixtures, loaded for checking (student side: no reference needed)."""
+    """One seed's fixtures, loaded for checking (student side: no reference needed)."""
 
     def __init__(self, data: dict, path: Path):
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        if not isinstance(data, dict) or data.get("format") not in READABLE:
             raise SubmissionError(f"{path}: not a fixtures file of this version of mha-exercises")
         self.path = path
         self.title: str = data["title"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assignment.model import Assignment, Problem, Variant
-from ..assignment.variants import DEFAULT_SEED
+from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import ReturnKind
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
