@@ -80,8 +80,10 @@ class TestCourseCode:
         assert graded.exit_code == 0 and json.loads(graded.stdout)["score"] == 5
 
     @pytest.mark.parametrize("edit, message", [
-        (("variant: entropy_in_bits", "variant: entropy_in_hex"),
-         "problems/attention_entropy.yaml:13: unknown mistake variant 'entropy_in_hex' (not a function of entropy_course.py)"),
+        (("bug: entropy_in_bits", "bug: entropy_in_hex"),
+         "problems/attention_entropy.yaml:13: unknown mistake bug 'entropy_in_hex' (not a function of entropy_course.py)"),
+        (("bug: entropy_in_bits", "bug: entropy_in_bits\n    variant: entropy_in_bits"),
+         "problems/attention_entropy.yaml:14: 'variant' is another name for 'bug': give only 'bug'"),
         (("returns: array", "returns: tensor"),
          "problems/attention_entropy.yaml:7: 'function': 'returns' must be one of array, int, shapes, head, "
          "head_pair or a list of two or more names for a tuple of arrays (got 'tensor')"),
@@ -100,6 +102,18 @@ class TestCourseCode:
         result = run("--exercises", str(course), "validate")
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert f"{course}/{message}" in result.stderr
+
+    def test_variant_is_read_as_bug(self, entropy, tmp_path):
+        """A mistake's function under `variant:`, the older name of `bug:`, names the same mistake."""
+        course, answer = entropy
+        problem = course / "problems" / "attention_entropy.yaml"
+        problem.write_text(problem.read_text().replace("    bug: entropy_in_bits", "    variant: entropy_in_bits"))
+        mistake, = load_assignment(course).problem("attention_entropy").mistakes
+        assert (mistake.id, mistake.bug, mistake.detector) == ("entropy-in-bits", "entropy_in_bits", False)
+        graded = run("--exercises", str(course), "grade", str(write_submission(tmp_path / "bad", BUGGY, answer)),
+                     "--format", "json")
+        problem_result, = [p for p in json.loads(graded.stdout)["problems"] if p["id"] == "attention_entropy"]
+        assert "entropy-in-bits" in {c["mistake"] for c in problem_result["cases"]}
 
     def test_a_reference_missing_from_the_code_is_named(self, entropy):
         """A declared function that the course code does not define is refused."""

@@ -120,8 +120,8 @@ class TestStudentBundle:
         root = bundle / "student"
         return {str(p.relative_to(root)): p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
 
-    def test_contains_no_reference_solution_or_variants(self, bundle):
-        """No reference, wrong variants, quiz key functions, loader, solutions or secret in the student bundle."""
+    def test_contains_no_reference_solution_or_bugs(self, bundle):
+        """No reference, bugs, quiz key functions, loader, solutions or secret in the student bundle."""
         files = self.files(bundle)
         names = {Path(f).name for f in files}
         assert not names & {"reference.py", "mistakes.py", "quiz.py", "loader.py", "quiz.yaml", "course.yaml"}
@@ -232,11 +232,15 @@ class TestStudentBundle:
 
 class TestFixturesFormat:
     def test_format_2_still_loads(self, bundle):
-        """A fixtures file of format 2 (the seed's label under "variant") loads as the current format does."""
+        """A fixtures file of format 2 (the seed's label, and each mistake's bug, under "variant") loads as
+        the current format does."""
         path = bundle / "student" / FIXTURES / "default.json"
         data = json.loads(path.read_text())
         assert data["format"] == 3 and data["seed"] == "default"
         old = {**{("variant" if k == "seed" else k): v for k, v in data.items()}, "format": 2}
+        old["problems"] = [{**p, "mistakes": [{("variant" if k == "bug" else k): v for k, v in m.items()}
+                                              for m in p["mistakes"]]} for p in data["problems"]]
+        assert any(m["variant"] for p in old["problems"] for m in p["mistakes"])
         new, loaded = Fixtures(data, path), Fixtures(old, path)
         assert [p for p, _ in loaded.problems] == [p for p, _ in new.problems] and len(new.problems) > 5
         assert loaded.texts == new.texts and [v.params for v in loaded.quiz] == [v.params for v in new.quiz]

@@ -42,7 +42,7 @@ from ..paths import PACKAGE, write_atomically
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
 # files). A module not listed here is never shipped: the
-# course's code (reference, wrong variants, detectors, quiz answers), the loader of hidden cases,
+# course's code (reference, bugs, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
     "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",

@@ -1,7 +1,7 @@
 """`mha` in the student bundle: check, show and list from precomputed public fixtures.
 
-The bundle has no reference, no wrong variants, no hidden cases and no quiz answer key: every
-expected answer was computed by the instructor's `mha release` and stored in
+The bundle has no reference, no bugs (known-wrong implementations), no hidden cases and no quiz
+answer key: every expected answer was computed by the instructor's `mha release` and stored in
 grader/_fixtures/*.json, installed with the package.
 Student code still runs in the same sandbox as in the autograder.
 """

@@ -8,7 +8,7 @@ later runs read one JSON file instead, as Python reuses its .pyc files.
 A compiled assignment is stored with its stamp: the seed, the size and modification
 time of every file of the grader package (its generators, checks...),
 and the size, modification time and CRC-32 of every YAML file of the assignment and of its
-code (its reference, wrong variants, answer functions). It is used only when the stamp equals
+code (its reference, bugs, answer functions). It is used only when the stamp equals
 the current one exactly: change any of them and the next run compiles afresh. (The file name is
 a CRC-32 of the stamp; hashlib is not used
 because loading OpenSSL would slow every cold start.) A file that cannot be read, is damaged, or

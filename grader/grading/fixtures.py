@@ -2,9 +2,9 @@
 
 Public fixtures are what the student bundle's `mha check` needs. One JSON file per seed
 holds, for every problem, its rendered text, comparison and public cases (inputs, expected
-answers, and what each named mistake's wrong variant answers), and for the quiz, each public
+answers, and what each named mistake's bug answers), and for the quiz, each public
 item with its numbers and feedback and each hidden item without its answer. Hidden cases,
-hidden answers, the reference and the wrong variants never go in.
+hidden answers, the reference and the bugs never go in.
 
 Full fixtures (`hidden=True`) hold every case and every answer, without the texts: the
 autograder's compiled assignment (compiled.py), which only the grader's user can read.
@@ -45,7 +45,7 @@ BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses 
 INDEX = "index.json"
 
 
-RAISED = "raised"  # a wrong answer that is the error a variant raised: {"raised": [type name, message]}
+RAISED = "raised"  # a wrong answer that is the error a bug raised: {"raised": [type name, message]}
 
 
 def encode(value: Any, binary: bool = False) -> Any:
@@ -131,7 +131,7 @@ def _function_from(data: dict) -> FunctionSpec:
 
 def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
-    the reference and the variants)."""
+    the reference and the bugs)."""
     from ..assignment.quiz import variant as quiz_variant
     from ..assignment.render import render_problem
     from .diagnosis import wrong_answer
@@ -145,7 +145,7 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
             for mistake in problem.mistakes:
                 try:
                     wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), hidden)])
-                except Exception as exc:  # the variant does not apply to these inputs (or is a detector)
+                except Exception as exc:  # the bug does not apply to these inputs (or is a detector)
                     if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
                         wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
@@ -160,7 +160,7 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
             "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
             "text": "" if hidden else render_problem(problem, seed),
-            "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant, "detector": m.detector}
+            "mistakes": [{"id": m.id, "message": m.message, "bug": m.bug, "detector": m.detector}
                          for m in problem.mistakes],
             "cases": cases,
         })
@@ -169,6 +169,14 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
         quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
                 "items": [_item_data(quiz_variant(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
     return {"format": FORMAT, "title": assignment.title, "seed": label, "problems": problems, "quiz": quiz}
+
+
+def _mistake(data: dict) -> Mistake:
+    """A named mistake as stored; format 2 names its function "variant"."""
+    data = dict(data)
+    if "variant" in data:
+        data["bug"] = data.pop("variant")
+    return Mistake(**data)
 
 
 class Fixtures:
@@ -208,6 +216,6 @@ class Fixtures:
                                          inputs=c.get("inputs")))
         problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=_function_from(p["function"]),
                           prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
-                          mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"],
+                          mistakes=tuple(_mistake(m) for m in p["mistakes"]), timeout=p["timeout"],
                           code=Path(p["code"]) if p.get("code") else None)
         return problem, prepared

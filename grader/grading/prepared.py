@@ -30,8 +30,8 @@ class PreparedCase:
     case: Case
     args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
     expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
-    # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
-    # None: run the course code's wrong variants when a case fails
+    # (mistake id, the bug's answer) computed ahead of time, as in the student bundle;
+    # None: run the course code's bugs when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
