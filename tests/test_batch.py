@@ -448,9 +448,9 @@ class TestWorkDoneOncePerSeed:
         import grader.assignment.quiz
         import grader.grading.prepared
         prepared, drawn = [], []
-        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.variant
+        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.draw
         monkeypatch.setattr(grader.grading.prepared, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
-        monkeypatch.setattr(grader.assignment.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
+        monkeypatch.setattr(grader.assignment.quiz, "draw", lambda item, seed: drawn.append(1) or real_draw(item, seed))
         found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
         outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
         assert len(prepared) == sum(len(p.cases) for p in assignment.problems)

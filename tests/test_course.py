@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import grader
 from grader.assignment.course import read_code
 from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import variant
+from grader.assignment.quiz import draw
 from grader.cli.commands import main
 from grader.cli.launch import main as launch_main  # noqa: F401 - the entry point the console script runs
 from grader.errors import ExitCode, SpecErrors
@@ -35,7 +35,7 @@ def run(*args: str, env: dict | None = None):
 def entropy(tmp_path):
     """The entropy course (tests/_course.py) and its quiz answer for the default seed."""
     course = build_course(tmp_path / "entropy")
-    answer = variant(load_assignment(course).quiz.items[0], 0).answer
+    answer = draw(load_assignment(course).quiz.items[0], 0).answer
     return course, answer
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.quiz import answer_key, answers_template, variant
+from grader.assignment.quiz import answer_key, answers_template, draw
 from grader.assignment.seeds import student_seed
 from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
@@ -218,7 +218,7 @@ class TestHiddenItems:
         assert all(t["name"].split(":")[0] not in items for t in shown)
         visible_text = result["output"] + "".join(t["output"] + " ".join(t["tags"]) for t in shown)
         assert not any(name in visible_text for name in cases)
-        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in variant(i, 0).choices}
+        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in draw(i, 0).choices}
         concealed_text = "".join(t["output"] for t in concealed)
         assert any(f in concealed_text for f in feedback)  # the feedback exists, in the concealed tests only
         assert not any(f in visible_text for f in feedback)

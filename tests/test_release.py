@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import answers_template, variant as quiz_variant
+from grader.assignment.quiz import answers_template, draw as quiz_draw
 from grader.assignment.render import render_prompt
 from grader.assignment.seeds import course_config, gradescope_student, student_seed, student_token
 from grader.cli.commands import main
@@ -61,7 +61,7 @@ class TestSeeds:
         assert render_prompt(problem, a) != render_prompt(problem, b)
         case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         assert prepare(problem, case, a).args != prepare(problem, case, b).args
-        quiz_numbers = [(quiz_variant(i, a).params, quiz_variant(i, b).params) for i in assignment.quiz.items if i.params]
+        quiz_numbers = [(quiz_draw(i, a).params, quiz_draw(i, b).params) for i in assignment.quiz.items if i.params]
         assert any(x != y for x, y in quiz_numbers)
 
     def test_same_numbers_in_every_place(self, assignment, bundle):
@@ -79,7 +79,7 @@ class TestSeeds:
             graded = prepare(problem, next(c for c in problem.cases if c.name == prepared.case.name), seed)
             assert graded.args == prepared.args and graded.expected == prepared.expected, prepared.case.name
         for v in fixtures.quiz:
-            assert v.params == quiz_variant(assignment.quiz.item(v.item.id), seed).params
+            assert v.params == quiz_draw(assignment.quiz.item(v.item.id), seed).params
 
     def test_mha_variant_is_the_older_name_of_mha_numbers(self):
         """`mha variant STUDENT` still prints what `mha numbers STUDENT` does, and is not listed in `mha -h`."""
@@ -257,7 +257,7 @@ def key_answers(assignment, seed: int) -> str:
     """answers.yaml holding the exact key of seed `seed`: what a student who gets everything right writes."""
     lines = []
     for item in assignment.quiz.items:
-        v = quiz_variant(item, seed)
+        v = quiz_draw(item, seed)
         value = repr(v.answer) if item.kind is QuizKind.NUMERIC else v.correct_letters[0] \
             if item.kind is QuizKind.MULTIPLE_CHOICE else f"[{', '.join(v.correct_letters)}]"
         lines.append(f"{item.id}: {value}")
@@ -298,7 +298,7 @@ class TestPersonalNumbers:
                                    str(elsewhere / "attention.py"), *(item.id for item in numeric)], cwd=tmp_path,
                                   capture_output=True, text=True, timeout=120, env=bundle_env)
             for item in numeric:
-                params = quiz_variant(item, student_seed(SECRET, student)).params
+                params = quiz_draw(item, student_seed(SECRET, student)).params
                 numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
                 assert f"12345 is not the answer (your numbers: {numbers})" in told.stdout, told.stdout[-2000:]
             graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,

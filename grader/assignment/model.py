@@ -216,7 +216,7 @@ class Assignment:
 
 
 @dataclass(frozen=True)
-class Variant:
+class Draw:
     """One item with its numbers drawn from a seed: what a student sees and what is graded."""
 
     item: QuizItem

@@ -175,9 +175,9 @@ def _quiz_cells(add, item: QuizItem) -> None:
     variable named after the item (the key marked `# SOLUTION`), and its tests."""
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-    from ..assignment.quiz import DEFAULT_SEED, answer_key, variant
+    from ..assignment.quiz import DEFAULT_SEED, answer_key, draw
     from ..starter import ANSWER_FORMS
-    v = variant(item, DEFAULT_SEED)
+    v = draw(item, DEFAULT_SEED)
     key = answer_key(Quiz(title="", items=(item,)), DEFAULT_SEED)[item.id]
     choices = "".join(f"\n- ({c.letter}) {c.text}" for c in v.choices)
     add(new_raw_cell, f"# BEGIN QUESTION\nname: {item.id}", f"{item.id}-begin")

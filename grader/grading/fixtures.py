@@ -24,13 +24,13 @@ from ..assignment.model import (
     Choice,
     CompareKind,
     Comparison,
+    Draw,
     DrawnWrongValue,
     Mistake,
     Problem,
     QuizItem,
     QuizKind,
     RubricEntry,
-    Variant,
     Visibility,
     WrongValue,
 )
@@ -84,7 +84,7 @@ def _choice_public(c: Choice) -> dict:
     return asdict(c)
 
 
-def _item_data(v: Variant, keep_answers: bool = False) -> dict:
+def _item_data(v: Draw, keep_answers: bool = False) -> dict:
     """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
     `keep_answers`: the autograder's own copy)."""
     item = replace(v.item, prompt=v.prompt, params={}, code=None)  # numbers resolved: no course code needed
@@ -103,7 +103,7 @@ def _item_data(v: Variant, keep_answers: bool = False) -> dict:
     return data
 
 
-def _item_from(data: dict) -> Variant:
+def _item_from(data: dict) -> Draw:
     raw = dict(data["item"])
     raw["kind"] = QuizKind(raw["kind"])
     raw["visibility"] = Visibility(raw["visibility"])
@@ -111,7 +111,7 @@ def _item_from(data: dict) -> Variant:
     raw["wrong"] = tuple(WrongValue(**w) for w in raw["wrong"])
     raw["rubric"] = tuple(RubricEntry(**r) for r in raw.get("rubric", ()))
     item = QuizItem(**raw)
-    return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
+    return Draw(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
                    choices=item.choices, answer=data["answer"], feedback=data["feedback"],
                    wrong=tuple(DrawnWrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
@@ -132,7 +132,7 @@ def _function_from(data: dict) -> FunctionSpec:
 def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
     the reference and the bugs)."""
-    from ..assignment.quiz import variant as quiz_variant
+    from ..assignment.quiz import draw as quiz_draw
     from ..assignment.render import render_problem
     from .diagnosis import wrong_answer
     from .prepared import prepare
@@ -167,7 +167,7 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
     quiz = None
     if assignment.quiz is not None:
         quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
-                "items": [_item_data(quiz_variant(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
+                "items": [_item_data(quiz_draw(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
     return {"format": FORMAT, "title": assignment.title, "seed": label, "problems": problems, "quiz": quiz}
 
 
@@ -191,7 +191,7 @@ class Fixtures:
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
         self.quiz_title: str | None = quiz.get("title") if quiz else None
-        self.quiz: list[Variant] = [_item_from(i) for i in quiz["items"]] if quiz else []
+        self.quiz: list[Draw] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
     @classmethod

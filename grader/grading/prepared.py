@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import Case, Problem, QuizItem, Variant
+from ..assignment.model import Case, Draw, Problem, QuizItem
 from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import InternalError, SpecError
@@ -117,9 +117,9 @@ class PreparedCases:
     def get(self, problem: Problem, case: Case, seed: int) -> PreparedCase:
         return self._kept(seed, (problem.id, case.name), lambda: self._prepare(problem, case, seed))
 
-    def quiz_item(self, item: QuizItem, seed: int) -> Variant:
+    def quiz_item(self, item: QuizItem, seed: int) -> Draw:
         """The quiz item with the seed's numbers drawn and its answers computed (once)."""
-        from ..assignment.quiz import variant as draw
+        from ..assignment.quiz import draw
         return self._kept(seed, ("", item.id), lambda: draw(item, seed))  # "": no problem has that id
 
     @staticmethod
