@@ -84,6 +84,8 @@ class TestCourseCode:
          "problems/attention_entropy.yaml:13: unknown mistake bug 'entropy_in_hex' (not a function of entropy_course.py)"),
         (("bug: entropy_in_bits", "bug: entropy_in_bits\n    variant: entropy_in_bits"),
          "problems/attention_entropy.yaml:14: 'variant' is another name for 'bug': give only 'bug'"),
+        (("bug: entropy_in_bits", "variant: entropy_in_bits\n    detector: entropy_in_bits"),
+         "problems/attention_entropy.yaml:14: a mistake has either 'variant' or 'detector', not both"),
         (("returns: array", "returns: tensor"),
          "problems/attention_entropy.yaml:7: 'function': 'returns' must be one of array, int, shapes, head, "
          "head_pair or a list of two or more names for a tuple of arrays (got 'tensor')"),

@@ -162,7 +162,7 @@ def _mistakes(node: Any, line: int | None, errors: Errors, course: CourseCode) -
             continue
         bug_key = BUG_ALIAS if BUG_ALIAS in item else "bug"
         if bug_key in item and "detector" in item:
-            errors.at(line_of(item, "detector"), "a mistake has either 'bug' or 'detector', not both")
+            errors.at(line_of(item, "detector"), f"a mistake has either {bug_key!r} or 'detector', not both")
             continue
         if not missing and bug_key not in item and "detector" not in item:
             missing = ["bug"]
