@@ -48,7 +48,7 @@ def build_args(problem: Problem, case: Case, seed: int = DEFAULT_SEED) -> tuple[
     env = gen.realize_let(case.let, inputs_seed, base=gen.draw_params(problem.params, problem.id, seed))
     fn = problem.function
     last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
-    return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name) if p.name in case.args else p.default
+    return tuple(gen.realize(case.args[p.name], p.kind, env, inputs_seed, p.name) if p.name in case.args else p.default
                  for p in fn.params[: last + 1])
 
 
