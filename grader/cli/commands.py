@@ -496,9 +496,5 @@ def doctor() -> None:
         click.echo(warning, err=True)
 
 
-# `mha variant`: the older name of `mha numbers`, still accepted but not listed
-main.add_command(click.Command("variant", context_settings=CONTEXT, callback=numbers.callback, params=numbers.params,
-                               help=numbers.help, hidden=True))
-
 main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),
              "release": (".release", "release"), "new": (".new", "new")}
