@@ -3,7 +3,7 @@
 
     python benchmarks/shortcuts.py [ROUNDS]      # default 21 rounds
 
-Each variant is a fresh Python grading solutions/ (the assignment compiled beforehand), all of
+Each mode is a fresh Python grading solutions/ (the assignment compiled beforehand), all of
 them interleaved round by round, so load on a shared machine slows each alike. Printed for each:
 the median wall time and the median CPU time (user + system of the process and of what it
 reaped), both also as a fraction of `import numpy`'s in the same run.
@@ -31,32 +31,32 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DRIVER = r'''
 import atexit, gc, os, sys
-variant = sys.argv.pop(1)
-if variant == "secrets":
+mode = sys.argv.pop(1)
+if mode == "secrets":
     import secrets
 for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(name, "1")
 gc.disable()
 from grader.sandbox.spawn import prestart
-if variant != "late-start":
+if mode != "late-start":
     prestart()
 from grader.cli.commands import main as cli
-if variant == "late-start":
+if mode == "late-start":
     prestart()
 try:
     cli(prog_name="mha")
 except SystemExit as exc:
     code = exc.code
-if variant == "fast-exit":
+if mode == "fast-exit":
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code or 0)
-if variant != "plain-exit":
+if mode != "plain-exit":
     gc.freeze()
 sys.exit(code)
 '''
-VARIANTS = ("launch", "late-start", "plain-exit", "fast-exit", "secrets")
+MODES = ("launch", "late-start", "plain-exit", "fast-exit", "secrets")
 CPU: dict[str, list[float]] = {}
 
 
@@ -79,7 +79,7 @@ def run(name: str, args: list[str]) -> float:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
     jobs = {"import numpy": [sys.executable, "-c", "import numpy"]}
-    jobs.update({v: [sys.executable, "-c", DRIVER, v, "grade", "solutions", "--format", "json"] for v in VARIANTS})
+    jobs.update({v: [sys.executable, "-c", DRIVER, v, "grade", "solutions", "--format", "json"] for v in MODES})
     jobs["import launch"] = [sys.executable, "-c", "import grader.cli.launch"]
     jobs["import launch+cli"] = [sys.executable, "-c", "import grader.cli.launch, grader.cli.commands"]
     for name, args in jobs.items():  # compile the assignment, warm the page cache

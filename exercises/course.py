@@ -4,8 +4,8 @@ grader (never in a student's process, never in a student bundle).
 It holds, by name:
 - the reference of every graded function (reference.py), and what each takes and returns
   (`FUNCTIONS` below: the same fields as a problem file's `function:` block);
-- the named mistakes: wrong variants (mistakes.py, mistakes_flagship.py), named by a problem's
-  `mistakes[].variant`, and detectors (detectors.py), named by `mistakes[].detector`;
+- the named mistakes: bugs, known-wrong implementations (mistakes.py, mistakes_flagship.py),
+  named by a problem's `mistakes[].bug`, and detectors (detectors.py), named by `mistakes[].detector`;
 - the quiz's answer functions (quiz_answers.py), named by `answer:` and `wrong[].value`.
 """
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Known-wrong answers: each one is a misconception a student may hold.
 
-A problem file names one under `mistakes:` (key `variant`, or `detector` for a predicate of
+A problem file names one under `mistakes:` (key `bug`, or `detector` for a predicate of
 detectors.py). When a problem fails, the grader weighs each named mistake against all its cases
 together (grader/grading/diagnosis.py):
 
-- a **variant** (key `variant`) has the signature of the function it imitates and computes the
+- a **bug** (key `bug`) has the signature of the function it imitates and computes the
   wrong answer; it explains an answer that matches it, on a case where it differs from the
   right one (it raises on inputs where the mistake cannot be told apart, e.g. averaged heads
   when there is one head);
@@ -23,19 +23,22 @@ import numpy as np
 
 from . import reference as ref
 
-VARIANTS: dict[str, Callable] = {}  # the flagship problems' own are in mistakes_flagship.py
+BUGS: dict[str, Callable] = {}  # the flagship problems' own are in mistakes_flagship.py
 
 
-def variant(fn: Callable) -> Callable:
-    """Register a wrong variant under its function name."""
-    VARIANTS[fn.__name__] = fn
+def bug(fn: Callable) -> Callable:
+    """Register a bug (a known-wrong implementation) under its function name."""
+    BUGS[fn.__name__] = fn
     return fn
+
+
+variant = bug  # the decorator's older name, kept for course code that imports it
 
 
 
 # --- softmax ---------------------------------------------------------------------------------
 
-@variant
+@bug
 def softmax_over_first_axis(scores):
     """Normalizes down each column (axis 0) instead of along each row."""
     x = np.asarray(scores, dtype=np.float64)
@@ -43,14 +46,14 @@ def softmax_over_first_axis(scores):
     return e / e.sum(axis=0, keepdims=True)
 
 
-@variant
+@bug
 def softmax_without_max(scores):
     """exp() of the raw scores: overflows to inf, and inf / inf is nan, once a score passes ~709."""
     e = np.exp(np.asarray(scores, dtype=np.float64))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@variant
+@bug
 def softmax_whole_array_sum(scores):
     """Divides by the sum over the whole array, so the rows together (not each row) sum to 1."""
     x = np.asarray(scores, dtype=np.float64)
@@ -72,25 +75,25 @@ def _scaled(Q, K):
     return Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
 
 
-@variant
+@bug
 def attention_unscaled(Q, K, V, mask=None):
     """Raw dot products: no 1/sqrt(d_k)."""
     return _read(Q @ K.T, V, mask)
 
 
-@variant
+@bug
 def attention_divided_by_d_k(Q, K, V, mask=None):
     """Divides the scores by d_k instead of sqrt(d_k)."""
     return _read(Q @ K.T / Q.shape[-1], V, mask)
 
 
-@variant
+@bug
 def attention_divided_by_sqrt_d_v(Q, K, V, mask=None):
     """Takes the width to scale by from the values instead of the queries and keys."""
     return _read(Q @ K.T / math.sqrt(V.shape[-1]), V, mask)
 
 
-@variant
+@bug
 def attention_softmax_over_queries(Q, K, V, mask=None):
     """Normalizes each key's column of scores instead of each query's row."""
     scores = _scaled(Q, K) if mask is None else np.where(mask, _scaled(Q, K), -np.inf)
@@ -98,7 +101,7 @@ def attention_softmax_over_queries(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@variant
+@bug
 def attention_mask_after_softmax(Q, K, V, mask=None):
     """Zeroes the masked weights after the softmax, so the rows no longer sum to 1."""
     weights = ref.softmax(_scaled(Q, K))
@@ -107,13 +110,13 @@ def attention_mask_after_softmax(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@variant
+@bug
 def attention_mask_inverted(Q, K, V, mask=None):
     """Reads True as 'hidden' instead of 'may attend'."""
     return _read(_scaled(Q, K), V, None if mask is None else ~mask)
 
 
-@variant
+@bug
 def attention_mask_ignored(Q, K, V, mask=None):
     """Accepts the mask and never uses it."""
     return _read(_scaled(Q, K), V)
@@ -121,21 +124,21 @@ def attention_mask_ignored(Q, K, V, mask=None):
 
 # --- heads -----------------------------------------------------------------------------------
 
-@variant
+@bug
 def split_heads_reshape_only(X, num_heads):
     """Reshapes (n, d_model) straight to (h, n, d_k): 'heads' cut across positions."""
     n, d_model = X.shape
     return X.reshape(num_heads, n, d_model // num_heads)
 
 
-@variant
+@bug
 def merge_heads_reshape_only(H):
     """Reshapes (h, n, d) straight to (n, h * d): rows mix values of different positions."""
     h, n, d_head = H.shape
     return H.reshape(n, h * d_head)
 
 
-@variant
+@bug
 def mha_scaled_by_sqrt_d_model(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Scales every head's scores by sqrt(d_model) instead of its own width sqrt(d_k)."""
     q, k, v = (ref.split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))  # (h, n, d_k)
@@ -143,7 +146,7 @@ def mha_scaled_by_sqrt_d_model(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return ref.merge_heads(heads) @ W_O, weights
 
 
-@variant
+@bug
 def mha_without_output_projection(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Returns the concatenated heads: W_O never applied (the identity in its place)."""
     return ref.multi_head_attention(X, W_Q, W_K, W_V, np.eye(X.shape[1]), num_heads, mask)
@@ -156,7 +159,7 @@ def _several_heads(num_heads: int) -> None:
         raise ValueError("indistinguishable with one head")
 
 
-@variant
+@bug
 def mha_one_wide_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Runs one head over the full width and returns its single (n, n) pattern."""
     _several_heads(num_heads)
@@ -164,7 +167,7 @@ def mha_one_wide_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return output, weights[0]
 
 
-@variant
+@bug
 def mha_weights_averaged(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Returns the mean of the heads' patterns, shape (n, n), instead of each head's own."""
     _several_heads(num_heads)
@@ -179,13 +182,13 @@ def _matrix(d_model: int, bias: bool) -> int:
     return d_model * d_model + (d_model if bias else 0)
 
 
-@variant
+@bug
 def parameter_count_without_output_projection(d_model, num_heads, bias=True):
     """Counts W_Q, W_K, W_V (and their biases) but not W_O."""
     return 3 * _matrix(d_model, bias)
 
 
-@variant
+@bug
 def parameter_count_without_biases(d_model, num_heads, bias=True):
     """Counts the four weight matrices and never the biases."""
     return 4 * _matrix(d_model, bias=False)
@@ -193,7 +196,7 @@ def parameter_count_without_biases(d_model, num_heads, bias=True):
 
 # --- diagnoses of bugs found in real submissions ---------------------------------------------
 
-@variant
+@bug
 def softmax_global_max(scores):
     """Subtracts the largest score of the whole array (no axis): a row far below it underflows, 0 / 0."""
     x = np.asarray(scores, dtype=np.float64)
@@ -210,7 +213,7 @@ def _reshape_split(X, num_heads):
     return X.reshape(num_heads, n, d_model // num_heads)  # (h, n, d_k) in memory order: no transpose
 
 
-@variant
+@bug
 def mha_split_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Splits the projections by reshaping (n, d_model) straight to (h, n, d_k)."""
     q, k, v = _heads(X, W_Q, W_K, W_V, num_heads, split=_reshape_split)
@@ -218,7 +221,7 @@ def mha_split_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return ref.merge_heads(heads) @ W_O, weights
 
 
-@variant
+@bug
 def mha_softmax_shared_across_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """One softmax per query over every head's keys together: the heads share one budget."""
     q, k, v = _heads(X, W_Q, W_K, W_V, num_heads)
@@ -233,7 +236,7 @@ def mha_softmax_shared_across_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
 
 # --- bugs found in real submissions: softmax --------------------------------------------------
 
-@variant
+@bug
 def softmax_global_max_first_axis(scores):
     """A much-copied answer: subtracts the largest score of the whole array, then normalizes down
     each column (axis 0). A row far below the largest score underflows to 0 / 0 = nan."""
@@ -244,19 +247,19 @@ def softmax_global_max_first_axis(scores):
 
 # --- scaled dot-product attention ------------------------------------------------------------
 
-@variant
+@bug
 def attention_scaled_by_sqrt_queries(Q, K, V, mask=None):
     """Divides the scores by the square root of the number of queries (Q.shape[0]) instead of d_k."""
     return _read(Q @ K.T / math.sqrt(Q.shape[0]), V, mask)
 
 
-@variant
+@bug
 def attention_scaled_by_sqrt_keys(Q, K, V, mask=None):
     """Divides the scores by the square root of the number of keys (K.shape[0]) instead of d_k."""
     return _read(Q @ K.T / math.sqrt(K.shape[0]), V, mask)
 
 
-@variant
+@bug
 def attention_mask_after_softmax_inf(Q, K, V, mask=None):
     """Sets the masked weights to -inf after the softmax: the weights hold -inf, the output nan or inf."""
     weights = ref.softmax(_scaled(Q, K))
@@ -266,7 +269,7 @@ def attention_mask_after_softmax_inf(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@variant
+@bug
 def attention_weights_scaled(Q, K, V, mask=None):
     """Takes the softmax of the raw scores, then divides the weights by sqrt(d_k)."""
     output, weights = _read(Q @ K.T, V, mask)
@@ -276,7 +279,7 @@ def attention_weights_scaled(Q, K, V, mask=None):
 
 # --- heads -----------------------------------------------------------------------------------
 
-@variant
+@bug
 def split_heads_no_transpose(X, num_heads):
     """Reshapes (n, d_model) to (n, h, d_k) and stops: the head axis is not moved to the front."""
     n, d_model = X.shape
@@ -296,7 +299,7 @@ def _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, *, merge=ref.merge_heads, 
     return merge(heads) @ W_O, weights
 
 
-@variant
+@bug
 def mha_transpose_3d(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Uses K.T on the (h, n, d_k) keys: .T reverses every axis, giving (d_k, n, h), so the scores
     are not Q K^T per head (numpy raises unless the sizes happen to line up)."""
@@ -308,7 +311,7 @@ def mha_transpose_3d(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return ref.merge_heads(heads) @ W_O, weights
 
 
-@variant
+@bug
 def mha_input_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Splits the input X into heads before projecting: head i reads only its own d_k columns of X
     (through the matching d_k x d_k block of each W), instead of all of X."""
@@ -323,7 +326,7 @@ def mha_input_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, project=project)
 
 
-@variant
+@bug
 def mha_merge_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Joins the heads by reshaping (h, n, d_k) straight to (n, d_model): the weights are right,
     the output mixes positions."""
@@ -331,7 +334,7 @@ def mha_merge_without_transpose(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, merge=lambda H: H.reshape(H.shape[1], -1))
 
 
-@variant
+@bug
 def mha_mask_ignored(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Accepts the mask and never applies it."""
     if mask is None:
@@ -339,4 +342,4 @@ def mha_mask_ignored(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, use_mask=False)
 
 
-__all__ = ["VARIANTS", "variant", *VARIANTS]  # the course module (course.py) exports each by name
+__all__ = ["BUGS", "bug", "variant", *BUGS]  # the course module (course.py) exports each by name

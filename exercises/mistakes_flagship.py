@@ -2,7 +2,7 @@
 predicting shapes, several heads in one layer. Exported by name through course.py, like those
 of mistakes.py (see that module for how a named mistake explains a failing answer).
 
-A variant raises (ValueError) where its mistake makes no sense for the inputs, such as
+A bug raises (ValueError) where its mistake makes no sense for the inputs, such as
 confusing keys with queries in self-attention: then it names nothing there, and no two
 mistakes of a problem can explain the same answer.
 """
@@ -14,11 +14,11 @@ import numpy as np
 
 from . import reference as ref
 
-FLAGSHIP_VARIANTS: dict[str, Callable] = {}
+FLAGSHIP_BUGS: dict[str, Callable] = {}
 
 
-def _variant(fn: Callable) -> Callable:
-    FLAGSHIP_VARIANTS[fn.__name__] = fn
+def _bug(fn: Callable) -> Callable:
+    FLAGSHIP_BUGS[fn.__name__] = fn
     return fn
 
 
@@ -29,7 +29,7 @@ def _needs(condition: bool, why: str) -> None:
 
 # --- attention_reading -----------------------------------------------------------------------
 
-@_variant
+@_bug
 def reading_transposed(weights, values):
     """values.T @ weights.T: the right sums, laid out (d_v, n) instead of (n, d_v)."""
     a, v = np.asarray(weights, dtype=np.float64), np.asarray(values, dtype=np.float64)
@@ -37,7 +37,7 @@ def reading_transposed(weights, values):
     return v.T @ a.T
 
 
-@_variant
+@_bug
 def reading_normalized_per_coordinate(weights, values):
     """Divides coordinate k of the reading by sum_j v_jk, as if each coordinate had its own normalization."""
     v = np.asarray(values, dtype=np.float64)
@@ -46,7 +46,7 @@ def reading_normalized_per_coordinate(weights, values):
 
 # --- multi_head_reading ----------------------------------------------------------------------
 
-@_variant
+@_bug
 def reading_heads_averaged(weights, values, W_O):
     """Averages the heads' weights into one shared row, then reads every head's values with it."""
     a = np.asarray(weights, dtype=np.float64)
@@ -54,7 +54,7 @@ def reading_heads_averaged(weights, values, W_O):
     return ref.multi_head_reading(np.broadcast_to(a.mean(axis=0), a.shape), values, W_O)
 
 
-@_variant
+@_bug
 def reading_concat_interleaved(weights, values, W_O):
     """Joins the readings coordinate by coordinate (z1[0], z2[0], z1[1], ...) instead of head after head."""
     readings, _, _ = ref.multi_head_reading(weights, values, W_O)
@@ -66,14 +66,14 @@ def reading_concat_interleaved(weights, values, W_O):
     return readings, concat, concat @ np.asarray(W_O, dtype=np.float64)
 
 
-@_variant
+@_bug
 def reading_without_output_projection(weights, values, W_O):
     """Returns the concatenation as the output: W_O never applied."""
     readings, concat, _ = ref.multi_head_reading(weights, values, W_O)
     return readings, concat, concat
 
 
-@_variant
+@_bug
 def reading_concat_reshaped(weights, values, W_O):
     """Joins the readings by reshaping (h, n, d_v) straight to (n, h * d_v): each row mixes the
     readings of different queries."""
@@ -84,7 +84,7 @@ def reading_concat_reshaped(weights, values, W_O):
     return readings, concat, concat @ np.asarray(W_O, dtype=np.float64)
 
 
-@_variant
+@_bug
 def reading_outputs_averaged(weights, values, W_O):
     """Averages the heads' contributions z^(i) W_O^(i) instead of adding them: the output is 1/h of the sum."""
     readings, concat, output = ref.multi_head_reading(weights, values, W_O)
@@ -99,7 +99,7 @@ def _output(weights, values, W_O) -> tuple[np.ndarray, int]:
     return contributions.sum(axis=0), contributions.shape[0]  # (n, d_model), h
 
 
-@_variant
+@_bug
 def contributions_own_slice(weights, values, W_O):
     """Credits head i only with its own slice of the output's columns, as if W_O kept heads apart."""
     output, h = _output(weights, values, W_O)
@@ -112,7 +112,7 @@ def contributions_own_slice(weights, values, W_O):
     return contributions, output[None] - contributions
 
 
-@_variant
+@_bug
 def contributions_equal_split(weights, values, W_O):
     """Gives every head the same share, output / h, whatever it reads and writes."""
     output, h = _output(weights, values, W_O)
@@ -121,7 +121,7 @@ def contributions_equal_split(weights, values, W_O):
     return share, output[None] - share
 
 
-@_variant
+@_bug
 def ablation_rescaled(weights, values, W_O):
     """Removes head i, then scales the remaining heads up by h / (h - 1) to 'keep the total'."""
     contributions, _ = ref.head_contributions(weights, values, W_O)
@@ -138,25 +138,25 @@ def _layer(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1,
     return num_layers * batch * num_heads * num_queries
 
 
-@_variant
+@_bug
 def count_value_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """One distribution per value coordinate: the right count times d_v."""
     return _layer(num_heads, d_v, num_queries, num_keys, d_k, num_layers, batch) * d_v
 
 
-@_variant
+@_bug
 def count_key_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """One distribution per query/key coordinate: the right count times d_k (d_k is d_v when not given)."""
     return _layer(num_heads, d_v, num_queries, num_keys, d_k, num_layers, batch) * (d_v if d_k is None else d_k)
 
 
-@_variant
+@_bug
 def count_per_key(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """One distribution per key position instead of per query position."""
     return num_layers * batch * num_heads * (num_queries if num_keys is None else num_keys)
 
 
-@_variant
+@_bug
 def count_weights(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """Counts every weight (every allowed query-key pair) instead of every softmax row."""
     m = num_queries if num_keys is None else num_keys
@@ -164,31 +164,31 @@ def count_weights(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_la
     return num_layers * batch * num_heads * pairs
 
 
-@_variant
+@_bug
 def count_ignoring_queries(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """One distribution per head, whatever the number of queries."""
     return num_layers * batch * num_heads
 
 
-@_variant
+@_bug
 def count_ignoring_layers(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """Counts one layer, however many layers run."""
     return batch * num_heads * num_queries
 
 
-@_variant
+@_bug
 def count_ignoring_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """Counts one sequence, however many sequences the batch holds."""
     return num_layers * num_heads * num_queries
 
 
-@_variant
+@_bug
 def count_ignoring_layers_and_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """Counts one layer of one sequence: heads times queries."""
     return num_heads * num_queries
 
 
-@_variant
+@_bug
 def count_causal_triangle(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
     """With a causal mask, counts n(n+1)/2 per head (the allowed query-key pairs of an n x n
     triangle) instead of n rows; without one, the right count."""
@@ -209,7 +209,7 @@ def _lead(batch) -> tuple[int, ...]:
     return () if batch is None else (batch,)
 
 
-@_variant
+@_bug
 def shapes_head_output_full_width(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Each head's output as wide as the model, (h, n, d_model), instead of d_v."""
     shapes = _shapes(seq_len, d_model, num_heads, src_len, batch, d_v, average_weights)
@@ -217,7 +217,7 @@ def shapes_head_output_full_width(seq_len, d_model, num_heads, src_len=None, bat
     return shapes
 
 
-@_variant
+@_bug
 def shapes_scores_like_queries(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Scores (and so the weights) shaped like the queries, (h, n, d_k), instead of (h, L, S)."""
     shapes = _shapes(seq_len, d_model, num_heads, src_len, batch, d_v, average_weights)
@@ -227,7 +227,7 @@ def shapes_scores_like_queries(seq_len, d_model, num_heads, src_len=None, batch=
     return shapes
 
 
-@_variant
+@_bug
 def shapes_missing_head_axis(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Leaves out the head axis of every per-head array, as if one head ran."""
     _needs(num_heads > 1, "with one head the axis has size 1 either way")
@@ -239,21 +239,21 @@ def shapes_missing_head_axis(seq_len, d_model, num_heads, src_len=None, batch=No
     return shapes
 
 
-@_variant
+@_bug
 def shapes_keys_from_queries(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Takes the number of keys from the queries (S = L), as in self-attention."""
     _needs(src_len is not None and src_len != seq_len, "self-attention has S = L")
     return _shapes(seq_len, d_model, num_heads, None, batch, d_v, average_weights)
 
 
-@_variant
+@_bug
 def shapes_value_width_from_keys(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Gives the values the width of the queries and keys (d_k) instead of d_v."""
     _needs(d_v is not None and d_v != d_model // num_heads, "d_v is d_k here")
     return _shapes(seq_len, d_model, num_heads, src_len, batch, None, average_weights)
 
 
-@_variant
+@_bug
 def shapes_weights_layout_swapped(seq_len, d_model, num_heads, src_len=None, batch=None, d_v=None, average_weights=True):
     """Returns the weights per head when they are averaged, or averaged when they are per head."""
     _needs(num_heads > 1, "with one head both layouts hold the same numbers")
@@ -263,4 +263,4 @@ def shapes_weights_layout_swapped(seq_len, d_model, num_heads, src_len=None, bat
     return shapes
 
 
-__all__ = ["FLAGSHIP_VARIANTS", *FLAGSHIP_VARIANTS]
+__all__ = ["FLAGSHIP_BUGS", *FLAGSHIP_BUGS]

@@ -1,8 +1,8 @@
-"""Reference and known-wrong variants of the problems that ask the student to reason rather than
+"""Reference and bugs of the problems that ask the student to reason rather than
 transcribe: shared key/value heads in the count of routing distributions, what one head reaches
 with two designs at once (the evidence before `two_head_layer`), and attention over a padded batch.
 
-Named by problem files (`function:`, `mistakes[].variant`) through course.py.
+Named by problem files (`function:`, `mistakes[].bug`) through course.py.
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ prompt: |
 mistakes:
   - id: entropy-in-bits
     message: You used log base 2; the entropy here is in nats (natural log).
-    variant: entropy_in_bits
+    bug: entropy_in_bits
 cases:
   - name: uniform row
     visibility: public

@@ -22,7 +22,7 @@ import yaml
 
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
-from grader.assignment.variants import DEFAULT_SEED
+from grader.assignment.seeds import DEFAULT_SEED
 from grader.paths import remove_tree
 
 from ._required import skip_isolation
@@ -58,7 +58,7 @@ class Course:
     secret: str
     points: dict[str, float]       # problem id -> points
     quiz_points: dict[str, float]  # quiz item id -> points
-    key: dict                      # the right answers of the default variant
+    key: dict                      # the right answers of the default seed
 
     @property
     def total(self) -> float:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.variants import student_seed
+from grader.assignment.seeds import student_seed
 from grader.classroom import batch
 from grader.cli.commands import main
 from grader.errors import ExitCode, SubmissionError
@@ -291,7 +291,7 @@ class TestGradeAllRerun:
 class TestGradeAllInputs:
     def test_gradescope_export_layout(self, tmp_path):
         """submission_metadata.yml names each folder's submitters: the first one's email is the student (the
-        default variant_key)."""
+        default seed_key)."""
         export = tmp_path / "export"
         (export / "submission_101").mkdir(parents=True)
         (export / "submission_101" / "attention.py").write_text(EXIT_AT_IMPORT)
@@ -332,7 +332,7 @@ class TestGradeAllInputs:
                                                                       "cy@example.edu.txt").read_text()
 
     def test_course_secret_gives_each_student_their_own_seed(self, tmp_path):
-        """With MHA_COURSE_SECRET each student is graded on their keyed variant, with no warning."""
+        """With MHA_COURSE_SECRET each student is graded on their keyed seed, with no warning."""
         for student in ("ann", "ben"):
             (tmp_path / "class" / student).mkdir(parents=True)
             (tmp_path / "class" / student / "attention.py").write_text(EXIT_AT_IMPORT)
@@ -441,16 +441,16 @@ class TestDiscover:
             batch.discover(tmp_path)
 
 
-class TestWorkDoneOncePerVariant:
+class TestWorkDoneOncePerSeed:
     def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
-        """Three students on the default variant: each case is prepared, and each quiz item drawn,
+        """Three students on the default seed: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
         import grader.assignment.quiz
         import grader.grading.prepared
         prepared, drawn = [], []
-        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.variant
+        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.draw
         monkeypatch.setattr(grader.grading.prepared, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
-        monkeypatch.setattr(grader.assignment.quiz, "variant", lambda item, seed: drawn.append(1) or real_draw(item, seed))
+        monkeypatch.setattr(grader.assignment.quiz, "draw", lambda item, seed: drawn.append(1) or real_draw(item, seed))
         found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
         outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
         assert len(prepared) == sum(len(p.cases) for p in assignment.problems)

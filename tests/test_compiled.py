@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.assignment.loader import load_assignment
-from grader.assignment.variants import student_seed
+from grader.assignment.seeds import student_seed
 from grader.cli.commands import main
 from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import compiled as compiled_module
@@ -56,7 +56,7 @@ class TestSameGrades:
     def test_compiled_grades_equal_fresh_ones(self, kind, student, tmp_path, cache):
         """Solutions, stubs and a file with a named mistake in every problem get the very same
         result (scores, case verdicts, mistakes, messages, hidden cases included) from the compiled
-        assignment, loaded back from disk, as from preparing every case afresh, on two variants."""
+        assignment, loaded back from disk, as from preparing every case afresh, on two seeds."""
         assignment = load_assignment(EXERCISES)
         seed = student_seed(SECRET, student)
         source = {"solution": solution_source(), "stubs": (EXERCISES / "attention.py").read_text(),
@@ -226,7 +226,7 @@ class TestCompileCommand:
                                  f"{len(assignment.quiz.items)} quiz items into {cache}\n")
         assert len(list(cache.glob("*.json"))) == 1
 
-    def test_a_student_variant_needs_the_secret(self, cache):
+    def test_a_student_seed_needs_the_secret(self, cache):
         result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "compile", "--student", "s1"],
                                     env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == ExitCode.USAGE

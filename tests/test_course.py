@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import grader
 from grader.assignment.course import read_code
 from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import variant
+from grader.assignment.quiz import draw
 from grader.cli.commands import main
 from grader.cli.launch import main as launch_main  # noqa: F401 - the entry point the console script runs
 from grader.errors import ExitCode, SpecErrors
@@ -34,9 +34,9 @@ def run(*args: str, env: dict | None = None):
 
 @pytest.fixture
 def entropy(tmp_path):
-    """The entropy course (tests/_course.py) and its quiz answer for the default variant."""
+    """The entropy course (tests/_course.py) and its quiz answer for the default seed."""
     course = build_course(tmp_path / "entropy")
-    answer = variant(load_assignment(course).quiz.items[0], 0).answer
+    answer = draw(load_assignment(course).quiz.items[0], 0).answer
     return course, answer
 
 
@@ -81,8 +81,12 @@ class TestCourseCode:
         assert graded.exit_code == 0 and json.loads(graded.stdout)["score"] == 5
 
     @pytest.mark.parametrize("edit, message", [
-        (("variant: entropy_in_bits", "variant: entropy_in_hex"),
-         "problems/attention_entropy.yaml:13: unknown mistake variant 'entropy_in_hex' (not a function of entropy_course.py)"),
+        (("bug: entropy_in_bits", "bug: entropy_in_hex"),
+         "problems/attention_entropy.yaml:13: unknown mistake bug 'entropy_in_hex' (not a function of entropy_course.py)"),
+        (("bug: entropy_in_bits", "bug: entropy_in_bits\n    variant: entropy_in_bits"),
+         "problems/attention_entropy.yaml:14: 'variant' is another name for 'bug': give only 'bug'"),
+        (("bug: entropy_in_bits", "variant: entropy_in_bits\n    detector: entropy_in_bits"),
+         "problems/attention_entropy.yaml:14: a mistake has either 'variant' or 'detector', not both"),
         (("returns: array", "returns: tensor"),
          "problems/attention_entropy.yaml:7: 'function': 'returns' must be one of array, int, shapes, head, "
          "head_pair or a list of two or more names for a tuple of arrays (got 'tensor')"),
@@ -101,6 +105,18 @@ class TestCourseCode:
         result = run("--exercises", str(course), "validate")
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert f"{course}/{message}" in result.stderr
+
+    def test_variant_is_read_as_bug(self, entropy, tmp_path):
+        """A mistake's function under `variant:`, the older name of `bug:`, names the same mistake."""
+        course, answer = entropy
+        problem = course / "problems" / "attention_entropy.yaml"
+        problem.write_text(problem.read_text().replace("    bug: entropy_in_bits", "    variant: entropy_in_bits"))
+        mistake, = load_assignment(course).problem("attention_entropy").mistakes
+        assert (mistake.id, mistake.bug, mistake.detector) == ("entropy-in-bits", "entropy_in_bits", False)
+        graded = run("--exercises", str(course), "grade", str(write_submission(tmp_path / "bad", BUGGY, answer)),
+                     "--format", "json")
+        problem_result, = [p for p in json.loads(graded.stdout)["problems"] if p["id"] == "attention_entropy"]
+        assert "entropy-in-bits" in {c["mistake"] for c in problem_result["cases"]}
 
     def test_a_reference_missing_from_the_code_is_named(self, entropy):
         """A declared function that the course code does not define is refused."""
@@ -241,7 +257,7 @@ class TestRoster:
         assert not (tmp_path / "rel").exists()
 
     def test_an_sid_roster_takes_the_named_column(self, tmp_path):
-        """With variant_key sid, the sid column of a Gradescope roster export."""
+        """With seed_key sid, the sid column of a Gradescope roster export."""
         from grader.classroom.release import read_roster
         roster = tmp_path / "roster.csv"
         roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
@@ -401,7 +417,7 @@ class TestComputedInputs:
                                                  "params: {T: {choice: [2, 4, 8], shared: true}}"))
         assignment = load_assignment(course)
         problem, item = assignment.problems[0], assignment.quiz.items[0]
-        pairs = {(draw_params(problem.params, problem.id, seed)["T"], variant(item, seed).params["T"])
+        pairs = {(draw_params(problem.params, problem.id, seed)["T"], draw(item, seed).params["T"])
                  for seed in range(40)}
         assert {a for a, _ in pairs} == {2, 4, 8} and all(a == b for a, b in pairs)
 

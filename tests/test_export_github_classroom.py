@@ -124,12 +124,12 @@ class TestStarterHoldsNoCourseCode:
 
     def test_no_quiz_key_of_a_hidden_item(self, starter, assignment):
         """A hidden item's answer, right choices and feedback are nowhere: its fixtures entry holds none of them."""
-        from grader.assignment.quiz import DEFAULT_SEED, variant
+        from grader.assignment.quiz import DEFAULT_SEED, draw
         texts = _texts(starter)
         fixtures = json.loads(texts["grader/_fixtures/default.json"])
         stored = {i["item"]["id"]: i for i in fixtures["quiz"]["items"]}
         def feedback(item) -> set[str]:
-            v = variant(item, DEFAULT_SEED)
+            v = draw(item, DEFAULT_SEED)
             return {t for t in [v.feedback, *(c.feedback for c in v.choices), *(w.feedback for w in item.wrong)] if t}
         hidden = [i for i in assignment.quiz.items if i.hidden]
         public = set().union(*(feedback(i) for i in assignment.quiz.items if not i.hidden))

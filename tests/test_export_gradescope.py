@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.quiz import answer_key, answers_template, variant
-from grader.assignment.variants import student_seed
+from grader.assignment.quiz import answer_key, answers_template, draw
+from grader.assignment.seeds import student_seed
 from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
 
@@ -167,8 +167,8 @@ class TestGradescopeZip:
         assert data["tests"][0]["name"] == "submission not gradable"
         assert "no attention.py" in data["tests"][0]["output"]
 
-    def test_each_student_is_graded_on_their_variant(self, tmp_path, assignment):
-        """With the secret in the zip, the email in submission_metadata.json (the default variant_key) picks the
+    def test_each_student_is_graded_on_their_seed(self, tmp_path, assignment):
+        """With the secret in the zip, the email in submission_metadata.json (the default seed_key) picks the
         quiz numbers."""
         root = autograder(tmp_path, assignment, secret=SECRET)
         key = answers_template(assignment.quiz, answer_key(assignment.quiz, student_seed(SECRET, "s42@example.edu")))
@@ -218,7 +218,7 @@ class TestHiddenItems:
         assert all(t["name"].split(":")[0] not in items for t in shown)
         visible_text = result["output"] + "".join(t["output"] + " ".join(t["tags"]) for t in shown)
         assert not any(name in visible_text for name in cases)
-        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in variant(i, 0).choices}
+        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in draw(i, 0).choices}
         concealed_text = "".join(t["output"] for t in concealed)
         assert any(f in concealed_text for f in feedback)  # the feedback exists, in the concealed tests only
         assert not any(f in visible_text for f in feedback)
@@ -227,7 +227,7 @@ class TestHiddenItems:
 
     def test_secret_with_no_student_in_the_metadata_is_a_visible_error(self, tmp_path, assignment):
         """A course secret and an empty users list: "autograder failed" saying why, never the
-        default variant's grade."""
+        default seed's grade."""
         root = autograder(tmp_path, assignment, secret=SECRET)
         (root / "submission" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
         (root / "submission" / "answers.yaml").write_text((SOLUTIONS / "answers.yaml").read_text())
@@ -248,8 +248,8 @@ def test_cli_help_says_how_students_are_identified(cli):
     result = cli("export", "gradescope", "--help")
     assert result.exit_code == 0
     text = " ".join(result.output.split())
-    assert "first user's email in submission_metadata.json" in text and "variant_key: sid" in text
-    assert "after_due_date" in text and "never the default variant" in text
+    assert "first user's email in submission_metadata.json" in text and "seed_key: sid" in text
+    assert "after_due_date" in text and "never the default seed" in text
 
 
 def _python310() -> str | None:

@@ -7,7 +7,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import variant
+from grader.assignment.quiz import draw
 from grader.exports import moodle
 from grader.grading.scoring import numeric_range
 
@@ -52,7 +52,7 @@ class TestRender:
         numeric = [i for i in assignment.quiz.items if i.kind is QuizKind.NUMERIC]
         assert set(by_name) == {i.id for i in numeric}
         for item in numeric:
-            v = variant(item, 0)
+            v = draw(item, 0)
             answers = _answers(by_name[item.id])
             low, high = numeric_range(v.answer, item.tolerance)
             assert answers[0][0] == 100 and Decimal(answers[0][1]) == (low + high) / 2
@@ -98,9 +98,9 @@ class TestRender:
             assert all(f"{r.points:g} point" in info for r in item.rubric)
             assert "<" not in info.split("<li>")[1].split("</li>")[0]  # rubric text escaped
 
-    def test_variants_go_to_a_subcategory_per_item(self, assignment):
-        """--variants N: the variants of each item with params follow a category named after it."""
-        root = ET.fromstring(moodle.render(assignment.quiz, variants=3).encode())
+    def test_draws_go_to_a_subcategory_per_item(self, assignment):
+        """--draws N: the draws of each item with params follow a category named after it."""
+        root = ET.fromstring(moodle.render(assignment.quiz, draws=3).encode())
         categories = [q.findtext("category/text") for q in root if q.get("type") == "category"]
         with_params = [i.id for i in assignment.quiz.items if i.params]
         assert categories[1:] == [f"$course$/top/{assignment.quiz.title}/{i}" for i in with_params]
@@ -109,7 +109,7 @@ class TestRender:
 
     def test_deterministic(self, assignment):
         """The same quiz gives the same bytes."""
-        assert moodle.render(assignment.quiz, variants=3) == moodle.render(assignment.quiz, variants=3)
+        assert moodle.render(assignment.quiz, draws=3) == moodle.render(assignment.quiz, draws=3)
 
 
 def test_cli_writes_the_file(cli, tmp_path):

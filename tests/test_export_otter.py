@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import DEFAULT_SEED, variant
+from grader.assignment.quiz import DEFAULT_SEED, draw
 from grader.exports import otter as exporter
 from grader.grading.answers import grade_item
 from grader.grading.otter_checks import check_answer, check_case, plain
@@ -175,7 +175,7 @@ class TestOtterRun:
         assert sorted(otter_scores) == sorted(ids + [i.id for i in items])  # written items: not in otter
         assert {i: otter_scores[i] for i in ids} == pytest.approx(mha_scores, abs=1e-4)  # mha rounds to 4 decimals
         answers = json.loads((folders[submission] / "answers.json").read_text())
-        quiz = {i.id: grade_item(variant(i, DEFAULT_SEED), answers.get(i.id), None, include_hidden=True).score
+        quiz = {i.id: grade_item(draw(i, DEFAULT_SEED), answers.get(i.id), None, include_hidden=True).score
                 for i in items}
         assert {i.id: otter_scores[i.id] for i in items} == pytest.approx(quiz, abs=1e-4)
         if submission == "correct":
@@ -267,7 +267,7 @@ class TestCheckAnswer:
     def test_multiple_answers_pass_up_to_the_credit_earned(self):
         """A multiple-answers item is n tests; an answer with credit k/n passes exactly the first k."""
         item = next(i for i in exporter.quiz_items(load_assignment(EXERCISES)) if i.id == "fresh_claims")
-        v = variant(item, DEFAULT_SEED)
+        v = draw(item, DEFAULT_SEED)
         right = list(v.correct_letters)
         wrong = next(c.letter for c in v.choices if not c.correct)
         n = len(right)

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import variant
+from grader.assignment.quiz import draw
 from grader.exports import prairielearn, wheelhouse
 from grader.exports.markup import to_html
-from grader.exports.qti import variant_seeds
+from grader.exports.qti import draw_seeds
 from grader.grading.answers import grade_item
 from grader.grading.grade import grade
 
@@ -52,17 +52,17 @@ def offline() -> list[str]:
     pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
 
 
-def question_params(course: Path, qid: str, variant_seed: int) -> dict:
-    """The params PrairieLearn stores for a new variant: what the question's server.py generate() writes."""
-    data = {"params": {}, "correct_answers": {}, "variant_seed": variant_seed}
+def question_params(course: Path, qid: str, pl_seed: int) -> dict:
+    """The params PrairieLearn stores for a new question instance: what its server.py generate() writes."""
+    data = {"params": {}, "correct_answers": {}, "variant_seed": pl_seed}
     _server(course / "questions" / qid / "server.py").generate(data)
     return data["params"]
 
 
-def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False, variant_seed: int = 0) -> dict:
+def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False, pl_seed: int = 0) -> dict:
     """One external grading job: /grade laid out as PrairieLearn lays it out (the student's file, the
     question's tests/, the listed serverFilesCourse entries, data.json with the params that server.py
-    generated for `variant_seed`), the entry point run in it with no network; returns results.json.
+    generated for PrairieLearn's seed `pl_seed`), the entry point run in it with no network; returns results.json.
     `install`: the entry point installs from its wheels, else it uses this environment's mha (MHA_BIN)."""
     info = json.loads((course / "questions" / problem / "info.json").read_text())
     options = info["externalGradingOptions"]
@@ -74,8 +74,8 @@ def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool 
         shutil.copytree(course / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
     (grade / "data").mkdir()
     (grade / "data" / "data.json").write_text(json.dumps({
-        "params": question_params(course, problem, variant_seed), "correct_answers": {}, "submitted_answers": {},
-        "variant_seed": variant_seed}))
+        "params": question_params(course, problem, pl_seed), "correct_answers": {}, "submitted_answers": {},
+        "variant_seed": pl_seed}))
     entry_point = options["entrypoint"].replace("/grade", str(grade), 1)
     env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable)
     if not install:
@@ -195,7 +195,7 @@ class TestCourseFolder:
     def test_cli_writes_the_course(self, cli, tmp_path):
         """`mha export prairielearn` writes the folder and refuses a folder that holds anything."""
         out = tmp_path / "course"
-        result = cli("export", "prairielearn", "--out", str(out), "--variants", "2")
+        result = cli("export", "prairielearn", "--out", str(out), "--draws", "2")
         assert result.exit_code == 0, result.stderr
         assert (out / "infoCourse.json").is_file() and (out / "serverFilesCourse" / "mha" / "grade.sh").is_file()
         again = cli("export", "prairielearn", "--out", str(out))
@@ -265,7 +265,7 @@ def _tries(v) -> list:
 
 
 def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
-    """Every quiz question, every variant: the page rendered with server.py's params, parsed, and
+    """Every quiz question, every draw: the page rendered with server.py's params, parsed, and
     each answer scored by PrairieLearn's rules gives the fraction `mha grade` gives."""
     compared = 0
     for item in assignment.quiz.items:
@@ -273,12 +273,12 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
             continue
         folder = course / "questions" / prairielearn.quiz_qid(item)
         server = _server(folder / "server.py")
-        seeds = variant_seeds(item, 10, 0) if item.params else [0]
-        assert len(server.VARIANTS) == len(seeds)
+        seeds = draw_seeds(item, 10, 0) if item.params else [0]
+        assert len(server.DRAWS) == len(seeds)
         for index, seed in enumerate(seeds):
             data = {"params": {}, "correct_answers": {}, "variant_seed": index}
             server.generate(data)
-            v = variant(item, seed)
+            v = draw(item, seed)
             assert data["params"]["prompt"] == to_html(v.prompt)
             parser = _Elements()
             parser.feed(render_page((folder / "question.html").read_text(), data["params"]))
@@ -294,11 +294,11 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
     assert compared > 50
 
 
-class TestCodeVariants:
-    def test_two_variant_seeds_two_sets_of_numbers_each_graded_on_its_own(self, course, assignment, tmp_path):
-        """server.py turns two PrairieLearn variant seeds into two mha seeds with different numbers in the
-        prompt; the entry point grades each job on its own variant: the fraction `mha grade` gives that
-        variant, and case details that differ between the two."""
+class TestCodeSeeds:
+    def test_two_prairielearn_seeds_two_sets_of_numbers_each_graded_on_its_own(self, course, assignment, tmp_path):
+        """server.py turns two PrairieLearn variant_seed values into two mha seeds with different numbers in
+        the prompt; the entry point grades each job on its own seed: the fraction `mha grade` gives that
+        seed, and case details that differ between the two."""
         problem = assignment.problem("count_routing_distributions")
         first, second = (question_params(course, problem.id, s) for s in (0, 1))
         assert first[prairielearn.SEED_PARAM] != second[prairielearn.SEED_PARAM]
@@ -309,8 +309,8 @@ class TestCodeVariants:
         own.parent.mkdir()
         own.write_text(source)
         messages = []
-        for variant_seed, params in ((0, first), (1, second)):
-            result = grade_job(course, tmp_path / str(variant_seed), problem.id, source, variant_seed=variant_seed)
+        for pl_seed, params in ((0, first), (1, second)):
+            result = grade_job(course, tmp_path / str(pl_seed), problem.id, source, pl_seed=pl_seed)
             expected = grade(assignment, own, seed=params[prairielearn.SEED_PARAM], problem_ids=[problem.id])
             assert result["gradable"] is True and 0 < result["score"] < 1
             assert result["score"] == pytest.approx(expected.score / expected.max_score, abs=1e-6)
@@ -319,7 +319,7 @@ class TestCodeVariants:
 
     def test_data_without_a_seed_is_not_graded(self, course, tmp_path):
         """A data.json with no params.mha_seed (a question from an older export): gradable false, saying
-        to export again; never the default variant."""
+        to export again; never the default seed."""
         grade_dir = tmp_path / "grade"
         shutil.copytree(course / "serverFilesCourse", grade_dir / "serverFilesCourse")
         shutil.copytree(course / "questions" / "softmax" / "tests", grade_dir / "tests")
@@ -334,7 +334,7 @@ class TestCodeVariants:
         assert done.returncode == 0, done.stderr
         result = json.loads((grade_dir / "results" / "results.json").read_text())
         assert result["gradable"] is False and result["score"] == 0
-        assert "params.mha_seed must be the variant's seed" in result["format_errors"][0]
+        assert "params.mha_seed must be the student's seed" in result["format_errors"][0]
         assert "mha export prairielearn" in result["format_errors"][0]
 
 
@@ -350,13 +350,13 @@ def test_written_item_is_graded_by_hand(course, assignment):
         assert "gradingMethod" not in json.loads((folder / "info.json").read_text())  # manualPoints decide
 
 
-def test_variant_seeds_give_students_other_numbers(course, assignment):
-    """An item with params offers distinct variants; PrairieLearn's variant seed picks among them."""
+def test_draw_seeds_give_students_other_numbers(course, assignment):
+    """An item with params offers distinct draws; PrairieLearn's variant_seed picks among them."""
     item = next(i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC)
     server = _server(course / "questions" / prairielearn.quiz_qid(item) / "server.py")
     prompts = set()
-    for seed in range(len(server.VARIANTS)):
+    for seed in range(len(server.DRAWS)):
         data = {"params": {}, "correct_answers": {}, "variant_seed": seed}
         server.generate(data)
         prompts.add(data["params"]["prompt"])
-    assert len(prompts) == len(server.VARIANTS) > 1
+    assert len(prompts) == len(server.DRAWS) > 1

@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grader.assignment.quiz import load_quiz, variant
+from grader.assignment.quiz import draw, load_quiz
 from grader.errors import ExitCode, SpecError
 from grader.exports import qti
 
@@ -71,7 +71,7 @@ items:
     feedback: It is {W}.
 """
 
-# The same quiz in text2qti's Markdown; the group holds the two variants of `grouped`.
+# The same quiz in text2qti's Markdown; the group holds the two draws of `grouped`.
 SMALL_MARKDOWN = """\
 Quiz title: Small quiz
 Quiz description: Small quiz: exported by mha-exercises.
@@ -191,7 +191,7 @@ def text2qti_package(tmp_path_factory):
 class TestStructureLikeText2qti:
     def test_zip_layout(self, small_quiz, text2qti_package):
         """imsmanifest.xml, a folder per assessment with its XML and assessment_meta.xml."""
-        names = sorted(_files(qti.render(small_quiz, variants=2)))
+        names = sorted(_files(qti.render(small_quiz, draws=2)))
         assert names[0] == "imsmanifest.xml" and names[-1] == "non_cc_assessments/"
         folder = names[1].split("/")[0]
         assert names[1:3] == [f"{folder}/assessment_meta.xml", f"{folder}/{folder}.xml"]
@@ -199,17 +199,17 @@ class TestStructureLikeText2qti:
     @pytest.mark.parametrize("role", ["questions", "meta"])
     def test_same_elements_and_attributes(self, small_quiz, text2qti_package, role):
         """Every element path and attribute set matches text2qti's for the equivalent quiz."""
-        ours = _kinds(_files(qti.render(small_quiz, variants=2)))
+        ours = _kinds(_files(qti.render(small_quiz, draws=2)))
         assert _shape(ours[role]) == _shape(text2qti_package[role])
 
     def test_same_manifest_except_the_export_date(self, small_quiz, text2qti_package):
         """The manifest matches too, but for text2qti's lifeCycle date (left out: re-exports stay identical)."""
-        ours = _kinds(_files(qti.render(small_quiz, variants=2)))
+        ours = _kinds(_files(qti.render(small_quiz, draws=2)))
         assert _shape(ours["manifest"]) == _shape(text2qti_package["manifest"], skip="lifeCycle")
 
     def test_same_question_types_and_points(self, small_quiz, text2qti_package):
         """numerical, multiple choice, multiple answers and essay questions with the same points."""
-        ours = _fields(_kinds(_files(qti.render(small_quiz, variants=2)))["questions"])
+        ours = _fields(_kinds(_files(qti.render(small_quiz, draws=2)))["questions"])
         assert ours == _fields(text2qti_package["questions"])
         assert [t for t, _ in ours] == ["numerical_question", "multiple_choice_question",
                                         "multiple_answers_question", "essay_question", "numerical_question",
@@ -228,7 +228,7 @@ class TestStructureLikeText2qti:
 class TestContent:
     def test_reexport_is_byte_identical(self, assignment):
         """Identifiers are hashes of the content: exporting twice gives the same bytes."""
-        assert qti.render(assignment.quiz, variants=3) == qti.render(assignment.quiz, variants=3)
+        assert qti.render(assignment.quiz, draws=3) == qti.render(assignment.quiz, draws=3)
         assert qti.render(assignment.quiz) != qti.render(assignment.quiz, seed=5)
 
     def test_every_wrong_choice_has_feedback_naming_its_misconception(self, assignment):
@@ -259,9 +259,9 @@ class TestContent:
                         for ident, choice in zip(idents, item.choices) if choice.correct is wanted]
             assert adds == [(ident, pytest.approx(share)) for ident, share in expected]
 
-    def test_groups_pick_one_of_distinct_variants(self, assignment):
-        """--variants N: each item with params is a section selecting 1 of up to N distinct variants."""
-        root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz, variants=4)))["questions"])
+    def test_groups_pick_one_of_distinct_draws(self, assignment):
+        """--draws N: each item with params is a section selecting 1 of up to N distinct draws."""
+        root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz, draws=4)))["questions"])
         groups = [s for s in root.iter(f"{{{qti._QTI_NS['xmlns']}}}section") if s.get("ident") != "root_section"]
         assert len(groups) == sum(bool(i.params) for i in assignment.quiz.items)
         for group in groups:
@@ -271,7 +271,7 @@ class TestContent:
 
     def test_numeric_range_is_rounded_outward_to_canvas_decimals(self, small_quiz):
         """Canvas keeps 4 decimals: the range never shrinks below the tolerance."""
-        v = variant(small_quiz.item("add"), 0)
+        v = draw(small_quiz.item("add"), 0)
         assert qti.numeric_range(v) == ("5.0000", "4.9000", "5.1000")
 
     def test_answer_canvas_would_round_to_zero_is_an_error(self, tmp_path):
@@ -290,14 +290,24 @@ class TestContent:
 
 
 def test_cli_writes_the_zip(cli, tmp_path):
-    """`mha export qti --out quiz.zip --variants 3` writes a readable zip; twice gives the same bytes."""
+    """`mha export qti --out quiz.zip --draws 3` writes a readable zip; twice gives the same bytes."""
     out = tmp_path / "quiz.zip"
-    assert cli("export", "qti", "--out", str(out), "--variants", "3").exit_code == 0
+    assert cli("export", "qti", "--out", str(out), "--draws", "3").exit_code == 0
     first = out.read_bytes()
-    assert cli("export", "qti", "--out", str(out), "--variants", "3").exit_code == 0
+    assert cli("export", "qti", "--out", str(out), "--draws", "3").exit_code == 0
     assert out.read_bytes() == first and zipfile.is_zipfile(out)
 
 
-def test_cli_bad_variants_is_usage_error(cli, tmp_path):
-    """--variants 1 is outside its range: exit 2."""
-    assert cli("export", "qti", "--out", str(tmp_path / "q.zip"), "--variants", "1").exit_code == ExitCode.USAGE
+def test_cli_variants_is_the_older_name_of_draws(cli, tmp_path):
+    """`--variants N`, the option's older name, still works: the same bytes as `--draws N`."""
+    draws, variants = tmp_path / "draws.zip", tmp_path / "variants.zip"
+    assert cli("export", "qti", "--out", str(draws), "--draws", "3").exit_code == 0
+    assert cli("export", "qti", "--out", str(variants), "--variants", "3").exit_code == 0
+    assert variants.read_bytes() == draws.read_bytes()
+    assert cli("export", "qti", "--out", str(tmp_path / "one.zip")).exit_code == 0
+    assert (tmp_path / "one.zip").read_bytes() != draws.read_bytes()  # the option took effect
+
+
+def test_cli_bad_draws_is_usage_error(cli, tmp_path):
+    """--draws 1 is outside its range: exit 2."""
+    assert cli("export", "qti", "--out", str(tmp_path / "q.zip"), "--draws", "1").exit_code == ExitCode.USAGE

@@ -155,15 +155,15 @@ class TestDiagnoses:
         on a case are told apart on another (one is wrong where the other is right, or they give
         different wrong answers), and none gives the right one on all cases."""
         problem = assignment.problem(problem_id)
-        variants = [m for m in problem.mistakes if not m.detector]
-        differs = {m.id: False for m in variants}
+        bugs = [m for m in problem.mistakes if not m.detector]
+        differs = {m.id: False for m in bugs}
         coincide, apart = set(), set()
         for seed, case in itertools.product(SEEDS, problem.cases):
             if case.raises:
                 continue
             prepared = prepare(problem, case, seed)
             answers = {}  # mistake id -> its wrong answer, or None where it is right
-            for mistake in variants:
+            for mistake in bugs:
                 try:
                     answer = wrong_answer(mistake, prepared.args, problem.code)
                 except Exception:  # does not apply to these inputs
@@ -263,7 +263,7 @@ class TestNothingAnsweredAhead:
             assert "head_output: got" in case_result.detail and str(expected) not in case_result.detail
 
     def test_the_student_bundle_leaves_out_the_flagship_mistakes(self):
-        """The wrong variants hold near-solutions: they are course code, which the student bundle never
+        """The bugs hold near-solutions: they are course code, which the student bundle never
         ships (neither the packaged course nor the module that loads a course's code)."""
         assert "assignment/course.py" not in STUDENT_MODULES
         assert not any(name.startswith("_assignment") for name in STUDENT_MODULES)

@@ -11,8 +11,8 @@ from .conftest import SOLUTIONS
 
 
 class TestPreparedCases:
-    def test_a_case_is_prepared_once_per_variant(self, assignment):
-        """The same (problem, case, variant) gives the same object; another variant its own."""
+    def test_a_case_is_prepared_once_per_seed(self, assignment):
+        """The same (problem, case, seed) gives the same object; another seed its own."""
         cache = PreparedCases()
         problem = assignment.problem("multi_head_attention")
         case = problem.cases[0]
@@ -31,9 +31,9 @@ class TestPreparedCases:
                 with pytest.raises(ValueError, match="read-only"):
                     got[...] = 0
 
-    def test_keeps_only_the_last_variants(self, assignment):
-        """With per-student variants, memory stays bounded: the oldest variant is dropped."""
-        cache = PreparedCases(variants=2)
+    def test_keeps_only_the_last_seeds(self, assignment):
+        """With per-student seeds, memory stays bounded: the oldest seed is dropped."""
+        cache = PreparedCases(seeds=2)
         problem = assignment.problem("softmax")
         case = problem.cases[0]
         oldest = cache.get(problem, case, 1)

@@ -32,7 +32,7 @@ import pytest
 
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
-from grader.assignment.variants import student_seed
+from grader.assignment.seeds import student_seed
 from grader.sandbox.isolation import NAMESPACES_ENV, SANDBOX_IDS
 
 from ._edges import (

@@ -155,3 +155,17 @@ class TestSchema:
                "cases": [{"name": "a", "visibility": "public", "args": {}}]}
         with pytest.raises(jsonschema.ValidationError, match="colour"):
             jsonschema.validate(doc, schema)
+
+    def test_schema_takes_bug_or_its_older_name_variant_never_both(self):
+        """A mistake names its function with `bug:` or `variant:` (still accepted), as the loader does; both is refused."""
+        jsonschema = pytest.importorskip("jsonschema")
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
+
+        def doc(**names):
+            return {"id": "x", "title": "t", "points": 1, "prompt": "p",
+                    "cases": [{"name": "a", "visibility": "public", "args": {}}],
+                    "mistakes": [{"id": "m", "message": "why", **names}]}
+        jsonschema.validate(doc(bug="f"), schema)
+        jsonschema.validate(doc(variant="f"), schema)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc(bug="f", variant="f"), schema)

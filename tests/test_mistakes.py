@@ -517,24 +517,36 @@ def test_every_declared_mistake_has_a_buggy_submission(assignment):
 
 class TestJudge:
     @pytest.fixture
-    def softmax_with_variant(self, assignment, monkeypatch):
-        """softmax's worked example, with one mistake whose variant is the right answer times `factor`."""
+    def softmax_with_bug(self, assignment, monkeypatch):
+        """softmax's worked example, with one mistake whose bug is the right answer times `factor`."""
         def make(factor: float):
             monkeypatch.setattr(reference, "scaled", lambda scores: reference.softmax(scores) * factor, raising=False)
             problem = replace(assignment.problem("softmax"), mistakes=(Mistake("scaled", "a message", "scaled"),))
             return problem, prepare(problem, problem.cases[0])
         return make
 
-    def test_names_a_variant_that_differs_from_the_right_answer(self, softmax_with_variant):
-        """A wrong answer equal to a variant that differs from the right one is told that mistake."""
-        problem, prepared = softmax_with_variant(1 + 2e-5)
+    def test_names_a_bug_that_differs_from_the_right_answer(self, softmax_with_bug):
+        """A wrong answer equal to a bug that differs from the right one is told that mistake."""
+        problem, prepared = softmax_with_bug(1 + 2e-5)
         result = judge(problem, prepared, CaseRun(RunStatus.RETURNED, prepared.expected * (1 + 2e-5)))
         assert (result.status, result.mistake, result.mistake_message) == (CaseStatus.FAILED, "scaled", "a message")
 
-    def test_ignores_a_variant_that_agrees_with_the_right_answer(self, softmax_with_variant):
-        """A variant within tolerance of the right answer explains no failure, even when it matches."""
-        problem, prepared = softmax_with_variant(1 + 0.9e-5)
+    def test_ignores_a_bug_that_agrees_with_the_right_answer(self, softmax_with_bug):
+        """A bug within tolerance of the right answer explains no failure, even when it matches."""
+        problem, prepared = softmax_with_bug(1 + 0.9e-5)
         got = prepared.expected * (1 + 1.8e-5)
         assert check(problem.compare, prepared.expected * (1 + 0.9e-5), got).passed
         result = judge(problem, prepared, CaseRun(RunStatus.RETURNED, got))
         assert (result.status, result.mistake) == (CaseStatus.FAILED, None)
+
+
+def test_the_decorator_variant_still_registers_a_bug():
+    """Course code that decorates with `variant`, the older name of `bug`, adds a bug all the same."""
+    def some_wrong_softmax(scores):
+        return scores
+
+    try:
+        assert reference.variant(some_wrong_softmax) is some_wrong_softmax
+        assert reference.BUGS["some_wrong_softmax"] is some_wrong_softmax
+    finally:
+        reference.BUGS.pop("some_wrong_softmax", None)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from exercises.models import analysis, model as M  # the models' own code: an independent implementation
 from grader.assignment.generators import draw_params
-from grader.assignment.quiz import variant
-from grader.assignment.variants import student_seed
+from grader.assignment.quiz import draw
+from grader.assignment.seeds import student_seed
 from grader.cli.commands import main
 from grader.grading.answers import grade_quiz
 from grader.grading.prepared import prepare
@@ -186,7 +186,7 @@ class TestCasesAreTheStudentsModels:
         for seed in (0, 1, 99, student_seed(SECRET, ADA)):
             drawn = [draw_params(p.params, p.id, seed) for p in assignment.problems
                      if p.id in ("run_model", "head_scores", "ablation_deltas")]
-            drawn += [variant(_quiz(assignment, i), seed).params
+            drawn += [draw(_quiz(assignment, i), seed).params
                       for i in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "head_count_sweep")]
             for name in ("s2", "o2", "s4", "o4"):
                 assert len({d[name] for d in drawn if name in d}) == 1, (seed, name, drawn)
@@ -241,11 +241,11 @@ class TestPerStudentNumbers:
         """Ada and Bob get other models or orders, so other prompts and other right answers."""
         seeds = student_seed(SECRET, ADA), student_seed(SECRET, BOB)
         for item_id in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "removable_heads"):
-            ada, bob = (variant(_quiz(assignment, item_id), seed) for seed in seeds)
+            ada, bob = (draw(_quiz(assignment, item_id), seed) for seed in seeds)
             assert ada.prompt != bob.prompt, item_id
-        ada, bob = (variant(_quiz(assignment, "your_previous_head"), seed) for seed in seeds)
+        ada, bob = (draw(_quiz(assignment, "your_previous_head"), seed) for seed in seeds)
         assert ada.answer != bob.answer, (ada.params, bob.params)
-        ada, bob = (variant(_quiz(assignment, "your_head_ablation"), seed) for seed in seeds)
+        ada, bob = (draw(_quiz(assignment, "your_head_ablation"), seed) for seed in seeds)
         assert abs(ada.answer - bob.answer) > 0.1, (ada.params, bob.params)
 
     def test_the_head_order_moves_the_answer(self, assignment):
@@ -257,12 +257,12 @@ class TestPerStudentNumbers:
     def test_a_student_computes_the_key_as_the_prompt_says(self, assignment, seed):
         """Loading the model with the student's order and using the model solution's own functions
         gives the item's answer, for the previous-token head and for one head's ablation."""
-        v = variant(_quiz(assignment, "your_previous_head"), seed)
+        v = draw(_quiz(assignment, "your_previous_head"), seed)
         trained = load_model(f"d8_h4_s{v.params['s4']}", order=v.params["o4"])
         previous, _ = SOLUTION.head_scores(_student_maps(trained, evaluation_tokens()[:SEQUENCES]))
         assert int(np.argmax(previous)) + 1 == v.answer
 
-        v = variant(_quiz(assignment, "your_head_ablation"), seed)
+        v = draw(_quiz(assignment, "your_head_ablation"), seed)
         trained = load_model(f"d8_h2_s{v.params['s2']}", order=v.params["o2"])
         tokens = evaluation_tokens()
         X, readings = _student_ablation_inputs(trained, tokens)
@@ -312,7 +312,7 @@ class TestQuizMistakes:
     def test_a_known_wrong_number_is_named(self, assignment, tmp_path, item_id, wrong, mistake):
         """An answers file holding the known-wrong value scores 0 on the item and names the mistake."""
         item = _quiz(assignment, item_id)
-        v = variant(item, 0)
+        v = draw(item, 0)
         value = next(w.value for w in v.wrong if w.mistake == mistake)
         assert value == pytest.approx(getattr(COURSE, wrong)(**v.params), abs=1e-9)
         (tmp_path / "answers.yaml").write_text(f"{item_id}: {value}\n")

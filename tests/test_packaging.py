@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import variant as quiz_variant
+from grader.assignment.quiz import draw as quiz_draw
 from grader.paths import locate_assignment, packaged_assignment
 
 from ._course import BUGGY, CORRECT, build_course, write_submission as write_course_submission
@@ -275,7 +275,7 @@ class TestCourseFromNothing:
         (tests/_course.py) validates, a correct submission gets full marks, the buggy one is told its
         named mistake, and its release's student bundle holds the stub and blank answers, no course code."""
         course = build_course(tmp_path / "courses" / "entropy")
-        answer = quiz_variant(load_assignment(course).quiz.items[0], 0).answer
+        answer = quiz_draw(load_assignment(course).quiz.items[0], 0).answer
         good = write_course_submission(tmp_path / "class" / "good", CORRECT, answer)
         bad = write_course_submission(tmp_path / "class" / "bad", BUGGY, answer)
         elsewhere = tmp_path / "elsewhere"

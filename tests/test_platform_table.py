@@ -55,7 +55,7 @@ def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
     weighted by the assessment's points."""
     course = tmp / "course"
     python = wheelhouse.running_python()
-    prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, variants=1))
+    prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, draws=1))
     assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                              prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
     # written items carry manualPoints only: graded by hand, outside the automatic fraction

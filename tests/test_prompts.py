@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from grader.assignment.render import render_prompt
-from grader.assignment.variants import DEFAULT_SEED
+from grader.assignment.seeds import DEFAULT_SEED
 
 from .conftest import EXERCISES
 

@@ -1,4 +1,4 @@
-"""The concept quiz: quiz.yaml validation, seeded variants, grading answers.yaml, and the commands."""
+"""The concept quiz: quiz.yaml validation, seeded draws, grading answers.yaml, and the commands."""
 from __future__ import annotations
 
 import json
@@ -18,10 +18,10 @@ from grader.assignment.quiz import (
     answer_key,
     answers_template,
     check_quiz,
+    draw,
     draw_params,
     fill,
     load_quiz,
-    variant,
 )
 from grader.assignment.yamlio import load_yaml
 from grader.cli.commands import main
@@ -172,17 +172,17 @@ class TestLoadQuiz:
             assert all(c.feedback and (c.correct or c.mistake) for c in item.choices), item.id
             assert item.kind is not QuizKind.NUMERIC or (item.feedback and item.params), item.id
 
-    def test_shipped_quiz_passes_the_variant_check(self, quiz):
-        """Every variant's numbers compute and no known-wrong value equals the answer."""
+    def test_shipped_quiz_passes_the_draw_check(self, quiz):
+        """Every draw's numbers compute and no known-wrong value equals the answer."""
         assert check_quiz(quiz) is None
 
 
-class TestVariants:
+class TestDraws:
     def test_same_seed_same_numbers(self, quiz):
         """Drawing twice with one seed gives the same params and the same rendered prompt."""
         for item in quiz.items:
             assert draw_params(item, 7) == draw_params(item, 7)
-            assert variant(item, 7).prompt == variant(item, 7).prompt
+            assert draw(item, 7).prompt == draw(item, 7).prompt
 
     def test_two_seeds_differ_somewhere(self, quiz):
         """Two seeds give different numbers for at least one item, and so different answer keys."""
@@ -270,7 +270,7 @@ class TestGradeQuiz:
         """Choosing any wrong choice of a multiple-choice item fails with that choice's feedback and mistake id."""
         checked = 0
         for item in (i for i in quiz.items if i.kind is QuizKind.MULTIPLE_CHOICE):
-            for choice in (c for c in variant(item, DEFAULT_SEED).choices if not c.correct):  # params filled in
+            for choice in (c for c in draw(item, DEFAULT_SEED).choices if not c.correct):  # params filled in
                 case = graded(quiz, tmp_path, f"{item.id}: {choice.letter}\n")[item.id].cases[0]
                 assert (case.status, case.summary) == (CaseStatus.FAILED, f"you chose {choice.letter}")
                 assert (case.mistake, case.mistake_message) == (choice.mistake, choice.feedback)
@@ -280,7 +280,7 @@ class TestGradeQuiz:
     def test_each_known_wrong_value_gets_its_feedback(self, quiz, tmp_path):
         """A known-wrong number fails with its misconception; the feedback has the drawn numbers filled in."""
         for item in (i for i in quiz.items if i.wrong):
-            v = variant(item, DEFAULT_SEED)
+            v = draw(item, DEFAULT_SEED)
             for wrong in v.wrong:
                 case = graded(quiz, tmp_path, f"{item.id}: {wrong.value!r}\n")[item.id].cases[0]
                 numbers = your_numbers(v)
@@ -292,7 +292,7 @@ class TestGradeQuiz:
     def test_unknown_wrong_number_gets_the_hint(self, quiz, tmp_path):
         """A wrong number that no misconception explains names no mistake and shows the item's hint."""
         result = graded(quiz, tmp_path, "distributions_one_head: 7\n")["distributions_one_head"]
-        w = variant(quiz.item("distributions_one_head"), DEFAULT_SEED).params["W"]
+        w = draw(quiz.item("distributions_one_head"), DEFAULT_SEED).params["W"]
         assert result.cases[0].summary == f"7 is not the answer (your numbers: W={w})"  # the numbers it was judged on
         assert result.cases[0].mistake is None
         assert result.hints == ("Count softmax normalizations, not coordinates.",)

@@ -19,7 +19,7 @@ from fractions import Fraction
 import pytest
 
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import DEFAULT_SEED, draw_params, variant
+from grader.assignment.quiz import DEFAULT_SEED, draw, draw_params
 from grader.grading.scoring import in_range
 
 HEDGES = ("may", "can", "might", "often", "usually", "not necessarily")
@@ -39,7 +39,7 @@ def quiz(assignment):
 def _choices(quiz, right: bool) -> list[str]:
     """The text of every right (or every wrong) option of every choice item, as students read it."""
     return [c.text for item in quiz.items if item.choices
-            for c in variant(item, DEFAULT_SEED).choices if c.correct is right]
+            for c in draw(item, DEFAULT_SEED).choices if c.correct is right]
 
 
 def _rate(texts: list[str], words: tuple[str, ...]) -> float:
@@ -54,8 +54,8 @@ def _combinations(item) -> int:
     return math.prod(sizes)
 
 
-def _every_variant(item):
-    """One variant per combination of the item's params; fails if seeds do not reach them all."""
+def _every_draw(item):
+    """One draw per combination of the item's params; fails if seeds do not reach them all."""
     seen = {}
     for seed in range(MAX_SEEDS):
         key = tuple(sorted(draw_params(item, seed).items()))
@@ -63,7 +63,7 @@ def _every_variant(item):
         if len(seen) == _combinations(item):
             break
     assert len(seen) == _combinations(item), f"{item.id}: {len(seen)} of {_combinations(item)} params drawn"
-    return [variant(item, seed) for seed in seen.values()]
+    return [draw(item, seed) for seed in seen.values()]
 
 
 class TestOptions:
@@ -72,7 +72,7 @@ class TestOptions:
         items = [i for i in quiz.items if i.kind is QuizKind.MULTIPLE_CHOICE]
         longest = []
         for item in items:
-            choices = variant(item, DEFAULT_SEED).choices
+            choices = draw(item, DEFAULT_SEED).choices
             right = next(len(c.text) for c in choices if c.correct)
             if right >= max(len(c.text) for c in choices if not c.correct):
                 longest.append(item.id)
@@ -82,7 +82,7 @@ class TestOptions:
     def test_right_option_is_never_much_longer(self, quiz):
         """No right option is more than a fifth longer than the longest wrong option of its item."""
         for item in (i for i in quiz.items if i.kind is QuizKind.MULTIPLE_CHOICE):
-            choices = variant(item, DEFAULT_SEED).choices
+            choices = draw(item, DEFAULT_SEED).choices
             right = next(len(c.text) for c in choices if c.correct)
             assert right <= 1.2 * max(len(c.text) for c in choices if not c.correct), item.id
 
@@ -95,13 +95,13 @@ class TestOptions:
 
     def test_claim_evidence_wrong_options_open_differently(self, quiz):
         """The wrong options of the evidence item share no opening words that would single them out."""
-        wrong = [c.text for c in variant(quiz.item("claim_evidence"), DEFAULT_SEED).choices if not c.correct]
+        wrong = [c.text for c in draw(quiz.item("claim_evidence"), DEFAULT_SEED).choices if not c.correct]
         assert len({t.split()[0] for t in wrong}) == len(wrong)
 
     def test_right_options_are_not_the_lessons_list(self, quiz):
         """The evidence item's right options paraphrase the lesson's "model, task, input distribution and
         analysis method" instead of repeating its words."""
-        right = " ".join(c.text for c in variant(quiz.item("claim_evidence"), DEFAULT_SEED).choices if c.correct)
+        right = " ".join(c.text for c in draw(quiz.item("claim_evidence"), DEFAULT_SEED).choices if c.correct)
         for phrase in ("trained model", "input distribution", "analysis method", "the task"):
             assert phrase not in right.lower(), phrase
 
@@ -138,7 +138,7 @@ class TestKnownWrongValues:
         """For every combination of params: no known-wrong value is accepted as the answer, and no two
         known-wrong values are close enough for one answer to match both."""
         item = quiz.item(item_id)
-        for v in _every_variant(item):
+        for v in _every_draw(item):
             for w in v.wrong:
                 assert not in_range(w.value, v.answer, item.tolerance), (item_id, v.params, w.mistake)
             for a, b in itertools.combinations(v.wrong, 2):

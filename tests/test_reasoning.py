@@ -88,7 +88,7 @@ class TestPaddedBatch:
         assert not out[3].any() and not weights[3].any()
         assert not weights[1][..., 3:].any() and np.allclose(weights[:3].sum(axis=-1), 1.0)
 
-    def test_the_nan_variant_is_nan_only_on_the_empty_sequence(self, batch):
+    def test_the_nan_bug_is_nan_only_on_the_empty_sequence(self, batch):
         """The named mistake differs from the reference exactly where a row has no real key."""
         X, Ws, key_mask = batch
         with np.errstate(invalid="ignore"):

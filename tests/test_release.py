@@ -1,4 +1,4 @@
-"""Per-student variants and the release bundles: the student bundle gives nothing away and works alone."""
+"""Per-student seeds and the release bundles: the student bundle gives nothing away and works alone."""
 from __future__ import annotations
 
 import ast
@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import answers_template, variant as quiz_variant
+from grader.assignment.quiz import answers_template, draw as quiz_draw
 from grader.assignment.render import render_prompt
-from grader.assignment.variants import course_config, gradescope_student, student_seed, student_token
+from grader.assignment.seeds import course_config, gradescope_student, student_seed, student_token
 from grader.cli.commands import main
-from grader.errors import SpecError
+from grader.errors import SpecError, SubmissionError
 from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.prepared import prepare
 
@@ -47,7 +47,7 @@ def bundle(tmp_path_factory):
     return out / "r"
 
 
-class TestVariants:
+class TestSeeds:
     def test_seed_is_keyed_and_stable(self):
         """The same id and secret give the same seed; another secret or id gives another."""
         assert student_seed(SECRET, "alice@example.edu") == student_seed(SECRET, " Alice@Example.edu ")
@@ -61,16 +61,16 @@ class TestVariants:
         assert render_prompt(problem, a) != render_prompt(problem, b)
         case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         assert prepare(problem, case, a).args != prepare(problem, case, b).args
-        quiz_numbers = [(quiz_variant(i, a).params, quiz_variant(i, b).params) for i in assignment.quiz.items if i.params]
+        quiz_numbers = [(quiz_draw(i, a).params, quiz_draw(i, b).params) for i in assignment.quiz.items if i.params]
         assert any(x != y for x, y in quiz_numbers)
 
     def test_same_numbers_in_every_place(self, assignment, bundle):
-        """`mha variant`, `mha show --student`, the bundle's fixtures and grading agree for one student."""
+        """`mha numbers`, `mha show --student`, the bundle's fixtures and grading agree for one student."""
         student = STUDENTS[0]
         seed = student_seed(SECRET, student)
         problem = assignment.problem("count_routing_distributions")
         prompt = render_prompt(problem, seed)
-        assert prompt in run("variant", student).stdout
+        assert prompt in run("numbers", student).stdout
         assert prompt in run("show", "count_routing_distributions", "--student", student).stdout
         fixtures = Fixtures.load(bundle / "student" / FIXTURES / f"{student_token(student)}.json")
         assert prompt in fixtures.texts["count_routing_distributions"]
@@ -79,9 +79,17 @@ class TestVariants:
             graded = prepare(problem, next(c for c in problem.cases if c.name == prepared.case.name), seed)
             assert graded.args == prepared.args and graded.expected == prepared.expected, prepared.case.name
         for v in fixtures.quiz:
-            assert v.params == quiz_variant(assignment.quiz.item(v.item.id), seed).params
+            assert v.params == quiz_draw(assignment.quiz.item(v.item.id), seed).params
 
-    def test_hidden_grading_uses_the_students_variant(self, assignment, tmp_path):
+    def test_mha_variant_is_the_older_name_of_mha_numbers(self):
+        """`mha variant STUDENT` still prints what `mha numbers STUDENT` does, and is not listed in `mha -h`."""
+        numbers = run("numbers", STUDENTS[1])
+        assert numbers.exit_code == 0 and "count_routing_distributions" in numbers.stdout
+        assert run("variant", STUDENTS[1]).stdout == numbers.stdout
+        listing = run("-h").stdout
+        assert "numbers" in listing and "variant" not in listing
+
+    def test_hidden_grading_uses_the_students_seed(self, assignment, tmp_path):
         """`mha grade --student` grades with that student's numbers: an answer hard-coded for one fails the other."""
         problem = assignment.problem("count_routing_distributions")
         case = next(c for c in problem.cases if c.name == "your own model from the prompt")
@@ -112,8 +120,8 @@ class TestStudentBundle:
         root = bundle / "student"
         return {str(p.relative_to(root)): p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
 
-    def test_contains_no_reference_solution_or_variants(self, bundle):
-        """No reference, wrong variants, quiz key functions, loader, solutions or secret in the student bundle."""
+    def test_contains_no_reference_solution_or_bugs(self, bundle):
+        """No reference, bugs, quiz key functions, loader, solutions or secret in the student bundle."""
         files = self.files(bundle)
         names = {Path(f).name for f in files}
         assert not names & {"reference.py", "mistakes.py", "quiz.py", "loader.py", "quiz.yaml", "course.yaml"}
@@ -222,11 +230,34 @@ class TestStudentBundle:
         assert unknown.returncode == 2 and "ask your instructor" in unknown.stderr
 
 
+class TestFixturesFormat:
+    def test_format_2_still_loads(self, bundle):
+        """A fixtures file of format 2 (the seed's label, and each mistake's bug, under "variant") loads as
+        the current format does."""
+        path = bundle / "student" / FIXTURES / "default.json"
+        data = json.loads(path.read_text())
+        assert data["format"] == 3 and data["seed"] == "default"
+        old = {**{("variant" if k == "seed" else k): v for k, v in data.items()}, "format": 2}
+        old["problems"] = [{**p, "mistakes": [{("variant" if k == "bug" else k): v for k, v in m.items()}
+                                              for m in p["mistakes"]]} for p in data["problems"]]
+        assert any(m["variant"] for p in old["problems"] for m in p["mistakes"])
+        new, loaded = Fixtures(data, path), Fixtures(old, path)
+        assert [p for p, _ in loaded.problems] == [p for p, _ in new.problems] and len(new.problems) > 5
+        assert loaded.texts == new.texts and [v.params for v in loaded.quiz] == [v.params for v in new.quiz]
+
+    def test_another_format_is_refused(self, bundle):
+        """A format this version cannot read is a clear error naming the file, never a KeyError."""
+        path = bundle / "student" / FIXTURES / "default.json"
+        with pytest.raises(SubmissionError) as error:
+            Fixtures({**json.loads(path.read_text()), "format": 1}, path)
+        assert str(error.value) == f"{path}: not a fixtures file of this version of mha-exercises"
+
+
 def key_answers(assignment, seed: int) -> str:
-    """answers.yaml holding the exact key of variant `seed`: what a student who gets everything right writes."""
+    """answers.yaml holding the exact key of seed `seed`: what a student who gets everything right writes."""
     lines = []
     for item in assignment.quiz.items:
-        v = quiz_variant(item, seed)
+        v = quiz_draw(item, seed)
         value = repr(v.answer) if item.kind is QuizKind.NUMERIC else v.correct_letters[0] \
             if item.kind is QuizKind.MULTIPLE_CHOICE else f"[{', '.join(v.correct_letters)}]"
         lines.append(f"{item.id}: {value}")
@@ -267,7 +298,7 @@ class TestPersonalNumbers:
                                    str(elsewhere / "attention.py"), *(item.id for item in numeric)], cwd=tmp_path,
                                   capture_output=True, text=True, timeout=120, env=bundle_env)
             for item in numeric:
-                params = quiz_variant(item, student_seed(SECRET, student)).params
+                params = quiz_draw(item, student_seed(SECRET, student)).params
                 numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
                 assert f"12345 is not the answer (your numbers: {numbers})" in told.stdout, told.stdout[-2000:]
             graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,
@@ -278,15 +309,15 @@ class TestPersonalNumbers:
                                               "--format", "json"], env={"MHA_COURSE_SECRET": ""})
             assert json.loads(wrong.stdout)["score"] < assignment.max_score  # the numbers do matter
 
-    def test_the_autograder_keeps_the_variant_key(self, tmp_path):
-        """course.yaml's variant_key goes into the autograder bundle with the secret; the roster is read by it."""
-        exercises = _exercises_with(tmp_path, "variant_key: sid\n")
+    def test_the_autograder_keeps_the_seed_key(self, tmp_path):
+        """course.yaml's seed_key goes into the autograder bundle with the secret; the roster is read by it."""
+        exercises = _exercises_with(tmp_path, "seed_key: sid\n")
         roster = tmp_path / "roster.csv"
         roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
         result = CliRunner().invoke(main, ["--exercises", str(exercises), "release", "--out", str(tmp_path / "r"),
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": SECRET})
         assert result.exit_code == 0, result.output
-        assert "variant_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
+        assert "seed_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
         fixtures = {p.name for p in (tmp_path / "r" / "student" / FIXTURES).iterdir()}
         assert fixtures == {"default.json", "index.json", *(f"{student_token(s)}.json" for s in ("2024001", "2024002"))}
         assert "--student YOUR_SID" in (tmp_path / "r" / "student" / "README.md").read_text()
@@ -301,8 +332,8 @@ def _exercises_with(tmp_path: Path, course_yaml: str) -> Path:
     return exercises
 
 
-class TestVariantKey:
-    """One id per student picks their numbers everywhere: course.yaml's variant_key (email by default, or sid)."""
+class TestSeedKey:
+    """One id per student picks their numbers everywhere: course.yaml's seed_key (email by default, or sid)."""
 
     def metadata(self, tmp_path: Path, **user) -> Path:
         path = tmp_path / "submission_metadata.json"
@@ -316,26 +347,35 @@ class TestVariantKey:
         assert student_seed(SECRET, before) == student_seed(SECRET, after)
 
     def test_sid_when_course_yaml_says_so(self, tmp_path):
-        """variant_key: sid reads the sid, and a student without one is an error that names them and the setting."""
-        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
-        assert course.variant_key == "sid"
+        """seed_key: sid reads the sid, and a student without one is an error that names them and the setting."""
+        course = course_config(_exercises_with(tmp_path, "seed_key: sid\n"), {})
+        assert course.seed_key == "sid"
         assert gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid=2024001), course) == "2024001"
         with pytest.raises(SpecError) as error:
             gradescope_student(self.metadata(tmp_path, email="ann@example.edu"), course)
         assert str(error.value) == (
             f"{tmp_path / 'exercises' / 'course.yaml'}:1: submission_metadata.json: no sid for ann@example.edu, and "
-            "variant_key is 'sid': each student's numbers come from their sid; add it to the roster, or set "
-            "'variant_key: email' in course.yaml before anything is released")
+            "seed_key is 'sid': each student's numbers come from their sid; add it to the roster, or set "
+            "'seed_key: email' in course.yaml before anything is released")
 
     @pytest.mark.parametrize("text,message", [
-        ("variant_key: name\n", "1: 'variant_key' must be one of email, sid (got 'name')"),
-        ("secret: abcdefghij\nvariant: sid\n", "2: unknown setting 'variant' (known: secret, variant_key)"),
+        ("seed_key: name\n", "1: 'seed_key' must be one of email, sid (got 'name')"),
+        ("secret: abcdefghij\nseed: sid\n", "2: unknown setting 'seed' (known: secret, seed_key)"),
     ])
     def test_bad_settings_are_reported_with_their_line(self, tmp_path, text, message):
         """A misspelt setting or key is a file:line error, never silently the default."""
         with pytest.raises(SpecError) as error:
             course_config(_exercises_with(tmp_path, text), {})
         assert str(error.value) == f"{tmp_path / 'exercises' / 'course.yaml'}:{message}"
+
+    def test_variant_key_is_read_as_seed_key(self, tmp_path):
+        """course.yaml's older name for the setting, variant_key, still chooses the id; both names is an error."""
+        course = course_config(_exercises_with(tmp_path / "old", "variant_key: sid\n"), {})
+        assert course.seed_key == "sid" and course.key_line == 1
+        with pytest.raises(SpecError) as error:
+            course_config(_exercises_with(tmp_path / "both", "seed_key: sid\nvariant_key: email\n"), {})
+        assert str(error.value) == (f"{tmp_path / 'both' / 'exercises' / 'course.yaml'}:2: 'variant_key' is another "
+                                    "name for 'seed_key': give only 'seed_key'")
 
     def test_environment_secret_wins_over_course_yaml(self, tmp_path):
         """Both set: MHA_COURSE_SECRET is used (README says so); course.yaml's applies when it is unset or empty."""
@@ -344,9 +384,9 @@ class TestVariantKey:
         assert course_config(root, {"MHA_COURSE_SECRET": ""}).secret == "from-the-file"
 
     def test_gradescope_grade_without_the_key_says_why(self, tmp_path):
-        """`mha grade --gradescope-metadata` for a student without a sid (variant_key: sid): exit 3 and a
+        """`mha grade --gradescope-metadata` for a student without a sid (seed_key: sid): exit 3 and a
         results.json whose visible test says which id is missing."""
-        exercises = _exercises_with(tmp_path, f"secret: {SECRET}\nvariant_key: sid\n")
+        exercises = _exercises_with(tmp_path, f"secret: {SECRET}\nseed_key: sid\n")
         out = tmp_path / "results.json"
         result = CliRunner().invoke(main, ["--exercises", str(exercises), "grade", str(SOLUTIONS), "--format",
                                            "gradescope", "--output", str(out), "--gradescope-metadata",
@@ -357,12 +397,12 @@ class TestVariantKey:
         assert test["name"] == "autograder failed" and "no sid for ann@example.edu" in test["output"]
 
     def test_grade_all_names_gradescope_students_by_the_key(self, tmp_path):
-        """A Gradescope export: each folder's student is the first submitter's sid with variant_key: sid."""
+        """A Gradescope export: each folder's student is the first submitter's sid with seed_key: sid."""
         from grader.classroom import batch
         export = tmp_path / "export"
         (export / "submission_1").mkdir(parents=True)
         (export / "submission_metadata.yml").write_text(
             "submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :email: ann@example.edu\n    :sid: '2024001'\n")
-        course = course_config(_exercises_with(tmp_path, "variant_key: sid\n"), {})
+        course = course_config(_exercises_with(tmp_path, "seed_key: sid\n"), {})
         assert [s.student for s in batch.discover(export, course=course)] == ["2024001"]
         assert [s.student for s in batch.discover(export)] == ["ann@example.edu"]

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from grader.assignment.loader import load_assignment
 from grader.assignment.model import QuizKind
-from grader.assignment.quiz import variant
+from grader.assignment.quiz import draw
 from grader.cli.commands import main
 from grader.exports import moodle, qti
 from grader.grading.scoring import choices_credit, numeric_range
@@ -203,8 +203,8 @@ def test_the_same_answers_earn_the_same_share_everywhere(exercises, tmp_path):
     """Every letter, every set of letters and numbers at both ends of the accepted range and just outside it:
     mha grade, JUnit, GitHub (points and the reporter's table), Canvas QTI and Moodle agree on every item."""
     quiz = load_assignment(exercises).quiz
-    variants = {item.id: variant(item, 0) for item in quiz.items if not item.manual}  # written: graded by hand
-    tries = {i: candidates(v) for i, v in variants.items()}
+    draws = {item.id: draw(item, 0) for item in quiz.items if not item.manual}  # written: graded by hand
+    tries = {i: candidates(v) for i, v in draws.items()}
     qti_xml, moodle_xml = qti_items(quiz), moodle_questions(quiz)
     (tmp_path / "attention.py").write_text("")
     partial = set()
@@ -213,14 +213,14 @@ def test_the_same_answers_earn_the_same_share_everywhere(exercises, tmp_path):
         (tmp_path / "answers.yaml").write_text("".join(f"{i}: {yaml_value(a)}\n" for i, a in sheet.items()))
         shares = graded(exercises, tmp_path, list(sheet))
         for i, answer in sheet.items():
-            v = variants[i]
+            v = draws[i]
             shares[i]["canvas qti"] = qti_fraction(qti_xml[i], qti_response(qti_xml[i], v, answer))
             shares[i]["moodle"] = moodle_fraction(moodle_xml[i], v, answer)
             expected = shares[i]["mha grade"]
             assert all(share == pytest.approx(expected, abs=1e-4) for share in shares[i].values()), (i, answer, shares[i])
             if 0 < expected < 1:
                 partial.add(i)
-    assert {i for i, v in variants.items() if v.item.kind is QuizKind.MULTIPLE_ANSWERS} <= partial
+    assert {i for i, v in draws.items() if v.item.kind is QuizKind.MULTIPLE_ANSWERS} <= partial
 
 
 class TestRules:

@@ -34,7 +34,7 @@ COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship",
 AUTOGRADER_ONLY = frozenset({
     ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
     ("grading/otter_checks.py", "_assignment", "grader.assignment.loader"),  # a full grader, not the student wheel
-    ("grading/otter_checks.py", "_variant", "grader.assignment.quiz"),  # a hidden item: the autograder's full grader
+    ("grading/otter_checks.py", "_draw", "grader.assignment.quiz"),  # a hidden item: the autograder's full grader
     ("grading/answers.py", "grade_quiz", "grader.assignment.quiz"),
     ("grading/diagnosis.py", "wrong_answer", "grader.assignment.course"),
     ("grading/diagnosis.py", "_fit", "grader.assignment.course"),  # only with course code (problem.code)

@@ -24,7 +24,7 @@ import yaml
 
 from grader.assignment.loader import load_assignment
 from grader.assignment.quiz import answer_key
-from grader.assignment.variants import student_seed
+from grader.assignment.seeds import student_seed
 from grader.paths import remove_tree
 from grader.sandbox.isolation import NAMESPACES_ENV
 
@@ -57,7 +57,7 @@ def alias_bomb(levels: int = 9) -> str:
 
 
 def key_of(course, student: str) -> dict:
-    """The right answers of `student`'s variant (grade-all draws it from the course secret)."""
+    """The right answers of `student`'s seed (grade-all draws it from the course secret)."""
     return answer_key(load_assignment(course.exercises).quiz, student_seed(course.secret, student))
 
 

@@ -2,7 +2,7 @@
 
 It is trusted course code, loaded here by the grader (never in a student's process: the sandbox
 runs a fresh interpreter that cannot read the course folder) and never put in a student bundle.
-It holds, by name, the reference of every graded function, the named mistakes (wrong variants
+It holds, by name, the reference of every graded function, the named mistakes (bugs
 and detectors) and the quiz's answer functions, and may declare what its functions take and
 return in a `FUNCTIONS` mapping (the fields of a problem file's `function:` block).
 

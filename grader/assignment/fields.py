@@ -52,9 +52,12 @@ def got(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def unknown_keys(node: Mapping[str, Any], allowed: set[str] | frozenset[str], where: str, errors: Errors) -> None:
+def unknown_keys(node: Mapping[str, Any], allowed: set[str] | frozenset[str], where: str, errors: Errors,
+                 aliases: frozenset[str] = frozenset()) -> None:
+    """An error for each key of `node` that is neither allowed nor an accepted older name (`aliases`,
+    not listed in the message)."""
     for key in node:
-        if key not in allowed:
+        if key not in allowed and key not in aliases:
             errors.at(line_of(node, key), f"unknown key {key!r} in {where} "
                       f"(allowed: {', '.join(sorted(allowed))})")
 

@@ -193,11 +193,11 @@ def check_let(let: Any, report_at: Callable[[Any, str], None], known: set[str] |
     return names
 
 
-def case_seed(problem_id: str, case_name: str, explicit: int | None, variant: int = 0) -> int:
-    """The seed of a case: explicit, or a stable hash of where it lives (and whose variant it is)."""
+def case_seed(problem_id: str, case_name: str, explicit: int | None, seed: int = 0) -> int:
+    """The seed of a case: explicit, or a stable hash of where it lives (and of the student's seed)."""
     if explicit is not None:
         return explicit
-    where = f"{problem_id}/{case_name}" if not variant else f"{variant}/{problem_id}/{case_name}"
+    where = f"{problem_id}/{case_name}" if not seed else f"{seed}/{problem_id}/{case_name}"
     return zlib.crc32(where.encode())
 
 
@@ -206,19 +206,19 @@ def is_shared(spec: Any) -> bool:
     return isinstance(spec, dict) and spec.get("shared") is True
 
 
-def draw_shared(params: Mapping[str, Any], where: str, variant: int) -> dict[str, int]:
-    """Integer params for one student's variant: the shared ones from the variant and their names
-    alone (the same in every problem and item), the others from `where` too."""
+def draw_shared(params: Mapping[str, Any], where: str, seed: int) -> dict[str, int]:
+    """Integer params for one student's seed: the shared ones from the seed and their names alone
+    (the same in every problem and item), the others from `where` too."""
     shared = {name: {k: v for k, v in spec.items() if k != "shared"}
               for name, spec in params.items() if is_shared(spec)}
-    env = realize_let(shared, zlib.crc32(f"params/shared/{variant}".encode())) if shared else {}
+    env = realize_let(shared, zlib.crc32(f"params/shared/{seed}".encode())) if shared else {}
     own = {name: spec for name, spec in params.items() if name not in shared}
     return realize_let(own, zlib.crc32(where.encode()), base=env)
 
 
-def draw_params(params: Mapping[str, Any], problem_id: str, variant: int) -> dict[str, int]:
-    """A problem's integer params for one student's variant (the same variant, the same numbers)."""
-    return draw_shared(params, f"params/{problem_id}/{variant}", variant)
+def draw_params(params: Mapping[str, Any], problem_id: str, seed: int) -> dict[str, int]:
+    """A problem's integer params for one student's seed (the same seed, the same numbers)."""
+    return draw_shared(params, f"params/{problem_id}/{seed}", seed)
 
 
 # {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.

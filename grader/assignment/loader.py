@@ -25,7 +25,8 @@ PROBLEM_KEYS = {"id", "title", "points", "function", "prompt", "compare", "cases
 REQUIRED_PROBLEM_KEYS = ("id", "title", "points", "prompt", "cases")
 CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", "seed", "reveal"}
 COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
-MISTAKE_KEYS = {"id", "message", "variant", "detector"}
+MISTAKE_KEYS = {"id", "message", "bug", "detector"}
+BUG_ALIAS = "variant"  # `bug:` under its older name, still accepted
 ASSIGNMENT_KEYS = {"title", "problems", "quiz", CODE_KEY}
 RAISABLE = ("ValueError", "TypeError", "IndexError", "ZeroDivisionError")
 HEAD_PATTERNS = ("previous", "sink")
@@ -184,29 +185,34 @@ def _mistakes(node: Any, line: int | None, errors: Errors, course: CourseCode) -
     for i, item in enumerate(node):
         item_line = line_of(node, i)
         if not isinstance(item, dict):
-            errors.at(item_line, f"each mistake must be a mapping with id, message, variant or detector "
+            errors.at(item_line, f"each mistake must be a mapping with id, message, bug or detector "
                       f"(got {got(item)})")
             continue
-        unknown_keys(item, MISTAKE_KEYS, "a mistake", errors)
+        unknown_keys(item, MISTAKE_KEYS, "a mistake", errors, aliases=frozenset({BUG_ALIAS}))
         missing = [k for k in ("id", "message") if k not in item]
-        if "variant" in item and "detector" in item:
-            errors.at(line_of(item, "detector"), "a mistake has either 'variant' or 'detector', not both")
+        if "bug" in item and BUG_ALIAS in item:
+            errors.at(line_of(item, BUG_ALIAS), f"'{BUG_ALIAS}' is another name for 'bug': give only 'bug'")
             continue
-        if not missing and "variant" not in item and "detector" not in item:
-            missing = ["variant"]
+        bug_key = BUG_ALIAS if BUG_ALIAS in item else "bug"
+        if bug_key in item and "detector" in item:
+            errors.at(line_of(item, "detector"), f"a mistake has either {bug_key!r} or 'detector', not both")
+            continue
+        if not missing and bug_key not in item and "detector" not in item:
+            missing = ["bug"]
         if missing:
             errors.at(item_line, f"mistake is missing required key {missing[0]!r}")
             continue
         if item["id"] in seen:
             errors.at(line_of(item, "id"), f"duplicate mistake id {item['id']!r}")
         seen.add(item["id"])
-        key = "detector" if "detector" in item else "variant"
+        key = "detector" if "detector" in item else bug_key
         if course.get(item[key]) is None:
             where = course.path.name if course.path else "the course code (assignment.yaml names none with 'code:')"
-            errors.at(line_of(item, key), f"unknown mistake {key} {item[key]!r} (not a function of {where})")
+            kind = "detector" if key == "detector" else "bug"
+            errors.at(line_of(item, key), f"unknown mistake {kind} {item[key]!r} (not a function of {where})")
             continue
         found.append(Mistake(id=str(item["id"]), message=str(item["message"]).strip(),
-                             variant=item[key], line=item_line, detector=key == "detector"))
+                             bug=item[key], line=item_line, detector=key == "detector"))
     return tuple(found)
 
 

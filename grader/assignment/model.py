@@ -63,11 +63,11 @@ class Case:
 
 @dataclass(frozen=True)
 class Mistake:
-    """A named misconception: a known-wrong variant of the reference and what to tell the student."""
+    """A named misconception: a known-wrong implementation (a bug) and what to tell the student."""
 
     id: str
     message: str
-    variant: str                   # name of a function of the course code: a wrong variant or a detector
+    bug: str                       # name of a function of the course code: a bug or a detector
     line: int | None = None
     detector: bool = False         # a predicate (args, answer) -> bool rather than a wrong implementation
 
@@ -216,7 +216,7 @@ class Assignment:
 
 
 @dataclass(frozen=True)
-class Variant:
+class Draw:
     """One item with its numbers drawn from a seed: what a student sees and what is graded."""
 
     item: QuizItem

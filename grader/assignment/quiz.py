@@ -44,22 +44,22 @@ from .course import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import (
     Choice,
+    Draw,
     DrawnWrongValue,
     NumberSource,
     Quiz,
     QuizItem,
     QuizKind,
     RubricEntry,
-    Variant,
     Visibility,
     WrongValue,
 )
 from .yamlio import line_of
 
-__all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Variant", "load_quiz", "draw_params",
-           "fill", "variant", "render_item", "answer_key", "answers_template", "check_quiz"]
+__all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Draw", "load_quiz", "draw_params",
+           "fill", "draw", "render_item", "answer_key", "answers_template", "check_quiz"]
 
-DEFAULT_SEED = 0  # the variant everyone gets until a per-student seed is passed
+DEFAULT_SEED = 0  # the seed everyone gets until a per-student one is passed
 QUIZ_KEYS = {"title", "items"}
 ITEM_KEYS = {"id", "title", "kind", "points", "visibility", "prompt", "params", "hint",
              "choices", "answer", "tolerance", "feedback", "wrong", "rubric"}
@@ -324,7 +324,7 @@ def load_quiz(path: Path, course: CourseCode | None = None) -> Quiz:
     return Quiz(title=title, items=tuple(items), path=path)
 
 
-# ---------------------------------------------------------------- variants
+# ---------------------------------------------------------------- draws
 
 def draw_params(item: QuizItem, seed: int) -> dict[str, int]:
     """The item's integer params for `seed`; the same seed always gives the same numbers."""
@@ -336,7 +336,7 @@ fill = gen.fill
 
 @functools.lru_cache(maxsize=256)
 def _param_names(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The names an answer function takes (read once per function: every variant calls it)."""
+    """The names an answer function takes (read once per function: every draw calls it)."""
     return tuple(inspect.signature(fn).parameters)
 
 
@@ -364,14 +364,14 @@ def _numbers(item: QuizItem, params: Mapping[str, int]) -> tuple[float | None, t
                             f"{params}: {type(exc).__name__}: {exc}") from exc
 
 
-def variant(item: QuizItem, seed: int) -> Variant:
+def draw(item: QuizItem, seed: int) -> Draw:
     """Draw the item's params from `seed` and fill in its text and numbers."""
     params = draw_params(item, seed)
     answer, values = _numbers(item, params)
     wrong = tuple(DrawnWrongValue(value=value, feedback=fill(w.feedback, params), mistake=w.mistake, line=w.line)
                   for w, value in zip(item.wrong, values))
     choices = tuple(replace(c, text=fill(c.text, params), feedback=fill(c.feedback, params)) for c in item.choices)
-    return Variant(item=item, seed=seed, params=params, prompt=fill(item.prompt, params), choices=choices,
+    return Draw(item=item, seed=seed, params=params, prompt=fill(item.prompt, params), choices=choices,
                    answer=answer, feedback=fill(item.feedback, params), wrong=wrong,
                    hint=fill(item.hint, params) if item.hint else None)
 
@@ -382,7 +382,7 @@ def _number_text(x: float) -> str:
 
 def render_item(item: QuizItem, seed: int) -> str:
     """The student's view of one item (for `mha show`): prompt, choices and how to answer."""
-    v = variant(item, seed)
+    v = draw(item, seed)
     title = f"{item.title} ({item.points:g} points, {item.kind.value.replace('_', ' ')})"
     lines = [title, "=" * len(title), "", v.prompt.rstrip(), ""]
     lines += [f"  {c.letter}) {c.text}" for c in v.choices]
@@ -402,7 +402,7 @@ def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:
     """The right answer of every automatically graded item for `seed`, in the form a student writes it."""
     key: dict[str, Any] = {}
     for item in quiz.items:
-        v = variant(item, seed)
+        v = draw(item, seed)
         if item.manual:
             continue  # graded by hand: no key
         if item.kind is QuizKind.NUMERIC:
@@ -420,7 +420,7 @@ def answers_template(quiz: Quiz, key: Mapping[str, Any] | None = None) -> str:
 
 
 def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:
-    """Every variant's numbers can be computed and no known-wrong value equals the answer.
+    """Every draw's numbers can be computed and no known-wrong value equals the answer.
 
     An item's numbers depend on its params alone, so each set of params is computed once: every
     set the item can draw when there are at most CHECKED_PARAMS of them, else those `seeds` draw.

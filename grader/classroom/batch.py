@@ -5,7 +5,7 @@ Layouts understood:
 - a folder with one sub-folder per student (its name is the student id) holding attention.py (or
   one folder deeper) and optionally answers.yaml beside it, or one `<student>.py` per student;
 - Gradescope's "export submissions" download: `submission_metadata.yml` beside one folder per
-  submission; the student id is the first submitter's email, or sid with `variant_key: sid`
+  submission; the student id is the first submitter's email, or sid with `seed_key: sid`
   in course.yaml (a submitter without it is an error: another id would give other numbers).
 
 Every file is read as `mha grade` reads it (grader.grading.student_files): a link, a FIFO or a device
@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from .. import __version__
 from ..assignment.model import Assignment
-from ..assignment.variants import Course
+from ..assignment.seeds import Course
 from ..errors import SubmissionError
 from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..grading.results import GradeResult, Status
@@ -56,7 +56,7 @@ Grader = Callable[[Assignment, Path, int], GradeResult]
 
 @dataclass(frozen=True)
 class _GradeFiles:
-    """The default grader: the files as read (no copy), each variant's cases prepared once for the class."""
+    """The default grader: the files as read (no copy), each seed's cases prepared once for the class."""
 
     limits: Limits
     cache: Any  # grading.grade.PreparedCases (imported with grading, on first use)
@@ -176,7 +176,7 @@ def _folders(root: Path, exclude: Path | None) -> list[Submission]:
 
 def discover(root: Path, exclude: Path | None = None, course: Course | None = None) -> list[Submission]:
     """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id.
-    `course`: whose id names a Gradescope export's students (its variant_key; default email)."""
+    `course`: whose id names a Gradescope export's students (its seed_key; default email)."""
     root = Path(root)
     if not root.is_dir():
         raise SubmissionError(f"{root}: not a folder of submissions")
@@ -205,7 +205,7 @@ def fingerprint(assignment: Assignment, limits: Limits) -> str:
 
 
 def digest(submission: Submission, files: SubmissionFiles, seed: int, stamp: str) -> str:
-    """What a stored result depends on: the student's files as read, their variant, and `fingerprint`."""
+    """What a stored result depends on: the student's files as read, their seed, and `fingerprint`."""
     h = hashlib.sha256(f"{stamp}\0{seed}\0".encode())
     for file in (files.source, files.answers):
         h.update(file.data if file.data is not None else f"<{file.problem or 'none'}>".encode())
@@ -250,7 +250,7 @@ def _grade_one(assignment: Assignment, submission: Submission, files: Submission
 
 
 def _stored(path: Path, key: str) -> dict | None:
-    """The stored record at `path` if it is for exactly these files, variant and assignment."""
+    """The stored record at `path` if it is for exactly these files, seed and assignment."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -331,7 +331,7 @@ def _error_record(submission: Submission, seed: int | None, error: str) -> tuple
 
 def _default_grader(limits: Limits, assignment: Assignment, submissions: Sequence[Submission],
                     seed_of: Callable[[str], int]) -> _GradeFiles:
-    """The default grader; for a class on one variant (no course secret) its cases are prepared before
+    """The default grader; for a class on one seed (no course secret) its cases are prepared before
     grading starts, so grader processes forked afterwards share them instead of each computing them."""
     from ..grading.prepared import PreparedCases
     grader = _GradeFiles(limits, PreparedCases())

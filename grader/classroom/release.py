@@ -2,12 +2,12 @@
 
 student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the grader modules
              listed in STUDENT_MODULES (an allow-list), whose `mha check` needs no reference,
-             solutions or hidden cases, with its fixtures in grader/_fixtures/<variant>.json
+             solutions or hidden cases, with its fixtures in grader/_fixtures/<seed>.json
              (public cases with expected answers precomputed by the reference; installed with
              the package, so `mha` finds them from any folder); models/, the course's trained
              model files (*.npz) if it has any.
 autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
-             secret is known, course.yaml (mode 0600) so per-student variants can be graded.
+             secret is known, course.yaml (mode 0600) so per-student seeds can be graded.
 
 With a course secret every student is graded on their own numbers, so a release then needs the
 roster: one fixtures file per student (`mha check --student ID` picks it, and refuses to check
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..assignment.model import Assignment
-from ..assignment.variants import (
+from ..assignment.seeds import (
     DEFAULT_KEY,
     DEFAULT_SEED,
     course_config,
@@ -42,11 +42,11 @@ from ..paths import PACKAGE, write_atomically
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
 # files). A module not listed here is never shipped: the
-# course's code (reference, wrong variants, detectors, quiz answers), the loader of hidden cases,
+# course's code (reference, bugs, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
     "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
-    "assignment/__init__.py", "assignment/model.py", "assignment/variants.py", "assignment/yamlio.py",
+    "assignment/__init__.py", "assignment/model.py", "assignment/seeds.py", "assignment/yamlio.py",
     "attention/__init__.py", "attention/api.py", "attention/patterns.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
@@ -115,7 +115,7 @@ def _roster_error(path: Path, line: int, message: str) -> SubmissionError:
 
 
 def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
-    """Student ids (of the course's variant_key: email or sid), checked: either a CSV whose header
+    """Student ids (of the course's seed_key: email or sid), checked: either a CSV whose header
     names the `key` column (a Gradescope roster export), or one id per line, each looking like
     one. Blank and # lines are skipped. An empty id, an id that does not look like one, and an id
     listed twice (or two ids that become one, as Ann@x.edu and ann@x.edu) are refused
@@ -186,7 +186,7 @@ def student_package(extra: Iterable[str] = ()) -> dict[str, bytes]:
 
 
 def write_student(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
-                  variant_key: str = DEFAULT_KEY) -> list[str]:
+                  seed_key: str = DEFAULT_KEY) -> list[str]:
     """The student bundle; returns the fixture files written (default first). With a roster, each
     listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
     from .. import distribution as installed
@@ -203,12 +203,12 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
         written.append(_write_json(fixtures / f"{student_token(student)}.json",
                                    build(assignment, seed, student_token(student))))
     personal = bool(roster)
-    _write_json(fixtures / INDEX, {"personal": personal, "variant_key": variant_key})
+    _write_json(fixtures / INDEX, {"personal": personal, "seed_key": seed_key})
     from ..exports.pysource import starter_files
     for name, text in starter_files(assignment).items():  # made from the course, never copied
         write_atomically(out / name, text)
     copy_models(assignment.root, out)
-    words = {"key": variant_key, "KEY": variant_key.upper()}
+    words = {"key": seed_key, "KEY": seed_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
     write_atomically(out / "README.md", STUDENT_README.format(
@@ -256,14 +256,14 @@ def write_autograder(assignment: Assignment, out: Path, secret: str | None) -> N
     shutil.copytree(assignment.root, exercises,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "course.yaml"))
     if secret:  # the secret, and which id of a student picks their numbers (as the instructor chose)
-        key = course_config(assignment.root, {}).variant_key
+        key = course_config(assignment.root, {}).seed_key
         config = exercises / "course.yaml"
-        config.write_text(f"secret: {json.dumps(secret)}\nvariant_key: {key}\n")
+        config.write_text(f"secret: {json.dumps(secret)}\nseed_key: {key}\n")
         os.chmod(config, 0o600)
 
 
 def release(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
-            variant_key: str = DEFAULT_KEY) -> dict:
+            seed_key: str = DEFAULT_KEY) -> dict:
     """Write out/student and out/autograder; refuses to overwrite an existing folder, and refuses a
     course secret without a roster (the students would see numbers that grading does not use)."""
     out = Path(out)
@@ -274,8 +274,8 @@ def release(assignment: Assignment, out: Path, roster: list[str], secret: str | 
         raise SubmissionError("a roster needs the course secret (course.yaml 'secret' or MHA_COURSE_SECRET)")
     if secret and not roster:
         raise SubmissionError(f"with a course secret each student is graded on their own numbers: give --roster "
-                              f"FILE (each student's {variant_key}, one per line) so the student bundle holds them; "
+                              f"FILE (each student's {seed_key}, one per line) so the student bundle holds them; "
                               "without per-student numbers, release with no secret")
-    fixtures = write_student(assignment, out / "student", roster, secret, variant_key)
+    fixtures = write_student(assignment, out / "student", roster, secret, seed_key)
     write_autograder(assignment, out / "autograder", secret)
     return {"student": out / "student", "autograder": out / "autograder", "fixtures": fixtures}

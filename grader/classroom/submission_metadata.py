@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..assignment.variants import Course
+from ..assignment.seeds import Course
 from ..errors import SubmissionError
 
 __all__ = ["GRADESCOPE_METADATA", "first_submitter", "read_metadata"]
@@ -54,10 +54,10 @@ def read_metadata(metadata: Path) -> dict[Any, Any]:
 
 
 def first_submitter(entry: object, folder_name: str, course: Course) -> str:
-    """The first submitter's id of the course's kind (variant_key); another id would give other numbers."""
+    """The first submitter's id of the course's kind (seed_key); another id would give other numbers."""
     submitters = entry.get(":submitters") if isinstance(entry, dict) else None
     first = submitters[0] if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict) else {}
-    value = first.get(f":{course.variant_key}")
+    value = first.get(f":{course.seed_key}")
     if value is not None and str(value).strip():
         return str(value).strip()
     who = next((str(first[k]) for k in (":email", ":sid", ":name") if first.get(k)), "its first submitter")

@@ -100,11 +100,13 @@ class Group(click.Group):
     `mha grade` does not load the code of `mha export` and the like."""
 
     lazy: dict[str, tuple[str, str]] = {}
+    aliases = {"variant": "numbers"}  # older names of commands: still accepted, never listed
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
 
     def get_command(self, ctx: click.Context, name: str):
+        name = self.aliases.get(name, name)
         if name in self.lazy and name not in self.commands:
             import importlib
             module, attribute = self.lazy[name]

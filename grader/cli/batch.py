@@ -28,12 +28,12 @@ def _default_jobs() -> int:
 
 
 def _seeds(root: Path) -> Callable[[str], int]:
-    """Each student's variant seed; without a course secret, the default one (with a warning)."""
-    from ..assignment.variants import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
+    """Each student's seed; without a course secret, the default one (with a warning)."""
+    from ..assignment.seeds import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
     secret = course_secret(root, os.environ)
     if secret is None:
         click.echo(f"warning: no course secret ({SECRET_ENV} or 'secret' in {root / 'course.yaml'}): "
-                   "every student is graded on the default variant", err=True)
+                   "every student is graded on the default seed", err=True)
         return lambda student: DEFAULT_SEED
     return lambda student: student_seed(secret, student)
 
@@ -73,7 +73,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
 
     SUBMISSIONS holds one folder (with attention.py and answers.yaml) or one <student>.py per
     student, or is a Gradescope "export submissions" download. A rerun grades only new or changed
-    submissions (all of them with --force). Each student's variant comes from the course secret
+    submissions (all of them with --force). Each student's seed comes from the course secret
     (MHA_COURSE_SECRET or course.yaml). Exit 0 when everything was written, 2 for a bad
     SUBMISSIONS folder, 3 for invalid problem files, 4 if the grader failed on some submission
     (the others are still graded and reported).

@@ -16,7 +16,7 @@ class Ctx:
     def __init__(self, exercises: Path | None):
         self._exercises = exercises
         self._located: tuple[Path, str] | None = None
-        self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose variant, when no --student
+        self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose seed, when no --student
 
     @property
     def located(self) -> tuple[Path, str]:
@@ -49,34 +49,34 @@ class Ctx:
         return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
 
     def compiled(self, seed: int):
-        """The assignment with every case of variant `seed` prepared (compiled.py): read from the
+        """The assignment with every case of seed `seed` prepared (compiled.py): read from the
         cache when current, else loaded as `mha validate` accepts it, prepared and stored."""
         from ..grading.compiled import compiled
         from ..grading.validation import valid_then
         return compiled(self.root, seed, valid_then=valid_then)
 
     def course(self):
-        """course.yaml and MHA_COURSE_SECRET: the secret and the variant key (assignment/variants.py)."""
+        """course.yaml and MHA_COURSE_SECRET: the secret and the seed key (assignment/seeds.py)."""
         import os
 
-        from ..assignment.variants import course_config
+        from ..assignment.seeds import course_config
         return course_config(self.root, os.environ)
 
     def seed(self, student: str | None) -> int:
-        """The variant seed of `student`: a keyed hash with the course secret (0 without a student).
+        """The seed of `student`: a keyed hash with the course secret (0 without a student).
         Without --student, Gradescope's metadata names the student, when given and the course has a
-        secret (without one there are no per-student variants: everyone gets the default); metadata
-        that names no student is then an InternalError, never the default variant."""
-        from ..assignment.variants import gradescope_student, student_seed
+        secret (without one there are no per-student seeds: everyone gets the default); metadata
+        that names no student is then an InternalError, never the default seed."""
+        from ..assignment.seeds import gradescope_student, student_seed
         if student is None and self.gradescope_metadata is not None:
             course = self.course()
             if course.secret:
                 student = gradescope_student(self.gradescope_metadata, course)
-                if student is None:  # the default variant would grade this student on someone else's numbers
+                if student is None:  # the default seed would grade this student on someone else's numbers
                     raise InternalError(
                         f"{self.gradescope_metadata}: no student named there (a missing or unreadable file, or "
                         "an empty 'users' list); with a course secret each student is graded on their own "
-                        "variant, so this submission was not graded")
+                        "numbers, so this submission was not graded")
         if student is None:
             return student_seed(None, None)
         return student_seed(self.course().secret, student)
@@ -111,7 +111,7 @@ def limit_options(command):
 
 
 def _student_options(command):
-    """--student ID / --gradescope-metadata FILE: whose variant to use (default: the default variant)."""
+    """--student ID / --gradescope-metadata FILE: whose seed to use (default: the default seed)."""
     @functools.wraps(command)
     def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
         click.get_current_context().obj.gradescope_metadata = gradescope_metadata  # read by Ctx.seed
@@ -120,9 +120,9 @@ def _student_options(command):
     with_student = click.option(
         "--gradescope-metadata", type=click.Path(dir_okay=False, path_type=Path), default=None,
         help="Take the student id from Gradescope's submission_metadata.json (the first user's email, "
-             "or sid with 'variant_key: sid' in course.yaml).")(with_student)
+             "or sid with 'seed_key: sid' in course.yaml).")(with_student)
     return click.option("--student", default=None, metavar="ID",
-                        help="Use this student's variant: their email, or sid with 'variant_key: sid' in "
+                        help="Use this student's numbers (their seed): their email, or sid with 'seed_key: sid' in "
                              "course.yaml (needs the course secret: course.yaml or MHA_COURSE_SECRET).")(with_student)
 
 
@@ -209,7 +209,7 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
                    "each problem's test; after_due_date or hidden: tests of their own with that Gradescope "
                    "visibility, recorded and counted, with no score or feedback shown before then.")
 @click.option("--prairielearn-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="PrairieLearn's data.json: grade the variant its params.mha_seed names (set by the export).")
+              help="PrairieLearn's data.json: grade the seed its params.mha_seed names (set by the export).")
 @limit_options
 @click.pass_obj
 def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], output: Path | None,
@@ -238,7 +238,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 from ..paths import check_output
                 check_output(output)  # a link, a FIFO...: refused before any grading
             path = read_submission(submission)  # every file read once, before anything else
-            from ..assignment.variants import prairielearn_seed
+            from ..assignment.seeds import prairielearn_seed
             compiled = obj.compiled(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
@@ -366,10 +366,10 @@ def init(obj: Ctx, folder: Path, force: bool) -> None:
 
 
 @main.command("compile", context_settings=CONTEXT)
-@click.option("--student", default=None, metavar="ID", help="Compile this student's variant (needs the course secret).")
+@click.option("--student", default=None, metavar="ID", help="Compile this student's seed (needs the course secret).")
 @click.pass_obj
 def compile_(obj: Ctx, student: str | None) -> None:
-    """Prepare every case and quiz item of a variant now, so cold grades skip it.
+    """Prepare every case and quiz item of a seed now, so cold grades skip it.
 
     `mha grade` and `mha check` do this on their first run and reuse it while the problem
     files and the grader are unchanged (docs/performance.md); an autograder image runs it
@@ -450,17 +450,17 @@ def show(obj: Ctx, problem: str, student: str | None) -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the student's assignment to this Markdown file instead of stdout.")
 @click.pass_obj
-def variant(obj: Ctx, student: str, output: Path | None) -> None:
+def numbers(obj: Ctx, student: str, output: Path | None) -> None:
     """Print STUDENT's version of the assignment: every prompt and quiz item with their numbers.
 
     The numbers come from a keyed hash of the course secret (course.yaml or MHA_COURSE_SECRET)
-    and the student's id: their email, or sid with 'variant_key: sid' in course.yaml (spaces
+    and the student's id: their email, or sid with 'seed_key: sid' in course.yaml (spaces
     around it and case do not matter). They match `mha check --student`, `mha grade --student`,
     the released bundle and the Gradescope autograder.
 
     \b
     Example:
-      MHA_COURSE_SECRET=... mha variant s1234 --output s1234.md
+      MHA_COURSE_SECRET=... mha numbers s1234 --output s1234.md
     """
     from ..assignment.render import render_assignment
     try:

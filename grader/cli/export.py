@@ -33,11 +33,12 @@ def _quiz(obj: Ctx):
     return assignment.quiz
 
 
-def _variant_options(command):
+def _draw_options(command):
     command = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                           help="Variant seed of the questions (with --variants: of the first variant).")(command)
-    return click.option("--variants", type=click.IntRange(min=2, max=100), default=None, metavar="N",
-                        help="Make N randomized variants of every item with params (default: one version).")(command)
+                           help="Seed of the questions' numbers (with --draws: of the first draw).")(command)
+    return click.option("--draws", "--variants", "draws", type=click.IntRange(min=2, max=100), default=None, metavar="N",
+                        help="Make N randomized draws of every item with params (default: one version; "
+                             "--variants is its older name).")(command)
 
 
 @click.group(context_settings=CONTEXT)
@@ -48,7 +49,7 @@ def export() -> None:
     \b
     Example:
       mha export notebook --out attention.ipynb
-      mha export qti --out quiz.zip --variants 5
+      mha export qti --out quiz.zip --draws 5
     """
 
 
@@ -171,32 +172,32 @@ def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str
 
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The QTI zip to write, for Canvas' quiz import.")
-@_variant_options
+@_draw_options
 @click.pass_obj
-def qti(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
+def qti(obj: Ctx, out: Path, draws: int | None, seed: int) -> None:
     """Write the concept quiz as a QTI 1.2 zip for Canvas (Settings > Import Course Content).
 
     \b
     Example:
-      mha export qti --out quiz.zip --variants 5
+      mha export qti --out quiz.zip --draws 5
     """
     from ..exports import qti as exporter
-    _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
+    _write(out, exporter.render(_quiz(obj), draws=draws, seed=seed))
 
 
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The Moodle XML file to write.")
-@_variant_options
+@_draw_options
 @click.pass_obj
-def moodle(obj: Ctx, out: Path, variants: int | None, seed: int) -> None:
+def moodle(obj: Ctx, out: Path, draws: int | None, seed: int) -> None:
     """Write the concept quiz as Moodle XML (Question bank > Import > Moodle XML format).
 
     \b
     Example:
-      mha export moodle --out quiz.xml --variants 5
+      mha export moodle --out quiz.xml --draws 5
     """
     from ..exports import moodle as exporter
-    _write(out, exporter.render(_quiz(obj), variants=variants, seed=seed))
+    _write(out, exporter.render(_quiz(obj), draws=draws, seed=seed))
 
 
 def _wheels(python: str) -> dict[str, bytes]:
@@ -227,19 +228,20 @@ def _python_version(python: str | None) -> str:
                    "[default: this Python's version].")
 @click.option("--image", default="prairielearn/grader-python", show_default=True,
               help="Docker image of the external grader (Linux x86_64, with python3 of the --python version).")
-@click.option("--variants", type=click.IntRange(min=1, max=100), default=10, show_default=True, metavar="N",
-              help="Precomputed variants of each quiz item with params; PrairieLearn's variant seed picks one.")
+@click.option("--draws", "--variants", "draws", type=click.IntRange(min=1, max=100), default=10, show_default=True,
+              metavar="N", help="Precomputed draws of each question with numbers; PrairieLearn's variant_seed picks "
+                                "one (--variants is its older name).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Variant seed of the first quiz variant.")
+              help="Seed of the first draw.")
 @click.pass_obj
-def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: int, seed: int) -> None:
+def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, draws: int, seed: int) -> None:
     """Write a PrairieLearn course folder: one externally graded question per problem, the quiz as
     native elements, and a Homework assessment listing them.
 
     The entry point (serverFilesCourse/mha/grade.sh) installs this grader and its dependencies
-    from the wheels beside it, with no network, and writes /grade/results/results.json. Code
-    problems are graded on the default variant; each quiz variant's numbers come from
-    PrairieLearn's variant seed.
+    from the wheels beside it, with no network, and writes /grade/results/results.json. Each
+    question offers --draws draws of its numbers and PrairieLearn's variant_seed picks one; a
+    code problem is graded on the seed its page showed (params.mha_seed).
 
     \b
     Example:
@@ -248,7 +250,7 @@ def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, variants: 
     from ..exports import prairielearn as exporter
     python = _python_version(python)
     assignment = obj.assignment()
-    files = exporter.build(assignment, _wheels(python), python, image=image, variants=variants, seed=seed)
+    files = exporter.build(assignment, _wheels(python), python, image=image, draws=draws, seed=seed)
     try:
         written = exporter.write(out, files)
     except OSError as exc:
@@ -275,9 +277,9 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     Python version (the export downloads them once, from the package index or pip's cache).
     setup.sh refuses, with a clear message, an image whose python3 is another version.
     The course secret (course.yaml or MHA_COURSE_SECRET) goes in, so each student is graded on
-    their own variant, identified by the first user's email in submission_metadata.json (or the
-    sid, with 'variant_key: sid' in course.yaml); metadata that names no student is an
-    "autograder failed" result, never the default variant. Written quiz items are shown as
+    their own seed, identified by the first user's email in submission_metadata.json (or the
+    sid, with 'seed_key: sid' in course.yaml); metadata that names no student is an
+    "autograder failed" result, never the default seed. Written quiz items are shown as
     recorded (0 of 0 points); their rubric goes to OUT's name with -written-rubric.md, for
     grading them by hand in Gradescope.
 
@@ -287,7 +289,7 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     """
     import os
 
-    from ..assignment.variants import course_secret
+    from ..assignment.seeds import course_secret
     from ..exports import gradescope as exporter
     python = _python_version(python)
     assignment = obj.assignment()

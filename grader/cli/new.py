@@ -20,7 +20,7 @@ function:
   returns: array             # array | int | shapes | head | head_pair | [name, ...] for a tuple of arrays
 prompt: |
   TODO what the student computes, with a worked example.
-mistakes: []                 # {{id, message, variant: a wrong function of {code}}}
+mistakes: []                 # {{id, message, bug: a wrong function of {code}}}
 cases:
   - name: worked example
     visibility: public

@@ -13,7 +13,7 @@ from .commands import CONTEXT, Ctx, fail
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder to write student/ and autograder/ into (they must not exist yet).")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Each student's id (their email, or sid with 'variant_key: sid' in course.yaml), one per "
+              help="Each student's id (their email, or sid with 'seed_key: sid' in course.yaml), one per "
                    "line, or a CSV whose header names that column: a fixtures file per student. Required "
                    "with a course secret.")
 @click.pass_obj
@@ -31,8 +31,8 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     try:
         assignment = obj.assignment()
         course = obj.course()
-        students = read_roster(roster, course.variant_key) if roster else []
-        written = run_release(assignment, out, students, course.secret, course.variant_key)
+        students = read_roster(roster, course.seed_key) if roster else []
+        written = run_release(assignment, out, students, course.secret, course.seed_key)
     except GraderError as exc:
         fail(exc)
     except OSError as exc:

@@ -1,7 +1,7 @@
 """`mha` in the student bundle: check, show and list from precomputed public fixtures.
 
-The bundle has no reference, no wrong variants, no hidden cases and no quiz answer key: every
-expected answer was computed by the instructor's `mha release` and stored in
+The bundle has no reference, no bugs (known-wrong implementations), no hidden cases and no quiz
+answer key: every expected answer was computed by the instructor's `mha release` and stored in
 grader/_fixtures/*.json, installed with the package.
 Student code still runs in the same sandbox as in the autograder.
 """
@@ -41,11 +41,11 @@ def _index() -> dict:
 def load(student: str | None, own_numbers: bool = True):
     """The fixtures of `student` (the default numbers without one), and their folder. `own_numbers`:
     when every student has their own numbers, a command that shows or checks them needs the id."""
-    from ..assignment.variants import student_token
+    from ..assignment.seeds import student_token
     from ..grading.fixtures import Fixtures
     student = student if student and student.strip() else None
     index, folder = _index(), _fixtures_folder()
-    key = index.get("variant_key") or "id"
+    key = index.get("seed_key") or index.get("variant_key") or "id"  # variant_key: the key's older name
     if student is None and index.get("personal") and own_numbers:
         raise SubmissionError(f"every student has their own numbers in this assignment: add --student YOUR_{key.upper()} "
                               f"(your {key}, as your instructor has it), or set MHA_STUDENT")

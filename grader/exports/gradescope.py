@@ -8,7 +8,7 @@ image with no network: a virtual environment made without ensurepip, then pip (r
 wheel) installs everything from `wheels/` with `--no-index`; it stops with a clear message when
 the image's python3 is not the version the wheels are for. Both scripts honour
 $AUTOGRADER_ROOT (default /autograder). run_autograder grades $AUTOGRADER_ROOT/submission with
-the student's variant taken from submission_metadata.json and writes results/results.json, the
+the student's seed taken from submission_metadata.json and writes results/results.json, the
 hidden cases and hidden quiz items in tests of their own that students see only after the due
 date (or never: `hidden`). As
 root, student code runs as an unprivileged user that cannot read the source, the hidden cases
@@ -46,7 +46,7 @@ fi
 "$PYTHON" -m venv --without-pip "$ROOT/venv"
 "$ROOT/venv/bin/python" "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
   --no-index --find-links "$SOURCE/wheels" {requirements}
-# Every case of the default variant prepared now, in the image: each cold grade reads it.
+# Every case of the default seed prepared now, in the image: each cold grade reads it.
 "$ROOT/venv/bin/mha" --exercises "$SOURCE/exercises" compile
 # The source holds the reference, the hidden cases and the course secret: root only.
 chmod -R go-rwx "$SOURCE"

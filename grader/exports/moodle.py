@@ -16,7 +16,7 @@ UTF-8, a `<quiz>` root, a category, then one `<question>` per item, each with `<
 - written items are `essay` questions in plain text (so Moodle never renders a student's text
   as HTML), graded by hand, with the rubric as `graderinfo` (shown to graders only).
 
-With `variants`, the variants of each item with params go into a subcategory named after the
+With `draws`, the draws of each item with params go into a subcategory named after the
 item, for a "random question from category" slot in the Moodle quiz.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ from decimal import Decimal
 from xml.etree import ElementTree as ET
 
 from ..assignment.model import MAX_WRITTEN, Quiz, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..assignment.quiz import DEFAULT_SEED, Draw, draw
 from ..grading.scoring import choice_fraction, numeric_range
 from .markup import to_html
-from .qti import rubric_html, variant_seeds
+from .qti import draw_seeds, rubric_html
 
 __all__ = ["fraction", "render"]
 
@@ -82,7 +82,7 @@ def _essay(question: ET.Element, item: QuizItem) -> None:
     _text(question, "responsetemplate", "", format="html")
 
 
-def _question(root: ET.Element, v: Variant, name: str) -> None:
+def _question(root: ET.Element, v: Draw, name: str) -> None:
     item = v.item
     kind = "essay" if item.manual else "numerical" if item.kind is QuizKind.NUMERIC else "multichoice"
     question = _sub(root, "question", type=kind)
@@ -131,24 +131,24 @@ def _question(root: ET.Element, v: Variant, name: str) -> None:
               format="html")
 
 
-def _name(item: QuizItem, v: Variant, numbered: bool) -> str:
+def _name(item: QuizItem, v: Draw, numbered: bool) -> str:
     if not numbered or not v.params:
         return f"{item.id}: {item.title}"
     return f"{item.id}: {item.title} ({', '.join(f'{k}={x}' for k, x in v.params.items())})"
 
 
-def render(quiz: Quiz, *, variants: int | None = None, seed: int = DEFAULT_SEED) -> str:
-    """The Moodle XML text. `variants`: that many variants per item with params, in a subcategory."""
+def render(quiz: Quiz, *, draws: int | None = None, seed: int = DEFAULT_SEED) -> str:
+    """The Moodle XML text. `draws`: that many draws per item with params, in a subcategory."""
     root = ET.Element("quiz")
     _category(root, quiz.title)
     for item in quiz.items:
-        if not (variants and item.params):
-            _question(root, variant(item, seed), _name(item, variant(item, seed), False))
+        if not (draws and item.params):
+            _question(root, draw(item, seed), _name(item, draw(item, seed), False))
     for item in quiz.items:
-        if variants and item.params:
+        if draws and item.params:
             _category(root, f"{quiz.title}/{item.id}")
-            for s in variant_seeds(item, variants, seed):
-                v = variant(item, s)
+            for s in draw_seeds(item, draws, seed):
+                v = draw(item, s)
                 _question(root, v, _name(item, v, True))
     ET.indent(root, "  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

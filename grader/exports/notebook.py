@@ -47,11 +47,11 @@ def _quiz_cells(quiz, seed: int) -> list:
     """The quiz: an intro, then per item its Markdown prompt and its answer cell (raw, tagged)."""
     from nbformat.v4 import new_markdown_cell, new_raw_cell
 
-    from ..assignment.quiz import ANSWER_FORMS, variant
+    from ..assignment.quiz import ANSWER_FORMS, draw
     forms = "; ".join(sorted(set(ANSWER_FORMS.values())))
     cells = [_cell(new_markdown_cell, QUIZ_INTRO.format(title=quiz.title, forms=forms).rstrip(), "quiz-intro")]
     for item in quiz.items:
-        v = variant(item, seed)
+        v = draw(item, seed)
         choices = "".join(f"\n- **{c.letter})** {c.text}" for c in v.choices)
         note = " Hidden: graded when you submit." if item.hidden else ""
         cells.append(_cell(new_markdown_cell, f"### {item.title} ({item.points:g} points)\n\n{v.prompt.rstrip()}\n"
@@ -62,7 +62,7 @@ def _quiz_cells(quiz, seed: int) -> list:
 
 
 def render(assignment: Assignment, seed: int | None = None) -> str:
-    """The notebook as JSON text (nbformat 4), for the variant `seed` (default: the default one)."""
+    """The notebook as JSON text (nbformat 4), for the seed `seed` (default: the default one)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

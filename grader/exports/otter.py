@@ -24,7 +24,7 @@
 Every test case calls `grader.grading.otter_checks.check_case`, which grades the student's
 function with this package's own checks, and every quiz test `check_answer`, which scores the
 answer with `mha grade`'s rule, so otter's per-problem and per-item scores equal `mha grade`'s
-(for the default variant). The configuration declares the requirements and ships the wheel to the
+(for the default seed). The configuration declares the requirements and ships the wheel to the
 autograder only (`autograder_files`), so otter's environment, built from them, has the grader
 and its assignment without this repository. Test code holds no inputs or expected values, so
 nothing hidden leaks through otter's feedback.
@@ -184,9 +184,9 @@ def _quiz_cells(add, item: QuizItem) -> None:
     variable named after the item (the key marked `# SOLUTION`), and its tests."""
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-    from ..assignment.quiz import DEFAULT_SEED, answer_key, variant
+    from ..assignment.quiz import DEFAULT_SEED, answer_key, draw
     from ..starter import ANSWER_FORMS
-    v = variant(item, DEFAULT_SEED)
+    v = draw(item, DEFAULT_SEED)
     key = answer_key(Quiz(title="", items=(item,)), DEFAULT_SEED)[item.id]
     choices = "".join(f"\n- ({c.letter}) {c.text}" for c in v.choices)
     add(new_raw_cell, f"# BEGIN QUESTION\nname: {item.id}", f"{item.id}-begin")

@@ -14,7 +14,7 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   `pl-checkbox` (`partial-credit="net-correct"`: this package's multiple-answers rule) or
   `pl-number-input` (`comparison="relabs"`, `rtol="0"`, `atol` the half-width of the range
   `mha grade` accepts, around its midpoint), and `server.py`, whose `generate()` picks one of
-  the item's precomputed variants from PrairieLearn's variant seed, so each student's variant has
+  the item's precomputed draws from PrairieLearn's `variant_seed`, so each student's draw has
   its own numbers (the answers are computed here, by this package: PrairieLearn needs no grader);
   a written item is a `pl-rich-text-editor` graded by hand (`manualPoints` in the assessment),
   its rubric in `pl-manual-grading-only` (shown to graders, never to students);
@@ -23,12 +23,12 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   the entry point: it installs the wheels offline into a fresh virtual environment and runs
   `mha grade --format prairielearn` on `/grade/student`, writing `/grade/results/results.json`.
 
-Each code question's `server.py` likewise picks one of `variants` variant seeds from
-PrairieLearn's variant seed and puts it in `params` (`mha_seed`) with that variant's prompt;
+Each code question's `server.py` likewise picks one of `draws` seeds from
+PrairieLearn's `variant_seed` and puts it in `params` (`mha_seed`) with that seed's prompt;
 grade.sh passes /grade/data/data.json to `mha grade --prairielearn-data`, which grades that
-variant's cases (the hidden ones stay in serverFilesCourse, which students never see). Text reaches
+seed's cases (the hidden ones stay in serverFilesCourse, which students never see). Text reaches
 the question files as HTML with braces written as entities, so PrairieLearn's Mustache pass
-leaves it alone; the variants' text goes through `params` with triple braces.
+leaves it alone; the draws' text goes through `params` with triple braces.
 """
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from ..assignment.model import MAX_WRITTEN, Assignment, Problem, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..assignment.quiz import DEFAULT_SEED, Draw, draw
 from ..grading.scoring import numeric_range
 from .markup import to_html
-from .qti import variant_seeds
+from .qti import draw_seeds
 
 __all__ = ["ENTRY_POINT", "IMAGE", "INSTANCE", "ASSESSMENT", "SEED_PARAM", "TIMEOUT", "build", "code_seeds",
            "quiz_qid", "write"]
@@ -57,7 +57,7 @@ ASSESSMENT = "hw-mha"
 TIMEOUT = 30
 TOTAL_SECONDS = 20
 ENTRY_POINT = "/grade/serverFilesCourse/mha/grade.sh"
-SEED_PARAM = "mha_seed"  # the code question's variant seed, in params: grade.sh grades that variant
+SEED_PARAM = "mha_seed"  # the code question's seed, in params: grade.sh grades on that seed
 _NAMESPACE = uuid.UUID("6f1d2c1e-5b7a-4d0e-9a53-3c0f8d2b7e41")
 
 GRADE_SH = """#!/usr/bin/env bash
@@ -95,7 +95,7 @@ if [ -z "$MHA" ]; then
   MHA="$WORK/venv/bin/mha"
 fi
 PROBLEM=$(tr -cd 'a-z0-9_' < "$ROOT/tests/problem")
-# data.json's params name the variant (server.py drew it from PrairieLearn's variant seed)
+# data.json's params name the seed (server.py drew it from PrairieLearn's variant_seed)
 MHA_CACHE_DIR="$WORK/cache" "$MHA" --exercises "$HERE/exercises" grade "$ROOT/student" \\
   --problem "$PROBLEM" --format prairielearn --output "$RESULTS" --total-timeout {total} \\
   --prairielearn-data "$ROOT/data/data.json"
@@ -103,16 +103,16 @@ MHA_CACHE_DIR="$WORK/cache" "$MHA" --exercises "$HERE/exercises" grade "$ROOT/st
 exit 0
 """
 
-SERVER_PY = '''"""Draws this question's variant: one of the precomputed VARIANTS, from the variant seed."""
+SERVER_PY = '''"""Picks this question's numbers: one of the precomputed DRAWS, from PrairieLearn's variant_seed."""
 import random
 
-VARIANTS = {variants}
+DRAWS = {draws}
 
 
 def generate(data):
     seed = data.get("variant_seed")
-    # PrairieLearn seeds `random` with the variant seed too, so either way a variant keeps its numbers.
-    chosen = VARIANTS[int(seed) % len(VARIANTS) if seed is not None else random.randrange(len(VARIANTS))]
+    # PrairieLearn seeds `random` with variant_seed too, so either way a question keeps its numbers.
+    chosen = DRAWS[int(seed) % len(DRAWS) if seed is not None else random.randrange(len(DRAWS))]
     data["params"].update(chosen["params"])
     if "answer" in chosen:
         data["correct_answers"]["answer"] = chosen["answer"]
@@ -143,7 +143,7 @@ def quiz_qid(item: QuizItem) -> str:
 # ------------------------------------------------------------------ code problems
 
 def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
-    """`count` variant seeds from `seed` on; for a problem with params, seeds whose numbers differ
+    """`count` seeds from `seed` on; for a problem with params, seeds whose numbers differ
     (fewer if the problem has fewer)."""
     from ..assignment import generators as gen
     if not problem.params:
@@ -159,11 +159,11 @@ def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
     return seeds
 
 
-def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str, variants: int,
+def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str, draws: int,
                    seed: int) -> dict[str, str]:
     from ..assignment.render import render_prompt
     table = [{"params": {"prompt": to_html(render_prompt(problem, s)), SEED_PARAM: s}}
-             for s in code_seeds(problem, variants, seed)]
+             for s in code_seeds(problem, draws, seed)]
     info = {"uuid": _uid(assignment.title, "problem", problem.id), "title": problem.title,
             "topic": "Multi-head attention", "tags": ["mha", "code"], "type": "v3",
             "gradingMethod": "External",
@@ -188,13 +188,13 @@ stay stubs, or hold the helpers it calls).</p>
     base = f"questions/{problem.id}"
     return {f"{base}/info.json": _json(info), f"{base}/question.html": page, f"{base}/attention.py": stubs,
             f"{base}/tests/problem": problem.id + "\n",
-            f"{base}/server.py": SERVER_PY.format(variants=json.dumps(table, indent=4, sort_keys=True))}
+            f"{base}/server.py": SERVER_PY.format(draws=json.dumps(table, indent=4, sort_keys=True))}
 
 
 # ------------------------------------------------------------------ quiz items
 
-def _variant_data(v: Variant) -> dict:
-    """What server.py puts in `params` (and `correct_answers`) for one variant."""
+def _draw_data(v: Draw) -> dict:
+    """What server.py puts in `params` (and `correct_answers`) for one draw."""
     item = v.item
     params = {"prompt": to_html(v.prompt)}
     for choice in v.choices:
@@ -234,10 +234,10 @@ def _written_question(assignment: Assignment, item: QuizItem) -> dict[str, str]:
     return {f"{base}/info.json": _json(info), f"{base}/question.html": page}
 
 
-def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: int) -> dict[str, str]:
-    seeds = variant_seeds(item, variants, seed) if item.params else [seed]
-    table = [_variant_data(variant(item, s)) for s in seeds]
-    first = variant(item, seeds[0])
+def _quiz_question(assignment: Assignment, item: QuizItem, draws: int, seed: int) -> dict[str, str]:
+    seeds = draw_seeds(item, draws, seed) if item.params else [seed]
+    table = [_draw_data(draw(item, s)) for s in seeds]
+    first = draw(item, seeds[0])
     info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
             "tags": ["mha", "quiz", item.kind.value, item.visibility.value], "type": "v3"}
     hidden = item.hidden
@@ -265,7 +265,7 @@ def _quiz_question(assignment: Assignment, item: QuizItem, variants: int, seed: 
 """
     base = f"questions/{quiz_qid(item)}"
     return {f"{base}/info.json": _json(info), f"{base}/question.html": page,
-            f"{base}/server.py": SERVER_PY.format(variants=json.dumps(table, indent=4, sort_keys=True))}
+            f"{base}/server.py": SERVER_PY.format(draws=json.dumps(table, indent=4, sort_keys=True))}
 
 
 # ------------------------------------------------------------------ the course
@@ -317,11 +317,11 @@ def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: s
 
 
 def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, image: str = IMAGE,
-          variants: int = 10, seed: int = DEFAULT_SEED) -> dict[str, str | bytes]:
+          draws: int = 10, seed: int = DEFAULT_SEED) -> dict[str, str | bytes]:
     """The course folder as {relative path: content}; the same inputs give the same files.
 
     `wheels`: the dependencies and pip for CPython `python` on Linux x86_64 (`wheelhouse.download`);
-    `variants`: how many precomputed variants each quiz item with params offers."""
+    `draws`: how many precomputed draws each quiz item with params offers."""
     from ..paths import SUBMISSION_NAME
     stubs_path = assignment.root / SUBMISSION_NAME
     stubs = stubs_path.read_text(encoding="utf-8") if stubs_path.is_file() else ""
@@ -330,10 +330,10 @@ def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, i
         stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in assignment.problems) + "\n"
     files: dict[str, str | bytes] = dict(_course(assignment))
     for problem in assignment.problems:
-        files.update(_code_question(assignment, problem, stubs, image, variants, seed))
+        files.update(_code_question(assignment, problem, stubs, image, draws, seed))
     for item in assignment.quiz.items if assignment.quiz else ():
         files.update(_written_question(assignment, item) if item.manual else
-                     _quiz_question(assignment, item, variants, seed))
+                     _quiz_question(assignment, item, draws, seed))
     files.update(_server_files(assignment, wheels, python))
     return files
 

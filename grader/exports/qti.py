@@ -12,11 +12,11 @@ Choice items are `multiple_choice_question` or `multiple_answers_question`, with
 `respcondition` per choice for its feedback; a wrong choice's feedback names its misconception.
 A multiple-answers item that is not exactly right gets partial credit with penalty, written as
 per-choice conditions adding +100/n or -100/n (the rule of `mha grade` and Moodle). With
-`variants`, every item with params becomes a question group (a nested section that picks 1) of
-that many variants with distinct numbers. Written items are `essay_question`s, graded by hand in
+`draws`, every item with params becomes a question group (a nested section that picks 1) of
+that many draws with distinct numbers. Written items are `essay_question`s, graded by hand in
 Canvas (SpeedGrader), with the rubric as the question's general feedback (which Canvas also
 shows the student once the quiz is submitted).
-Identifiers are hashes of the quiz, item and variant, so re-exports are byte-identical.
+Identifiers are hashes of the quiz, item and draw, so re-exports are byte-identical.
 """
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
 from ..assignment.model import Quiz, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Variant, variant
+from ..assignment.quiz import DEFAULT_SEED, Draw, draw
 from ..errors import SpecError
 from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
 from .markup import to_html
 
-__all__ = ["QUESTION_TYPES", "variant_seeds", "numeric_range", "rubric_html", "render"]
+__all__ = ["QUESTION_TYPES", "draw_seeds", "numeric_range", "rubric_html", "render"]
 
 QUESTION_TYPES = {QuizKind.NUMERIC: "numerical_question", QuizKind.MULTIPLE_CHOICE: "multiple_choice_question",
                   QuizKind.MULTIPLE_ANSWERS: "multiple_answers_question", QuizKind.WRITTEN: "essay_question"}
@@ -74,11 +74,11 @@ def _points(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def variant_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
+def draw_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
     """Up to `count` seeds from `seed` on whose params differ (fewer if the item has fewer)."""
     seeds, seen = [], set()
     for candidate in range(seed, seed + 100 * count):
-        params = tuple(sorted(variant(item, candidate).params.items()))
+        params = tuple(sorted(draw(item, candidate).params.items()))
         if params not in seen:
             seen.add(params)
             seeds.append(candidate)
@@ -87,7 +87,7 @@ def variant_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
     return seeds
 
 
-def numeric_range(v: Variant, path: str = "quiz.yaml") -> tuple[str, str, str]:
+def numeric_range(v: Draw, path: str = "quiz.yaml") -> tuple[str, str, str]:
     """(exact, low, high) as Canvas will store them: 4 decimals, the range that `mha grade` accepts
     (grading/scoring.py)."""
     item, answer = v.item, decimal(v.number)
@@ -124,7 +124,7 @@ def _choice_feedback(choice) -> str:
     return html
 
 
-def _wrong_feedback(v: Variant) -> str:
+def _wrong_feedback(v: Draw) -> str:
     parts = [f"<p>If you answered {w.value:g} (misconception: <code>{w.mistake}</code>):</p>\n{to_html(w.feedback)}"
              for w in v.wrong]
     if v.hint:
@@ -132,8 +132,8 @@ def _wrong_feedback(v: Variant) -> str:
     return "\n".join(parts)
 
 
-def _item(parent: ET.Element, v: Variant, title: str, path: str) -> float:
-    """One <item> for the variant `v`; returns its points."""
+def _item(parent: ET.Element, v: Draw, title: str, path: str) -> float:
+    """One <item> for the draw `v`; returns its points."""
     item = v.item
     qid = _ident("question", item.id, v.seed)
     choice_ids = [_ident("choice", item.id, v.seed, c.letter) for c in v.choices]
@@ -207,7 +207,7 @@ def rubric_html(item: QuizItem) -> str:
     return f"<p>Rubric ({item.points:g} points, graded by hand):</p>\n<ul>{rows}</ul>"
 
 
-def _essay(element: ET.Element, presentation: ET.Element, processing: ET.Element, v: Variant) -> None:
+def _essay(element: ET.Element, presentation: ET.Element, processing: ET.Element, v: Draw) -> None:
     """An essay question as text2qti writes one: a free-text response, no automatic score, the
     rubric as general feedback."""
     fib = _sub(_sub(presentation, "response_str", ident="response1", rcardinality="Single"), "render_fib")
@@ -217,7 +217,7 @@ def _essay(element: ET.Element, presentation: ET.Element, processing: ET.Element
     _feedback(element, "general_fb", rubric_html(v.item))
 
 
-def _partial_credit(processing: ET.Element, v: Variant, choice_ids: list[str], path: str) -> None:
+def _partial_credit(processing: ET.Element, v: Draw, choice_ids: list[str], path: str) -> None:
     """Reached only when the answer is not exactly right: each true statement chosen adds 100/n,
     then each false one chosen adds -100/n; SCORE is bounded to 0..100 (its decvar), so the result
     is Canvas' "partial credit with penalty" and `mha grade`'s rule (grading/scoring.py). The
@@ -237,11 +237,11 @@ def _partial_credit(processing: ET.Element, v: Variant, choice_ids: list[str], p
                      varname="SCORE")
 
 
-def _variant_title(item: QuizItem, v: Variant) -> str:
+def _draw_title(item: QuizItem, v: Draw) -> str:
     return f"{item.title} ({', '.join(f'{k}={x}' for k, x in v.params.items())})" if v.params else item.title
 
 
-def _assessment(quiz: Quiz, assessment_id: str, variants: int | None, seed: int) -> tuple[ET.Element, float]:
+def _assessment(quiz: Quiz, assessment_id: str, draws: int | None, seed: int) -> tuple[ET.Element, float]:
     path = str(quiz.path or "quiz.yaml")
     root = ET.Element("questestinterop", _QTI_NS)
     assessment = _sub(root, "assessment", ident=assessment_id, title=quiz.title)
@@ -251,17 +251,17 @@ def _assessment(quiz: Quiz, assessment_id: str, variants: int | None, seed: int)
     section = _sub(assessment, "section", ident="root_section")
     total = 0.0
     for item in quiz.items:
-        if variants and item.params:
-            group = _sub(section, "section", ident=_ident("group", item.id, seed, variants), title=item.title)
+        if draws and item.params:
+            group = _sub(section, "section", ident=_ident("group", item.id, seed, draws), title=item.title)
             selection = _sub(_sub(group, "selection_ordering"), "selection")
             _sub(selection, "selection_number", "1")
             _sub(_sub(selection, "selection_extension"), "points_per_item", _points(item.points))
-            for s in variant_seeds(item, variants, seed):
-                v = variant(item, s)
-                _item(group, v, _variant_title(item, v), path)
+            for s in draw_seeds(item, draws, seed):
+                v = draw(item, s)
+                _item(group, v, _draw_title(item, v), path)
             total += item.points
         else:
-            total += _item(section, variant(item, seed), item.title, path)
+            total += _item(section, draw(item, seed), item.title, path)
     return root, total
 
 
@@ -326,10 +326,10 @@ def _manifest(assessment_id: str, files: tuple[str, str]) -> ET.Element:
     return manifest
 
 
-def render(quiz: Quiz, *, variants: int | None = None, seed: int = DEFAULT_SEED) -> bytes:
-    """The QTI zip. `variants`: a question group of that many variants per item with params."""
-    assessment_id = _ident("assessment", quiz.title, *(i.id for i in quiz.items), seed, variants or 0)
-    questions, points = _assessment(quiz, assessment_id, variants, seed)
+def render(quiz: Quiz, *, draws: int | None = None, seed: int = DEFAULT_SEED) -> bytes:
+    """The QTI zip. `draws`: a question group of that many draws per item with params."""
+    assessment_id = _ident("assessment", quiz.title, *(i.id for i in quiz.items), seed, draws or 0)
+    questions, points = _assessment(quiz, assessment_id, draws, seed)
     files = (f"{assessment_id}/{assessment_id}.xml", f"{assessment_id}/assessment_meta.xml")
     return zip_bytes({
         "imsmanifest.xml": _xml(_manifest(assessment_id, files)),

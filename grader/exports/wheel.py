@@ -12,8 +12,8 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 `build_student(assignment)`: `mha_exercises-<version>+student-py3-none-any.whl` (the same
 distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
-no reference, no wrong variants, no loader, no quiz key) and the otter checks, no assignment, and the default
-variant's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
+no reference, no bugs (its known-wrong implementations), no loader, no quiz key) and the otter
+checks, no assignment, and the default seed's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import MAX_WRITTEN, Choice, Quiz, QuizKind, Variant
+from ..assignment.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
 from ..assignment.yamlio import line_of, load_yaml
 from ..errors import SpecError
 from .results import CaseResult, CaseStatus, ProblemResult
@@ -162,7 +162,7 @@ def _letter(value: Any, choices: tuple[Choice, ...], expected: str, where: str =
     raise _BadAnswer(f"answer must be {expected} (got {_shown(value)}{where})")
 
 
-def _parse(v: Variant, value: Any) -> Any:
+def _parse(v: Draw, value: Any) -> Any:
     """The answer in its graded form (a letter, a tuple of letters, a float), or _BadAnswer."""
     kind, span = v.item.kind, f"a to {v.choices[-1].letter}" if v.choices else ""
     if kind is QuizKind.MULTIPLE_CHOICE:
@@ -203,12 +203,12 @@ def _parse(v: Variant, value: Any) -> Any:
 
 # ---------------------------------------------------------------- judging
 
-def your_numbers(v: Variant) -> str:
+def your_numbers(v: Draw) -> str:
     """The item's numbers as this student sees them ("your numbers: p=75"), or "" if it has none."""
     return "your numbers: " + ", ".join(f"{k}={v.params[k]}" for k in sorted(v.params)) if v.params else ""
 
 
-def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
+def _result(v: Draw, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
             mistake: str | None = None, mistake_message: str = "", message: str = "",
             credit: float | None = None, written: str | None = None) -> ProblemResult:
     item = v.item
@@ -221,7 +221,7 @@ def _result(v: Variant, status: CaseStatus, *, hidden: bool, name: str = "answer
                          quiz=True, counted=not item.manual, manual=item.manual, written=written)
 
 
-def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
+def _judge_choices(v: Draw, chosen: tuple[str, ...], hidden: bool) -> ProblemResult:
     if chosen == v.correct_letters:
         return _result(v, CaseStatus.PASSED, hidden=hidden,
                        message=" ".join(c.feedback for c in v.choices if c.correct))
@@ -244,7 +244,7 @@ def _judge_choices(v: Variant, chosen: tuple[str, ...], hidden: bool) -> Problem
                    credit=credit)
 
 
-def _judge_number(v: Variant, got: float, hidden: bool) -> ProblemResult:
+def _judge_number(v: Draw, got: float, hidden: bool) -> ProblemResult:
     tolerance = v.item.tolerance
     if in_range(got, v.number, tolerance):  # the range every export writes (grading/scoring.py)
         return _result(v, CaseStatus.PASSED, hidden=hidden, message=v.feedback)
@@ -255,7 +255,7 @@ def _judge_number(v: Variant, got: float, hidden: bool) -> ProblemResult:
                    mistake=known.mistake if known else None, mistake_message=known.feedback if known else "")
 
 
-def grade_item(v: Variant, value: Any, line: int | None, *, include_hidden: bool) -> ProblemResult:
+def grade_item(v: Draw, value: Any, line: int | None, *, include_hidden: bool) -> ProblemResult:
     """One item's result. Without include_hidden, a hidden item's answer is only checked for form."""
     hidden = v.item.hidden and include_hidden
     if _blank(value):
@@ -288,23 +288,23 @@ class QuizResults:
 
 def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: bool = True,
                item_ids: Iterable[str] | None = None) -> QuizResults:
-    """Grade `answers_path` on the quiz items (all, or those in item_ids) of the variant `seed`."""
-    from ..assignment.quiz import variant  # draws numbers and computes answers: the autograder's side only
+    """Grade `answers_path` on the quiz items (all, or those in item_ids) drawn for `seed`."""
+    from ..assignment.quiz import draw  # draws numbers and computes answers: the autograder's side only
     wanted = None if item_ids is None else set(item_ids)
-    variants = [variant(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
-    return grade_variants(variants, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
+    draws = [draw(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
+    return grade_draws(draws, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
 
 
-def grade_variants(variants: Iterable[Variant], answers: Path | StudentFile, known_ids: Iterable[str], *,
-                   include_hidden: bool = True) -> QuizResults:
+def grade_draws(draws: Iterable[Draw], answers: Path | StudentFile, known_ids: Iterable[str], *,
+                include_hidden: bool = True) -> QuizResults:
     """Grade the answers (answers.yaml's path, or the file already read) on items whose numbers
     are already drawn (as the student bundle stores them)."""
-    variants = list(variants)
-    if not variants:
+    draws = list(draws)
+    if not draws:
         return QuizResults(())
     sheet = read_answers(answers, list(known_ids))
     results = []
-    for v in variants:
+    for v in draws:
         item = v.item
         if sheet.error is not None:
             results.append(_result(v, CaseStatus.ERROR, hidden=item.hidden and include_hidden, summary=sheet.error))

@@ -1,14 +1,14 @@
-"""The compiled assignment: one variant's cases and quiz items, prepared once, for cold starts.
+"""The compiled assignment: one seed's cases and quiz items, prepared once, for cold starts.
 
 A cold `mha grade` or `mha check` spent about a third of its own time parsing the problem
 files and running the reference on every case. Those depend only on the assignment files, the
-grader's code and the variant, so the first run stores them (full fixtures, fixtures.py) and
+grader's code and the seed, so the first run stores them (full fixtures, fixtures.py) and
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
-A compiled assignment is stored with its stamp: the variant seed, the size and modification
+A compiled assignment is stored with its stamp: the seed, the size and modification
 time of every file of the grader package (its generators, checks...),
 and the size, modification time and CRC-32 of every YAML file of the assignment and of its
-code (its reference, wrong variants, answer functions). It is used only when the stamp equals
+code (its reference, bugs, answer functions). It is used only when the stamp equals
 the current one exactly: change any of them and the next run compiles afresh. (The file name is
 a CRC-32 of the stamp; hashlib is not used
 because loading OpenSSL would slow every cold start.) A file that cannot be read, is damaged, or
@@ -46,7 +46,7 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 
 def stamp(root: Path, seed: int) -> str:
-    """What a compiled assignment depends on: the grader, the course's YAML files and code, the variant."""
+    """What a compiled assignment depends on: the grader, the course's YAML files and code, the seed."""
     return _stamped(_files_stamp(root), seed)
 
 
@@ -70,7 +70,7 @@ def _files_stamp(root: Path) -> str:
 
 def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None = None, *,
              valid_then: Callable[..., dict] | None = None) -> Fixtures:
-    """The assignment at `root` with every case and quiz item of variant `seed` prepared: read from
+    """The assignment at `root` with every case and quiz item of seed `seed` prepared: read from
     the cache when it is there and current, else built and stored. The assignment built is the one
     `mha validate` accepts (`valid_then`, validation.valid_then: SpecErrors for one it rejects, exactly
     as without a cache), or what `load_assignment()` returns."""
@@ -131,7 +131,7 @@ def _validation_marker(root: Path, course_stamp: str | None) -> tuple[Path, str]
         return None
     if course_stamp is None:
         try:
-            course_stamp = stamp(root, -1)  # no variant: the course itself
+            course_stamp = stamp(root, -1)  # no seed: the course itself
         except OSError:
             return None
     return folder / f"{zlib.crc32(course_stamp.encode()):08x}.valid", course_stamp

@@ -4,18 +4,18 @@ student's own failing functions a problem calls.
 **One mistake per problem.** Each named mistake is weighed against every case of the problem
 together, never against one case alone:
 
-- a *variant* (a function of the course code) **explains** a failing case when its answer differs
-  from the right one and the student's answer matches it (where the variant's own answer is
-  nan or inf, any answer fits it: the match is then *loose*), or when the variant raises the
+- a *bug* (a function of the course code) **explains** a failing case when its answer differs
+  from the right one and the student's answer matches it (where the bug's own answer is
+  nan or inf, any answer fits it: the match is then *loose*), or when the bug raises the
   very error the student's code raised (a 3-D array transposed with `.T`); it is
   **contradicted** by a case where its answer differs from the right one and the student's does
   not match it (a passing case included: the student got right what the mistake gets wrong);
   it is **neutral** on a case where it answers right or does not apply (with one head,
-  averaging the heads' patterns is not told apart from one wide head, so those variants do
+  averaging the heads' patterns is not told apart from one wide head, so those bugs do
   not apply there);
-- one odd case does not rule a variant out: a case the student's code raised on (inputs it
+- one odd case does not rule a bug out: a case the student's code raised on (inputs it
   cannot take, such as masks it never handles) and a case where the student's answer is nan or
-  inf where the variant's is finite (a second bug, an overflow) are **excused**: neither
+  inf where the bug's is finite (a second error, an overflow) are **excused**: neither
   explained nor contradicting, and listed as not explained when the mistake is named;
 - a *detector* explains a failing case it recognizes and is neutral elsewhere; it only looks at
   an answer the comparison found of the expected form (a wrong shape is told as such, at the
@@ -66,12 +66,12 @@ __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "
            "calls", "failing_callees", "point_at_callees"]
 
 ASSERT_INSTEAD_OF_RAISE = Mistake(
-    id="assert-instead-of-raise", variant="",
+    id="assert-instead-of-raise", bug="",
     message="You check the input with `assert`, which raises AssertionError (and is skipped entirely "
             "under `python -O`). A caller expects a ValueError here: write "
             "`if ...: raise ValueError(\"...\")` with a message that names the numbers.")
 FLOAT16_ANSWER = Mistake(
-    id="float16-answer", variant="",
+    id="float16-answer", bug="",
     message="Your answer is a float16 array: its values are right to about 3 significant digits, which "
             "is all float16 keeps. Compute and return float32 or float64 (np.asarray(x, dtype=np.float64)).")
 GENERIC_MISTAKES = (ASSERT_INSTEAD_OF_RAISE, FLOAT16_ANSWER)
@@ -114,12 +114,12 @@ class Diagnosis:
 
 
 def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> Any:
-    """What the mistake's wrong variant (a function of the course code `code`) answers on these
+    """What the mistake's bug (a function of the course code `code`) answers on these
     inputs (raises if it does not apply, or if the mistake is a detector)."""
     from ..assignment.course import course_function
-    fn = None if mistake.detector else course_function(code, mistake.variant)
+    fn = None if mistake.detector else course_function(code, mistake.bug)
     if fn is None:
-        raise LookupError(f"{mistake.variant!r} is not a wrong variant of the course code")
+        raise LookupError(f"{mistake.bug!r} is not a bug of the course code")
     with np.errstate(all="ignore"):
         return fn(*copy.deepcopy(args))
 
@@ -128,11 +128,11 @@ def _parts(problem: Problem) -> Sequence[str]:
     return problem.function.outputs if problem.function.returns is ReturnKind.ARRAY_PAIR else ()
 
 
-def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool, Any, bool]:
-    """(applies, the variant's answer, whether it differs from the right answer) on this case,
-    computed once per prepared case (it does not depend on the submission). A variant that
+def _bug_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool, Any, bool]:
+    """(applies, the bug's answer, whether it differs from the right answer) on this case,
+    computed once per prepared case (it does not depend on the submission). A bug that
     raises does not apply; its answer is then (exception type name, message)."""
-    key = ("variant", mistake.id)
+    key = ("bug", mistake.id)
     if key not in prepared.computed:
         if prepared.wrong_answers is not None:  # computed ahead (compiled assignment, student bundle)
             known = dict(prepared.wrong_answers)
@@ -142,12 +142,12 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
         else:
             try:
                 applies, wrong = True, wrong_answer(mistake, prepared.args, problem.code)
-            except Exception as exc:  # the variant does not apply to these inputs
+            except Exception as exc:  # the bug does not apply to these inputs
                 applies, wrong = False, (type(exc).__name__, str(exc))
         differs = False
         if applies:
             if prepared.case.raises:
-                differs = True  # the variant returns where the right answer raises
+                differs = True  # the bug returns where the right answer raises
             else:
                 try:
                     with np.errstate(all="ignore"):
@@ -159,9 +159,9 @@ def _variant_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[
 
 
 def _raised_alike(wrong: Any, run: CaseRun) -> bool:
-    """Whether the student's code raised the very error (type and message) the variant raised:
+    """Whether the student's code raised the very error (type and message) the bug raised:
     a numpy error names the shapes it met, so the same message means the same wrong operation.
-    A variant that declines to apply (ValueError "does not apply", "indistinguishable") never
+    A bug that declines to apply (ValueError "does not apply", "indistinguishable") never
     matches."""
     if not (isinstance(wrong, tuple) and len(wrong) == 2 and isinstance(wrong[0], str)
             and run.status is RunStatus.RAISED and run.error is not None):
@@ -210,13 +210,13 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
             return Fit.NEUTRAL
         try:
             from ..assignment.course import course_function
-            detector = course_function(problem.code, mistake.variant)
+            detector = course_function(problem.code, mistake.bug)
             with np.errstate(all="ignore"):
                 found = detector is not None and detector(copy.deepcopy(prepared.args), run.value)
         except Exception:  # the detector does not apply to this answer
             return Fit.NEUTRAL
         return Fit.EXPLAINS if found else Fit.NEUTRAL
-    applies, wrong, differs = _variant_answer(mistake, problem, prepared)
+    applies, wrong, differs = _bug_answer(mistake, problem, prepared)
     if not applies:
         return Fit.EXPLAINS if not result.passed and _raised_alike(wrong, run) else Fit.NEUTRAL
     if not differs:
@@ -225,7 +225,7 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
         return Fit.CONTRADICTS
     if run.status is not RunStatus.RETURNED:
         # inputs the student's code cannot take (it raised, or ran out of time) say nothing of
-        # this mistake; a case that must raise is weighed by what the variant does there
+        # this mistake; a case that must raise is weighed by what the bug does there
         return Fit.CONTRADICTS if prepared.case.raises else Fit.EXCUSED
     parts = _parts(problem)
     try:
@@ -240,8 +240,8 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
 
 
 def _undefined_where_finite(wrong: Any, got: Any, parts: Sequence[str]) -> bool:
-    """Whether the student's answer has nan or inf where the variant's answer is finite (a
-    second bug, such as an overflow, on top of the mistake): then the case does not rule it out."""
+    """Whether the student's answer has nan or inf where the bug's answer is finite (a
+    second error, such as an overflow, on top of the mistake): then the case does not rule it out."""
     if parts:
         return isinstance(got, (tuple, list)) and len(got) == len(parts) \
             and any(_undefined_where_finite(w, g, ()) for w, g in zip(wrong, got))
@@ -252,9 +252,9 @@ def _undefined_where_finite(wrong: Any, got: Any, parts: Sequence[str]) -> bool:
 
 
 def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
-    """`got` with the variant's own nan/inf copied in: where the mistake's answer is undefined
+    """`got` with the bug's own nan/inf copied in: where the mistake's answer is undefined
     (a row with every key masked, an overflow), any answer fits it (-1e9 or -inf alike). A
-    variant with no finite element at all is matched strictly: it would fit anything."""
+    bug with no finite element at all is matched strictly: it would fit anything."""
     if parts:
         if not isinstance(got, (tuple, list)) or len(got) != len(parts):
             return got

@@ -1,10 +1,10 @@
-"""Fixtures: a variant's cases and quiz items computed ahead by the reference, as plain JSON.
+"""Fixtures: a seed's cases and quiz items computed ahead by the reference, as plain JSON.
 
-Public fixtures are what the student bundle's `mha check` needs. One JSON file per variant
+Public fixtures are what the student bundle's `mha check` needs. One JSON file per seed
 holds, for every problem, its rendered text, comparison and public cases (inputs, expected
-answers, and what each named mistake's wrong variant answers), and for the quiz, each public
+answers, and what each named mistake's bug answers), and for the quiz, each public
 item with its numbers and feedback and each hidden item without its answer. Hidden cases,
-hidden answers, the reference and the wrong variants never go in.
+hidden answers, the reference and the bugs never go in.
 
 Full fixtures (`hidden=True`) hold every case and every answer, without the texts: the
 autograder's compiled assignment (compiled.py), which only the grader's user can read.
@@ -24,27 +24,28 @@ from ..assignment.model import (
     Choice,
     CompareKind,
     Comparison,
+    Draw,
     DrawnWrongValue,
     Mistake,
     Problem,
     QuizItem,
     QuizKind,
     RubricEntry,
-    Variant,
     Visibility,
     WrongValue,
 )
 from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SubmissionError
 
-FORMAT = 2
+FORMAT = 3
+READABLE = (2, FORMAT)  # format 2 names the seed's label and a mistake's function "variant"
 # In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
 BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
 INDEX = "index.json"
 
 
-RAISED = "raised"  # a wrong answer that is the error a variant raised: {"raised": [type name, message]}
+RAISED = "raised"  # a wrong answer that is the error a bug raised: {"raised": [type name, message]}
 
 
 def encode(value: Any, binary: bool = False) -> Any:
@@ -83,7 +84,7 @@ def _choice_public(c: Choice) -> dict:
     return asdict(c)
 
 
-def _item_data(v: Variant, keep_answers: bool = False) -> dict:
+def _item_data(v: Draw, keep_answers: bool = False) -> dict:
     """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
     `keep_answers`: the autograder's own copy)."""
     item = replace(v.item, prompt=v.prompt, params={}, code=None)  # numbers resolved: no course code needed
@@ -102,7 +103,7 @@ def _item_data(v: Variant, keep_answers: bool = False) -> dict:
     return data
 
 
-def _item_from(data: dict) -> Variant:
+def _item_from(data: dict) -> Draw:
     raw = dict(data["item"])
     raw["kind"] = QuizKind(raw["kind"])
     raw["visibility"] = Visibility(raw["visibility"])
@@ -110,7 +111,7 @@ def _item_from(data: dict) -> Variant:
     raw["wrong"] = tuple(WrongValue(**w) for w in raw["wrong"])
     raw["rubric"] = tuple(RubricEntry(**r) for r in raw.get("rubric", ()))
     item = QuizItem(**raw)
-    return Variant(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
+    return Draw(item=item, seed=data["seed"], params=data["params"], prompt=data["prompt"],
                    choices=item.choices, answer=data["answer"], feedback=data["feedback"],
                    wrong=tuple(DrawnWrongValue(**w) for w in data["wrong"]), hint=data["hint"])
 
@@ -128,10 +129,10 @@ def _function_from(data: dict) -> FunctionSpec:
     return FunctionSpec(data["name"], params, ReturnKind(data["returns"]), data["signature"], tuple(data["outputs"]))
 
 
-def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict:
-    """The public fixtures of one variant, or with `hidden` the full ones (autograder side: runs
-    the reference and the variants)."""
-    from ..assignment.quiz import variant as quiz_variant
+def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
+    """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
+    the reference and the bugs)."""
+    from ..assignment.quiz import draw as quiz_draw
     from ..assignment.render import render_problem
     from .diagnosis import wrong_answer
     from .prepared import prepare
@@ -139,12 +140,12 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
     for problem in assignment.problems:
         cases = []
         for case in problem.visible_cases(include_hidden=hidden):
-            prepared = prepare(problem, case, variant)
+            prepared = prepare(problem, case, seed)
             wrong = []
             for mistake in problem.mistakes:
                 try:
                     wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), hidden)])
-                except Exception as exc:  # the variant does not apply to these inputs (or is a detector)
+                except Exception as exc:  # the bug does not apply to these inputs (or is a detector)
                     if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
                         wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
             cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
@@ -158,23 +159,31 @@ def build(assignment, variant: int, label: str, *, hidden: bool = False) -> dict
             "code": str(problem.code) if hidden and problem.code else None,  # the detectors' course code
             "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
-            "text": "" if hidden else render_problem(problem, variant),
-            "mistakes": [{"id": m.id, "message": m.message, "variant": m.variant, "detector": m.detector}
+            "text": "" if hidden else render_problem(problem, seed),
+            "mistakes": [{"id": m.id, "message": m.message, "bug": m.bug, "detector": m.detector}
                          for m in problem.mistakes],
             "cases": cases,
         })
     quiz = None
     if assignment.quiz is not None:
         quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
-                "items": [_item_data(quiz_variant(i, variant), keep_answers=hidden) for i in assignment.quiz.items]}
-    return {"format": FORMAT, "title": assignment.title, "variant": label, "problems": problems, "quiz": quiz}
+                "items": [_item_data(quiz_draw(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
+    return {"format": FORMAT, "title": assignment.title, "seed": label, "problems": problems, "quiz": quiz}
+
+
+def _mistake(data: dict) -> Mistake:
+    """A named mistake as stored; format 2 names its function "variant"."""
+    data = dict(data)
+    if "variant" in data:
+        data["bug"] = data.pop("variant")
+    return Mistake(**data)
 
 
 class Fixtures:
-    """One variant's fixtures, loaded for checking (student side: no reference needed)."""
+    """One seed's fixtures, loaded for checking (student side: no reference needed)."""
 
     def __init__(self, data: dict, path: Path):
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        if not isinstance(data, dict) or data.get("format") not in READABLE:
             raise SubmissionError(f"{path}: not a fixtures file of this version of mha-exercises")
         self.path = path
         self.title: str = data["title"]
@@ -182,7 +191,7 @@ class Fixtures:
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
         self.quiz_title: str | None = quiz.get("title") if quiz else None
-        self.quiz: list[Variant] = [_item_from(i) for i in quiz["items"]] if quiz else []
+        self.quiz: list[Draw] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
     @classmethod
@@ -207,6 +216,6 @@ class Fixtures:
                                          inputs=c.get("inputs")))
         problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=_function_from(p["function"]),
                           prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
-                          mistakes=tuple(Mistake(**m) for m in p["mistakes"]), timeout=p["timeout"],
+                          mistakes=tuple(_mistake(m) for m in p["mistakes"]), timeout=p["timeout"],
                           code=Path(p["code"]) if p.get("code") else None)
         return problem, prepared

@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import Assignment, Problem, Variant
-from ..assignment.variants import DEFAULT_SEED
+from ..assignment.model import Assignment, Draw, Problem
+from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import ReturnKind
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
-from .answers import grade_variants
+from .answers import grade_draws
 from .cascade import grade_behind_helpers
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
@@ -274,12 +274,12 @@ def grade(assignment: Assignment, submission: Path | SubmissionFiles, *, include
     """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
     assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers.
     `cache`: cases prepared for earlier submissions of the same assignment (a batch)."""
-    from ..assignment.quiz import variant  # draws numbers and computes answers: the autograder's side only
+    from ..assignment.quiz import draw  # draws numbers and computes answers: the autograder's side only
     wanted = set(problem_ids) if problem_ids else None
     get = cache.get if cache is not None else prepare
-    draw = cache.quiz_item if cache is not None else variant
+    draw_item = cache.quiz_item if cache is not None else draw
     items = assignment.quiz.items if assignment.quiz else ()
-    quiz = [draw(i, seed) for i in items if wanted is None or i.id in wanted]
+    quiz = [draw_item(i, seed) for i in items if wanted is None or i.id in wanted]
     return grade_prepared(assignment.title, [p for p in assignment.problems if wanted is None or p.id in wanted],
                           lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
                           quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,
@@ -295,7 +295,7 @@ def not_read(problem: Problem, prepared: list[PreparedCase], reason: str) -> Pro
 
 
 def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
-                   quiz: Sequence[Variant], quiz_ids: Sequence[str], submission: Path | SubmissionFiles, *,
+                   quiz: Sequence[Draw], quiz_ids: Sequence[str], submission: Path | SubmissionFiles, *,
                    include_hidden: bool, limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
     """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
     is starting, so preparing them overlaps its start), and on quiz items whose numbers are
@@ -308,7 +308,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     start = time.monotonic()
     files = submission if isinstance(submission, SubmissionFiles) else read_submission(Path(submission))
     # the answers were read before any student code runs; grading them runs no student code
-    quiz_results = grade_variants(quiz, files.answers, quiz_ids, include_hidden=include_hidden)
+    quiz_results = grade_draws(quiz, files.answers, quiz_ids, include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = files.notes
     load_error: LoadError | None = None

@@ -136,8 +136,8 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))
 
 
-def _variant(item_id: str, exercises):
-    """The quiz item's default variant: from the student fixtures (public items only), else drawn
+def _draw(item_id: str, exercises):
+    """The quiz item drawn for the default seed: from the student fixtures (public items only), else drawn
     from the assignment as `mha grade` draws it."""
     fixtures = _fixtures() if exercises is None else None
     if fixtures is not None:
@@ -145,12 +145,12 @@ def _variant(item_id: str, exercises):
         if found is None:
             raise LookupError(f"no quiz item {item_id!r} in {fixtures.path}")
         return found
-    from ..assignment.quiz import DEFAULT_SEED, variant
+    from ..assignment.quiz import DEFAULT_SEED, draw
     assignment = _assignment(str(_root(exercises).resolve()))
     item = assignment.quiz.item(item_id) if assignment.quiz else None
     if item is None:
         raise LookupError(f"no quiz item {item_id!r} in {assignment.root}")
-    return variant(item, DEFAULT_SEED)
+    return draw(item, DEFAULT_SEED)
 
 
 def check_answer(item_id: str, value: Any, part: int = 1, parts: int = 1,
@@ -160,7 +160,7 @@ def check_answer(item_id: str, value: Any, part: int = 1, parts: int = 1,
     answer earns at least part/parts of the item, so otter's points equal `mha grade`'s, partial
     credit included. A hidden item's failure says only that it is not right."""
     from ..grading.answers import grade_item
-    v = _variant(item_id, exercises)
+    v = _draw(item_id, exercises)
     result = grade_item(v, plain(value), None, include_hidden=True)
     if result.fraction * parts >= part - 1e-9:
         return

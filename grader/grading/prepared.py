@@ -1,8 +1,8 @@
-"""A case made ready to grade: its inputs built for a variant and its expected answer computed
+"""A case made ready to grade: its inputs built for a seed and its expected answer computed
 with the course's reference (and the named mistakes' answers), shared by a batch's submissions.
 
-A case's inputs and expected answer depend only on the problem, the case and the variant, never
-on the submission, so `PreparedCases` computes them once per variant.
+A case's inputs and expected answer depend only on the problem, the case and the seed, never
+on the submission, so `PreparedCases` computes them once per seed.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import Case, Problem, QuizItem, Variant
-from ..assignment.variants import DEFAULT_SEED
+from ..assignment.model import Case, Draw, Problem, QuizItem
+from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import InternalError, SpecError
 
@@ -30,22 +30,22 @@ class PreparedCase:
     case: Case
     args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code
     expected: Any           # reference answer (or the literal 'expect'); unused for 'raises'
-    # (mistake id, the wrong variant's answer) computed ahead of time, as in the student bundle;
-    # None: run the course code's wrong variants when a case fails
+    # (mistake id, the bug's answer) computed ahead of time, as in the student bundle;
+    # None: run the course code's bugs when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
     computed: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tuple[Any, ...]:
+def build_args(problem: Problem, case: Case, seed: int = DEFAULT_SEED) -> tuple[Any, ...]:
     """Positional arguments up to the last one the case gives; gaps take the API default.
 
-    `variant` is the student's seed: it draws the problem's params and, unless the case fixes
+    `seed` is the student's seed: it draws the problem's params and, unless the case fixes
     its own `seed`, the case's random inputs, so each student gets their own numbers."""
     from ..assignment import generators as gen  # not needed to grade on a compiled assignment
-    seed = gen.case_seed(problem.id, case.name, case.seed, variant)
-    env = gen.realize_let(case.let, seed, base=gen.draw_params(problem.params, problem.id, variant))
+    inputs_seed = gen.case_seed(problem.id, case.name, case.seed, seed)
+    env = gen.realize_let(case.let, inputs_seed, base=gen.draw_params(problem.params, problem.id, seed))
     fn = problem.function
     last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
 
@@ -53,7 +53,7 @@ def build_args(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> tup
         from ..assignment.course import course_function
         return course_function(problem.code, name)
     try:
-        return tuple(gen.realize(case.args[p.name], p.kind, env, seed, p.name, course_fn) if p.name in case.args
+        return tuple(gen.realize(case.args[p.name], p.kind, env, inputs_seed, p.name, course_fn) if p.name in case.args
                      else p.default for p in fn.params[: last + 1])
     except ValueError as exc:  # a course generator that failed: the problem file's or the course code's fault
         raise SpecError(str(problem.path), case.line, f"case {case.name!r}: {exc}") from exc
@@ -81,8 +81,8 @@ def reference_answer(fn: FunctionSpec, args: tuple[Any, ...], code: Path | None)
     return reference(*copy.deepcopy(args))
 
 
-def prepare(problem: Problem, case: Case, variant: int = DEFAULT_SEED) -> PreparedCase:
-    args = build_args(problem, case, variant)
+def prepare(problem: Problem, case: Case, seed: int = DEFAULT_SEED) -> PreparedCase:
+    args = build_args(problem, case, seed)
     inputs = "" if case.hidden else summarize_inputs(problem.function, args)  # once per batch, not per student
     if case.raises:
         return PreparedCase(case, args, None, inputs=inputs)
@@ -111,41 +111,41 @@ def _frozen(value: Any) -> Any:
 class PreparedCases:
     """Prepared cases (and drawn quiz items) shared by the submissions of a batch, for one assignment.
 
-    A case's inputs and expected answer depend only on the problem, the case and the variant,
-    never on the submission, so a class on one variant computes them once; so do quiz items. The last `variants`
-    variants are kept (with per-student variants, one per student graded at the same time), so
+    A case's inputs and expected answer depend only on the problem, the case and the seed,
+    never on the submission, so a class on one seed computes them once; so do quiz items. The last `seeds`
+    seeds are kept (with per-student seeds, one per student graded at the same time), so
     memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
 
-    def __init__(self, variants: int = 8):
-        self._variants = variants
-        self._by_variant: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
+    def __init__(self, seeds: int = 8):
+        self._seeds = seeds
+        self._by_seed: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
         self._lock = threading.Lock()
 
-    def get(self, problem: Problem, case: Case, variant: int) -> PreparedCase:
-        return self._kept(variant, (problem.id, case.name), lambda: self._prepare(problem, case, variant))
+    def get(self, problem: Problem, case: Case, seed: int) -> PreparedCase:
+        return self._kept(seed, (problem.id, case.name), lambda: self._prepare(problem, case, seed))
 
-    def quiz_item(self, item: QuizItem, variant: int) -> Variant:
-        """The quiz item with the variant's numbers drawn and its answers computed (once)."""
-        from ..assignment.quiz import variant as draw
-        return self._kept(variant, ("", item.id), lambda: draw(item, variant))  # "": no problem has that id
+    def quiz_item(self, item: QuizItem, seed: int) -> Draw:
+        """The quiz item with the seed's numbers drawn and its answers computed (once)."""
+        from ..assignment.quiz import draw
+        return self._kept(seed, ("", item.id), lambda: draw(item, seed))  # "": no problem has that id
 
     @staticmethod
-    def _prepare(problem: Problem, case: Case, variant: int) -> PreparedCase:
-        prepared = prepare(problem, case, variant)
+    def _prepare(problem: Problem, case: Case, seed: int) -> PreparedCase:
+        prepared = prepare(problem, case, seed)
         _frozen((prepared.args, prepared.expected, prepared.wrong_answers))
         return prepared
 
-    def _kept(self, variant: int, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+    def _kept(self, seed: int, key: tuple[str, str], make: Callable[[], Any]) -> Any:
         with self._lock:
-            known = self._by_variant.get(variant, {}).get(key)
+            known = self._by_seed.get(seed, {}).get(key)
         if known is not None:
             return known
         made = make()
         with self._lock:
-            kept = self._by_variant.setdefault(variant, {})
-            self._by_variant.move_to_end(variant)
-            while len(self._by_variant) > self._variants:
-                self._by_variant.popitem(last=False)
+            kept = self._by_seed.setdefault(seed, {})
+            self._by_seed.move_to_end(seed)
+            while len(self._by_seed) > self._seeds:
+                self._by_seed.popitem(last=False)
             return kept.setdefault(key, made)
 
 

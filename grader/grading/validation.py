@@ -58,10 +58,10 @@ def load_valid(root: Path):
 def valid_then(root: Path, use: Callable[[Assignment], T], course_stamp: str | None = None) -> T:
     """`use(assignment)` for the assignment at `root`, returned only if `mha validate` accepts the
     assignment (else SpecErrors, as load_valid raises them). `course_stamp`: its stamp, when the
-    caller has it (compiled.stamp with no variant).
+    caller has it (compiled.stamp with no seed).
 
     A course not validated since it last changed has its keys checked against the reference in a
-    second thread while `use` runs (preparing a variant's cases, say): the reference's numpy work
+    second thread while `use` runs (preparing a seed's cases, say): the reference's numpy work
     releases the GIL, so a first grade after a change waits for the longer of the two, not for
     both. What `use` made is dropped, and its errors wait, until the keys are known to be right:
     a wrong key's errors come first, as in `mha validate`."""

@@ -1,9 +1,9 @@
-"""Per-student variants: a seed from a keyed hash of the course secret and the student's id.
+"""Per-student seeds: a seed from a keyed hash of the course secret and the student's id.
 
 The same student id always gives the same seed, so `mha check`, hidden grading and every export
-agree. Which id: `variant_key` in course.yaml, `email` (the default) or `sid`, the same for
-Gradescope (its submission metadata), `grade-all`, `release` (the roster) and `mha variant`.
-Without a student, the default variant (seed 0) is used. The secret never leaves the
+agree. Which id: `seed_key` in course.yaml, `email` (the default) or `sid`, the same for
+Gradescope (its submission metadata), `grade-all`, `release` (the roster) and `mha numbers`.
+Without a student, the default seed (0) is used. The secret never leaves the
 instructor's side: it is read at the CLI boundary (course.yaml or MHA_COURSE_SECRET) and passed in.
 """
 from __future__ import annotations
@@ -18,8 +18,9 @@ from .yamlio import load_yaml
 
 DEFAULT_SEED = 0
 SECRET_ENV = "MHA_COURSE_SECRET"
-VARIANT_KEYS = ("email", "sid")  # which id of a student picks their numbers (course.yaml `variant_key`)
+SEED_KEYS = ("email", "sid")  # which id of a student picks their numbers (course.yaml `seed_key`)
 DEFAULT_KEY = "email"            # every Gradescope user has one; a sid may be added later in the term
+SEED_KEY_ALIAS = "variant_key"   # the same setting under its older name, still accepted
 
 
 def normalize_student(student: str) -> str:
@@ -28,13 +29,13 @@ def normalize_student(student: str) -> str:
 
 
 def student_seed(secret: str | None, student: str | None) -> int:
-    """The variant seed of `student` (DEFAULT_SEED when no student is given)."""
+    """The seed of `student` (DEFAULT_SEED when no student is given)."""
     if student is None or not student.strip():
         return DEFAULT_SEED
     if not secret:
-        raise SubmissionError(f"a course secret is needed for per-student variants: set {SECRET_ENV} "
+        raise SubmissionError(f"a course secret is needed for per-student seeds: set {SECRET_ENV} "
                               "or 'secret' in course.yaml")
-    import hashlib  # here, not at the top: the default variant (most cold grades) needs neither
+    import hashlib  # here, not at the top: the default seed (most cold grades) needs neither
     import hmac
     digest = hmac.new(secret.encode(), normalize_student(student).encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") or 1  # never the default seed
@@ -51,42 +52,47 @@ class Course:
     """course.yaml (and the environment): the secret, and which id of a student picks their numbers."""
 
     secret: str | None = None
-    variant_key: str = DEFAULT_KEY
+    seed_key: str = DEFAULT_KEY
     path: Path | None = None         # course.yaml, when it exists
-    key_line: int | None = None      # the line of `variant_key:` in it
+    key_line: int | None = None      # the line of `seed_key:` in it
 
     def key_error(self, where: str, student: str) -> SpecError:
-        """The error for a student whose id of kind `variant_key` is missing."""
-        other = next(k for k in VARIANT_KEYS if k != self.variant_key)
-        setting = f"variant_key is {self.variant_key!r}" + ("" if self.key_line else " (the default)")
+        """The error for a student whose id of kind `seed_key` is missing."""
+        other = next(k for k in SEED_KEYS if k != self.seed_key)
+        setting = f"seed_key is {self.seed_key!r}" + ("" if self.key_line else " (the default)")
         return SpecError(str(self.path or "course.yaml"), self.key_line,
-                         f"{where}: no {self.variant_key} for {student}, and {setting}: each student's numbers come "
-                         f"from their {self.variant_key}; add it to the roster, or set 'variant_key: {other}' in "
+                         f"{where}: no {self.seed_key} for {student}, and {setting}: each student's numbers come "
+                         f"from their {self.seed_key}; add it to the roster, or set 'seed_key: {other}' in "
                          "course.yaml before anything is released")
 
 
 def course_config(root: Path, environ: Mapping[str, str]) -> Course:
     """course.yaml beside assignment.yaml, if any. MHA_COURSE_SECRET, when set and not empty, wins over
-    its `secret:`; `variant_key:` (email or sid, default email) is read from course.yaml only."""
+    its `secret:`; `seed_key:` (email or sid, default email; `variant_key:` is accepted for it) is read
+    from course.yaml only."""
     config = Path(root) / "course.yaml"
     data = load_yaml(config) if config.is_file() else None
     if data is not None and not isinstance(data, dict):
         raise SpecError(str(config), 1, "must map settings to values, like 'secret: ...'")
     data = data or {}
     lines = getattr(data, "key_lines", {})
-    unknown = sorted(set(data) - {"secret", "variant_key"})
+    unknown = sorted(set(data) - {"secret", "seed_key", SEED_KEY_ALIAS})
     if unknown:
         raise SpecError(str(config), lines.get(unknown[0]), f"unknown setting {unknown[0]!r} "
-                        "(known: secret, variant_key)")
+                        "(known: secret, seed_key)")
+    if "seed_key" in data and SEED_KEY_ALIAS in data:
+        raise SpecError(str(config), lines.get(SEED_KEY_ALIAS),
+                        f"'{SEED_KEY_ALIAS}' is another name for 'seed_key': give only 'seed_key'")
+    name = SEED_KEY_ALIAS if SEED_KEY_ALIAS in data else "seed_key"
     secret = data.get("secret")
     if secret is not None and (not isinstance(secret, str) or len(secret) < 8):
         raise SpecError(str(config), lines.get("secret"), "'secret' must be text of at least 8 characters")
-    key = data.get("variant_key", DEFAULT_KEY)
-    if key not in VARIANT_KEYS:
-        raise SpecError(str(config), lines.get("variant_key"),
-                        f"'variant_key' must be one of {', '.join(VARIANT_KEYS)} (got {key!r})")
-    return Course(secret=environ.get(SECRET_ENV) or secret, variant_key=key,
-                  path=config if config.is_file() else None, key_line=lines.get("variant_key"))
+    key = data.get(name, DEFAULT_KEY)
+    if key not in SEED_KEYS:
+        raise SpecError(str(config), lines.get(name),
+                        f"'seed_key' must be one of {', '.join(SEED_KEYS)} (got {key!r})")
+    return Course(secret=environ.get(SECRET_ENV) or secret, seed_key=key,
+                  path=config if config.is_file() else None, key_line=lines.get(name))
 
 
 def course_secret(root: Path, environ: Mapping[str, str]) -> str | None:
@@ -95,7 +101,7 @@ def course_secret(root: Path, environ: Mapping[str, str]) -> str | None:
 
 
 def gradescope_student(metadata_path: Path, course: Course | None = None) -> str | None:
-    """The first submitter's id of the course's kind (variant_key: email or sid) from Gradescope's
+    """The first submitter's id of the course's kind (seed_key: email or sid) from Gradescope's
     submission_metadata.json; None when the file is missing or unreadable. A submitter without that
     id is an error naming it: falling back to another id would give the student other numbers."""
     course = course or Course()
@@ -106,7 +112,7 @@ def gradescope_student(metadata_path: Path, course: Course | None = None) -> str
     users = data.get("users") if isinstance(data, dict) else None
     if not isinstance(users, list) or not users or not isinstance(users[0], dict):
         return None
-    value = users[0].get(course.variant_key)
+    value = users[0].get(course.seed_key)
     if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
         return str(value).strip()
     who = next((str(users[0][k]) for k in ("email", "sid", "name") if users[0].get(k)), "the first submitter")
@@ -118,9 +124,9 @@ MAX_DATA_BYTES = 16 << 20       # data.json holds the submitted files too
 
 
 def prairielearn_seed(data_path: Path) -> int:
-    """The variant seed that PrairieLearn's data.json names (params.mha_seed, which the exported
-    question's server.py drew from PrairieLearn's variant seed). Anything else is an error, never
-    the default variant: grading other numbers than the student saw would be wrong."""
+    """The seed that PrairieLearn's data.json names (params.mha_seed, which the exported question's
+    server.py drew from PrairieLearn's `variant_seed`). Anything else is an error, never the default
+    seed: grading other numbers than the student saw would be wrong."""
     try:
         with open(data_path, "rb") as handle:
             raw = handle.read(MAX_DATA_BYTES + 1)
@@ -132,6 +138,6 @@ def prairielearn_seed(data_path: Path) -> int:
     params = data.get("params") if isinstance(data, dict) else None
     seed = params.get(PRAIRIELEARN_SEED) if isinstance(params, dict) else None
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InternalError(f"{data_path}: params.{PRAIRIELEARN_SEED} must be the variant's seed, a whole number "
+        raise InternalError(f"{data_path}: params.{PRAIRIELEARN_SEED} must be the student's seed, a whole number "
                             f"0 or more (got {seed!r}); export the course again with `mha export prairielearn`")
     return seed

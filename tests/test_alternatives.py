@@ -17,7 +17,7 @@ COUNTS = ["count_routing_distributions", "parameter_count"]
 REASONING = ["padded_batch_attention", "one_head_both_designs"]
 TRAINED = ["run_model", "head_scores", "ablation_deltas"]
 
-# each correct variant and the problems it answers
+# each correct alternative submission and the problems it answers
 CORRECT = {
     "correct_float32.py": ARRAYS + HEADS + SEVERAL_HEADS,
     "correct_einsum.py": ARRAYS,
@@ -29,8 +29,8 @@ CORRECT = {
 
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_variant_gets_full_marks(assignment, name):
-    """Every case of every problem the variant answers passes."""
+def test_correct_alternative_gets_full_marks(assignment, name):
+    """Every case of every problem the alternative answers passes."""
     result = grade(assignment, SUBMISSIONS / name, problem_ids=CORRECT[name])
     graded = {p.id: p for p in result.problems if p.id in CORRECT[name]}
     failures = [f"{p.id} / {c.name}: {c.summary} {c.detail}" for p in graded.values() for c in p.cases if not c.passed]
@@ -39,6 +39,6 @@ def test_correct_variant_gets_full_marks(assignment, name):
     assert all(p.score == p.max_score for p in graded.values())
 
 
-def test_the_modern_variant_answers_every_problem(assignment):
+def test_the_modern_alternative_answers_every_problem(assignment):
     """correct_future_float32.py is a complete submission: its list is the assignment's whole list of problems."""
     assert sorted(CORRECT["correct_future_float32.py"]) == sorted(p.id for p in assignment.problems)
