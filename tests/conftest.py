@@ -17,6 +17,7 @@ from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
 
 from ._required import REQUIRE_ENV, ROOT_MODE, isolation_required, skip_isolation
+from ._shared import once
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
@@ -90,6 +91,14 @@ def compiled_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def assignment():
     return load_assignment(EXERCISES)
+
+
+@pytest.fixture(scope="session")
+def otter_autograder(tmp_path_factory) -> Path:
+    """The otter export after `otter assign` and `otter generate`, with the venv its zip declares,
+    built once per test run (tests/test_export_otter.py's `build_autograder`); copy before use."""
+    from .test_export_otter import build_autograder
+    return once(tmp_path_factory, "otter-autograder", build_autograder)[0]
 
 
 @pytest.fixture
