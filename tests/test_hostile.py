@@ -553,7 +553,8 @@ class TestSnapshot:
         assert _LISTINGS[str(tmp_path)] is late
 
 
-@pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)
+@pytest.mark.parametrize("hostile", [pytest.param(h, id=h.name, marks=[pytest.mark.root] if h.root_only else [])
+                                     for h in HOSTILES])
 def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
@@ -576,6 +577,7 @@ IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (C
 HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its public cases)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and

@@ -154,6 +154,11 @@ MODES = [("root-namespaces", None, {}), ("root-no-namespaces", None, {NAMESPACES
          ("non-root", DROPPED_UID, {})]
 
 
+# the root modes carry the `root` marker (`-m "not root"` leaves them out)
+MODE_PARAMS = [pytest.param(*mode, id=mode[0], marks=[pytest.mark.root] if mode[0].startswith("root-") else [])
+               for mode in MODES]
+
+
 def runnable(label: str, user: int | None) -> str | None:
     """Why this mode cannot run here (None: it can)."""
     if not ROOT_MODE:
@@ -260,7 +265,7 @@ def graded(course: Course) -> dict[tuple[str, str], Graded | BaseException]:
         return {(name, mode[0]): outcome for (name, mode), outcome in zip(todo, pool.map(attempt, todo))}
 
 
-@pytest.mark.parametrize("label, user, env", MODES, ids=[m[0] for m in MODES])
+@pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: str, user, env):
     """Exit 0, every problem's points but count_routing_distributions (which raised the report),
@@ -283,7 +288,7 @@ def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: 
     assert keys_left(token) == []
 
 
-@pytest.mark.parametrize("label, user, env", MODES, ids=[m[0] for m in MODES])
+@pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 def test_classmate_after_them_is_unaffected(course: Course, label: str, user, env):
     """`grade-all --jobs 1` on the four hostile students and a correct classmate graded after
     them: exit 0, each hostile student's exact total, the classmate's full marks, nothing left."""
