@@ -20,6 +20,8 @@ from .test_export_gradescope import autograder, run_autograder
 from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
 from .test_mistakes import BUGS
 
+pytestmark = pytest.mark.slow  # runs every platform's grader (otter, a GitHub workflow, PrairieLearn jobs)
+
 # Platforms that carry part of the assignment only, and why (docs/platforms.md, "One submission, every platform").
 PARTIAL = {
     "Canvas (QTI)": "the concept quiz only; the code is graded on another platform",

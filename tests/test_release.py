@@ -165,6 +165,7 @@ class TestStudentBundle:
         assert SECRET in config.read_text() and (config.stat().st_mode & 0o077) == 0
         assert not (root / "solutions").exists()
 
+    @pytest.mark.slow  # pip builds and installs the bundle
     def test_check_works_in_a_fresh_virtualenv(self, assignment, bundle, tmp_path):
         """pip install the student bundle into a new venv; its `mha check` grades with no reference, from any
         folder, with the student's own numbers (and asks for the id when none is given). The venv sees
