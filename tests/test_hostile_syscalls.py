@@ -48,9 +48,11 @@ from ._edges import (
     scores,
     write_submission,
 )
-from .conftest import run_as_uid, solution_source
+from .conftest import solution_source, uids_holding_keys
 from .test_hostile import HOSTILE, leftovers
 from .test_seccomp import need
+
+pytestmark = pytest.mark.slow  # grades every snippet through the CLI in every mode
 
 __all__ = ["course"]  # the module's course fixture (tests/_edges.py)
 
@@ -225,14 +227,9 @@ def keys_left(token: str) -> list[str]:
         return []
     with open("/proc/key-users", "rb") as handle:
         uids = {int(line.split(b":")[0]) for line in handle.read().splitlines() if b":" in line}
-    libc, name = ctypes.CDLL(None, use_errno=True), f"mha-hostile-{token}-user".encode()
-    syscall, keyctl, c_long = libc.syscall, ctypes.c_long(KEYCTL), ctypes.c_long
-
-    def search() -> int:
-        return 1 if any(syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
-                        for ring in (-4, -5)) else 0
-    return [f"uid {uid}" for uid in sorted(uids) if (uid in SANDBOX_IDS or uid == DROPPED_UID)
-            and run_as_uid(uid, search) != 0]
+    checked = [uid for uid in sorted(uids) if uid in SANDBOX_IDS or uid == DROPPED_UID]
+    found = uids_holding_keys(KEYCTL, [f"mha-hostile-{token}-user"], checked, persistent=False)
+    return [f"uid {uid}" for uid in found]
 
 
 @dataclass(frozen=True)
