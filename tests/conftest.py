@@ -56,6 +56,14 @@ def pytest_configure(config):
         os.environ.pop(variable, None)
 
 
+def pytest_collection_modifyitems(items):
+    """Files holding a `slow` test run first (the order is otherwise kept): pytest-xdist hands out
+    whole files (`--dist loadfile`) in this order, so a long file does not start last and leave
+    the other workers idle while it ends."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 def pytest_runtest_setup(item):
     """A test marked `root` runs only as root: skipped otherwise, a failure when isolation is required."""
     if item.get_closest_marker("root") is not None and not ROOT_MODE:
