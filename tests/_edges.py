@@ -132,8 +132,12 @@ def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None
             drop_to(user)
 
     extra = ("--output", str(output)) if output is not None else ()
+    # no preexec_fn when there is nothing to do: then subprocess starts the child with vfork, not a
+    # fork of this (large) process
+    changes = umask is not None or user is not None
     done = subprocess.run([sys.executable, "-c", _RUN, "--exercises", str(course.exercises), *args, *extra],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=limit, preexec_fn=become)
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=limit,
+                          preexec_fn=become if changes else None)
     text = peak.read_text().strip()
     peak.unlink()
     left, processes = sorted(os.listdir(tmp)), working_in(tmp)

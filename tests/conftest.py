@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
@@ -17,6 +18,7 @@ from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
 
 from ._required import REQUIRE_ENV, ROOT_MODE, isolation_required, skip_isolation
+from ._shared import once
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
@@ -54,6 +56,14 @@ def pytest_configure(config):
         os.environ.pop(variable, None)
 
 
+def pytest_collection_modifyitems(items):
+    """Files holding a `slow` test run first (the order is otherwise kept): pytest-xdist hands out
+    whole files (`--dist loadfile`) in this order, so a long file does not start last and leave
+    the other workers idle while it ends."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 def pytest_runtest_setup(item):
     """A test marked `root` runs only as root: skipped otherwise, a failure when isolation is required."""
     if item.get_closest_marker("root") is not None and not ROOT_MODE:
@@ -87,9 +97,44 @@ def compiled_cache(tmp_path_factory):
         os.environ[CACHE_ENV] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def wheels_downloaded_once():
+    """`wheelhouse.download` (a `pip download` of the exports' dependency wheels, seconds each
+    time) runs pip once per set of arguments in each test process: a later identical call gets a
+    copy of the wheels the first call got, or raises its error again. Every caller still calls it
+    with its own arguments; a test may monkeypatch it as before."""
+    from grader.errors import InternalError
+    from grader.exports import wheelhouse
+    real = wheelhouse.download
+    done: dict[tuple, dict[str, bytes] | InternalError] = {}
+
+    def download(python, platforms=wheelhouse.GRADESCOPE_PLATFORMS, requirements=None, timeout=600):
+        key = (python, tuple(platforms), None if requirements is None else tuple(requirements))
+        if key not in done:
+            try:
+                done[key] = real(python, platforms=platforms, requirements=requirements, timeout=timeout)
+            except InternalError as exc:
+                done[key] = exc
+        if isinstance(done[key], InternalError):
+            raise done[key]
+        return dict(done[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wheelhouse, "download", download)
+        yield
+
+
 @pytest.fixture(scope="session")
 def assignment():
     return load_assignment(EXERCISES)
+
+
+@pytest.fixture(scope="session")
+def otter_autograder(tmp_path_factory) -> Path:
+    """The otter export after `otter assign` and `otter generate`, with the venv its zip declares,
+    built once per test run (tests/test_export_otter.py's `build_autograder`); copy before use."""
+    from .test_export_otter import build_autograder
+    return once(tmp_path_factory, "otter-autograder", build_autograder)[0]
 
 
 @pytest.fixture
@@ -131,6 +176,53 @@ def run_as_uid(uid: int, action) -> int:
         finally:
             os._exit(code)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+# Run by `uids_holding_keys` in a small process of its own: argv = keyctl's syscall number, "1" to
+# search the persistent keyring too, the key names (comma-separated), then the uids. Prints each uid
+# whose child (switched to it, making only system calls) found a key or failed.
+_FIND_KEYS = """
+import ctypes, os, sys
+libc, c_long = ctypes.CDLL(None, use_errno=True), ctypes.c_long
+keyctl, persistent_too = c_long(int(sys.argv[1])), sys.argv[2] == "1"
+names = [name.encode() for name in sys.argv[3].split(",")]
+def search():
+    rings = [-4, -5]  # the user and user-session keyrings
+    if persistent_too:
+        persistent = libc.syscall(keyctl, c_long(22), c_long(-1), c_long(-4))
+        if persistent > 0:
+            rings.append(persistent)
+    hits = [libc.syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
+            for ring in rings for name in names]
+    return 1 if any(hits) else 0
+for uid in map(int, sys.argv[4:]):
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = search()
+        finally:
+            os._exit(code)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        print(uid)
+"""
+
+
+def uids_holding_keys(keyctl: int, names: list[str], uids, persistent: bool) -> list[int]:
+    """The uids among `uids` whose user or user-session keyring (and persistent keyring, if
+    `persistent`) holds a "user" key named in `names`, or whose search failed. One child per uid,
+    forked by a small helper process: a fork of the test process, whose memory is large, costs
+    far more, and a busy machine has a hundred sandbox uids holding keys."""
+    uids = list(uids)
+    if not uids:
+        return []
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _FIND_KEYS, str(keyctl), "1" if persistent else "0",
+                           ",".join(names), *map(str, uids)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the key search failed: {done.stderr[-2000:]}"
+    return [int(line) for line in done.stdout.split()]
 
 
 REQUIRE_ISOLATION = os.environ.get("MHA_REQUIRE_ISOLATION", "").strip() in ("1", "yes", "true")

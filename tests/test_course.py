@@ -283,6 +283,7 @@ def test_grade_all_refuses_one_students_folder(tmp_path):
 
 
 class TestGradescopeZip:
+    @pytest.mark.slow  # setup.sh installs the wheels into a fresh venv
     def test_the_zip_built_offline_grades_the_course_as_the_cli_does(self, entropy, tmp_path):
         """The entropy course's Gradescope zip carries its code to the autograder (setup.sh builds the image
         with the network off): the correct submission gets 5/5, the buggy one 1/5 with its named mistake."""

@@ -104,6 +104,7 @@ def half_done() -> str:
 
 
 class TestOfflineImage:
+    @pytest.mark.slow  # setup.sh installs the wheels into a fresh venv
     def test_setup_builds_the_image_offline_and_grades_a_solution(self, tmp_path, assignment):
         """setup.sh, with no network, installs everything from the zip's wheels and compiles the
         assignment; run_autograder then gives a solution full marks with the image's own mha."""
@@ -263,6 +264,7 @@ def _python310() -> str | None:
 
 
 class TestOtherPython:
+    @pytest.mark.slow  # pip resolves wheels for 3.10, setup.sh installs them
     def test_a_310_export_from_this_install_builds_and_grades(self, tmp_path, assignment):
         """From this install (numpy newer than any with 3.10 wheels), `--python 3.10` resolves the
         dependencies for 3.10 and says so; with a 3.10 python3 at hand, setup.sh builds the image

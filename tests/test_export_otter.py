@@ -21,6 +21,7 @@ from grader.grading.answers import grade_item
 from grader.grading.otter_checks import check_answer, check_case, plain
 
 from ._install import clean_env, fresh_venv, link_farm
+from ._shared import copy_of
 from ._student_models import assert_models_shipped, load_in
 from .conftest import EXERCISES
 
@@ -96,24 +97,44 @@ def _answers(notebook: str) -> dict:
     return found
 
 
-@pytest.fixture(scope="module")
-def otter_run(tmp_path_factory):
-    """Export, `otter assign`, `otter generate`, then `otter run` on a correct and a buggy notebook,
-    in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES, no checkout)."""
+def build_autograder(folder: Path) -> dict:
+    """In `folder`: the export, `otter assign` (dist/), `otter generate` (dist/autograder/autograder.zip)
+    and the venv the zip declares (declared/venv). Built once per test run for this file and
+    test_platform_table.py (the `otter_autograder` fixture); tests use a copy (`autograder_copy`)."""
     from click.testing import CliRunner
 
     from grader.cli.commands import main
-    tmp = tmp_path_factory.mktemp("otter")
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
+    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(folder / "export")])
     assert result.exit_code == 0, result.output
-    assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
+    assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(folder / "dist"), cwd=folder / "export"))
     assert "All autograder tests passed" in assign
-    autograder = tmp / "dist" / "autograder"
+    autograder = folder / "dist" / "autograder"
     # the config's autograder_files, copied by otter assign (beside the student wheel, +student)
     wheel, = (w for w in autograder.glob("mha_exercises-*.whl") if "+student" not in w.name)
     _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
+    (folder / "declared").mkdir()
+    declared_environment(autograder / "autograder.zip", folder / "declared")
+    return {}
+
+
+def autograder_copy(shared: Path, tmp: Path) -> tuple[Path, dict]:
+    """A private copy in `tmp` of the shared dist/ and declared venv: (the venv's python, its env)."""
+    copy_of(shared / "dist", tmp / "dist")
+    python = copy_of(shared / "declared" / "venv", tmp / "venv") / "bin" / "python"
+    env = clean_env(tmp)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
+    return python, env
+
+
+@pytest.fixture(scope="module")
+def otter_run(tmp_path_factory, otter_autograder):
+    """`otter run` on a correct and a buggy notebook (after export, `otter assign` and `otter
+    generate`), in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES,
+    no checkout); `otter check` on both with only the student wheel."""
+    tmp = tmp_path_factory.mktemp("otter")
+    python, env = autograder_copy(otter_autograder, tmp)
+    autograder = tmp / "dist" / "autograder"
     solved = (autograder / exporter.NOTEBOOK_NAME).read_text()
-    python, env = declared_environment(autograder / "autograder.zip", tmp)
     student_python, student_env = student_environment(tmp / "dist" / "student", tmp / "student-env")
     checks = {}
     for name, text in (("correct", solved), ("buggy", _buggy(solved))):

@@ -99,6 +99,7 @@ def mha_fraction(tmp: Path, problem: str, source: str) -> float:
 
 
 class TestEntryPoint:
+    @pytest.mark.slow  # the entry point installs the grader from its wheels
     def test_correct_submission_with_the_offline_install(self, course, tmp_path):
         """The entry point installs the grader from serverFilesCourse with no network and gives the
         model answers full marks, every test at its full points."""

@@ -44,7 +44,14 @@ from grader.assignment.loader import load_assignment
 from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from .conftest import ROOT, installation_in_tmp, isolation_missing, lay_out_course, run_as_uid, solution_source
+from .conftest import (
+    ROOT,
+    installation_in_tmp,
+    isolation_missing,
+    lay_out_course,
+    solution_source,
+    uids_holding_keys,
+)
 
 pytestmark = pytest.mark.slow  # grades every hostile submission, twice as root
 
@@ -239,7 +246,7 @@ class Listing:
     """A folder's entries as seen once: its identity then, and when it was read."""
     ident: tuple[int, int, int]  # device, inode, ctime (ns): any entry added, removed or renamed changes the ctime
     read_ns: int                 # time.time_ns() just before the folder was listed
-    files: tuple[str, ...]       # every entry that is not a folder (files, links, sockets...)
+    files: frozenset[str]        # every entry that is not a folder (files, links, sockets...)
     folders: tuple[str, ...]
 
 
@@ -247,7 +254,39 @@ _LISTINGS: dict[str, Listing] = {}  # by path: the latest listing of each folder
 STABLE_NS = 2 * 10**9  # a listing is reused only for a folder unchanged this long before it was read
 
 
-def snapshot(roots) -> set[str]:
+@pytest.fixture(scope="module", autouse=True)
+def forget_listings():
+    """The listings of a busy /tmp take a hundred megabytes: dropped once this file is done, so
+    that the worker's later forks (tests of other files) do not copy them."""
+    yield
+    _LISTINGS.clear()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every path under some roots, seen once: the paths looked at (lstat) and the listing of every
+    folder among them. `paths()` is the whole set; `new_since(before)` is `after.paths() -
+    before.paths()`, computed without building either set (a snapshot of a busy /tmp holds
+    hundreds of thousands of paths): a folder whose listing `before` holds too has no new file."""
+    looked_at: frozenset[str]      # roots and folders whose lstat succeeded
+    listings: dict[str, Listing]   # by folder: its listing in this snapshot
+
+    def paths(self) -> set[str]:
+        return set(self.looked_at).union(*(listing.files for listing in self.listings.values()))
+
+    def __contains__(self, path: str) -> bool:
+        listing = self.listings.get(os.path.dirname(path))
+        return path in self.looked_at or (listing is not None and path in listing.files)
+
+    def new_since(self, before: Snapshot) -> set[str]:
+        new = {path for path in self.looked_at - before.looked_at if path not in before}
+        for folder, listing in self.listings.items():
+            if before.listings.get(folder) is not listing:  # the same listing: the same files
+                new.update(path for path in listing.files if path not in before)
+        return new
+
+
+def snapshot(roots) -> Snapshot:
     """Every path under `roots`, from lstat and folder listings: no link is followed, and
     nothing but folders is opened (to be listed).
 
@@ -256,7 +295,8 @@ def snapshot(roots) -> set[str]:
     again: adding, removing or renaming an entry sets a folder's ctime to the current time, and no
     user can set it back. The earlier listing is trusted only when the folder's ctime was at least
     STABLE_NS older than the listing (so no change within the same clock tick can hide)."""
-    seen: set[str] = set()
+    looked_at: set[str] = set()
+    listings: dict[str, Listing] = {}
     todo = [str(r) for r in roots]
     while todo:
         path = todo.pop()
@@ -264,7 +304,7 @@ def snapshot(roots) -> set[str]:
             info = os.lstat(path)
         except OSError:
             continue
-        seen.add(path)
+        looked_at.add(path)
         if not stat.S_ISDIR(info.st_mode):
             continue
         ident = (info.st_dev, info.st_ino, info.st_ctime_ns)
@@ -274,9 +314,9 @@ def snapshot(roots) -> set[str]:
             if listing is None:
                 continue
             _LISTINGS[path] = listing
-        seen.update(listing.files)
+        listings[path] = listing
         todo.extend(listing.folders)
-    return seen
+    return Snapshot(frozenset(looked_at), listings)
 
 
 def _list(path: str, ident: tuple[int, int, int]) -> Listing | None:
@@ -293,7 +333,7 @@ def _list(path: str, ident: tuple[int, int, int]) -> Listing | None:
                     continue
     except OSError:
         return None
-    return Listing(ident, read_ns, tuple(files), tuple(folders))
+    return Listing(ident, read_ns, frozenset(files), tuple(folders))
 
 
 def _text(path: str, mode: int) -> bytes:
@@ -315,7 +355,7 @@ def _text(path: str, mode: int) -> bytes:
         os.close(fd)
 
 
-def strays(before: set[str], after: set[str], token: str, ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
+def strays(before: Snapshot, after: Snapshot, token: str, ignore: Path, own: tuple[Path, ...] = ()) -> dict[str, int]:
     """New paths the submission made: owned by a student uid (a sandbox uid as root, else this
     user), with TOKEN in the name or text, or (as root) anywhere in the `own` folders (this test's
     course and submission folders), leaving out concurrent sessions' folders and concurrent runs
@@ -323,7 +363,7 @@ def strays(before: set[str], after: set[str], token: str, ignore: Path, own: tup
     shared folders) are not this submission's."""
     found = {}
     inside = tuple(f"{folder}/" for folder in own)
-    for path in sorted(after - before):
+    for path in sorted(after.new_since(before)):
         try:
             info = os.lstat(path)
         except OSError:  # gone since: nothing left there
@@ -357,8 +397,8 @@ KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
 
 def keys_left(token: str) -> list[str]:
     """Keys named after TOKEN that a later session of any sandbox uid that owns keys would find
-    in its user, user-session or persistent keyring. Each uid is checked by a forked child that
-    switches to it and only makes system calls (everything is prepared before the fork)."""
+    in its user, user-session or persistent keyring. Each uid is checked by a child switched to it
+    (conftest.py's `uids_holding_keys`)."""
     if KEYCTL is None:
         return []
     try:
@@ -366,21 +406,9 @@ def keys_left(token: str) -> list[str]:
             uids = [int(line.split(b":")[0]) for line in handle.read().splitlines() if b":" in line]
     except OSError:
         return []
-    libc = ctypes.CDLL(None, use_errno=True)
-    names = [f"mha-hostile-{token}-{label}".encode() for label in ("session", "user", "usersession", "persistent")]
-    syscall, keyctl, c_long = libc.syscall, ctypes.c_long(KEYCTL), ctypes.c_long
-    found = []
-
-    def search() -> int:
-        persistent = syscall(keyctl, c_long(22), c_long(-1), c_long(-4))
-        rings = (-4, -5, persistent) if persistent > 0 else (-4, -5)
-        hits = [syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
-                for ring in rings for name in names]
-        return 1 if any(hits) else 0
-    for uid in (u for u in uids if u in SANDBOX_IDS and not retired(u)):
-        if run_as_uid(uid, search) != 0:
-            found.append(f"uid {uid}")
-    return found
+    names = [f"mha-hostile-{token}-{label}" for label in ("session", "user", "usersession", "persistent")]
+    checked = [u for u in uids if u in SANDBOX_IDS and not retired(u)]
+    return [f"uid {uid}" for uid in uids_holding_keys(KEYCTL, names, checked, persistent=True)]
 
 
 def retired(uid: int) -> bool:
@@ -524,8 +552,8 @@ class TestSnapshot:
         deep.mkdir(parents=True)
         (tmp_path / "a" / "old.txt").write_text("old")
         before = snapshot([tmp_path])
-        assert before == {str(tmp_path), *(str(tmp_path / p) for p in ("a", "a/b", "a/b/c", "a/old.txt"))}
-        listed = {path: _LISTINGS[path] for path in before if path in _LISTINGS}
+        assert before.paths() == {str(tmp_path), *(str(tmp_path / p) for p in ("a", "a/b", "a/b/c", "a/old.txt"))}
+        listed = {path: _LISTINGS[path] for path in before.paths() if path in _LISTINGS}
         (deep / "new.txt").write_text("new")
         (tmp_path / "a" / "d").mkdir()
         (tmp_path / "a" / "d" / "e.txt").write_text("e")
@@ -533,7 +561,8 @@ class TestSnapshot:
             while os.lstat(folder).st_ctime_ns == listed[str(folder)].ident[2]:
                 os.chmod(folder, os.lstat(folder).st_mode & 0o7777)
         after = snapshot([tmp_path])
-        assert after - before == {str(deep / "new.txt"), str(tmp_path / "a" / "d"), str(tmp_path / "a" / "d" / "e.txt")}
+        new = {str(deep / "new.txt"), str(tmp_path / "a" / "d"), str(tmp_path / "a" / "d" / "e.txt")}
+        assert after.new_since(before) == after.paths() - before.paths() == new
         assert _LISTINGS[str(tmp_path / "a" / "b")] is listed[str(tmp_path / "a" / "b")]  # unchanged: not read again
         assert _LISTINGS[str(deep)] is not listed[str(deep)]
 
@@ -549,11 +578,12 @@ class TestSnapshot:
         late = replace(_LISTINGS[str(tmp_path)], read_ns=changed + STABLE_NS)
         assert _LISTINGS[str(tmp_path)] is not soon
         _LISTINGS[str(tmp_path)] = late
-        assert snapshot([tmp_path]) == {str(tmp_path), str(tmp_path / "f")}
+        assert snapshot([tmp_path]).paths() == {str(tmp_path), str(tmp_path / "f")}
         assert _LISTINGS[str(tmp_path)] is late
 
 
-@pytest.mark.parametrize("hostile", HOSTILES, ids=lambda h: h.name)
+@pytest.mark.parametrize("hostile", [pytest.param(h, id=h.name, marks=[pytest.mark.root] if h.root_only else [])
+                                     for h in HOSTILES])
 def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
@@ -576,6 +606,7 @@ IN_CLASS = {"stall_stdin": (CR,), "claim_squatter": (PS,), "read_classmates": (C
 HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its public cases)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("namespaces", ["default", "off"])
 def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and

@@ -48,9 +48,11 @@ from ._edges import (
     scores,
     write_submission,
 )
-from .conftest import run_as_uid, solution_source
+from .conftest import solution_source, uids_holding_keys
 from .test_hostile import HOSTILE, leftovers
 from .test_seccomp import need
+
+pytestmark = pytest.mark.slow  # grades every snippet through the CLI in every mode
 
 __all__ = ["course"]  # the module's course fixture (tests/_edges.py)
 
@@ -154,6 +156,11 @@ MODES = [("root-namespaces", None, {}), ("root-no-namespaces", None, {NAMESPACES
          ("non-root", DROPPED_UID, {})]
 
 
+# the root modes carry the `root` marker (`-m "not root"` leaves them out)
+MODE_PARAMS = [pytest.param(*mode, id=mode[0], marks=[pytest.mark.root] if mode[0].startswith("root-") else [])
+               for mode in MODES]
+
+
 def runnable(label: str, user: int | None) -> str | None:
     """Why this mode cannot run here (None: it can)."""
     if not ROOT_MODE:
@@ -220,14 +227,9 @@ def keys_left(token: str) -> list[str]:
         return []
     with open("/proc/key-users", "rb") as handle:
         uids = {int(line.split(b":")[0]) for line in handle.read().splitlines() if b":" in line}
-    libc, name = ctypes.CDLL(None, use_errno=True), f"mha-hostile-{token}-user".encode()
-    syscall, keyctl, c_long = libc.syscall, ctypes.c_long(KEYCTL), ctypes.c_long
-
-    def search() -> int:
-        return 1 if any(syscall(keyctl, c_long(10), c_long(ring), b"user", name, c_long(0)) > 0
-                        for ring in (-4, -5)) else 0
-    return [f"uid {uid}" for uid in sorted(uids) if (uid in SANDBOX_IDS or uid == DROPPED_UID)
-            and run_as_uid(uid, search) != 0]
+    checked = [uid for uid in sorted(uids) if uid in SANDBOX_IDS or uid == DROPPED_UID]
+    found = uids_holding_keys(KEYCTL, [f"mha-hostile-{token}-user"], checked, persistent=False)
+    return [f"uid {uid}" for uid in found]
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,7 @@ def graded(course: Course) -> dict[tuple[str, str], Graded | BaseException]:
         return {(name, mode[0]): outcome for (name, mode), outcome in zip(todo, pool.map(attempt, todo))}
 
 
-@pytest.mark.parametrize("label, user, env", MODES, ids=[m[0] for m in MODES])
+@pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: str, user, env):
     """Exit 0, every problem's points but count_routing_distributions (which raised the report),
@@ -283,7 +285,7 @@ def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: 
     assert keys_left(token) == []
 
 
-@pytest.mark.parametrize("label, user, env", MODES, ids=[m[0] for m in MODES])
+@pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 def test_classmate_after_them_is_unaffected(course: Course, label: str, user, env):
     """`grade-all --jobs 1` on the four hostile students and a correct classmate graded after
     them: exit 0, each hostile student's exact total, the classmate's full marks, nothing left."""

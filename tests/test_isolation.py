@@ -41,7 +41,10 @@ def root_needed():
         isolation_missing("a separate student user needs root")
 
 
-needs_root = pytest.mark.usefixtures("root_needed")
+def needs_root(test):
+    """Marks a test (or class) `root` (conftest.py: `-m "not root"` leaves it out) and makes it
+    skip without root, or fail where isolation is required."""
+    return pytest.mark.root(pytest.mark.usefixtures("root_needed")(test))
 
 
 class TestPrivatePaths:

@@ -236,6 +236,7 @@ def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
     assert not shown & marks[True], f"hidden inputs in the report: {sorted(shown & marks[True])[:3]}"
 
 
+@pytest.mark.root  # a non-root grader is played by a uid that root drops to
 @pytest.mark.parametrize("fmt", ["gradescope", "text", "json"])
 def test_hidden_inputs_left_behind_as_a_non_root_grader(course, fmt):
     """Without root the student runs as the grader's own user, and what it writes to /tmp,

@@ -20,6 +20,8 @@ from .test_export_gradescope import autograder, run_autograder
 from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
 from .test_mistakes import BUGS
 
+pytestmark = pytest.mark.slow  # runs every platform's grader (otter, a GitHub workflow, PrairieLearn jobs)
+
 # Platforms that carry part of the assignment only, and why (docs/platforms.md, "One submission, every platform").
 PARTIAL = {
     "Canvas (QTI)": "the concept quiz only; the code is graded on another platform",
@@ -93,26 +95,19 @@ def _github_classroom(tmp: Path, folder: Path) -> float:
     return points / maximum
 
 
-def _otter_grader(tmp: Path, files: dict[str, str]) -> float:
-    """The otter export through `otter assign` and `otter generate`, then `otter run` on a notebook
-    holding the submission's code and its quiz answers as variables, in the environment the
-    autograder zip declares (tests/test_export_otter.py)."""
+def _otter_grader(tmp: Path, files: dict[str, str], otter_autograder: Path) -> float:
+    """`otter run` on a notebook holding the submission's code and its quiz answers as variables,
+    with the otter export after `otter assign` and `otter generate`, in the environment the
+    autograder zip declares (a copy of the `otter_autograder` fixture, tests/test_export_otter.py)."""
     import nbformat
     import yaml
-    from click.testing import CliRunner
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from grader.cli.commands import main
     from grader.exports import otter as exporter
 
-    from .test_export_otter import _otter, _wait, declared_environment
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(tmp / "export")])
-    assert result.exit_code == 0, result.output
-    _wait(_otter("assign", exporter.NOTEBOOK_NAME, str(tmp / "dist"), cwd=tmp / "export"))
+    from .test_export_otter import _otter, _wait, autograder_copy
+    python, env = autograder_copy(otter_autograder, tmp)
     autograder = tmp / "dist" / "autograder"
-    wheel, = (w for w in autograder.glob("mha_exercises-*.whl") if "+student" not in w.name)
-    _wait(_otter("generate", "-o", "autograder.zip", wheel.name, cwd=autograder))
-    python, env = declared_environment(autograder / "autograder.zip", tmp)
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     cells = [new_code_cell(files["attention.py"]),
              new_code_cell("".join(f"{k} = {v!r}\n" for k, v in answers.items()))]
@@ -128,7 +123,7 @@ def _otter_grader(tmp: Path, files: dict[str, str]) -> float:
     return sum(t["score"] for t in scored) / sum(t["max_score"] for t in scored)
 
 
-def score_table(tmp: Path, assignment) -> dict[str, float | str]:
+def score_table(tmp: Path, assignment, otter_autograder: Path) -> dict[str, float | str]:
     folder = tmp / "submission"
     folder.mkdir()
     files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
@@ -142,7 +137,7 @@ def score_table(tmp: Path, assignment) -> dict[str, float | str]:
     (tmp / "gh").mkdir()
     table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
     (tmp / "otter").mkdir()
-    table["otter-grader"] = _otter_grader(tmp / "otter", files)
+    table["otter-grader"] = _otter_grader(tmp / "otter", files, otter_autograder)
     table.update(PARTIAL)
     return table
 
@@ -154,11 +149,11 @@ def render(table: dict[str, float | str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, assignment):
+def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, assignment, otter_autograder):
     """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional) and otter give the same
     fraction of the whole assignment to one buggy submission, strictly between 0 and 1; its written
     answer counts on none of them (graded by hand on each)."""
-    table = score_table(tmp_path, assignment)
+    table = score_table(tmp_path, assignment, otter_autograder)
     scores = {name: value for name, value in table.items() if isinstance(value, float)}
     expected = scores["mha grade"]
     assert 0 < expected < 1

@@ -258,7 +258,8 @@ def total(values):
 """
 
 
-@pytest.mark.parametrize("separate_user", [None, False], ids=["default", "same-user"])
+@pytest.mark.parametrize("separate_user", [pytest.param(None, id="default", marks=pytest.mark.root),
+                                           pytest.param(False, id="same-user")])
 def test_a_full_stdin_pipe_costs_only_its_problem(write_submission, separate_user):
     """Student code shrinks its stdin pipe to one page and sleeps: the next problem's request (sent
     ahead, 64 kB) cannot be written. The grader never waits on that write: the problem times out

@@ -217,7 +217,8 @@ def attention_reading(weights, values):
 '''
 
 
-@pytest.mark.parametrize("mode", ["default", "no-namespaces", "non-root"])
+@pytest.mark.parametrize("mode", ["default", pytest.param("no-namespaces", marks=pytest.mark.root),
+                                  pytest.param("non-root", marks=pytest.mark.root)])
 def test_a_problem_that_leaves_a_process_loses_its_points(course, mode):
     """attention_reading answers right but leaves a child running: that problem 0 saying why, every
     other problem and the quiz full marks (the next problem gets a fresh process), nothing left."""
