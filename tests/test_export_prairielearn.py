@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -77,11 +78,19 @@ def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool 
         "params": question_params(course, problem, pl_seed), "correct_answers": {}, "submitted_answers": {},
         "variant_seed": pl_seed}))
     entry_point = options["entrypoint"].replace("/grade", str(grade), 1)
-    env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable)
-    if not install:
-        env["MHA_BIN"] = shutil.which("mha") or str(Path(sys.executable).parent / "mha")
-    done = subprocess.run([*offline(), entry_point], env=env, capture_output=True, text=True, timeout=600, cwd=tmp)
-    assert done.returncode == 0, done.stdout + done.stderr
+    # The job's temporary folder, shared like /tmp (student processes make theirs there too): left empty.
+    scratch = Path(tempfile.mkdtemp(prefix="mha-pl-job-"))
+    try:
+        scratch.chmod(0o1777)
+        env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable, TMPDIR=str(scratch))
+        if not install:
+            env["MHA_BIN"] = shutil.which("mha") or str(Path(sys.executable).parent / "mha")
+        done = subprocess.run([*offline(), entry_point], env=env, capture_output=True, text=True, timeout=600,
+                              cwd=tmp)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not any(scratch.iterdir()), sorted(p.name for p in scratch.iterdir())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     results = json.loads((grade / "results" / "results.json").read_text())
     assert 0.0 <= results["score"] <= 1.0
     return results
