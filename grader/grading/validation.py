@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -60,47 +59,19 @@ def valid_then(root: Path, use: Callable[[Assignment], T], course_stamp: str | N
     assignment (else SpecErrors, as load_valid raises them). `course_stamp`: its stamp, when the
     caller has it (compiled.stamp with no seed).
 
-    A course not validated since it last changed has its keys checked against the reference in a
-    second thread while `use` runs (preparing a seed's cases, say): the reference's numpy work
-    releases the GIL, so a first grade after a change waits for the longer of the two, not for
-    both. What `use` made is dropped, and its errors wait, until the keys are known to be right:
-    a wrong key's errors come first, as in `mha validate`."""
+    A course not validated since it last changed has its keys checked against the reference, and
+    its quiz checked, before `use` runs: a wrong key's errors come first, as in `mha validate`. (The
+    check runs the reference on the cases with an `expect` or `raises` only, a few milliseconds;
+    the imports it needs are the ones `use` needs anyway.)"""
     from ..assignment.loader import load_assignment
     from ..assignment.quiz import check_quiz
     from .compiled import mark_validated, validated
     assignment = load_assignment(root)
     if validated(root, course_stamp):  # unchanged since it last passed (the compiled cache keeps that note)
         return use(assignment)
-    keys = _Checking(assignment.problems)  # a case the reference fails stops its preparation
-    try:
-        if assignment.quiz is not None:
-            check_quiz(assignment.quiz)
-        result = use(assignment)
-    except BaseException:
-        keys.result()  # its errors first
-        raise
-    keys.result()
+    check_against_reference(assignment.problems, keys_only=True)
+    if assignment.quiz is not None:
+        check_quiz(assignment.quiz)
+    result = use(assignment)
     mark_validated(root, course_stamp)
     return result
-
-
-class _Checking(threading.Thread):
-    """check_against_reference(problems, keys_only=True) in a thread of its own; `result()` waits
-    for it and raises what it raised."""
-
-    def __init__(self, problems: Iterable[Problem]):
-        super().__init__(name="mha-check-keys", daemon=True)
-        self._problems = tuple(problems)
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            check_against_reference(self._problems, keys_only=True)
-        except BaseException as exc:  # handed to the thread that waits for it
-            self._error = exc
-
-    def result(self) -> None:
-        self.join()
-        if self._error is not None:
-            raise self._error
