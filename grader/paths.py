@@ -135,13 +135,15 @@ def _write_device(path: Path, raw: bytes) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: str | bytes, mode: int | None = None) -> None:
+def write_atomically(path: Path, data: str | bytes, mode: int | None = None, *, durable: bool = True) -> None:
     """Write to a temporary file beside `path`, then rename: never a half-written result.
 
     The file gets `mode`, by default what the umask allows (0666 & ~umask), like any file a
     tool creates. Only a missing path or a regular file is replaced; a character device (or
     this process's stdout or stderr, as /dev/stdout) is written in place; anything else raises
-    OutputError (see check_output)."""
+    OutputError (see check_output). With `durable` the data reaches the disk before the rename (a
+    result survives a crash of the machine); without it, as for a cache that is rebuilt when
+    damaged, the rename alone makes it atomic for every reader."""
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     how = check_output(path)
@@ -155,7 +157,8 @@ def write_atomically(path: Path, data: str | bytes, mode: int | None = None) -> 
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if check_output(path) is not None:  # it became a device or a stream meanwhile: leave it alone
             raise OutputError(f"{path} changed while the result was written: nothing was replaced")
         os.replace(tmp, path)
@@ -268,7 +271,8 @@ def cache_dir(env=None) -> Path | None:
 
 
 def write_private(path: Path, data: str) -> None:
-    """write_atomically into a cache folder that only this user may enter (made so if needed), mode 0600."""
+    """write_atomically into a cache folder that only this user may enter (made so if needed), mode
+    0600; not synced to disk: what is read from there is checked, and rebuilt when damaged."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    write_atomically(path, data, mode=0o600)
+    write_atomically(path, data, mode=0o600, durable=False)

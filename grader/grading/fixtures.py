@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +80,20 @@ def decode(data: Any) -> Any:
     return data
 
 
+def plain(value: Any) -> Any:
+    """A dataclass as JSON stores it: dicts of its fields, lists for tuples, recursively (what
+    dataclasses.asdict gives, without its deep copy of every value: a case's data is not shared)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
 def _choice_public(c: Choice) -> dict:
-    return asdict(c)
+    return plain(c)
 
 
 def _item_data(v: Draw, keep_answers: bool = False) -> dict:
@@ -97,7 +109,7 @@ def _item_data(v: Draw, keep_answers: bool = False) -> dict:
         v = replace(v, item=item)
     if v.item.rubric and not keep_answers:  # a written item's rubric is the grader's, not the student's
         v = replace(v, item=replace(v.item, rubric=()))
-    data = asdict(v)
+    data = plain(v)
     data["item"]["kind"] = v.item.kind.value
     data["item"]["visibility"] = v.item.visibility.value
     return data
@@ -157,7 +169,7 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
             "id": problem.id, "title": problem.title, "points": problem.points,
             "function": _function_data(problem.function),
             "code": str(problem.code) if hidden and problem.code else None,  # the detectors' course code
-            "compare": {**asdict(problem.compare), "kind": problem.compare.kind.value},
+            "compare": {**plain(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
             "text": "" if hidden else render_problem(problem, seed),
             "mistakes": [{"id": m.id, "message": m.message, "bug": m.bug, "detector": m.detector}
