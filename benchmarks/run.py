@@ -2,6 +2,7 @@
 
     python benchmarks/run.py                  # N = 200; 7 cold runs, 5 batches, 3 otter runs
     python benchmarks/run.py --n 400 --repeat 9
+    python benchmarks/run.py --exercises COURSE --solutions DIR   # another course (two versions on one)
 
 Prints, all measured in the same run, each figure the median of several repetitions (the
 compared commands interleaved, so a noisy machine slows both alike):
@@ -303,7 +304,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--naive-sample", type=int, default=20, help="submissions timed in the naive loop [20]")
     parser.add_argument("--otter-repeat", type=int, default=3, help="repetitions of otter run [3]")
     parser.add_argument("--no-otter", action="store_true", help="skip (d)")
+    parser.add_argument("--exercises", type=Path, default=EXERCISES,
+                        help="the course graded [exercises/]: two versions of the grader compare best on one course")
+    parser.add_argument("--solutions", type=Path, default=SOLUTION.parent,
+                        help="its model attention.py and answers.yaml [solutions/]")
     args = parser.parse_args(argv)
+    use_course(args.exercises, args.solutions)
 
     # `pip install` byte-compiles a package; an editable install run with PYTHONDONTWRITEBYTECODE
     # set (as in some containers) would compile the grader's sources on every command instead
@@ -315,13 +321,20 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def use_course(exercises: Path, solutions: Path) -> None:
+    """Grade the course at `exercises` with the model answers in `solutions`."""
+    global EXERCISES, SOLUTION, ANSWERS
+    EXERCISES, SOLUTION, ANSWERS = exercises.resolve(), solutions.resolve() / "attention.py", solutions.resolve() / "answers.yaml"
+
+
 def report(args, scratch: Path) -> None:
     import numpy
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"machine: {cpus} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; Python "
           f"{platform.python_version()}, numpy {numpy.__version__}; grader runs as "
           f"{'root (separate student uids)' if os.geteuid() == 0 else 'a normal user'}")
-    print(f"commands: {' '.join(MHA)} ; {sys.executable} (grader byte-compiled first, as pip install does)\n")
+    print(f"commands: {' '.join(MHA)} ; {sys.executable} (grader byte-compiled first, as pip install does)")
+    print(f"course: {EXERCISES}; model answers: {SOLUTION.parent}\n")
 
     one = scratch / "one"
     one.mkdir()

@@ -18,6 +18,8 @@ the submission's time budget.
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -84,8 +86,19 @@ def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
     files = {f.__code__.co_filename for f in functions}
     if len(files) != 1:
         return None
+    path = files.pop()
     try:
-        tree = _Inert().visit(ast.parse(Path(files.pop()).read_text()))
+        info = os.stat(path)
+    except OSError:
+        return None
+    return _module_text(path, info.st_mtime_ns, info.st_size, tuple(f.__name__ for f in functions), tuple(names))
+
+
+@functools.lru_cache(maxsize=32)  # once per grader process for each file and set of helpers (a class repeats them)
+def _module_text(path: str, mtime_ns: int, size: int, wanted: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    """reference_text's text, from the module at `path` (as it is at `mtime_ns` and `size`)."""
+    try:
+        tree = _Inert().visit(ast.parse(Path(path).read_text()))
     except (OSError, SyntaxError, ValueError):
         return None
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
@@ -94,7 +107,6 @@ def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
         return None  # a relative import cannot run outside the course package
     definitions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))]
     defined = {name: node for node in definitions for name in _defines(node)}
-    wanted = [f.__name__ for f in functions]
     if any(name not in defined for name in wanted):
         return None
     needed: set[int] = set()

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -348,6 +349,11 @@ def calls(source: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
     directly or through helpers defined at the top of the module (any reference by name
     counts). Parsed only, never run; {} when the source does not parse, or is longer than the
     grader parses (PARSE_BYTES: then no problem points at its callees)."""
+    return dict(_calls(source, tuple(names)))
+
+
+@functools.lru_cache(maxsize=4)  # one submission asks twice (its feedback, then its regrading)
+def _calls(source: str, names: tuple[str, ...]) -> dict[str, frozenset[str]]:
     if len(source) > PARSE_BYTES:
         return {}
     try:
