@@ -163,11 +163,11 @@ class TestRetrain:
         assert_same_entry(index["models"][0], ENTRIES["d8_h2_s0"])
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("run", train.RUNS, ids=lambda r: r.name)
+    @pytest.mark.parametrize("run", [r for r in train.RUNS if r.name != "d8_h2_s0"], ids=lambda r: r.name)
     def test_every_shipped_model_is_the_scripts_output(self, run):
         """Training each run from its seed gives the shipped weights to float32 rounding (the
         tolerance also covers BLAS rounding: a 1e-12 change of one initial weight moves the
-        final weights by about 1e-12)."""
+        final weights by about 1e-12). d8_h2_s0 is the test above, through the script's command."""
         params, _ = train.train(run.config, run.seed)
         ship = shipped(run.name)
         for name in model.WEIGHTS:
