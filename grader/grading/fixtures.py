@@ -81,8 +81,9 @@ def decode(data: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """A dataclass as JSON stores it: dicts of its fields, lists for tuples, recursively (what
-    dataclasses.asdict gives, without its deep copy of every value: a case's data is not shared)."""
+    """A dataclass as JSON stores it: dicts of its fields, lists for tuples, recursively. Every
+    dict and list is new, as with dataclasses.asdict; the other values (strings, numbers, enums:
+    all immutable here) are not deep-copied one by one as asdict does."""
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):
