@@ -65,13 +65,13 @@ def main() -> int:
     import tempfile
 
     import grader
-    from grader.assignment.loader import load_assignment
+    from grader.course.loader import load_course
     from grader.grading.grade import grade
     from grader.grading.prepared import PreparedCases
 
     exercises = Path(grader.__file__).resolve().parent.parent / "exercises"
     model = (Path(grader.__file__).resolve().parent.parent / "solutions" / "attention.py").read_text()
-    assignment = load_assignment(exercises)
+    course = load_course(exercises)
     cache = PreparedCases()
     counts: Counter[str] = Counter()
     own = Counter()
@@ -79,7 +79,7 @@ def main() -> int:
         path = Path(folder) / "attention.py"
         for label, problem_id, source in submissions():
             path.write_text(model + "\n\n" + source)
-            result = grade(assignment, path, problem_ids=[p.id for p in assignment.problems], cache=cache)
+            result = grade(course, path, problem_ids=[p.id for p in course.problems], cache=cache)
             for problem in result.problems:
                 if problem.score >= problem.max_score:
                     continue

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py                  # N = 200; 7 cold runs, 5 batches, 3 otter runs
     python benchmarks/run.py --n 400 --repeat 9
-    python benchmarks/run.py --exercises COURSE --solutions DIR   # another course (two versions on one)
+    python benchmarks/run.py --course COURSE --solutions DIR   # another course (two versions on one)
 
 Prints, all measured in the same run, each figure the median of several repetitions (the
 compared commands interleaved, so a noisy machine slows both alike):
@@ -197,11 +197,11 @@ def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
     """`mha grade-all`, or (before it existed) the same through grader.classroom.batch.grade_all."""
     probe = subprocess.run([*MHA, "grade-all", "--help"], capture_output=True)
     if probe.returncode == 0:
-        return [*MHA, "--exercises", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
+        return [*MHA, "--course", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
                 "--jobs", str(jobs), "--force", "--no-progress"]
     code = ("import sys; from pathlib import Path; from grader import batch; "
-            "from grader.assignment.loader import load_assignment;"
-            "a = load_assignment(Path(sys.argv[1])); subs = batch.discover(Path(sys.argv[2]));"
+            "from grader.course.loader import load_course;"
+            "a = load_course(Path(sys.argv[1])); subs = batch.discover(Path(sys.argv[2]));"
             "list(batch.grade_all(a, subs, Path(sys.argv[3]), seed_of=lambda s: 0, jobs=int(sys.argv[4]), force=True))")
     return [sys.executable, "-c", code, str(EXERCISES), str(folder), str(out), str(jobs)]
 
@@ -253,7 +253,7 @@ def naive_loop(students: list[Student], folder: Path, scratch: Path) -> float:
         if not path.is_file():
             path = scratch / f"{student.name}.py"
             path.write_text("# no attention.py was submitted\n")
-        run([*MHA, "--exercises", str(EXERCISES), "grade", str(path), "--format", "json",
+        run([*MHA, "--course", str(EXERCISES), "grade", str(path), "--format", "json",
              "--output", str(scratch / f"{student.name}.json")])
     return time.perf_counter() - start
 
@@ -268,8 +268,8 @@ def otter_setup(scratch: Path) -> tuple[Path, str] | str:
     if subprocess.run([*MHA, "export", "otter", "--help"], capture_output=True).returncode != 0:
         return "`mha export otter` does not exist yet"
     exported = scratch / "otter"
-    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
-    run([*MHA, "--exercises", str(EXERCISES), "export", "otter", "--out", str(exported)])
+    env = {**os.environ, "MHA_COURSE": str(EXERCISES)}
+    run([*MHA, "--course", str(EXERCISES), "export", "otter", "--out", str(exported)])
     notebooks = sorted(exported.glob("*.ipynb"))
     run([*OTTER, "assign", str(notebooks[0]), str(exported / "dist")], cwd=exported, env=env)
     zips = sorted(glob.glob(str(exported / "dist" / "autograder" / "*.zip")))
@@ -280,7 +280,7 @@ def otter_setup(scratch: Path) -> tuple[Path, str] | str:
 
 def otter_run(autograder: Path, submission: Path, scratch: Path) -> float:
     out = Path(tempfile.mkdtemp(prefix="otter-out-", dir=scratch))
-    env = {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    env = {**os.environ, "MHA_COURSE": str(EXERCISES)}
     seconds = run([*OTTER, "run", "-a", str(autograder), "-o", str(out), str(submission)], cwd=scratch, env=env)
     results = json.loads((out / "results.json").read_text())
     if not results.get("tests"):
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--naive-sample", type=int, default=20, help="submissions timed in the naive loop [20]")
     parser.add_argument("--otter-repeat", type=int, default=3, help="repetitions of otter run [3]")
     parser.add_argument("--no-otter", action="store_true", help="skip (d)")
-    parser.add_argument("--exercises", type=Path, default=EXERCISES,
+    parser.add_argument("--course", type=Path, default=EXERCISES,
                         help="the course graded [exercises/]: two versions of the grader compare best on one course")
     parser.add_argument("--solutions", type=Path, default=SOLUTION.parent,
                         help="its model attention.py and answers.yaml [solutions/]")
@@ -346,15 +346,15 @@ def report(args, scratch: Path) -> None:
     # run: built once here, as `mha compile` or the first grade builds it; timed without it too.
     os.environ["MHA_CACHE_DIR"] = str(scratch / "compiled")  # every command below uses it
     env = dict(os.environ)
-    run([*MHA, "--exercises", str(EXERCISES), "compile"])
+    run([*MHA, "--course", str(EXERCISES), "compile"])
     first = iter(range(1 << 30))
     numpy_s, grade_s, check_s, fresh_s = median_of(
         args.repeat,
         lambda: run([sys.executable, "-c", "import numpy"]),
-        lambda: run([*MHA, "--exercises", str(EXERCISES), "grade", str(one), "--format", "json",
+        lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--format", "json",
                      "--output", str(graded)], env=env),
-        lambda: run([*MHA, "--exercises", str(EXERCISES), "check", "--path", str(one / "attention.py")], env=env),
-        lambda: run([*MHA, "--exercises", str(EXERCISES), "grade", str(one), "--format", "json",
+        lambda: run([*MHA, "--course", str(EXERCISES), "check", "--path", str(one / "attention.py")], env=env),
+        lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--format", "json",
                      "--output", str(graded)], env={**env, "MHA_CACHE_DIR": str(scratch / f"empty{next(first)}")}),
     )
     print(f"(a) cold `mha grade` of one submission   {grade_s * 1000:7.0f} ms   (median of {args.repeat}; "
@@ -422,7 +422,7 @@ def report(args, scratch: Path) -> None:
     otter_s, grade_again = median_of(
         args.otter_repeat,
         lambda: otter_run(autograder, submission, scratch),
-        lambda: run([*MHA, "--exercises", str(EXERCISES), "grade", str(one), "--format", "json",
+        lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--format", "json",
                      "--output", str(graded)]),
     )
     print(f"(d) `otter run` of the same submission (exported by `mha export otter`): "

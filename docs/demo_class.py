@@ -62,7 +62,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mha-demo-") as tmp:
         make_class(Path(tmp) / "class", random.Random(5))
         out = Path(tmp) / "graded"
-        subprocess.run([sys.executable, "-m", "grader", "--exercises", str(ROOT / "exercises"), "grade-all",
+        subprocess.run([sys.executable, "-m", "grader", "--course", str(ROOT / "exercises"), "grade-all",
                         str(Path(tmp) / "class"), "--out", str(out), "--jobs", "2"], check=True)
         images = [mpimg.imread(out / "plots" / name) for name in ("score_histogram.png", "misconceptions.png")]
     heights = [image.shape[0] for image in images]

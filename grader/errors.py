@@ -10,7 +10,7 @@ class ExitCode(IntEnum):
     OK = 0          # a report was written (whatever the score) / all checks passed
     FAILED = 1      # `check`: some case failed; `grade`: score below --fail-under
     USAGE = 2       # bad command line or unreadable submission path
-    INVALID_SPEC = 3  # problem or assignment YAML is invalid
+    INVALID_SPEC = 3  # problem or course YAML is invalid
     INTERNAL = 4    # the grader itself failed
 
 
@@ -21,7 +21,7 @@ class GraderError(Exception):
 
 
 class SpecError(GraderError, ValueError):
-    """A problem, assignment or answers file is invalid; knows its file and line."""
+    """A problem, course or answers file is invalid; knows its file and line."""
 
     exit_code = ExitCode.INVALID_SPEC
 

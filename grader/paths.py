@@ -1,4 +1,4 @@
-"""Where things are (the package, the assignment folder, the cache) and writing result files safely."""
+"""Where things are (the package, the course folder, the cache) and writing result files safely."""
 from __future__ import annotations
 
 import errno
@@ -13,14 +13,15 @@ PACKAGE = Path(__file__).resolve().parent  # the grader package's own folder
 SUBMISSION_NAME = "attention.py"
 
 
-EXERCISES_ENV = "MHA_EXERCISES"
+COURSE_ENV = "MHA_COURSE"
+COURSE_ENV_ALIAS = "MHA_EXERCISES"  # its older name, still read (never documented as current)
 ASSIGNMENT_FILE = "assignment.yaml"
 
 
-def packaged_assignment() -> Path:
-    """The default assignment that ships with the package: grader/_assignment in an installed
+def packaged_course() -> Path:
+    """The default course that ships with the package: grader/_course in an installed
     wheel (built from exercises/, pyproject.toml), exercises/ beside the package in a checkout."""
-    inside = PACKAGE / "_assignment"
+    inside = PACKAGE / "_course"
     return inside if (inside / ASSIGNMENT_FILE).is_file() else PACKAGE.parent / "exercises"
 
 
@@ -33,25 +34,21 @@ def _found_upwards(start: Path) -> Path | None:
     return None
 
 
-def locate_assignment(option: Path | None = None, env=None, start: Path | None = None) -> tuple[Path, str]:
-    """The assignment folder and why it was chosen, by the one precedence README states:
-    `--exercises` (`option`), then $MHA_EXERCISES, then the working folder or the nearest folder
+def locate_course(option: Path | None = None, env=None, start: Path | None = None) -> tuple[Path, str]:
+    """The course folder and why it was chosen, by the one precedence README states:
+    `--course` (`option`), then $MHA_COURSE, then the working folder or the nearest folder
     above it that holds assignment.yaml or exercises/assignment.yaml, then the packaged one.
-    The reason is "--exercises", "MHA_EXERCISES", "found from the working folder" or "packaged"."""
+    The reason is "--course", "MHA_COURSE", "found from the working folder" or "packaged"."""
     env = os.environ if env is None else env
     if option is not None:
-        return Path(option), "--exercises"
-    if env.get(EXERCISES_ENV):
-        return Path(env[EXERCISES_ENV]), EXERCISES_ENV
+        return Path(option), "--course"
+    for name in (COURSE_ENV, COURSE_ENV_ALIAS):
+        if env.get(name):
+            return Path(env[name]), name
     found = _found_upwards(start or Path.cwd())
     if found is not None:
         return found, "found from the working folder"
-    return packaged_assignment(), "packaged"
-
-
-def find_assignment_root(start: Path | None = None) -> Path:
-    """The assignment folder by `locate_assignment`'s precedence (no --exercises)."""
-    return locate_assignment(None, start=start)[0]
+    return packaged_course(), "packaged"
 
 
 def umask() -> int:

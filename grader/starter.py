@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .assignment.model import MAX_WRITTEN, QuizKind
 from .attention.api import FunctionSpec
+from .course.model import MAX_WRITTEN, QuizKind
 from .paths import SUBMISSION_NAME
 
 
@@ -71,17 +71,17 @@ def _instructor_source(root: Path | None) -> str | None:
         return None
 
 
-def student_module(assignment) -> str:
+def student_module(course) -> str:
     """attention.py as students get it: one stub per graded function of the course, generated from
-    its declarations; from the instructor's own attention.py beside the assignment (which may be
+    its declarations; from the instructor's own attention.py in the course folder (which may be
     fully implemented) only the docstrings and imports are taken. `assignment`: an Assignment, or
     anything with `title`, `problems` (with id, title, function) and `root` (None: no instructor file)."""
-    module_doc, imports, docs = _instructor_parts(_instructor_source(getattr(assignment, "root", None)))
-    parts = [_docstring(module_doc or DEFAULT_MODULE_DOC.format(title=assignment.title), "")]
+    module_doc, imports, docs = _instructor_parts(_instructor_source(getattr(course, "root", None)))
+    parts = [_docstring(module_doc or DEFAULT_MODULE_DOC.format(title=course.title), "")]
     if imports:
         parts.append("\n".join(imports))
     seen = set()
-    for problem in assignment.problems:
+    for problem in course.problems:
         fn = problem.function
         if fn.name in seen:
             continue
@@ -119,11 +119,11 @@ def answers_template(title: str, items, key: Mapping[str, Any] | None = None) ->
     return "\n".join(head + [f"{left:<{width}}  {comment}" for left, comment in rows]) + "\n"
 
 
-def starter_files(assignment, quiz_title: str | None = None, items=None) -> dict[str, str]:
+def starter_files(course, quiz_title: str | None = None, items=None) -> dict[str, str]:
     """What a student starts from: attention.py stubs and, with a quiz, a blank answers.yaml
     (`quiz_title` and `items` when `assignment` has no `quiz`, as a student bundle's fixtures)."""
-    files = {SUBMISSION_NAME: student_module(assignment)}
-    quiz = getattr(assignment, "quiz", None)
+    files = {SUBMISSION_NAME: student_module(course)}
+    quiz = getattr(course, "quiz", None)
     if quiz is not None:
         quiz_title, items = quiz.title, quiz.items
     if items:

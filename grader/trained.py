@@ -50,8 +50,8 @@ class Trained:
 
 def models_folder() -> Path:
     """Where the .npz files are: ./models (a student bundle), else the course's models/ folder."""
-    from .paths import packaged_assignment
-    for folder in (Path.cwd() / "models", packaged_assignment() / "models"):
+    from .paths import packaged_course
+    for folder in (Path.cwd() / "models", packaged_course() / "models"):
         if folder.is_dir():
             return folder
     raise FileNotFoundError("no models/ folder here (run from the folder of your assignment), "

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import answer_key
-from grader.assignment.seeds import DEFAULT_SEED
+from grader.course.loader import load_course
+from grader.course.quiz import answer_key
+from grader.course.seeds import DEFAULT_SEED
 from grader.paths import remove_tree
 
 from ._required import skip_isolation
@@ -49,7 +49,7 @@ _RUN = textwrap.dedent("""
 
 
 @dataclass(frozen=True)
-class Course:
+class EdgeCourse:
     """A course folder any user may read (until the grader protects it): exercises/ with three
     problems and the quiz, course.yaml with a secret, solutions/ and .git/ beside it."""
 
@@ -65,19 +65,19 @@ class Course:
         return sum(self.points.values()) + sum(self.quiz_points.values())
 
 
-def make_course() -> Course:
+def make_course() -> EdgeCourse:
     base = Path(tempfile.mkdtemp(prefix="mha-edges-"))
     exercises = lay_out_course(base, "title: Edges\nquiz: quiz.yaml\n", PROBLEMS, PROBLEMS, extra=["quiz.yaml"])
     secret = f"SECRET{secrets.token_hex(8)}"
     (exercises / "course.yaml").write_text(f"secret: {secret}\n")
     os.chmod(exercises / "course.yaml", 0o644)  # readable by anyone until the grader protects the folder
-    assignment = load_assignment(exercises)
-    return Course(base, exercises, secret, {p.id: p.points for p in assignment.problems},
-                  {i.id: 0.0 if i.manual else i.points for i in assignment.quiz.items},  # written: graded by hand
-                  answer_key(assignment.quiz, DEFAULT_SEED))
+    course = load_course(exercises)
+    return EdgeCourse(base, exercises, secret, {p.id: p.points for p in course.problems},
+                  {i.id: 0.0 if i.manual else i.points for i in course.quiz.items},  # written: graded by hand
+                  answer_key(course.quiz, DEFAULT_SEED))
 
 
-def new_folder(course: Course, name: str) -> Path:
+def new_folder(course: EdgeCourse, name: str) -> Path:
     """A fresh folder inside the course base that any user may enter (for the dropped uid)."""
     folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=course.base))
     os.chmod(folder, 0o777)
@@ -110,9 +110,9 @@ class GraderRun:
         return self.stdout + self.stderr + (self.output.read_text() if self.output and self.output.exists() else "")
 
 
-def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
+def run_grader(course: EdgeCourse, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
                umask: int | None = None, env: dict | None = None, limit: float = 120.0) -> GraderRun:
-    """`mha --exercises COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`
+    """`mha --course COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`
     (with `umask`, and `env` added to the environment)."""
     peak = Path(tempfile.mkstemp(prefix="mha-peak-", dir=course.base)[1])
     os.chmod(peak, 0o666)
@@ -135,7 +135,7 @@ def run_grader(course: Course, *args: str, cwd: Path, output: Path | None = None
     # no preexec_fn when there is nothing to do: then subprocess starts the child with vfork, not a
     # fork of this (large) process
     changes = umask is not None or user is not None
-    done = subprocess.run([sys.executable, "-c", _RUN, "--exercises", str(course.exercises), *args, *extra],
+    done = subprocess.run([sys.executable, "-c", _RUN, "--course", str(course.exercises), *args, *extra],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=limit,
                           preexec_fn=become if changes else None)
     text = peak.read_text().strip()
@@ -159,7 +159,7 @@ def working_in(folder: Path) -> list[str]:
     return found
 
 
-def grade(course: Course, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
+def grade(course: EdgeCourse, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
           fmt: str = "gradescope", timeout: float = 2.0, umask: int | None = None) -> GraderRun:
     """`mha grade SUBMISSION --format FMT --output OUTPUT` with short time limits."""
     if output is None and fmt == "gradescope":
@@ -174,13 +174,13 @@ def scores(data: dict) -> dict[str, float]:
     return {test["tags"][0]: test["score"] for test in data["tests"]}
 
 
-def deserved(course: Course, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:
+def deserved(course: EdgeCourse, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:
     """Full points but for the `lost` problems and items (and the quiz unless `quiz`)."""
     points = {**course.points, **course.quiz_points}
     return {i: 0.0 if i in lost or (not quiz and i in course.quiz_points) else p for i, p in points.items()}
 
 
-def graded_in_every_mode(course: Course, cases, make, *, timeout: float, workers: int) -> dict:
+def graded_in_every_mode(course: EdgeCourse, cases, make, *, timeout: float, workers: int) -> dict:
     """Each case laid out by `make(course, case, folder)` and graded in every mode that can run
     here (see `users`), `workers` at a time: {(case, user): GraderRun, or the exception}."""
     todo = [(case, user) for case in cases for user in users() if user is None or not dropped_uid_problem()]
@@ -281,6 +281,6 @@ def skip_unless_runnable(user: int | None) -> None:
         skip_isolation(problem)
 
 
-__all__ = ["AR", "CR", "PS", "Course", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
+__all__ = ["AR", "CR", "PS", "EdgeCourse", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
            "dropped_uid_problem", "drop_to", "graded_in_every_mode", "course", "working_in"]

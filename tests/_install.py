@@ -52,7 +52,7 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     config = tmp / "pip.conf"
     config.write_text("")
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PIP_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "MHA_EXERCISES")}
+           if not k.startswith("PIP_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "MHA_COURSE")}
     env.update(PIP_CONFIG_FILE=str(config), PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
     return env
 

@@ -19,7 +19,7 @@ PROBE = ("import grader, grader.trained as t; m = t.load_model('d8_h2_s0'); "
 def load_in(folder: Path, python: Path | str = sys.executable) -> tuple[Path, Path, str]:
     """(the grader package imported, the models folder used, "heads d_model") of `load_model("d8_h2_s0")`
     run by `python` with `folder` as the working folder, as a student's script or notebook runs it."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_EXERCISES")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_COURSE")}
     done = subprocess.run([str(python), "-c", PROBE], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     package, models, shape = done.stdout.splitlines()

@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository's assignment, a CLI runner, and submission writers."""
+"""Shared fixtures: the repository's course, a CLI runner, and submission writers."""
 from __future__ import annotations
 
 import os
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.course import read_code
-from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
+from grader.course.code import read_code
+from grader.course.loader import load_course
 
 from ._required import REQUIRE_ENV, ROOT_MODE, isolation_required, skip_isolation
 from ._shared import once
@@ -125,8 +125,8 @@ def wheels_downloaded_once():
 
 
 @pytest.fixture(scope="session")
-def assignment():
-    return load_assignment(EXERCISES)
+def course():
+    return load_course(EXERCISES)
 
 
 @pytest.fixture(scope="session")
@@ -143,7 +143,7 @@ def cli():
     runner = CliRunner()
 
     def invoke(*args: str):
-        return runner.invoke(main, ["--exercises", str(EXERCISES), *args], catch_exceptions=False)
+        return runner.invoke(main, ["--course", str(EXERCISES), *args], catch_exceptions=False)
 
     return invoke
 

@@ -29,9 +29,9 @@ CORRECT = {
 
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_alternative_gets_full_marks(assignment, name):
+def test_correct_alternative_gets_full_marks(course, name):
     """Every case of every problem the alternative answers passes."""
-    result = grade(assignment, SUBMISSIONS / name, problem_ids=CORRECT[name])
+    result = grade(course, SUBMISSIONS / name, problem_ids=CORRECT[name])
     graded = {p.id: p for p in result.problems if p.id in CORRECT[name]}
     failures = [f"{p.id} / {c.name}: {c.summary} {c.detail}" for p in graded.values() for c in p.cases if not c.passed]
     assert sorted(graded) == sorted(CORRECT[name])
@@ -39,6 +39,6 @@ def test_correct_alternative_gets_full_marks(assignment, name):
     assert all(p.score == p.max_score for p in graded.values())
 
 
-def test_the_modern_alternative_answers_every_problem(assignment):
+def test_the_modern_alternative_answers_every_problem(course):
     """correct_future_float32.py is a complete submission: its list is the assignment's whole list of problems."""
-    assert sorted(CORRECT["correct_future_float32.py"]) == sorted(p.id for p in assignment.problems)
+    assert sorted(CORRECT["correct_future_float32.py"]) == sorted(p.id for p in course.problems)

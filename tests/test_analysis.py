@@ -225,12 +225,12 @@ class TestReportAtAGlance:
         page = class_report.render_html(analyse(rows, {"a": 1, "b": 1}), {}, [], rows)
         assert "were analysed" not in page and f"{SMALL_CLASS} students: {SMALL_CLASS} graded." in page
 
-    def test_mistake_messages_of_the_assignment(self, assignment):
+    def test_mistake_messages_of_the_course(self, course):
         """Every problem mistake and every quiz misconception has its message, keyed by (item, mistake)."""
-        messages = mistake_messages(assignment)
-        for problem in assignment.problems:
+        messages = mistake_messages(course)
+        for problem in course.problems:
             for mistake in problem.mistakes:
                 assert messages[(problem.id, mistake.id)] == mistake.message
-        pruning = assignment.quiz.item("pruning")
+        pruning = course.quiz.item("pruning")
         wrong = next(c for c in pruning.choices if c.mistake and not c.correct)
         assert messages[("pruning", wrong.mistake)] == wrong.feedback

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.seeds import student_seed
 from grader.classroom import batch
 from grader.cli.commands import main
+from grader.course.seeds import student_seed
 from grader.errors import ExitCode, SubmissionError
 from grader.grading.grade import grade
 from grader.sandbox.isolation import become_subreaper
@@ -81,7 +81,7 @@ def make_class(root: Path) -> Path:
 
 def grade_all(*args: str, secret: str | None = None):
     """Run `mha grade-all ...` in-process; the course secret is `secret` (none by default)."""
-    return CliRunner().invoke(main, ["--exercises", str(EXERCISES), "grade-all", *args],
+    return CliRunner().invoke(main, ["--course", str(EXERCISES), "grade-all", *args],
                               env={"MHA_COURSE_SECRET": secret}, catch_exceptions=False)
 
 
@@ -129,10 +129,10 @@ class TestGradeAllClass:
         assert result.stderr.count("warning: no course secret") == 1
         assert "Traceback" not in result.output
 
-    def test_gradebook_rows_statuses_and_totals(self, graded, assignment):
+    def test_gradebook_rows_statuses_and_totals(self, graded, course):
         """One row per student, in order, with each status and the exact total; columns are every item."""
         rows = read_csv(graded[1] / "gradebook.csv")
-        items = [p.id for p in assignment.problems] + [i.id for i in assignment.quiz.items if not i.manual]
+        items = [p.id for p in course.problems] + [i.id for i in course.quiz.items if not i.manual]
         assert list(rows[0]) == ["student", "status", *items, "total"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
             ("alice", "graded", "243"), ("bob", "graded", "182"), ("carol", "empty", "47"),
@@ -206,15 +206,15 @@ class TestGradeAllClass:
         assert rows[0]["message"].startswith("Your weights are normalized down the first axis")
         assert rows[1]["message"].startswith("Too strong.")
 
-    def test_plots_and_html_report(self, graded, assignment):
+    def test_plots_and_html_report(self, graded, course):
         """Two PNG plots, and one HTML page with both inlined and a row per item and mistake."""
         out = graded[1]
         for name in ("score_histogram.png", "misconceptions.png"):
             assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         page = (out / "report.html").read_text()
         assert page.count('src="data:image/png;base64,') == 2
-        scored = [i for i in assignment.quiz.items if not i.manual]
-        assert page.count("<tr><td><code>") == len(assignment.problems) + len(scored) + 2 + 7
+        scored = [i for i in course.quiz.items if not i.manual]
+        assert page.count("<tr><td><code>") == len(course.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
                "mean total 129.43 of 243." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
@@ -223,11 +223,11 @@ class TestGradeAllClass:
 
 
 class TestWrittenAnswers:
-    def test_each_students_text_escaped_beside_the_rubric(self, graded, assignment):
+    def test_each_students_text_escaped_beside_the_rubric(self, graded, course):
         """written.html shows every written item's rubric and each student's text, escaped; no score counts it."""
         out = graded[1]
         page = (out / "written.html").read_text()
-        written = [i for i in assignment.quiz.items if i.manual]
+        written = [i for i in course.quiz.items if i.manual]
         assert [i.id for i in written] == ["why_several_heads", "why_sqrt_dk", "why_w_o"]
         assert "<img" not in page
         assert "<pre>&lt;img src=x onerror=alert(1)&gt; W_O mixes\nthe heads</pre>" in page
@@ -244,11 +244,11 @@ class TestWrittenAnswers:
         assert bob == {"student": "bob", "item": "why_w_o", "answer": "<img src=x onerror=alert(1)> W_O mixes\nthe heads",
                        "points": "", "max_points": "2"}
 
-    def test_formula_cells_are_quoted(self, assignment):
+    def test_formula_cells_are_quoted(self, course):
         """A text a spreadsheet would run as a formula is written with a leading apostrophe."""
         from grader.classroom.analysis import StudentRow
         from grader.reports.written import render_csv
-        item = assignment.quiz.item("why_w_o")
+        item = course.quiz.item("why_w_o")
         text = render_csv([item], [StudentRow("=evil", {}, written={"why_w_o": "=HYPERLINK(\"x\")"})])
         assert list(csv.reader(io.StringIO(text)))[1][:3] == ["'=evil", "why_w_o", "'=HYPERLINK(\"x\")"]
 
@@ -360,10 +360,10 @@ class TestGradeAllInputs:
         import grader.grading.grade
         real = grader.grading.grade.grade
 
-        def fragile(assignment, files, *, limits, seed, cache=None):  # the student's files as read
+        def fragile(course, files, *, limits, seed, cache=None):  # the student's files as read
             if b"BOOM" in files.source.data:
                 raise RuntimeError("boom")
-            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+            return real(course, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
         monkeypatch.setattr(grader.grading.grade, "grade", fragile)
         for student, source in (("ann", solution_source()), ("ben", "BOOM = 1\n")):
             (tmp_path / "class" / student).mkdir(parents=True)
@@ -389,10 +389,10 @@ class TestGradeAllInputs:
         real = grader.grading.grade.grade
         broken = {"on": True}
 
-        def fragile(assignment, files, *, limits, seed, cache=None):
+        def fragile(course, files, *, limits, seed, cache=None):
             if broken["on"]:
                 raise RuntimeError("boom")
-            return real(assignment, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
+            return real(course, files, problem_ids=["softmax"], limits=limits, seed=seed, cache=cache)
         monkeypatch.setattr(grader.grading.grade, "grade", fragile)
         monkeypatch.setenv("MHA_DEBUG", "1")
         (tmp_path / "class" / "ann").mkdir(parents=True)
@@ -442,20 +442,20 @@ class TestDiscover:
 
 
 class TestWorkDoneOncePerSeed:
-    def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, assignment, tmp_path, monkeypatch):
+    def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, course, tmp_path, monkeypatch):
         """Three students on the default seed: each case is prepared, and each quiz item drawn,
         once for the class, not once per student; the scores are unaffected."""
-        import grader.assignment.quiz
+        import grader.course.quiz
         import grader.grading.prepared
         prepared, drawn = [], []
-        real_prepare, real_draw = grader.grading.prepared.prepare, grader.assignment.quiz.draw
+        real_prepare, real_draw = grader.grading.prepared.prepare, grader.course.quiz.draw
         monkeypatch.setattr(grader.grading.prepared, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))
-        monkeypatch.setattr(grader.assignment.quiz, "draw", lambda item, seed: drawn.append(1) or real_draw(item, seed))
+        monkeypatch.setattr(grader.course.quiz, "draw", lambda item, seed: drawn.append(1) or real_draw(item, seed))
         found = write_class(tmp_path / "class", {name: solution_source() for name in ("ann", "ben", "cy")})
-        outcomes = list(batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
-        assert len(prepared) == sum(len(p.cases) for p in assignment.problems)
-        assert len(drawn) == len(assignment.quiz.items)
-        problems = {p.id: p.points for p in assignment.problems}
+        outcomes = list(batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1))
+        assert len(prepared) == sum(len(p.cases) for p in course.problems)
+        assert len(drawn) == len(course.quiz.items)
+        problems = {p.id: p.points for p in course.problems}
         assert all({k: v for k, v in o.row.scores.items() if k in problems} == problems for o in outcomes)
 
 
@@ -467,9 +467,9 @@ class TestGradingPath:
         script = textwrap.dedent(f"""
             import sys
             from grader.classroom import batch
-            from grader.assignment.loader import load_assignment
+            from grader.course.loader import load_course
             from grader.grading.grade import grade
-            assignment = load_assignment({str(EXERCISES)!r})
+            assignment = load_course({str(EXERCISES)!r})
             found = batch.discover({str(tmp_path / 'class')!r})
             outcomes = list(batch.grade_all(assignment, found, {str(tmp_path / 'out')!r}, seed_of=lambda s: 0,
                                             grader=lambda a, path, seed: grade(a, path, problem_ids=["softmax"])))
@@ -553,7 +553,7 @@ def reap_zombies() -> None:
 
 
 @pytest.fixture(scope="class")
-def both_ways(tmp_path_factory, assignment):
+def both_ways(tmp_path_factory, course):
     """A class of four (ann and cy: the model answers; ben: softmax over the wrong axis; dee: an
     empty folder) graded on SUBSET with jobs=1 (threads) and jobs=2 (grader processes). By jobs:
     the outcomes, the output folder, and the (pid, parent pid) of each call to the grader."""
@@ -570,7 +570,7 @@ def both_ways(tmp_path_factory, assignment):
     runs = {}
     for jobs in (1, 2):
         out = root / f"out-{jobs}"
-        outcomes = list(batch.grade_all(assignment, found, out, seed_of=lambda s: 0, jobs=jobs, grader=grader))
+        outcomes = list(batch.grade_all(course, found, out, seed_of=lambda s: 0, jobs=jobs, grader=grader))
         runs[jobs] = outcomes, out, [tuple(map(int, p.read_text().split())) for p in calls.iterdir()]
         shutil.rmtree(calls)
         calls.mkdir()
@@ -609,7 +609,7 @@ class TestGraderProcesses:
         assert {pid for pid, _ in both_ways[1][2]} == {os.getpid()}
         assert multiprocessing.active_children() == []
 
-    def test_a_dying_grader_process_costs_only_its_submission(self, assignment, tmp_path, monkeypatch):
+    def test_a_dying_grader_process_costs_only_its_submission(self, course, tmp_path, monkeypatch):
         """A grader process that exits (code 3) while holding ben's submission: ben's outcome is an
         error saying so; ann, cy and dee are graded in full by the other process; nothing is left
         running, and no temporary file (the batch deletes the folder the dead process worked in)."""
@@ -627,7 +627,7 @@ class TestGraderProcesses:
 
         become_subreaper()  # orphans come back here, where they can be seen
         before = living_descendants()
-        outcomes = {o.submission.student: o for o in batch.grade_all(assignment, found, tmp_path / "out",
+        outcomes = {o.submission.student: o for o in batch.grade_all(course, found, tmp_path / "out",
                                                                       seed_of=lambda s: 0, jobs=2, grader=grader)}
         assert sorted(outcomes) == ["ann", "ben", "cy", "dee"]
         ben = outcomes.pop("ben")
@@ -646,7 +646,7 @@ class TestGraderProcesses:
         assert len(batches) == 1 and not os.path.exists(batches[0])
         reap_zombies()
 
-    def test_when_every_grader_process_dies_the_rest_are_errors(self, assignment, tmp_path):
+    def test_when_every_grader_process_dies_the_rest_are_errors(self, course, tmp_path):
         """Both grader processes die with their first submission: those two say so, the third was never graded."""
         found = write_class(tmp_path / "class", {"ann": "x = 1\n", "ben": "x = 2\n", "cy": "x = 3\n"})
 
@@ -654,14 +654,14 @@ class TestGraderProcesses:
             os._exit(4)
 
         outcomes = {o.submission.student: (o.status, o.error)
-                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                    for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
                                              grader=grader)}
         assert outcomes == {"ann": ("error", "the grading process stopped (exit code 4)"),
                             "ben": ("error", "the grading process stopped (exit code 4)"),
                             "cy": ("error", "no grading process left")}
         assert multiprocessing.active_children() == []
 
-    def test_a_process_found_dead_between_submissions_costs_nothing(self, assignment, tmp_path, monkeypatch):
+    def test_a_process_found_dead_between_submissions_costs_nothing(self, course, tmp_path, monkeypatch):
         """Sending the next submission to a grader process fails (it died after its last answer):
         that submission goes to the other process, and every student is graded."""
         from multiprocessing.connection import Connection
@@ -679,13 +679,13 @@ class TestGraderProcesses:
         def grader(a, path, seed):
             return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=5), seed=seed)
         outcomes = {o.submission.student: (o.status, o.error, o.row.scores)
-                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                    for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
                                              grader=grader)}
         assert outcomes == dict.fromkeys(["ann", "ben", "cy", "dee"], ("graded", "", {"softmax": 10.0}))
         assert sum(sends.values()) == 5  # 4 submissions, one of them sent twice
         assert multiprocessing.active_children() == []
 
-    def test_hostile_submissions_cost_only_their_own_points(self, assignment, tmp_path):
+    def test_hostile_submissions_cost_only_their_own_points(self, course, tmp_path):
         """Graded two at a time in grader processes (1 s per problem): an exit at import, an infinite
         loop and leftover children cost exactly their own points; the model answers get full marks;
         no process of theirs, and no grader process, is left."""
@@ -701,7 +701,7 @@ class TestGraderProcesses:
         become_subreaper()
         before = living_descendants()
         outcomes = {o.submission.student: (o.status, o.row.scores)
-                    for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                    for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
                                              grader=grader)}
         full = {"softmax": 10.0, "attention_reading": 5.0}
         # fork_children leaves processes running in attention_reading: that problem's points
@@ -717,7 +717,7 @@ class TestGraderProcesses:
 
 
 class TestStatusPerStudent:
-    def test_gradebook_status_of_each_kind_of_submission(self, assignment, tmp_path):
+    def test_gradebook_status_of_each_kind_of_submission(self, course, tmp_path):
         """The gradebook tells a syntax error, an import failure, an import that runs out of time, a
         file with no code and a folder with no file apart from a graded submission (one problem, 1 s)."""
         found = write_class(tmp_path / "class", {
@@ -728,7 +728,7 @@ class TestStatusPerStudent:
         def grader(a, path, seed):
             return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=1, load_seconds=1), seed=seed)
 
-        rows = [o.row for o in batch.grade_all(assignment, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1,
+        rows = [o.row for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1,
                                                grader=grader)]
         batch.write_gradebook(tmp_path / "gradebook.csv", ["softmax"], rows)
         assert [(r["student"], r["status"], r["softmax"]) for r in read_csv(tmp_path / "gradebook.csv")] == [

@@ -23,7 +23,7 @@ from grader.sandbox.codec import ANSWER, Bounds, DecodeError, loads_bounded, rea
 from ._edges import (
     AR,
     ROOT_MODE,
-    Course,
+    EdgeCourse,
     course,  # noqa: F401 (a fixture of these tests)
     deserved,
     grade,
@@ -86,7 +86,7 @@ SENT = (
 )
 
 
-def _send(course: Course, case: Sent, folder: Path) -> None:
+def _send(course: EdgeCourse, case: Sent, folder: Path) -> None:
     write_submission(folder, solution_source() + "\n\n" + LINES[case.name] + RAW_LINE, answers=course.key)
 
 

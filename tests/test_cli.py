@@ -9,8 +9,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.loader import load_assignment
 from grader.cli.commands import main
+from grader.course.loader import load_course
 from grader.errors import ExitCode
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
@@ -37,7 +37,7 @@ class TestGrade:
         assert data["score"] == sum(t["max_score"] for t in data["tests"]) > 0
         assert all(t["status"] == "passed" for t in data["tests"])
         problem_ids = [p.name.removesuffix(".yaml") for p in (EXERCISES / "problems").glob("*.yaml")]
-        quiz_ids = [item.id for item in load_assignment(EXERCISES).quiz.items]
+        quiz_ids = [item.id for item in load_course(EXERCISES).quiz.items]
         assert sorted(t["name"].split(":")[0] for t in data["tests"]) == sorted(problem_ids + quiz_ids)
 
     def test_stubs_score_zero_with_not_implemented(self, cli):
@@ -49,7 +49,7 @@ class TestGrade:
         unwrapped = re.sub(r"\n +", " ", result.stdout)
         assert unwrapped.count("not implemented yet") == 2 * problems  # each problem, and its summary line
         # each problem twice, the unanswered scored quiz items once, the unanswered written items once
-        assert any(i.manual for i in load_assignment(EXERCISES).quiz.items)
+        assert any(i.manual for i in load_course(EXERCISES).quiz.items)
         assert result.stdout.count("TODO  ") == 2 * problems + 1 + 1
         assert "Traceback" not in result.output
 
@@ -93,7 +93,7 @@ class TestGrade:
         shutil.copytree(EXERCISES, broken)
         target = broken / "problems" / "predict_shapes.yaml"
         target.write_text(target.read_text().replace("points: 10", "points: lots"))
-        result = CliRunner().invoke(main, ["--exercises", str(broken), "grade", str(SOLUTIONS)])
+        result = CliRunner().invoke(main, ["--course", str(broken), "grade", str(SOLUTIONS)])
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert f"{target}:4: 'points' must be a number (got 'lots')" in result.stderr
 
@@ -128,7 +128,7 @@ class TestGrade:
         if how == "environment":
             monkeypatch.setenv("MHA_DEBUG", "1")
         option = ["--traceback"] if how == "option" else []
-        result = CliRunner().invoke(main, [*option, "--exercises", str(EXERCISES), "grade", str(SOLUTIONS),
+        result = CliRunner().invoke(main, [*option, "--course", str(EXERCISES), "grade", str(SOLUTIONS),
                                            "--format", "json", "--output", str(tmp_path / "r.json")])
         assert result.exit_code == ExitCode.INTERNAL
         assert result.stderr.splitlines()[-1] == "internal error: RuntimeError: disk on fire"
@@ -144,10 +144,10 @@ class TestGrade:
         def broken(self):
             raise KeyError("no such thing")
 
-        monkeypatch.setattr(grader.cli.commands.Ctx, "assignment", broken)
+        monkeypatch.setattr(grader.cli.commands.Ctx, "course", broken)
         monkeypatch.delenv("MHA_DEBUG", raising=False)
         for option, shown in (([], False), (["--traceback"], True)):
-            result = CliRunner().invoke(main, [*option, "--exercises", str(EXERCISES), "list"])
+            result = CliRunner().invoke(main, [*option, "--course", str(EXERCISES), "list"])
             assert result.exit_code == ExitCode.INTERNAL
             assert result.stderr.splitlines()[-1] == "internal error: KeyError: 'no such thing'"
             assert ("Traceback (most recent call last):" in result.stderr) == shown
@@ -242,7 +242,7 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.batch', 'grader.cli.export', "
             "'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.release'))))")
-    out = subprocess.run([sys.executable, "-c", code, "--exercises", str(ROOT / "exercises"), "grade",
+    out = subprocess.run([sys.executable, "-c", code, "--course", str(ROOT / "exercises"), "grade",
                           str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json"),
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
@@ -262,12 +262,12 @@ class TestClosedStdout:
         read, write = os.pipe()
         os.close(read)  # every write now fails with EPIPE, whenever it happens
         try:
-            done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), *args], stdout=write,
+            done = subprocess.run([sys.executable, "-m", "grader", "--course", str(EXERCISES), *args], stdout=write,
                                   stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
         finally:
             os.close(write)
         assert done.returncode == 0, done.stderr
-        assert "error" not in done.stderr.lower() and "Traceback" not in done.stderr  # `list` names its assignment
+        assert "error" not in done.stderr.lower() and "Traceback" not in done.stderr  # `list` names its course
 
 
 class TestSubmissionLevelMessages:

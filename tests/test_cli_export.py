@@ -32,7 +32,7 @@ def test_grade_imports_no_export_tool():
     assert done.stdout.strip() == "[]"
 
 
-def test_assignment_without_quiz_cannot_export_one(cli, tmp_path):
+def test_course_without_quiz_cannot_export_one(cli, tmp_path):
     """qti/moodle on an assignment with no quiz: exit 3, saying so."""
     import shutil
 
@@ -44,6 +44,6 @@ def test_assignment_without_quiz_cannot_export_one(cli, tmp_path):
     from click.testing import CliRunner
 
     from grader.cli.commands import main
-    result = CliRunner().invoke(main, ["--exercises", str(root), "export", "moodle", "--out", str(tmp_path / "q.xml")])
+    result = CliRunner().invoke(main, ["--course", str(root), "export", "moodle", "--out", str(tmp_path / "q.xml")])
     assert result.exit_code == 3
     assert "this assignment has no quiz to export" in result.stderr

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.seeds import student_seed
 from grader.cli.commands import main
+from grader.course.loader import load_course
+from grader.course.seeds import student_seed
 from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import compiled as compiled_module
 from grader.grading.compiled import CACHE_ENV, compiled
@@ -57,7 +57,7 @@ class TestSameGrades:
         """Solutions, stubs and a file with a named mistake in every problem get the very same
         result (scores, case verdicts, mistakes, messages, hidden cases included) from the compiled
         assignment, loaded back from disk, as from preparing every case afresh, on two seeds."""
-        assignment = load_assignment(EXERCISES)
+        course = load_course(EXERCISES)
         seed = student_seed(SECRET, student)
         source = {"solution": solution_source(), "stubs": (EXERCISES / "attention.py").read_text(),
                   "many bugs": many_bugs()}[kind]
@@ -66,8 +66,8 @@ class TestSameGrades:
         (folder / "attention.py").write_text(source)
         shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
         limits = Limits(problem_seconds=5)
-        fresh = grade(assignment, folder / "attention.py", limits=limits, seed=seed)
-        compiled(EXERCISES, seed, lambda: assignment)  # written...
+        fresh = grade(course, folder / "attention.py", limits=limits, seed=seed)
+        compiled(EXERCISES, seed, lambda: course)  # written...
         stored = compiled(EXERCISES, seed, lambda: pytest.fail("compiled again"))  # ...and read back
         again = grade_fixtures(stored, folder / "attention.py", include_hidden=True, limits=limits,
                                private=private_paths(EXERCISES))
@@ -81,9 +81,9 @@ class TestSameGrades:
 
     def test_public_cases_only_for_check(self, tmp_path, cache):
         """`include_hidden=False` on the compiled assignment grades exactly what `mha check` grades."""
-        assignment = load_assignment(EXERCISES)
-        fresh = grade(assignment, SOLUTIONS / "attention.py", include_hidden=False)
-        again = grade_fixtures(compiled(EXERCISES, 0, lambda: assignment), SOLUTIONS / "attention.py",
+        course = load_course(EXERCISES)
+        fresh = grade(course, SOLUTIONS / "attention.py", include_hidden=False)
+        again = grade_fixtures(compiled(EXERCISES, 0, lambda: course), SOLUTIONS / "attention.py",
                                include_hidden=False, private=private_paths(EXERCISES))
         assert comparable(again) == comparable(fresh)
         assert not any(c.hidden for p in again.problems for c in p.cases)
@@ -95,10 +95,10 @@ class TestNeverStale:
         root = tmp_path / "exercises"
         shutil.copytree(EXERCISES, root)
         runner = CliRunner()
-        first = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS), "--format", "json"])
+        first = runner.invoke(main, ["--course", str(root), "grade", str(SOLUTIONS), "--format", "json"])
         softmax = root / "problems" / "softmax.yaml"
         softmax.write_text(softmax.read_text().replace("points: 10", "points: 30"))
-        second = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS), "--format", "json"])
+        second = runner.invoke(main, ["--course", str(root), "grade", str(SOLUTIONS), "--format", "json"])
         assert json.loads(first.stdout)["max_score"] + 20 == json.loads(second.stdout)["max_score"]
         assert len(list(cache.glob("*.json"))) == 2
 
@@ -107,10 +107,10 @@ class TestNeverStale:
         root = tmp_path / "exercises"
         shutil.copytree(EXERCISES, root)
         runner = CliRunner()
-        assert runner.invoke(main, ["--exercises", str(root), "compile"]).exit_code == 0
+        assert runner.invoke(main, ["--course", str(root), "compile"]).exit_code == 0
         target = root / "problems" / "predict_shapes.yaml"
         target.write_text(target.read_text().replace("points: 10", "points: lots"))
-        result = runner.invoke(main, ["--exercises", str(root), "grade", str(SOLUTIONS)])
+        result = runner.invoke(main, ["--course", str(root), "grade", str(SOLUTIONS)])
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert f"{target}:4: 'points' must be a number (got 'lots')" in result.stderr
 
@@ -138,7 +138,7 @@ class TestNeverStale:
         assert str(info.value).startswith(f"{counts}:{case}: case 'width 8, two heads': the reference raised ValueError")
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
-        assert len(compiled(root, 0, valid_then=valid_then).problems) == len(load_assignment(root).problems)
+        assert len(compiled(root, 0, valid_then=valid_then).problems) == len(load_course(root).problems)
         assert len(list(cache.glob("*-0.json"))) == 1 and len(list(cache.glob("*.valid"))) == 1
 
     def test_a_changed_grader_file_is_compiled_again(self, cache, monkeypatch):
@@ -156,35 +156,35 @@ class TestNeverStale:
 
     def test_a_damaged_file_is_replaced(self, cache):
         """A truncated or foreign file is ignored and compiled again; the grade is unaffected."""
-        assignment = load_assignment(EXERCISES)
-        compiled(EXERCISES, 0, lambda: assignment)
+        course = load_course(EXERCISES)
+        compiled(EXERCISES, 0, lambda: course)
         (path,) = cache.glob("*.json")
         path.write_text(path.read_text()[:1000])
         calls = []
-        again = compiled(EXERCISES, 0, lambda: calls.append(1) or assignment)
-        assert calls == [1] and len(again.problems) == len(assignment.problems)
+        again = compiled(EXERCISES, 0, lambda: calls.append(1) or course)
+        assert calls == [1] and len(again.problems) == len(course.problems)
         assert json.loads(path.read_text())["stamp"] == compiled_module.stamp(EXERCISES, 0)
         path.write_text(json.dumps({"format": 1, "stamp": "another grader"}))
-        compiled(EXERCISES, 0, lambda: calls.append(2) or assignment)
+        compiled(EXERCISES, 0, lambda: calls.append(2) or course)
         assert calls == [1, 2]
 
     def test_only_the_graders_user_can_read_it(self, cache):
         """It holds hidden cases and quiz answers: folder 0700, file 0600."""
-        assignment = load_assignment(EXERCISES)
-        compiled(EXERCISES, 0, lambda: assignment)
+        course = load_course(EXERCISES)
+        compiled(EXERCISES, 0, lambda: course)
         (path,) = cache.glob("*.json")
         assert stat.S_IMODE(cache.stat().st_mode) == 0o700
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
-    def test_only_the_latest_compiled_assignments_are_kept(self, cache):
+    def test_only_the_latest_compiled_courses_are_kept(self, cache):
         """Every change of the files makes a new compiled assignment; the oldest go."""
-        assignment = load_assignment(EXERCISES)
+        course = load_course(EXERCISES)
         cache.mkdir(mode=0o700)
         for i in range(compiled_module.KEEP + 3):
             old = cache / f"{i:08x}-0.json"
             old.write_text("{}")
             os.utime(old, ns=(i * 10**9, i * 10**9))
-        compiled(EXERCISES, 0, lambda: assignment)
+        compiled(EXERCISES, 0, lambda: course)
         kept = {p.name for p in cache.glob("*-*.json")}
         assert len(kept) == compiled_module.KEEP
         assert f"{compiled_module.KEEP + 2:08x}-0.json" in kept and "00000000-0.json" not in kept
@@ -194,7 +194,7 @@ class TestNeverStale:
         blocker = tmp_path / "not-a-folder"
         blocker.write_text("")
         monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
-        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json"])
+        result = CliRunner().invoke(main, ["--course", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json"])
         data = json.loads(result.stdout)
         assert result.exit_code == 0 and data["score"] == data["max_score"]
 
@@ -206,10 +206,10 @@ class TestNeverStale:
         monkeypatch.setattr(compiled_module.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
             RuntimeError("Could not determine home directory."))))
         runner = CliRunner()
-        compiled_out = runner.invoke(main, ["--exercises", str(EXERCISES), "compile"])
+        compiled_out = runner.invoke(main, ["--course", str(EXERCISES), "compile"])
         assert compiled_out.exit_code == 0 and compiled_out.stdout.endswith(
             "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)\n")
-        result = runner.invoke(main, ["--exercises", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json",
+        result = runner.invoke(main, ["--course", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json",
                                       "--problem", "softmax"])
         data = json.loads(result.stdout)
         assert result.exit_code == 0 and data["score"] == data["max_score"] == 10
@@ -218,16 +218,16 @@ class TestNeverStale:
 class TestCompileCommand:
     def test_compile_prepares_every_case_once(self, cache):
         """`mha compile` says what it prepared; the grade after it loads nothing."""
-        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "compile"])
-        assignment = load_assignment(EXERCISES)
-        cases = sum(len(p.cases) for p in assignment.problems)
+        result = CliRunner().invoke(main, ["--course", str(EXERCISES), "compile"])
+        course = load_course(EXERCISES)
+        cases = sum(len(p.cases) for p in course.problems)
         assert result.exit_code == 0
-        assert result.stdout == (f"compiled {len(assignment.problems)} problem(s), {cases} cases and "
-                                 f"{len(assignment.quiz.items)} quiz items into {cache}\n")
+        assert result.stdout == (f"compiled {len(course.problems)} problem(s), {cases} cases and "
+                                 f"{len(course.quiz.items)} quiz items into {cache}\n")
         assert len(list(cache.glob("*.json"))) == 1
 
     def test_a_student_seed_needs_the_secret(self, cache):
-        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "compile", "--student", "s1"],
+        result = CliRunner().invoke(main, ["--course", str(EXERCISES), "compile", "--student", "s1"],
                                     env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == ExitCode.USAGE
         assert "course secret" in result.stderr

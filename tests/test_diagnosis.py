@@ -37,28 +37,28 @@ class TestOneMistakePerProblem:
     @pytest.mark.parametrize("include_hidden", [True, False], ids=["grade", "check"])
     @pytest.mark.parametrize("source", [b.source for b in BUGS] + [SQRT_QUERIES],
                              ids=[b.mistake for b in BUGS] + ["sqrt-number-of-queries"])
-    def test_no_problem_is_told_two_mistakes(self, assignment, write_submission, source, include_hidden):
+    def test_no_problem_is_told_two_mistakes(self, course, write_submission, source, include_hidden):
         """Every buggy submission, graded on every problem (all cases, and the public ones as
         `mha check` does): at most one mistake id per problem."""
-        result = grade(assignment, write_submission(with_function(source)), include_hidden=include_hidden)
+        result = grade(course, write_submission(with_function(source)), include_hidden=include_hidden)
         told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
         assert told == {}
 
-    def test_sqrt_of_the_number_of_queries_is_told_so(self, assignment, write_submission):
+    def test_sqrt_of_the_number_of_queries_is_told_so(self, course, write_submission):
         """Its sizes once made it 'no scaling', 'scaled by d_k' and 'scaled by d_v' in one report;
         its own mistake now fits every failing case, and no other is told."""
-        result = grade(assignment, write_submission(with_function(SQRT_QUERIES)),
+        result = grade(course, write_submission(with_function(SQRT_QUERIES)),
                        problem_ids=["scaled_dot_product_attention"]).problems[0]
         assert result.score < result.max_score
         assert result.mistakes == ("attention-scaled-by-sqrt-queries",)
         assert result.message == ""
 
-    def test_public_cases_of_attention_keep_their_sizes_apart(self, assignment):
+    def test_public_cases_of_attention_keep_their_sizes_apart(self, course):
         """n, m, d_k, d_v and sqrt(d_k) pairwise distinct in every public case; only the worked
         example has one query (where dividing by sqrt(n) looks like no scaling, and the
         problem-level rule keeps that coincidence from naming anything)."""
         from grader.grading.prepared import build_args
-        problem = assignment.problem("scaled_dot_product_attention")
+        problem = course.problem("scaled_dot_product_attention")
         public = [c for c in problem.cases if not c.hidden]
         for case in public:
             Q, K, V = build_args(problem, case)[:3]
@@ -66,20 +66,20 @@ class TestOneMistakePerProblem:
             assert len(set(sizes)) == 5, (case.name, sizes)
         assert [c.name for c in public if build_args(problem, c)[0].shape[0] == 1] == ["worked example"]
 
-    def test_averaged_heads_are_not_named_on_the_one_head_case(self, assignment, write_submission):
+    def test_averaged_heads_are_not_named_on_the_one_head_case(self, course, write_submission):
         """With one head, averaging the patterns cannot be told from one wide head: that case names
         nothing, the two-head cases name the averaging."""
         bug = next(b for b in BUGS if b.mistake == "mha-weights-averaged")
-        result = grade(assignment, write_submission(buggy_submission(bug)),
+        result = grade(course, write_submission(buggy_submission(bug)),
                        problem_ids=["multi_head_attention"]).problems[0]
         one_head = next(c for c in result.cases if c.name == "one head is plain attention")
         assert (one_head.passed, one_head.mistake) == (False, None)
         assert result.mistakes == ("mha-weights-averaged",)
 
-    def test_two_bugs_in_one_function_name_the_larger_and_list_the_rest(self, assignment, write_submission):
+    def test_two_bugs_in_one_function_name_the_larger_and_list_the_rest(self, course, write_submission):
         """A split without transpose that also asserts: the reshape explains most failing cases and
         is named; the cases the `assert` fails are listed as not explained, with the mistake that fits them."""
-        result = grade(assignment, write_submission(with_function("""
+        result = grade(course, write_submission(with_function("""
             def split_heads(X, num_heads):
                 n, d_model = X.shape
                 assert d_model % num_heads == 0
@@ -91,10 +91,10 @@ class TestOneMistakePerProblem:
                                   "assert-instead-of-raise fits them: a second mistake.")
         assert not any(c.mistake for c in result.cases if "divisible" in c.name or "more heads" in c.name)
 
-    def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, assignment, write_submission):
+    def test_an_inverted_mask_is_named_whatever_fills_a_row_with_nothing_left(self, course, write_submission):
         """Inverting a causal mask leaves a query no key: -inf gives nan there, -1e9 a uniform row
         (test_mistakes uses -1e9). Where the mistake's own answer is undefined, any answer fits it."""
-        result = grade(assignment, write_submission(with_function("""
+        result = grade(course, write_submission(with_function("""
             def scaled_dot_product_attention(Q, K, V, mask=None):
                 scores = Q @ K.T / math.sqrt(Q.shape[1])
                 if mask is not None:
@@ -110,9 +110,9 @@ class TestOneMistakePerProblem:
         "4 * num_heads * (d_model * d_model + (d_model if bias else 0))",
         "3 * num_heads * d_model * d_model + d_model * d_model + (4 * d_model if bias else 0)",
     ])
-    def test_every_count_that_grows_with_heads_is_named(self, assignment, write_submission, formula):
+    def test_every_count_that_grows_with_heads_is_named(self, course, write_submission, formula):
         """The 'parameters grow with heads' mistake knows the family, 4h d^2 + 4d included."""
-        result = grade(assignment, write_submission(with_function(f"""
+        result = grade(course, write_submission(with_function(f"""
             def parameter_count(d_model, num_heads, bias=True):
                 return {formula}
         """)), problem_ids=["parameter_count"]).problems[0]
@@ -127,11 +127,11 @@ class TestCascade:
             return e / e.sum(axis=0, keepdims=True)
     """
 
-    def test_a_correct_caller_of_a_broken_softmax_points_at_softmax(self, assignment, write_submission):
+    def test_a_correct_caller_of_a_broken_softmax_points_at_softmax(self, course, write_submission):
         """scaled_dot_product_attention is right but calls a broken softmax: it says so, first,
         is not told 'softmax over queries', and is told it passes with the course's softmax;
         softmax is told its own mistake."""
-        result = grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
+        result = grade(course, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
                        problem_ids=["softmax", "scaled_dot_product_attention", "multi_head_attention"])
         softmax, sdpa, mha = result.problems[:3]
         assert softmax.mistakes == ("softmax-wrong-axis",)
@@ -145,7 +145,7 @@ class TestCascade:
                                       "Graded again with the course's softmax and scaled_dot_product_attention")
         assert mha.mistakes == ()
 
-    def test_what_the_rerun_prints_is_never_shown(self, assignment, write_submission):
+    def test_what_the_rerun_prints_is_never_shown(self, course, write_submission):
         """A caller that prints which softmax it was handed: the re-run's (the course's, defined in
         the reference's factory) never reaches the report; its own first run's does."""
         source = self.WRONG_AXIS_SOFTMAX + """
@@ -157,7 +157,7 @@ class TestCascade:
             weights = softmax(scores)
             return weights @ V, weights
     """
-        result = grade(assignment, write_submission(with_function(source)),
+        result = grade(course, write_submission(with_function(source)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         sdpa = result.problems[1]
         assert sdpa.message.endswith("scaled_dot_product_attention passes every case: its own code is right.")
@@ -166,22 +166,22 @@ class TestCascade:
         assert "SOFTMAX-IS softmax" in shown and "_mha_course_reference" not in shown
         assert sdpa.score < sdpa.max_score  # the re-run's passes are not points
 
-    def test_an_unimplemented_callee_is_named(self, assignment, write_submission):
+    def test_an_unimplemented_callee_is_named(self, course, write_submission):
         """A softmax left as the stub: scaled dot-product attention says to implement it first
         (with nothing of the student's softmax to replace, it is not graded again)."""
         stub = "def softmax(scores):\n    raise NotImplementedError('softmax')\n"
-        result = grade(assignment, write_submission(with_function(stub)),
+        result = grade(course, write_submission(with_function(stub)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         assert result.problems[1].message == ("scaled_dot_product_attention calls your softmax, which is not "
                                               "implemented yet: implement it first.")
 
-    def test_its_own_mistake_is_found_behind_a_broken_helper(self, assignment, write_submission, tmp_path):
+    def test_its_own_mistake_is_found_behind_a_broken_helper(self, course, write_submission, tmp_path):
         """softmax overflowing and attention unscaled: attention is graded again with the course's
         softmax, and told its own mistake (which the class report counts); softmax is told its own."""
         from grader.classroom.analysis import analyse
         from grader.classroom.batch import Submission, result_record, row_of
         source = (SUBMISSIONS / "bug_cascade_overflow_unscaled.py").read_text()
-        result = grade(assignment, write_submission(with_function(source)),
+        result = grade(course, write_submission(with_function(source)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         softmax, sdpa = result.problems
         assert softmax.mistakes == ("softmax-overflow",)
@@ -189,14 +189,14 @@ class TestCascade:
         assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
                                 "Graded again with the course's softmax in place of yours, scaled_dot_product_attention "
                                 "still fails 9 of 9 cases: its own mistake is attention-no-scale.")
-        message = next(m.message for m in assignment.problem("scaled_dot_product_attention").mistakes
+        message = next(m.message for m in course.problem("scaled_dot_product_attention").mistakes
                        if m.id == "attention-no-scale")
         assert {c.mistake_message for c in sdpa.cases if c.mistake} == {message}
         record = result_record(Submission("ada", tmp_path, None, None), result, "graded", 0, "k")
         made = analyse([row_of(record)], {p.id: p.max_score for p in result.problems}).mistakes
         assert ("scaled_dot_product_attention", "attention-no-scale", 1) in made
 
-    def test_only_a_failing_caller_of_a_failing_helper_is_graded_again(self, assignment, write_submission,
+    def test_only_a_failing_caller_of_a_failing_helper_is_graded_again(self, course, write_submission,
                                                                       monkeypatch):
         """One re-run, of the one problem that fails and calls a failing helper; none for a
         right submission, nor for a failing function that calls no failing helper."""
@@ -206,11 +206,11 @@ class TestCascade:
         monkeypatch.setattr(grading, "_graded_again", lambda data, problems, *rest: (
             seen.append([p.id for p in problems]), again(data, problems, *rest))[1])
         ids = ["softmax", "scaled_dot_product_attention", "split_heads", "multi_head_attention"]
-        grade(assignment, write_submission(solution_source()), problem_ids=ids)
-        grade(assignment, write_submission(with_function(next(b for b in BUGS if b.mistake == "mha-one-wide-head")
+        grade(course, write_submission(solution_source()), problem_ids=ids)
+        grade(course, write_submission(with_function(next(b for b in BUGS if b.mistake == "mha-one-wide-head")
                                                          .source)), problem_ids=ids)
         assert seen == []
-        grade(assignment, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
+        grade(course, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
               problem_ids=["softmax", "scaled_dot_product_attention", "split_heads"])
         assert seen == [["scaled_dot_product_attention"]]
 
@@ -223,18 +223,18 @@ class TestCascade:
         compile(text, "reference", "exec")
         assert reference_text(None, ["softmax"]) is None
 
-    def test_a_callee_failing_only_to_raise_is_not_blamed(self, assignment, write_submission):
+    def test_a_callee_failing_only_to_raise_is_not_blamed(self, course, write_submission):
         """split_heads with `assert` fails only its ValueError cases, which no caller's case
         reaches: multi-head attention keeps its own diagnosis."""
         assert_split = next(b for b in BUGS if b.mistake == "assert-instead-of-raise").source
         sqrt_d_model = next(b for b in BUGS if b.mistake == "mha-scaled-by-d-model").source
-        result = grade(assignment, write_submission(with_function(assert_split + sqrt_d_model)),
+        result = grade(course, write_submission(with_function(assert_split + sqrt_d_model)),
                        problem_ids=["split_heads", "multi_head_attention"])
         split, mha = result.problems
         assert split.mistakes == ("assert-instead-of-raise",)
         assert mha.mistakes == ("mha-scaled-by-d-model",) and "calls your" not in mha.message
 
-    def test_a_function_that_does_not_call_the_broken_one_keeps_its_own_diagnosis(self, assignment,
+    def test_a_function_that_does_not_call_the_broken_one_keeps_its_own_diagnosis(self, course,
                                                                                    write_submission):
         """An attention written without the student's softmax is told its own mistake."""
         source = self.WRONG_AXIS_SOFTMAX + """
@@ -246,7 +246,7 @@ class TestCascade:
             weights = e / e.sum(axis=-1, keepdims=True)
             return weights @ V, weights
         """
-        result = grade(assignment, write_submission(with_function(source)),
+        result = grade(course, write_submission(with_function(source)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         assert result.problems[1].mistakes == ("attention-no-scale",)
         assert "calls your" not in result.problems[1].message
@@ -305,9 +305,9 @@ class TestDesignedHeads:
         (50.0 * np.eye(8), np.eye(8, k=-1), "no position preferred"),
         (np.eye(8), np.eye(8, k=1), "pattern too weak"),
     ], ids=["itself", "next, masked", "too soft"])
-    def test_failures_are_told_apart(self, assignment, W_Q, W_K, kind):
+    def test_failures_are_told_apart(self, course, W_Q, W_K, kind):
         """All weight on the wrong position is not 'too weak'; uniform rows prefer nothing."""
-        problem = assignment.problem("previous_token_head")
+        problem = course.problem("previous_token_head")
         verdict = check(problem.compare, 8, (W_Q, W_K))
         assert (verdict.passed, verdict.kind) == (False, kind)
 
@@ -320,27 +320,27 @@ class TestDesignedHeads:
 class TestTexts:
     """Prompts and mistake messages state the conventions students most often get wrong."""
 
-    def test_split_heads_slices_the_projections_not_the_input(self, assignment):
-        prompt = assignment.problem("split_heads").prompt
+    def test_split_heads_slices_the_projections_not_the_input(self, course):
+        prompt = course.problem("split_heads").prompt
         assert "Every head reads the whole input" in prompt and "X W_Q" in prompt
 
-    def test_the_mask_message_notes_pytorchs_convention(self, assignment):
-        message = next(m.message for m in assignment.problem("scaled_dot_product_attention").mistakes
+    def test_the_mask_message_notes_pytorchs_convention(self, course):
+        message = next(m.message for m in course.problem("scaled_dot_product_attention").mistakes
                        if m.id == "attention-mask-inverted")
         assert "nn.MultiheadAttention uses the opposite convention, True = blocked" in " ".join(message.split())
 
-    def test_w_o_lets_every_head_write_anywhere(self, assignment):
-        message = next(m.message for m in assignment.problem("multi_head_attention").mistakes
+    def test_w_o_lets_every_head_write_anywhere(self, course):
+        message = next(m.message for m in course.problem("multi_head_attention").mistakes
                        if m.id == "mha-no-output-projection")
         assert "sum over heads of z^(i) W_O^(i)" in message and "any output direction" in message
 
-    def test_the_sink_head_is_not_called_a_do_nothing_head(self, assignment):
-        prompt = assignment.problem("sink_head").prompt
+    def test_the_sink_head_is_not_called_a_do_nothing_head(self, course):
+        prompt = course.problem("sink_head").prompt
         assert "nothing to do here" not in prompt
         assert "copies position 0's vector e_0" in " ".join(prompt.split())
 
-    def test_quiz_texts(self, assignment):
-        items = {i.id: i for i in assignment.quiz.items}
+    def test_quiz_texts(self, course):
+        items = {i.id: i for i in course.quiz.items}
         scale = next(c for c in items["widen_values"].choices if c.mistake == "scale_by_d_v")
         assert "flatter" in scale.text and "sharper" not in scale.text  # dividing by more flattens
         assert set(items["head_count"].params["d_head"]["choice"]) <= set(range(64, 129))  # the lesson's 64-128

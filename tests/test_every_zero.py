@@ -39,7 +39,7 @@ def _stubbed(source: str, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(assignment, tmp_path_factory) -> dict[str, GradeResult]:
+def graded(course, tmp_path_factory) -> dict[str, GradeResult]:
     """The results of three submissions: one with softmax not implemented and multi_head_reading
     missing (attention_reading right), one that raises while being imported, one whose
     attention_reading never returns."""
@@ -54,7 +54,7 @@ def graded(assignment, tmp_path_factory) -> dict[str, GradeResult]:
     for name, source in sources.items():
         folder = tmp_path_factory.mktemp(name)
         (folder / "attention.py").write_text(source)
-        results[name] = grade(assignment, folder / "attention.py",
+        results[name] = grade(course, folder / "attention.py",
                               problem_ids=["softmax", "multi_head_reading", "attention_reading"],
                               limits=Limits(problem_seconds=2))
     return results

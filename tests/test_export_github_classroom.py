@@ -28,7 +28,7 @@ def starter(tmp_path_factory) -> Path:
 
     from grader.cli.commands import main
     out = tmp_path_factory.mktemp("starter") / "repo"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out),
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "export", "github-classroom", "--out", str(out),
                                        "--install", INSTALL], env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out
@@ -41,7 +41,7 @@ def released(tmp_path_factory) -> Path:
 
     from grader.cli.commands import main
     out = tmp_path_factory.mktemp("release") / "r"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(out)],
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "release", "--out", str(out)],
                                 env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out / "student"
@@ -98,41 +98,41 @@ class TestStarterHoldsNoCourseCode:
 
     def test_no_course_file_is_in_it(self, starter):
         """None of the course folder's Python files (reference, mistakes, quiz answers, model code), by path or text."""
-        course = [p for p in EXERCISES.rglob("*.py") if p.name not in ("attention.py", "__init__.py")]
-        assert {p.stem for p in course} >= {"course", "reference", "mistakes", "quiz_answers"}
+        course_dir = [p for p in EXERCISES.rglob("*.py") if p.name not in ("attention.py", "__init__.py")]
+        assert {p.stem for p in course_dir} >= {"course", "reference", "mistakes", "quiz_answers"}
         texts = _texts(starter)
-        for path in course:
+        for path in course_dir:
             assert path.relative_to(EXERCISES).as_posix() not in texts, path.name
             body = path.read_text().strip()
             assert not any(body in text for text in texts.values()), path.name
         # the fixtures' index (whose numbers the bundle holds); never the models' index, which answers quiz items
         assert [p.relative_to(starter).as_posix() for p in starter.rglob("index.json")] == ["grader/_fixtures/index.json"]
 
-    def test_no_hidden_case(self, starter, assignment):
+    def test_no_hidden_case(self, starter, course):
         """Every case in its fixtures is public; a hidden case's name appears in no file (unless it is a phrase of
         a public prompt, as 'random layers')."""
-        from grader.assignment.render import render_problem
+        from grader.course.render import render_problem
         texts = _texts(starter)
         cases = [c for name, text in texts.items() if name.endswith(".json") for c in _cases(json.loads(text))]
         assert cases and {c["visibility"] for c in cases} == {"public"}
-        hidden = {c.name for p in assignment.problems for c in p.cases if c.hidden}
+        hidden = {c.name for p in course.problems for c in p.cases if c.hidden}
         assert hidden and not hidden & {c["name"] for c in cases}
-        prompts = "\n".join(render_problem(p, 0) for p in assignment.problems)
+        prompts = "\n".join(render_problem(p, 0) for p in course.problems)
         distinct = {name for name in hidden if name not in prompts}
         assert len(distinct) > len(hidden) / 2
         assert {name for name in distinct if any(name in text for text in texts.values())} == set()
 
-    def test_no_quiz_key_of_a_hidden_item(self, starter, assignment):
+    def test_no_quiz_key_of_a_hidden_item(self, starter, course):
         """A hidden item's answer, right choices and feedback are nowhere: its fixtures entry holds none of them."""
-        from grader.assignment.quiz import DEFAULT_SEED, draw
+        from grader.course.quiz import DEFAULT_SEED, draw
         texts = _texts(starter)
         fixtures = json.loads(texts["grader/_fixtures/default.json"])
         stored = {i["item"]["id"]: i for i in fixtures["quiz"]["items"]}
         def feedback(item) -> set[str]:
             v = draw(item, DEFAULT_SEED)
             return {t for t in [v.feedback, *(c.feedback for c in v.choices), *(w.feedback for w in item.wrong)] if t}
-        hidden = [i for i in assignment.quiz.items if i.hidden]
-        public = set().union(*(feedback(i) for i in assignment.quiz.items if not i.hidden))
+        hidden = [i for i in course.quiz.items if i.hidden]
+        public = set().union(*(feedback(i) for i in course.quiz.items if not i.hidden))
         assert hidden and public
         for item in hidden:
             entry = stored[item.id]
@@ -185,9 +185,9 @@ class TestWhereTheGraderComesFrom:
         assert message in result.stderr
         assert not (tmp_path / "repo").exists()
 
-    def test_the_secret_reaches_the_install_step_only(self, assignment):
+    def test_the_secret_reaches_the_install_step_only(self, course):
         """`${{ secrets.NAME }}` is in the install step's env and in no other step."""
-        steps = yaml.safe_load(github_classroom.render(assignment, install="git+https://${TOKEN}@x.org/g.git",
+        steps = yaml.safe_load(github_classroom.render(course, install="git+https://${TOKEN}@x.org/g.git",
                                                        token_secret="TOKEN"))["jobs"]["run-autograding-tests"]["steps"]
         with_env = [s["name"] for s in steps if "secrets." in json.dumps(s)]
         assert with_env == ["Install the grader"]
@@ -215,7 +215,7 @@ class TestWhereTheGraderComesFrom:
         assert result.exit_code == 0, result.output
         import zipfile
         with zipfile.ZipFile(tmp_path / "private" / wheel.filename()) as archive:
-            assert "grader/_assignment/reference.py" in archive.namelist()
+            assert "grader/_course/reference.py" in archive.namelist()
         assert not list((tmp_path / "repo").rglob("*.whl"))
 
 
@@ -231,7 +231,7 @@ def half_done_reports(tmp_path_factory):
     runner = CliRunner()
     reports = {}
     for fmt in ("gradescope", "github", "junit"):
-        result = runner.invoke(main, ["--exercises", str(EXERCISES), "grade", str(folder), "--format", fmt],
+        result = runner.invoke(main, ["--course", str(EXERCISES), "grade", str(folder), "--format", fmt],
                                catch_exceptions=False)
         assert result.exit_code == 0, result.output
         reports[fmt] = result.stdout
@@ -245,21 +245,21 @@ def _by_id(gradescope: str) -> dict[str, tuple[float, float]]:
 
 
 class TestRender:
-    def test_one_command_grader_step_per_problem_and_item_with_its_points(self, assignment):
+    def test_one_command_grader_step_per_problem_and_item_with_its_points(self, course):
         """All or nothing: every problem and quiz item is one command-grader step whose max-score is its points."""
-        workflow = yaml.safe_load(github_classroom.render(assignment, install=INSTALL, fractional=False))
+        workflow = yaml.safe_load(github_classroom.render(course, install=INSTALL, fractional=False))
         steps = workflow["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if s.get("uses") == COMMAND_GRADER]
-        scored = [i for i in assignment.quiz.items if not i.manual]  # written items: graded by hand, no step
-        expected = {p.id: p.points for p in assignment.problems} | {i.id: i.points for i in scored}
+        scored = [i for i in course.quiz.items if not i.manual]  # written items: graded by hand, no step
+        expected = {p.id: p.points for p in course.problems} | {i.id: i.points for i in scored}
         assert {s["id"]: s["with"]["max-score"] for s in graded} == expected
         assert all(s["with"]["command"] == f"mha grade . --problem {s['id']} --fail-under 100" for s in graded)
         assert workflow["on"] == ["push", "repository_dispatch"]
 
     @pytest.mark.parametrize("fractional", [False, True])
-    def test_reporter_runners_and_env_match_the_step_ids(self, assignment, fractional):
+    def test_reporter_runners_and_env_match_the_step_ids(self, course, fractional):
         """The reporter lists every step id, and reads <ID>_RESULTS from that step's result output."""
-        steps = yaml.safe_load(github_classroom.render(assignment, install=INSTALL, fractional=fractional))["jobs"][
+        steps = yaml.safe_load(github_classroom.render(course, install=INSTALL, fractional=fractional))["jobs"][
             "run-autograding-tests"]["steps"]
         reporter = steps[-1]
         assert reporter["uses"] == REPORTER
@@ -267,11 +267,11 @@ class TestRender:
         assert reporter["with"]["runners"].split(",") == ids
         assert reporter["env"] == {f"{i.upper()}_RESULTS": f"${{{{steps.{i}.outputs.result}}}}" for i in ids}
 
-    def test_fractional_steps_write_the_base64_github_report(self, assignment):
+    def test_fractional_steps_write_the_base64_github_report(self, course):
         """By default run: steps pipe `mha grade --format github` through base64 into $GITHUB_OUTPUT."""
-        steps = yaml.safe_load(github_classroom.render(assignment, install=INSTALL))["jobs"]["run-autograding-tests"]["steps"]
+        steps = yaml.safe_load(github_classroom.render(course, install=INSTALL))["jobs"]["run-autograding-tests"]["steps"]
         graded = [s for s in steps if "id" in s]
-        assert len(graded) == len(assignment.problems) + sum(not i.manual for i in assignment.quiz.items)
+        assert len(graded) == len(course.problems) + sum(not i.manual for i in course.quiz.items)
         for step in graded:
             assert f"mha grade . --problem {step['id']} --format github" in step["run"]
             assert "base64 -w0" in step["run"] and '>> "$GITHUB_OUTPUT"' in step["run"]

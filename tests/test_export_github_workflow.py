@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.assignment.loader import load_assignment
+from grader.course.loader import load_course
 from grader.exports import wheel
 from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, WORKFLOW_PATH
 
@@ -43,7 +43,7 @@ def export_starter(out: Path, private: Path, *options: str) -> None:
     from click.testing import CliRunner
 
     from grader.cli.commands import main
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "github-classroom", "--out", str(out),
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "export", "github-classroom", "--out", str(out),
                                        "--grader-wheel", str(private), "--install", f"${SECRET}/{wheel.filename()}",
                                        "--install-token-secret", SECRET, *options], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -129,11 +129,11 @@ class TestStarterRepository:
         assert install["run"] == f"python -m pip install --disable-pip-version-check ${SECRET}/{wheel.filename()}"
         assert not list(repo.rglob("*.whl"))
         from grader.starter import starter_files
-        made = starter_files(load_assignment(EXERCISES))  # made from the course, never copied
+        made = starter_files(load_course(EXERCISES))  # made from the course, never copied
         assert (repo / "attention.py").read_text() == made["attention.py"]
         assert (repo / "answers.yaml").read_text() == made["answers.yaml"]
 
-    def test_solution_gets_every_point_and_the_stubs_none(self, starter, tmp_path, assignment):
+    def test_solution_gets_every_point_and_the_stubs_none(self, starter, tmp_path, course):
         """Run as GitHub runs it: the model answers earn every step's points, the stubs nothing."""
         repo, private = starter
         runs = {"solution": {"attention.py": SOLUTIONS / "attention.py", "answers.yaml": SOLUTIONS / "answers.yaml"},
@@ -145,12 +145,12 @@ class TestStarterRepository:
                        for name, files in runs.items()}
             results = {name: future.result(timeout=900) for name, future in futures.items()}
         points, maximum, per_step = results["solution"]
-        assert maximum == assignment.max_score > 0
+        assert maximum == course.max_score > 0
         assert points == maximum, {k: v for k, v in per_step.items() if v == 0}
         points, maximum, per_step = results["stubs"]
-        assert (points, maximum) == (0, assignment.max_score)
+        assert (points, maximum) == (0, course.max_score)
         # one step per problem and per automatically graded quiz item (written items: graded by hand)
-        assert len(per_step) == len(assignment.problems) + sum(not i.manual for i in assignment.quiz.items)
+        assert len(per_step) == len(course.problems) + sum(not i.manual for i in course.quiz.items)
 
     def test_a_wrong_secret_stops_at_the_install(self, starter, tmp_path):
         """The install step uses the secret: with a wrong one the requirement names no wheel, and the run stops there."""

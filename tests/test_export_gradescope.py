@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.quiz import answer_key, answers_template, draw
-from grader.assignment.seeds import student_seed
+from grader.course.quiz import answer_key, answers_template, draw
+from grader.course.seeds import student_seed
 from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
 
@@ -37,14 +37,14 @@ def wheels() -> dict[str, bytes]:
     return _WHEELS
 
 
-def build(assignment, secret: str | None, python: str = PYTHON) -> bytes:
-    return build_zip(assignment, secret, wheels(), python)
+def build(course, secret: str | None, python: str = PYTHON) -> bytes:
+    return build_zip(course, secret, wheels(), python)
 
 
-def autograder(tmp_path: Path, assignment, secret: str | None, python: str = PYTHON) -> Path:
+def autograder(tmp_path: Path, course, secret: str | None, python: str = PYTHON) -> Path:
     """Lay out $AUTOGRADER_ROOT with the zip unpacked into source/."""
     root = tmp_path / "autograder"
-    with zipfile.ZipFile(io.BytesIO(build(assignment, secret, python))) as archive:
+    with zipfile.ZipFile(io.BytesIO(build(course, secret, python))) as archive:
         archive.extractall(root / "source")
         names = archive.namelist()
     assert {"setup.sh", "run_autograder", "exercises/assignment.yaml", "wheels/mha_exercises-0.1.0-py3-none-any.whl"} \
@@ -105,24 +105,24 @@ def half_done() -> str:
 
 class TestOfflineImage:
     @pytest.mark.slow  # setup.sh installs the wheels into a fresh venv
-    def test_setup_builds_the_image_offline_and_grades_a_solution(self, tmp_path, assignment):
+    def test_setup_builds_the_image_offline_and_grades_a_solution(self, tmp_path, course):
         """setup.sh, with no network, installs everything from the zip's wheels and compiles the
         assignment; run_autograder then gives a solution full marks with the image's own mha."""
-        root = autograder(tmp_path, assignment, secret=None)
+        root = autograder(tmp_path, course, secret=None)
         done = setup_offline(root)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert f"compiled {len(assignment.problems)} problem(s)" in done.stdout
+        assert f"compiled {len(course.problems)} problem(s)" in done.stdout
         assert (root / "venv" / "bin" / "mha").is_file()
         assert os.stat(root / "source").st_mode & 0o077 == 0  # the source is root-only afterwards
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
                  "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
         result = run_autograder(root, files, image=True)
-        assert result["score"] == assignment.max_score > 0
+        assert result["score"] == course.max_score > 0
 
-    def test_another_python_is_a_clear_error(self, tmp_path, assignment):
+    def test_another_python_is_a_clear_error(self, tmp_path, course):
         """Wheels for another Python version: setup.sh stops at once and says how to export again."""
         other = "3.10" if PYTHON != "3.10" else "3.12"
-        root = autograder(tmp_path, assignment, secret=None, python=other)
+        root = autograder(tmp_path, course, secret=None, python=other)
         done = setup_offline(root)
         assert done.returncode == 1
         assert f"the wheels in this autograder are for Python {other} on x86_64, but this image has {PYTHON}" \
@@ -130,9 +130,9 @@ class TestOfflineImage:
         assert f"mha export gradescope --python {PYTHON} --out autograder.zip" in done.stderr
         assert not (root / "venv").exists()
 
-    def test_setup_honours_autograder_root_and_needs_no_index(self, tmp_path, assignment):
+    def test_setup_honours_autograder_root_and_needs_no_index(self, tmp_path, course):
         """setup.sh names no /autograder path of its own, upgrades nothing, and installs --no-index."""
-        root = autograder(tmp_path, assignment, secret=None)
+        root = autograder(tmp_path, course, secret=None)
         setup = (root / "source" / "setup.sh").read_text()
         assert 'ROOT="${AUTOGRADER_ROOT:-/autograder}"' in setup
         assert setup.count("/autograder") == 1
@@ -141,12 +141,12 @@ class TestOfflineImage:
 
 
 class TestGradescopeZip:
-    def test_solutions_stubs_and_half_done(self, tmp_path, assignment):
+    def test_solutions_stubs_and_half_done(self, tmp_path, course):
         """Full marks for the solutions, 0 for the stubs, exactly the finished problems for a half-done one."""
-        root = autograder(tmp_path, assignment, secret=None)
+        root = autograder(tmp_path, course, secret=None)
         answers = (SOLUTIONS / "answers.yaml").read_text()
         full = run_autograder(root, {"attention.py": (SOLUTIONS / "attention.py").read_text(), "answers.yaml": answers})
-        assert full["score"] == assignment.max_score
+        assert full["score"] == course.max_score
         assert all(t["status"] == "passed" for t in full["tests"])
         stubs = run_autograder(root, {"attention.py": (EXERCISES / "attention.py").read_text(),
                                       "answers.yaml": (EXERCISES / "answers.yaml").read_text()})
@@ -156,32 +156,32 @@ class TestGradescopeZip:
         for test in half["tests"]:  # a problem's public test and its hidden cases' test
             name = test["name"].split(":")[0]
             by_problem[name] = by_problem.get(name, 0) + test["score"]
-        deserved = sum(p.points for p in assignment.problems if p.id in DONE) + assignment.quiz.max_score
+        deserved = sum(p.points for p in course.problems if p.id in DONE) + course.quiz.max_score
         assert half["score"] == pytest.approx(deserved)
-        assert all(by_problem[p.id] == pytest.approx(p.points if p.id in DONE else 0) for p in assignment.problems)
+        assert all(by_problem[p.id] == pytest.approx(p.points if p.id in DONE else 0) for p in course.problems)
 
-    def test_missing_file_gives_a_visible_message(self, tmp_path, assignment):
+    def test_missing_file_gives_a_visible_message(self, tmp_path, course):
         """An upload without attention.py scores 0 with a visible explanation, not a crash."""
-        root = autograder(tmp_path, assignment, secret=None)
+        root = autograder(tmp_path, course, secret=None)
         data = run_autograder(root, {"notes.txt": "oops"})
         assert data["score"] == 0
         assert data["tests"][0]["name"] == "submission not gradable"
         assert "no attention.py" in data["tests"][0]["output"]
 
-    def test_each_student_is_graded_on_their_seed(self, tmp_path, assignment):
+    def test_each_student_is_graded_on_their_seed(self, tmp_path, course):
         """With the secret in the zip, the email in submission_metadata.json (the default seed_key) picks the
         quiz numbers."""
-        root = autograder(tmp_path, assignment, secret=SECRET)
-        key = answers_template(assignment.quiz, answer_key(assignment.quiz, student_seed(SECRET, "s42@example.edu")))
+        root = autograder(tmp_path, course, secret=SECRET)
+        key = answers_template(course.quiz, answer_key(course.quiz, student_seed(SECRET, "s42@example.edu")))
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(), "answers.yaml": key}
         own = run_autograder(root, files, sid="s42")
-        assert own["score"] == assignment.max_score
+        assert own["score"] == course.max_score
         other = run_autograder(root, files, sid="s43")
-        assert other["score"] < assignment.max_score
+        assert other["score"] < course.max_score
 
-    def test_zip_is_deterministic(self, assignment):
-        """Two exports of the same assignment are byte-identical."""
-        assert build(assignment, SECRET) == build(assignment, SECRET)
+    def test_zip_is_deterministic(self, course):
+        """Two exports of the same course are byte-identical."""
+        assert build(course, SECRET) == build(course, SECRET)
 
 
 def test_cli_refuses_a_python_that_is_not_a_version(cli, tmp_path):
@@ -192,44 +192,44 @@ def test_cli_refuses_a_python_that_is_not_a_version(cli, tmp_path):
     assert not (tmp_path / "a.zip").exists()
 
 
-def _hidden_ids(assignment) -> tuple[set[str], set[str]]:
+def _hidden_ids(course) -> tuple[set[str], set[str]]:
     """(hidden quiz item ids, names of every hidden case)."""
-    items = {i.id for i in assignment.quiz.items if i.hidden}
-    cases = {c.name for p in assignment.problems for c in p.cases if c.hidden}
+    items = {i.id for i in course.quiz.items if i.hidden}
+    cases = {c.name for p in course.problems for c in p.cases if c.hidden}
     return items, cases
 
 
 class TestHiddenItems:
     @pytest.mark.parametrize("visibility", ["after_due_date", "hidden"])
-    def test_hidden_cases_and_items_carry_no_visible_feedback(self, tmp_path, assignment, visibility):
+    def test_hidden_cases_and_items_carry_no_visible_feedback(self, tmp_path, course, visibility):
         """Hidden quiz items and each problem's hidden cases are tests of their own with the chosen
         visibility; no visible test or summary shows their score, their feedback or their mistakes,
         and the top-level score still counts them."""
         root = tmp_path / "autograder"
-        with zipfile.ZipFile(io.BytesIO(build_zip(assignment, None, wheels(), PYTHON, hidden=visibility))) as archive:
+        with zipfile.ZipFile(io.BytesIO(build_zip(course, None, wheels(), PYTHON, hidden=visibility))) as archive:
             archive.extractall(root / "source")
         (root / "submission").mkdir()
-        wrong = "\n".join(f"{i.id}: {'a' if i.kind.value != 'numeric' else 12345}" for i in assignment.quiz.items)
+        wrong = "\n".join(f"{i.id}: {'a' if i.kind.value != 'numeric' else 12345}" for i in course.quiz.items)
         result = run_autograder(root, {"attention.py": half_done(), "answers.yaml": wrong + "\n"})
-        items, cases = _hidden_ids(assignment)
+        items, cases = _hidden_ids(course)
         assert items and cases
         concealed = [t for t in result["tests"] if t["visibility"] == visibility]
         shown = [t for t in result["tests"] if t["visibility"] == "visible"]
-        assert {t["name"].split(":")[0] for t in concealed} == items | {p.id for p in assignment.problems}
+        assert {t["name"].split(":")[0] for t in concealed} == items | {p.id for p in course.problems}
         assert all(t["name"].split(":")[0] not in items for t in shown)
         visible_text = result["output"] + "".join(t["output"] + " ".join(t["tags"]) for t in shown)
         assert not any(name in visible_text for name in cases)
-        feedback = {c.feedback[:60] for i in assignment.quiz.items if i.hidden for c in draw(i, 0).choices}
+        feedback = {c.feedback[:60] for i in course.quiz.items if i.hidden for c in draw(i, 0).choices}
         concealed_text = "".join(t["output"] for t in concealed)
         assert any(f in concealed_text for f in feedback)  # the feedback exists, in the concealed tests only
         assert not any(f in visible_text for f in feedback)
         assert "Recorded and graded" in result["output"] and "Score:" not in result["output"]
         assert result["score"] == pytest.approx(sum(t["score"] for t in result["tests"]), abs=1e-3)
 
-    def test_secret_with_no_student_in_the_metadata_is_a_visible_error(self, tmp_path, assignment):
+    def test_secret_with_no_student_in_the_metadata_is_a_visible_error(self, tmp_path, course):
         """A course secret and an empty users list: "autograder failed" saying why, never the
         default seed's grade."""
-        root = autograder(tmp_path, assignment, secret=SECRET)
+        root = autograder(tmp_path, course, secret=SECRET)
         (root / "submission" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
         (root / "submission" / "answers.yaml").write_text((SOLUTIONS / "answers.yaml").read_text())
         (root / "submission_metadata.json").write_text(json.dumps({"id": 1, "users": []}))
@@ -265,7 +265,7 @@ def _python310() -> str | None:
 
 class TestOtherPython:
     @pytest.mark.slow  # pip resolves wheels for 3.10, setup.sh installs them
-    def test_a_310_export_from_this_install_builds_and_grades(self, tmp_path, assignment):
+    def test_a_310_export_from_this_install_builds_and_grades(self, tmp_path, course):
         """From this install (numpy newer than any with 3.10 wheels), `--python 3.10` resolves the
         dependencies for 3.10 and says so; with a 3.10 python3 at hand, setup.sh builds the image
         offline with those wheels and run_autograder gives the model answers full marks."""
@@ -280,7 +280,7 @@ class TestOtherPython:
             assert notes == [f"numpy {installed} has no wheel for Python 3.10: the export carries numpy "
                              f"{numpy.split('-')[1]}, the newest release from 1.23 up with one"]
         root = tmp_path / "autograder"
-        with zipfile.ZipFile(io.BytesIO(build_zip(assignment, None, wheels, "3.10"))) as archive:
+        with zipfile.ZipFile(io.BytesIO(build_zip(course, None, wheels, "3.10"))) as archive:
             archive.extractall(root / "source")
         (root / "submission").mkdir()
         setup = (root / "source" / "setup.sh").read_text()
@@ -293,7 +293,7 @@ class TestOtherPython:
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),
                  "answers.yaml": (SOLUTIONS / "answers.yaml").read_text()}
         result = run_autograder(root, files, image=True)
-        assert result["score"] == assignment.max_score
+        assert result["score"] == course.max_score
 
     def test_no_wheel_for_a_dependency_says_how_to_get_one(self, monkeypatch):
         """When no release of a dependency has a wheel for the target, the error names the

@@ -6,15 +6,15 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import draw
+from grader.course.model import QuizKind
+from grader.course.quiz import draw
 from grader.exports import moodle
 from grader.grading.scoring import numeric_range
 
 
 @pytest.fixture(scope="module")
-def questions(assignment):
-    root = ET.fromstring(moodle.render(assignment.quiz).encode("utf-8"))
+def questions(course):
+    root = ET.fromstring(moodle.render(course.quiz).encode("utf-8"))
     assert root.tag == "quiz"
     return root
 
@@ -25,18 +25,18 @@ def _answers(question):
 
 
 class TestRender:
-    def test_utf8_declaration_and_a_category_first(self, assignment):
+    def test_utf8_declaration_and_a_category_first(self, course):
         """The file declares UTF-8 and starts with the quiz's category."""
-        text = moodle.render(assignment.quiz)
+        text = moodle.render(course.quiz)
         assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<quiz>')
         first = ET.fromstring(text.encode())[0]
         assert first.get("type") == "category"
-        assert first.findtext("category/text") == f"$course$/top/{assignment.quiz.title}"
+        assert first.findtext("category/text") == f"$course$/top/{course.quiz.title}"
 
-    def test_every_question_has_name_text_and_a_correct_answer(self, questions, assignment):
+    def test_every_question_has_name_text_and_a_correct_answer(self, questions, course):
         """Each item: <name><text>, html <questiontext>, and an answer at 100% (or summing to 100)."""
         items = [q for q in questions if q.get("type") != "category"]
-        assert len(items) == len(assignment.quiz.items)
+        assert len(items) == len(course.quiz.items)
         for q in items:
             assert q.findtext("name/text").strip()
             assert q.find("questiontext").get("format") == "html" and q.findtext("questiontext/text").strip()
@@ -45,11 +45,11 @@ class TestRender:
             positive = [f for f, *_ in _answers(q) if f > 0]
             assert positive and abs(sum(positive) - 100) < 1e-3
 
-    def test_numerical_answers_with_tolerance_and_known_wrong_values_at_zero(self, questions, assignment):
+    def test_numerical_answers_with_tolerance_and_known_wrong_values_at_zero(self, questions, course):
         """numerical: 100 for the range `mha grade` accepts (midpoint and half-width); each known-wrong value at 0
         with the item's tolerance and its feedback."""
         by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "numerical"}
-        numeric = [i for i in assignment.quiz.items if i.kind is QuizKind.NUMERIC]
+        numeric = [i for i in course.quiz.items if i.kind is QuizKind.NUMERIC]
         assert set(by_name) == {i.id for i in numeric}
         for item in numeric:
             v = draw(item, 0)
@@ -63,10 +63,10 @@ class TestRender:
             for (_, _, feedback, _), w in zip(wrong, v.wrong):
                 assert w.mistake in feedback
 
-    def test_multichoice_single_and_multiple(self, questions, assignment):
+    def test_multichoice_single_and_multiple(self, questions, course):
         """multichoice: <single> true for one answer, false for several; every answer has feedback."""
         by_name = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "multichoice"}
-        for item in assignment.quiz.items:
+        for item in course.quiz.items:
             if item.kind in (QuizKind.NUMERIC, QuizKind.WRITTEN):
                 continue
             q = by_name[item.id]
@@ -83,10 +83,10 @@ class TestRender:
                 assert all(f == pytest.approx(100 / right if c.correct else -100 / right, abs=1e-5)
                            for (f, *_), c in zip(answers, item.choices))
 
-    def test_written_items_are_essays_with_the_rubric_for_graders(self, questions, assignment):
+    def test_written_items_are_essays_with_the_rubric_for_graders(self, questions, course):
         """essay: plain-text response, no answers, penalty 0, the rubric (escaped HTML) in graderinfo."""
         essays = {q.findtext("name/text").split(":")[0]: q for q in questions if q.get("type") == "essay"}
-        written = [i for i in assignment.quiz.items if i.manual]
+        written = [i for i in course.quiz.items if i.manual]
         assert set(essays) == {i.id for i in written} and len(written) == 3
         for item in written:
             q = essays[item.id]
@@ -98,18 +98,18 @@ class TestRender:
             assert all(f"{r.points:g} point" in info for r in item.rubric)
             assert "<" not in info.split("<li>")[1].split("</li>")[0]  # rubric text escaped
 
-    def test_draws_go_to_a_subcategory_per_item(self, assignment):
+    def test_draws_go_to_a_subcategory_per_item(self, course):
         """--draws N: the draws of each item with params follow a category named after it."""
-        root = ET.fromstring(moodle.render(assignment.quiz, draws=3).encode())
+        root = ET.fromstring(moodle.render(course.quiz, draws=3).encode())
         categories = [q.findtext("category/text") for q in root if q.get("type") == "category"]
-        with_params = [i.id for i in assignment.quiz.items if i.params]
-        assert categories[1:] == [f"$course$/top/{assignment.quiz.title}/{i}" for i in with_params]
+        with_params = [i.id for i in course.quiz.items if i.params]
+        assert categories[1:] == [f"$course$/top/{course.quiz.title}/{i}" for i in with_params]
         names = [q.findtext("name/text") for q in root if q.get("type") != "category"]
         assert len(names) == len(set(names))
 
-    def test_deterministic(self, assignment):
+    def test_deterministic(self, course):
         """The same quiz gives the same bytes."""
-        assert moodle.render(assignment.quiz, draws=3) == moodle.render(assignment.quiz, draws=3)
+        assert moodle.render(course.quiz, draws=3) == moodle.render(course.quiz, draws=3)
 
 
 def test_cli_writes_the_file(cli, tmp_path):

@@ -37,11 +37,11 @@ def _solved(text: str, answers: bool = True):
 
 
 class TestRender:
-    def test_each_problem_has_prompt_stub_and_tagged_check(self, assignment):
+    def test_each_problem_has_prompt_stub_and_tagged_check(self, course):
         """Per problem: a Markdown prompt, a stub cell defining the function, a check cell tagged mha-check."""
-        nb = json.loads(exporter.render(assignment))
+        nb = json.loads(exporter.render(course))
         cells = {c["id"]: c for c in nb["cells"]}
-        for problem in assignment.problems:
+        for problem in course.problems:
             prompt = "".join(cells[f"{problem.id}-prompt"]["source"])
             assert cells[f"{problem.id}-prompt"]["cell_type"] == "markdown" and problem.title in prompt
             assert "".join(cells[f"{problem.id}-code"]["source"]).startswith(f"def {problem.function.name}(")
@@ -49,11 +49,11 @@ class TestRender:
             assert check["metadata"]["tags"] == [CHECK_TAG]
             assert f"check({problem.id!r})" in "".join(check["source"])
 
-    def test_each_quiz_item_has_its_question_and_a_tagged_answer_cell(self, assignment):
+    def test_each_quiz_item_has_its_question_and_a_tagged_answer_cell(self, course):
         """Per quiz item: the prompt with its choices, then a raw answer cell `id: ` tagged mha-answers."""
-        nb = json.loads(exporter.render(assignment))
+        nb = json.loads(exporter.render(course))
         cells = {c["id"]: c for c in nb["cells"]}
-        for item in assignment.quiz.items:
+        for item in course.quiz.items:
             question = "".join(cells[f"{item.id}-question"]["source"])
             assert cells[f"{item.id}-question"]["cell_type"] == "markdown" and item.title in question
             answer = cells[f"{item.id}-answer"]
@@ -61,9 +61,9 @@ class TestRender:
             assert "".join(answer["source"]) == f"{item.id}: "
         assert "**b)**" in "".join(cells["pruning-question"]["source"])
 
-    def test_render_is_deterministic(self, assignment):
-        """The same assignment gives byte-identical notebooks (cell ids are not random)."""
-        assert exporter.render(assignment) == exporter.render(assignment)
+    def test_render_is_deterministic(self, course):
+        """The same course gives byte-identical notebooks (cell ids are not random)."""
+        assert exporter.render(course) == exporter.render(course)
 
 
 class TestDefinitions:
@@ -100,17 +100,17 @@ class TestDefinitions:
 
 @pytest.mark.slow
 class TestSolvedNotebook:
-    def test_executes_with_every_check_passing_and_grades_full_marks(self, assignment, cli, tmp_path):
+    def test_executes_with_every_check_passing_and_grades_full_marks(self, course, cli, tmp_path):
         """Solutions pasted into the stubs: nbclient runs it top to bottom, every check passes,
         and `mha grade` on the notebook gives full marks."""
         import nbformat
         from nbclient import NotebookClient
-        nb = _solved(exporter.render(assignment))
+        nb = _solved(exporter.render(course))
         NotebookClient(nb, timeout=300, kernel_name="python3",
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
         checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
-        assert len(checks) == len(assignment.problems)
-        for cell, problem in zip(checks, assignment.problems):
+        assert len(checks) == len(course.problems)
+        for cell, problem in zip(checks, course.problems):
             text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
             assert f"PASS  {problem.id}:" in text and "FAIL" not in text, text
             html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
@@ -121,17 +121,17 @@ class TestSolvedNotebook:
         result = cli("grade", str(path), "--format", "json")
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
-        assert data["score"] == data["max_score"] == assignment.max_score
+        assert data["score"] == data["max_score"] == course.max_score
 
-    def test_unsolved_notebook_scores_zero_on_the_problems(self, assignment, tmp_path):
+    def test_unsolved_notebook_scores_zero_on_the_problems(self, course, tmp_path):
         """The exported stubs, graded as a notebook, earn nothing: `not implemented yet`."""
         path = tmp_path / "attention.ipynb"
-        path.write_text(exporter.render(assignment))
+        path.write_text(exporter.render(course))
         source = extract_source(path)
         assert "def softmax(scores):" in source and "check(" not in source
         from grader.grading.grade import grade
         from grader.grading.submission import read_submission
-        result = grade(assignment, read_submission(path), problem_ids=[p.id for p in assignment.problems])
+        result = grade(course, read_submission(path), problem_ids=[p.id for p in course.problems])
         assert result.score == 0
         assert all(p.message == "not implemented yet" for p in result.problems)
 
@@ -144,41 +144,41 @@ def test_cli_writes_the_notebook(cli, tmp_path):
     assert json.loads(out.read_text())["nbformat"] == 4
 
 
-def test_notebook_alone_earns_its_quiz_points(assignment, cli, tmp_path):
+def test_notebook_alone_earns_its_quiz_points(course, cli, tmp_path):
     """A notebook with its answer cells filled in and no answers.yaml anywhere: full marks, quiz included."""
     import nbformat
     folder = tmp_path / "only"
     folder.mkdir()
-    nbformat.write(_solved(exporter.render(assignment)), folder / "attention.ipynb")
+    nbformat.write(_solved(exporter.render(course)), folder / "attention.ipynb")
     assert "pruning: " in extract_answers(folder / "attention.ipynb")
     result = cli("grade", str(folder / "attention.ipynb"), "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["score"] == data["max_score"] == assignment.max_score
+    assert data["score"] == data["max_score"] == course.max_score
 
 
-def test_blank_answer_cells_score_no_quiz_points(assignment, cli, tmp_path):
+def test_blank_answer_cells_score_no_quiz_points(course, cli, tmp_path):
     """The answer cells as exported (blank): the problems still count, every quiz item is 0."""
     import nbformat
-    nbformat.write(_solved(exporter.render(assignment), answers=False), tmp_path / "attention.ipynb")
+    nbformat.write(_solved(exporter.render(course), answers=False), tmp_path / "attention.ipynb")
     shutil.copyfile(SOLUTIONS / "answers.yaml", tmp_path / "answers.yaml")  # cells win over a file beside
     result = cli("grade", str(tmp_path / "attention.ipynb"), "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["score"] == sum(p.points for p in assignment.problems)
+    assert data["score"] == sum(p.points for p in course.problems)
 
 
-def test_folder_holding_only_a_notebook_is_graded(assignment, cli, tmp_path):
+def test_folder_holding_only_a_notebook_is_graded(course, cli, tmp_path):
     """A submission folder with one .ipynb and no attention.py (a Gradescope notebook upload) is graded."""
     import nbformat
     folder = tmp_path / "submission"
     folder.mkdir()
-    nbformat.write(_solved(exporter.render(assignment)), folder / "homework.ipynb")
+    nbformat.write(_solved(exporter.render(course)), folder / "homework.ipynb")
     shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
     result = cli("grade", str(folder), "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["score"] == data["max_score"] == assignment.max_score
+    assert data["score"] == data["max_score"] == course.max_score
     (folder / "second.ipynb").write_text((folder / "homework.ipynb").read_text())
     two = cli("grade", str(folder))
     assert two.exit_code == ExitCode.USAGE
@@ -190,9 +190,9 @@ class TestBrokenCell:
     functions it defines, named by its number and its line; every other problem is graded."""
 
     @staticmethod
-    def notebook(assignment, folder):
+    def notebook(course, folder):
         import nbformat
-        nb = _solved(exporter.render(assignment))
+        nb = _solved(exporter.render(course))
         broken = next(i for i, c in enumerate(nb.cells, start=1) if c.id == "parameter_count-code")
         lines = nb.cells[broken - 1].source.split("\n")
         nb.cells[broken - 1].source = "\n".join(lines[:2] + ["    total = = 4 * d_model"] + lines[2:])
@@ -202,13 +202,13 @@ class TestBrokenCell:
         nbformat.write(nb, folder / "homework.ipynb")
         return folder / "homework.ipynb", broken + 1
 
-    def test_the_broken_cell_costs_its_function_only(self, assignment, tmp_path):
+    def test_the_broken_cell_costs_its_function_only(self, course, tmp_path):
         """parameter_count (its cell has `= =` on line 3) scores 0, told "cell N, line 3: invalid syntax";
         every other problem full marks; a broken scratch cell costs nothing and is named too."""
         from grader.grading.grade import grade
         from grader.grading.submission import read_submission
-        path, number = self.notebook(assignment, tmp_path)
-        result = grade(assignment, read_submission(path))
+        path, number = self.notebook(course, tmp_path)
+        result = grade(course, read_submission(path))
         scores = {p.id: (p.score, p.max_score) for p in result.problems if not p.quiz}
         assert scores.pop("parameter_count")[0] == 0
         assert all(score == top for score, top in scores.values()), scores
@@ -216,23 +216,23 @@ class TestBrokenCell:
         assert problem.message == (f"cell {number}, line 3: invalid syntax; parameter_count is defined in that "
                                    "cell, which is not valid Python, so it was not run")
         assert all(c.summary == problem.message for c in problem.cases)
-        assert result.load_error is None and result.score == assignment.max_score - assignment.problem("parameter_count").points
+        assert result.load_error is None and result.score == course.max_score - course.problem("parameter_count").points
         assert f"cell {number}, line 3: invalid syntax (not valid Python: it was left out, so parameter_count " \
                "could not be graded)" in result.messages
         assert "cell 2, line 1: expected ':' (not valid Python: it was left out; it defines no function graded " \
                "here, so it costs nothing)" in result.messages
 
-    def test_the_report_names_the_cell_not_attention_py(self, cli, assignment, tmp_path):
+    def test_the_report_names_the_cell_not_attention_py(self, cli, course, tmp_path):
         """`mha check` on the notebook: the cell and its line, no line of an attention.py the student never wrote."""
-        path, number = self.notebook(assignment, tmp_path)
+        path, number = self.notebook(course, tmp_path)
         result = cli("check", "--path", str(path))
         assert result.exit_code == 1
         assert "FAIL  parameter_count: " in result.stdout
         assert f"cell {number}, line 3: invalid syntax" in result.stdout
         assert "attention.py" not in result.stdout.replace("attention.py:", "")
-        assert f"PASS  the {len(assignment.problems) - 1} other problems: every case right" in result.stdout
+        assert f"PASS  the {len(course.problems) - 1} other problems: every case right" in result.stdout
 
-    def test_a_redefined_function_is_graded_on_the_cell_that_parses(self, assignment, tmp_path):
+    def test_a_redefined_function_is_graded_on_the_cell_that_parses(self, course, tmp_path):
         """A broken cell that redefines a function another cell defines costs nothing (the kernel keeps the other)."""
         from grader.grading.notebook import notebook_parts
         cells = [{"cell_type": "code", "metadata": {}, "source": "def f(x):\n    return x\n"},

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import DEFAULT_SEED, draw
+from grader.course.loader import load_course
+from grader.course.quiz import DEFAULT_SEED, draw
 from grader.exports import otter as exporter
 from grader.grading.answers import grade_item
 from grader.grading.otter_checks import check_answer, check_case, plain
@@ -36,7 +36,7 @@ WRONG_ANSWERS = {"widen_values": "a", "attention_budget": 0.85, "fresh_claims": 
 
 
 def _otter(*args: str, cwd: Path, python: Path | None = None, env: dict | None = None) -> subprocess.Popen:
-    env = env or {**os.environ, "MHA_EXERCISES": str(EXERCISES)}
+    env = env or {**os.environ, "MHA_COURSE": str(EXERCISES)}
     return subprocess.Popen([str(python or sys.executable), "-m", "otter", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -104,7 +104,7 @@ def build_autograder(folder: Path) -> dict:
     from click.testing import CliRunner
 
     from grader.cli.commands import main
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "export", "otter", "--out", str(folder / "export")])
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "export", "otter", "--out", str(folder / "export")])
     assert result.exit_code == 0, result.output
     assign = _wait(_otter("assign", "-v", exporter.NOTEBOOK_NAME, str(folder / "dist"), cwd=folder / "export"))
     assert "All autograder tests passed" in assign
@@ -129,7 +129,7 @@ def autograder_copy(shared: Path, tmp: Path) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def otter_run(tmp_path_factory, otter_autograder):
     """`otter run` on a correct and a buggy notebook (after export, `otter assign` and `otter
-    generate`), in a venv built from the autograder zip's declared requirements (no MHA_EXERCISES,
+    generate`), in a venv built from the autograder zip's declared requirements (no MHA_COURSE,
     no checkout); `otter check` on both with only the student wheel."""
     tmp = tmp_path_factory.mktemp("otter")
     python, env = autograder_copy(otter_autograder, tmp)
@@ -186,11 +186,11 @@ def _mha_scores(cli, notebook: Path, problem_ids) -> dict[str, float]:
 class TestOtterRun:
     @pytest.mark.slow
     @pytest.mark.parametrize("submission", ["correct", "buggy"])
-    def test_per_problem_scores_equal_mha_grade(self, otter_run, cli, assignment, submission):
+    def test_per_problem_scores_equal_mha_grade(self, otter_run, cli, course, submission):
         """otter's score for every problem is mha grade's score for the same notebook."""
         folders, _, _ = otter_run
-        ids = [p.id for p in assignment.problems]
-        items = exporter.quiz_items(assignment)
+        ids = [p.id for p in course.problems]
+        items = exporter.quiz_items(course)
         otter_scores = _otter_scores(folders[submission])
         mha_scores = _mha_scores(cli, folders[submission] / exporter.NOTEBOOK_NAME, ids)
         assert sorted(otter_scores) == sorted(ids + [i.id for i in items])  # written items: not in otter
@@ -203,27 +203,27 @@ class TestOtterRun:
             assert quiz == {i.id: i.points for i in items}
         else:
             assert quiz["widen_values"] == quiz["attention_budget"] == quiz["precise_claim"] == 0
-            assert 0 < quiz["fresh_claims"] < assignment.quiz.item("fresh_claims").points
+            assert 0 < quiz["fresh_claims"] < course.quiz.item("fresh_claims").points
         if submission == "correct":
-            assert mha_scores == {p.id: p.points for p in assignment.problems}
+            assert mha_scores == {p.id: p.points for p in course.problems}
         else:
-            wrong = {pid for pid in ids if mha_scores[pid] < assignment.problem(pid).points}
+            wrong = {pid for pid in ids if mha_scores[pid] < course.problem(pid).points}
             assert {"softmax", "parameter_count", "scaled_dot_product_attention"} <= wrong
             assert sum(mha_scores.values()) > 0
 
     @pytest.mark.slow
-    def test_hidden_cases_are_hidden_in_the_student_tests(self, otter_run, assignment):
+    def test_hidden_cases_are_hidden_in_the_student_tests(self, otter_run, course):
         """otter assign keeps hidden cases out of the student's copy of the tests."""
         _, tmp, _ = otter_run
         source = (tmp / "dist" / "student" / "tests" / "softmax.py").read_text()
-        public = [c.name for c in assignment.problem("softmax").cases if not c.hidden]
+        public = [c.name for c in course.problem("softmax").cases if not c.hidden]
         assert source.count("@test_case(") == len(public)
         assert "hidden=True" not in source
 
 
 class TestStudentChecks:
     @pytest.mark.slow
-    def test_students_check_on_precomputed_public_cases(self, otter_run, assignment):
+    def test_students_check_on_precomputed_public_cases(self, otter_run, course):
         """`otter check` with only the student wheel: a correct notebook passes every public test,
         a buggy one fails softmax's; that wheel has no reference, no loader and no hidden case."""
         _, tmp, checks = otter_run
@@ -231,24 +231,24 @@ class TestStudentChecks:
         assert "softmax results:" in checks["buggy"] and "All tests passed!" not in checks["buggy"]
         python = tmp / "student-env" / "venv" / "bin" / "python"
         probe = subprocess.run([str(python), "-c", "import importlib.util as u, grader, pathlib; "
-                                "print([m for m in ('grader.assignment.course', 'grader._assignment', "
-                                "'grader.assignment.loader', 'grader.assignment.quiz') if u.find_spec(m)]); "
+                                "print([m for m in ('grader.course.code', 'grader._course', "
+                                "'grader.course.loader', 'grader.course.quiz') if u.find_spec(m)]); "
                                 "print(pathlib.Path(grader.__file__).parent)"],
                                capture_output=True, text=True, timeout=60, cwd=tmp)
         found, location = probe.stdout.splitlines()
         assert found == "[]" and "student-env/venv" in location
         fixtures = json.loads((Path(location) / "_fixtures" / "default.json").read_text())
-        hidden = sum(c.hidden for p in assignment.problems for c in p.cases)
+        hidden = sum(c.hidden for p in course.problems for c in p.cases)
         assert hidden and all(c["visibility"] == "public" for p in fixtures["problems"] for c in p["cases"])
 
 
 class TestModels:
-    def test_the_export_ships_the_models_to_students(self, assignment, tmp_path):
+    def test_the_export_ships_the_models_to_students(self, course, tmp_path):
         """OUT/models holds the .npz files (no index.json), and the config gives them to students with the notebook."""
         import yaml
 
         from .conftest import SOLUTIONS
-        exporter.write(tmp_path, assignment, SOLUTIONS / "attention.py")
+        exporter.write(tmp_path, course, SOLUTIONS / "attention.py")
         assert_models_shipped(tmp_path)
         notebook = json.loads((tmp_path / exporter.NOTEBOOK_NAME).read_text())
         config = yaml.safe_load("".join(notebook["cells"][0]["source"]).removeprefix("# ASSIGNMENT CONFIG\n"))
@@ -267,27 +267,27 @@ class TestModels:
 
 
 class TestTestFiles:
-    def test_one_case_per_test_with_visibility_and_points(self, assignment):
+    def test_one_case_per_test_with_visibility_and_points(self, course):
         """Each case is a test_case with its hidden flag; the points add up to the problem's."""
         from otter.test_files import ExceptionTestFile
-        for problem in assignment.problems:
+        for problem in course.problems:
             parsed = ExceptionTestFile.from_string(exporter.test_file(problem), path=f"{problem.id}.py")
             assert [tc.hidden for tc in parsed.test_cases] == [c.hidden for c in problem.cases]
             assert sum(tc.points for tc in parsed.test_cases) == pytest.approx(problem.points)
             assert parsed.name == problem.id
 
-    def test_write_is_deterministic(self, assignment, tmp_path):
+    def test_write_is_deterministic(self, course, tmp_path):
         """Exporting twice gives byte-identical files."""
         from .conftest import SOLUTIONS
-        first = exporter.write(tmp_path / "a", assignment, SOLUTIONS / "attention.py")
-        second = exporter.write(tmp_path / "b", assignment, SOLUTIONS / "attention.py")
+        first = exporter.write(tmp_path / "a", course, SOLUTIONS / "attention.py")
+        second = exporter.write(tmp_path / "b", course, SOLUTIONS / "attention.py")
         assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
 
 
 class TestCheckAnswer:
     def test_multiple_answers_pass_up_to_the_credit_earned(self):
         """A multiple-answers item is n tests; an answer with credit k/n passes exactly the first k."""
-        item = next(i for i in exporter.quiz_items(load_assignment(EXERCISES)) if i.id == "fresh_claims")
+        item = next(i for i in exporter.quiz_items(load_course(EXERCISES)) if i.id == "fresh_claims")
         v = draw(item, DEFAULT_SEED)
         right = list(v.correct_letters)
         wrong = next(c.letter for c in v.choices if not c.correct)
@@ -295,7 +295,7 @@ class TestCheckAnswer:
         passed = []
         for part in range(1, n + 1):
             try:
-                check_answer("fresh_claims", right[:-1] + [wrong], part, n, exercises=EXERCISES)
+                check_answer("fresh_claims", right[:-1] + [wrong], part, n, course_dir=EXERCISES)
                 passed.append(part)
             except AssertionError:
                 pass
@@ -305,16 +305,16 @@ class TestCheckAnswer:
     def test_public_failure_names_the_mistake_hidden_says_only_wrong(self):
         """A wrong public choice shows its misconception; a hidden item's failure gives nothing away."""
         with pytest.raises(AssertionError, match=r"precise_claim: you chose b\nlikely mistake \(heads_are_rules\)"):
-            check_answer("precise_claim", "b", exercises=EXERCISES)
+            check_answer("precise_claim", "b", course_dir=EXERCISES)
         with pytest.raises(AssertionError) as caught:
-            check_answer("widen_values", "a", exercises=EXERCISES)
+            check_answer("widen_values", "a", course_dir=EXERCISES)
         assert str(caught.value) == "widen_values: not right (failed)"
 
-    def test_written_items_are_not_exported(self, assignment, tmp_path):
+    def test_written_items_are_not_exported(self, course, tmp_path):
         """Written items are graded by hand: no otter test file, no notebook question."""
         from .conftest import SOLUTIONS
-        exporter.write(tmp_path, assignment, SOLUTIONS / "attention.py")
-        written = [i.id for i in assignment.quiz.items if i.manual]
+        exporter.write(tmp_path, course, SOLUTIONS / "attention.py")
+        written = [i.id for i in course.quiz.items if i.manual]
         assert written and not any((tmp_path / "tests" / f"{i}.py").exists() for i in written)
         assert all(f'"{i}-begin"' not in (tmp_path / exporter.NOTEBOOK_NAME).read_text() for i in written)
 
@@ -323,13 +323,13 @@ class TestCheckCase:
     def test_missing_function_fails_with_the_grader_message(self):
         """A name the notebook never defined arrives as None: the case fails, saying so."""
         with pytest.raises(AssertionError, match="defines no function softmax"):
-            check_case("softmax", "worked example", None, exercises=EXERCISES)
+            check_case("softmax", "worked example", None, course_dir=EXERCISES)
 
     def test_hidden_case_failure_shows_no_expected_values(self):
         """A wrong answer on a hidden case says only the kind of failure."""
         import numpy as np
         with pytest.raises(AssertionError) as caught:
-            check_case("softmax", "one long row", lambda s: np.zeros_like(s), exercises=EXERCISES)
+            check_case("softmax", "one long row", lambda s: np.zeros_like(s), course_dir=EXERCISES)
         assert "[hidden] one long row" in str(caught.value) and "expected" not in str(caught.value)
 
     def test_plain_reads_values_like_the_sandbox(self):

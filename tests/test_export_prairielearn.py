@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import draw
+from grader.course.model import QuizKind
+from grader.course.quiz import draw
 from grader.exports import prairielearn, wheelhouse
 from grader.exports.markup import to_html
 from grader.exports.qti import draw_seeds
@@ -35,11 +35,11 @@ _COURSE: dict[str, Path] = {}
 
 
 @pytest.fixture
-def course(tmp_path_factory, assignment) -> Path:
+def course_dir(tmp_path_factory, course) -> Path:
     """The exported course folder, made once per test run (the wheels come from pip's cache)."""
     if "course" not in _COURSE:
         out = tmp_path_factory.mktemp("pl") / "course"
-        prairielearn.write(out, prairielearn.build(assignment, wheelhouse.download(PYTHON), PYTHON))
+        prairielearn.write(out, prairielearn.build(course, wheelhouse.download(PYTHON), PYTHON))
         _COURSE["course"] = out
     return _COURSE["course"]
 
@@ -53,29 +53,29 @@ def offline() -> list[str]:
     pytest.skip("cannot make a network namespace here (unshare --net needs root or user namespaces)")
 
 
-def question_params(course: Path, qid: str, pl_seed: int) -> dict:
+def question_params(course_dir: Path, qid: str, pl_seed: int) -> dict:
     """The params PrairieLearn stores for a new question instance: what its server.py generate() writes."""
     data = {"params": {}, "correct_answers": {}, "variant_seed": pl_seed}
-    _server(course / "questions" / qid / "server.py").generate(data)
+    _server(course_dir / "questions" / qid / "server.py").generate(data)
     return data["params"]
 
 
-def grade_job(course: Path, tmp: Path, problem: str, source: str, install: bool = False, pl_seed: int = 0) -> dict:
+def grade_job(course_dir: Path, tmp: Path, problem: str, source: str, install: bool = False, pl_seed: int = 0) -> dict:
     """One external grading job: /grade laid out as PrairieLearn lays it out (the student's file, the
     question's tests/, the listed serverFilesCourse entries, data.json with the params that server.py
     generated for PrairieLearn's seed `pl_seed`), the entry point run in it with no network; returns results.json.
     `install`: the entry point installs from its wheels, else it uses this environment's mha (MHA_BIN)."""
-    info = json.loads((course / "questions" / problem / "info.json").read_text())
+    info = json.loads((course_dir / "questions" / problem / "info.json").read_text())
     options = info["externalGradingOptions"]
     grade = tmp / "grade"
     (grade / "student").mkdir(parents=True)
     (grade / "student" / "attention.py").write_text(source)
-    shutil.copytree(course / "questions" / problem / "tests", grade / "tests")
+    shutil.copytree(course_dir / "questions" / problem / "tests", grade / "tests")
     for entry in options["serverFilesCourse"]:
-        shutil.copytree(course / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
+        shutil.copytree(course_dir / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
     (grade / "data").mkdir()
     (grade / "data" / "data.json").write_text(json.dumps({
-        "params": question_params(course, problem, pl_seed), "correct_answers": {}, "submitted_answers": {},
+        "params": question_params(course_dir, problem, pl_seed), "correct_answers": {}, "submitted_answers": {},
         "variant_seed": pl_seed}))
     entry_point = options["entrypoint"].replace("/grade", str(grade), 1)
     # The job's temporary folder, shared like /tmp (student processes make theirs there too): left empty.
@@ -101,7 +101,7 @@ def mha_fraction(tmp: Path, problem: str, source: str) -> float:
     path = tmp / "own" / "attention.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
-    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), "grade", str(path),
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(EXERCISES), "grade", str(path),
                            "--problem", problem, "--format", "json"], capture_output=True, text=True, timeout=600)
     report = json.loads(done.stdout)
     return report["score"] / report["max_score"]
@@ -109,49 +109,49 @@ def mha_fraction(tmp: Path, problem: str, source: str) -> float:
 
 class TestEntryPoint:
     @pytest.mark.slow  # the entry point installs the grader from its wheels
-    def test_correct_submission_with_the_offline_install(self, course, tmp_path):
+    def test_correct_submission_with_the_offline_install(self, course_dir, tmp_path):
         """The entry point installs the grader from serverFilesCourse with no network and gives the
         model answers full marks, every test at its full points."""
-        result = grade_job(course, tmp_path, "multi_head_attention", (SOLUTIONS / "attention.py").read_text(),
+        result = grade_job(course_dir, tmp_path, "multi_head_attention", (SOLUTIONS / "attention.py").read_text(),
                            install=True)
         assert result["gradable"] is True and result["score"] == 1.0
         assert result["tests"] and all(t["points"] == t["max_points"] > 0 for t in result["tests"])
         assert {"name", "points", "max_points", "message", "output"} <= set(result["tests"][0])
         assert any(t["name"].endswith("(hidden)") for t in result["tests"])
 
-    def test_stub_scores_zero(self, course, tmp_path):
+    def test_stub_scores_zero(self, course_dir, tmp_path):
         """The editor's own stubs, submitted as they are: gradable, score 0, each case says so."""
-        result = grade_job(course, tmp_path, "softmax", (course / "questions" / "softmax" / "attention.py").read_text())
+        result = grade_job(course_dir, tmp_path, "softmax", (course_dir / "questions" / "softmax" / "attention.py").read_text())
         assert result["gradable"] is True and result["score"] == 0.0
         assert all(t["points"] == 0 and t["message"] == "not implemented yet" for t in result["tests"])
 
-    def test_buggy_submission_scores_what_mha_grade_gives(self, course, tmp_path):
+    def test_buggy_submission_scores_what_mha_grade_gives(self, course_dir, tmp_path):
         """A softmax over the wrong axis: the same fraction as `mha grade`, strictly between 0 and 1,
         and the tests' points add up to it."""
         bug = next(b for b in BUGS if b.mistake == "softmax-wrong-axis")
         source = buggy_submission(bug)
-        result = grade_job(course, tmp_path, "softmax", source)
+        result = grade_job(course_dir, tmp_path, "softmax", source)
         expected = mha_fraction(tmp_path, "softmax", source)
         assert 0 < expected < 1
         assert result["gradable"] is True and result["score"] == pytest.approx(expected, abs=1e-6)
         points = sum(t["points"] for t in result["tests"])
         assert points / sum(t["max_points"] for t in result["tests"]) == pytest.approx(expected, abs=1e-3)
 
-    def test_syntax_error_is_not_gradable(self, course, tmp_path):
+    def test_syntax_error_is_not_gradable(self, course_dir, tmp_path):
         """Not Python: gradable false, the error and its line in format_errors, no tests."""
-        result = grade_job(course, tmp_path, "softmax", "import numpy as np\n\ndef softmax(scores:\n    return 1\n")
+        result = grade_job(course_dir, tmp_path, "softmax", "import numpy as np\n\ndef softmax(scores:\n    return 1\n")
         assert result["gradable"] is False and result["score"] == 0
         assert result["tests"] == []
         assert re.search(r"syntax error \(line 3\)", result["format_errors"][0])
 
-    def test_wrong_python_is_a_message_not_a_grade(self, course, tmp_path):
+    def test_wrong_python_is_a_message_not_a_grade(self, course_dir, tmp_path):
         """An image whose python3 is not the wheels' version: not gradable, saying how to export again."""
         fake = tmp_path / "python3"
         fake.write_text("#!/bin/sh\necho 3.99\n")
         fake.chmod(0o755)
         grade = tmp_path / "job"
-        shutil.copytree(course / "serverFilesCourse", grade / "serverFilesCourse")
-        shutil.copytree(course / "questions" / "softmax" / "tests", grade / "tests")
+        shutil.copytree(course_dir / "serverFilesCourse", grade / "serverFilesCourse")
+        shutil.copytree(course_dir / "questions" / "softmax" / "tests", grade / "tests")
         (grade / "student").mkdir()
         env = clean_env(tmp_path, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=str(fake))
         done = subprocess.run([str(grade / "serverFilesCourse" / "mha" / "grade.sh")], env=env, capture_output=True,
@@ -164,43 +164,43 @@ class TestEntryPoint:
 
 
 class TestCourseFolder:
-    def test_questions_assessment_and_limits(self, course, assignment):
+    def test_questions_assessment_and_limits(self, course_dir, course):
         """One External question per problem (under PrairieLearn's 30 s default cap, networking off),
         one per quiz item, and an assessment listing every question at its points."""
-        assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
+        assessment = json.loads((course_dir / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                                  prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
         listed = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
         manual = {q["id"]: q["manualPoints"] for zone in assessment["zones"] for q in zone["questions"]
                   if "manualPoints" in q}
-        expected = {p.id: p.points for p in assignment.problems}
-        expected |= {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if not i.manual}
+        expected = {p.id: p.points for p in course.problems}
+        expected |= {prairielearn.quiz_qid(i): i.points for i in course.quiz.items if not i.manual}
         assert listed == expected
-        assert manual == {prairielearn.quiz_qid(i): i.points for i in assignment.quiz.items if i.manual} != {}
-        assert sum(listed.values()) == assignment.max_score  # the automatic points; written ones by hand
-        assert {p.name for p in (course / "questions").iterdir()} == set(expected) | set(manual)
+        assert manual == {prairielearn.quiz_qid(i): i.points for i in course.quiz.items if i.manual} != {}
+        assert sum(listed.values()) == course.max_score  # the automatic points; written ones by hand
+        assert {p.name for p in (course_dir / "questions").iterdir()} == set(expected) | set(manual)
         uuids = set()
-        for problem in assignment.problems:
-            info = json.loads((course / "questions" / problem.id / "info.json").read_text())
+        for problem in course.problems:
+            info = json.loads((course_dir / "questions" / problem.id / "info.json").read_text())
             uuids.add(info["uuid"])
             options = info["externalGradingOptions"]
             assert info["gradingMethod"] == "External" and options["enabled"] is True
             assert options["timeout"] <= 30 and "enableNetworking" not in options
             assert options["entrypoint"] == "/grade/serverFilesCourse/mha/grade.sh"
-            assert (course / "serverFilesCourse" / options["serverFilesCourse"][0] / "grade.sh").stat().st_mode & 0o111
-            page = (course / "questions" / problem.id / "question.html").read_text()
+            assert (course_dir / "serverFilesCourse" / options["serverFilesCourse"][0] / "grade.sh").stat().st_mode & 0o111
+            page = (course_dir / "questions" / problem.id / "question.html").read_text()
             assert '<pl-file-editor file-name="attention.py"' in page and 'source-file-name="attention.py"' in page
             assert "<pl-external-grader-results>" in page
-            assert (course / "questions" / problem.id / "attention.py").read_text() == \
+            assert (course_dir / "questions" / problem.id / "attention.py").read_text() == \
                 (EXERCISES / "attention.py").read_text()
-        assert len(uuids) == len(assignment.problems)
-        wheels = {p.name.split("-")[0] for p in (course / "serverFilesCourse" / "mha" / "wheels").iterdir()}
+        assert len(uuids) == len(course.problems)
+        wheels = {p.name.split("-")[0] for p in (course_dir / "serverFilesCourse" / "mha" / "wheels").iterdir()}
         assert wheels == {"mha_exercises", "numpy", "pyyaml", "click", "pip"}
-        assert not (course / "serverFilesCourse" / "mha" / "exercises" / "course.yaml").exists()
+        assert not (course_dir / "serverFilesCourse" / "mha" / "exercises" / "course.yaml").exists()
 
-    def test_export_is_deterministic(self, assignment):
-        """The same assignment and wheels give the same files."""
+    def test_export_is_deterministic(self, course):
+        """The same course and wheels give the same files."""
         wheels = wheelhouse.download(PYTHON)
-        assert prairielearn.build(assignment, wheels, PYTHON) == prairielearn.build(assignment, wheels, PYTHON)
+        assert prairielearn.build(course, wheels, PYTHON) == prairielearn.build(course, wheels, PYTHON)
 
     def test_cli_writes_the_course(self, cli, tmp_path):
         """`mha export prairielearn` writes the folder and refuses a folder that holds anything."""
@@ -274,14 +274,14 @@ def _tries(v) -> list:
     return [v.answer, v.answer + 0.5 * width, v.answer + 3 * width + 0.01, *(w.value for w in v.wrong)]
 
 
-def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
+def test_quiz_scored_by_prairielearn_rules_equals_mha(course_dir, course):
     """Every quiz question, every draw: the page rendered with server.py's params, parsed, and
     each answer scored by PrairieLearn's rules gives the fraction `mha grade` gives."""
     compared = 0
-    for item in assignment.quiz.items:
+    for item in course.quiz.items:
         if item.manual:  # graded by hand: test_written_item_is_graded_by_hand
             continue
-        folder = course / "questions" / prairielearn.quiz_qid(item)
+        folder = course_dir / "questions" / prairielearn.quiz_qid(item)
         server = _server(folder / "server.py")
         seeds = draw_seeds(item, 10, 0) if item.params else [0]
         assert len(server.DRAWS) == len(seeds)
@@ -305,12 +305,12 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course, assignment):
 
 
 class TestCodeSeeds:
-    def test_two_prairielearn_seeds_two_sets_of_numbers_each_graded_on_its_own(self, course, assignment, tmp_path):
+    def test_two_prairielearn_seeds_two_sets_of_numbers_each_graded_on_its_own(self, course_dir, course, tmp_path):
         """server.py turns two PrairieLearn variant_seed values into two mha seeds with different numbers in
         the prompt; the entry point grades each job on its own seed: the fraction `mha grade` gives that
         seed, and case details that differ between the two."""
-        problem = assignment.problem("count_routing_distributions")
-        first, second = (question_params(course, problem.id, s) for s in (0, 1))
+        problem = course.problem("count_routing_distributions")
+        first, second = (question_params(course_dir, problem.id, s) for s in (0, 1))
         assert first[prairielearn.SEED_PARAM] != second[prairielearn.SEED_PARAM]
         assert first["prompt"] != second["prompt"]
         bug = next(b for b in BUGS if b.mistake == "counts-per-key")
@@ -320,19 +320,19 @@ class TestCodeSeeds:
         own.write_text(source)
         messages = []
         for pl_seed, params in ((0, first), (1, second)):
-            result = grade_job(course, tmp_path / str(pl_seed), problem.id, source, pl_seed=pl_seed)
-            expected = grade(assignment, own, seed=params[prairielearn.SEED_PARAM], problem_ids=[problem.id])
+            result = grade_job(course_dir, tmp_path / str(pl_seed), problem.id, source, pl_seed=pl_seed)
+            expected = grade(course, own, seed=params[prairielearn.SEED_PARAM], problem_ids=[problem.id])
             assert result["gradable"] is True and 0 < result["score"] < 1
             assert result["score"] == pytest.approx(expected.score / expected.max_score, abs=1e-6)
             messages.append([t["output"] for t in result["tests"]])
         assert messages[0] != messages[1]
 
-    def test_data_without_a_seed_is_not_graded(self, course, tmp_path):
+    def test_data_without_a_seed_is_not_graded(self, course_dir, tmp_path):
         """A data.json with no params.mha_seed (a question from an older export): gradable false, saying
         to export again; never the default seed."""
         grade_dir = tmp_path / "grade"
-        shutil.copytree(course / "serverFilesCourse", grade_dir / "serverFilesCourse")
-        shutil.copytree(course / "questions" / "softmax" / "tests", grade_dir / "tests")
+        shutil.copytree(course_dir / "serverFilesCourse", grade_dir / "serverFilesCourse")
+        shutil.copytree(course_dir / "questions" / "softmax" / "tests", grade_dir / "tests")
         (grade_dir / "student").mkdir()
         (grade_dir / "student" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
         (grade_dir / "data").mkdir()
@@ -348,10 +348,10 @@ class TestCodeSeeds:
         assert "mha export prairielearn" in result["format_errors"][0]
 
 
-def test_written_item_is_graded_by_hand(course, assignment):
+def test_written_item_is_graded_by_hand(course_dir, course):
     """A written item: a rich-text editor, no server.py, the rubric (escaped) only in pl-manual-grading-only."""
-    for item in (i for i in assignment.quiz.items if i.manual):
-        folder = course / "questions" / prairielearn.quiz_qid(item)
+    for item in (i for i in course.quiz.items if i.manual):
+        folder = course_dir / "questions" / prairielearn.quiz_qid(item)
         page = (folder / "question.html").read_text()
         assert sorted(p.name for p in folder.iterdir()) == ["info.json", "question.html"]
         assert '<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>' in page
@@ -360,10 +360,10 @@ def test_written_item_is_graded_by_hand(course, assignment):
         assert "gradingMethod" not in json.loads((folder / "info.json").read_text())  # manualPoints decide
 
 
-def test_draw_seeds_give_students_other_numbers(course, assignment):
+def test_draw_seeds_give_students_other_numbers(course_dir, course):
     """An item with params offers distinct draws; PrairieLearn's variant_seed picks among them."""
-    item = next(i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC)
-    server = _server(course / "questions" / prairielearn.quiz_qid(item) / "server.py")
+    item = next(i for i in course.quiz.items if i.params and i.kind is QuizKind.NUMERIC)
+    server = _server(course_dir / "questions" / prairielearn.quiz_qid(item) / "server.py")
     prompts = set()
     for seed in range(len(server.DRAWS)):
         data = {"params": {}, "correct_answers": {}, "variant_seed": seed}

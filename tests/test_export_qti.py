@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grader.assignment.quiz import draw, load_quiz
+from grader.course.quiz import draw, load_quiz
 from grader.errors import ExitCode, SpecError
 from grader.exports import qti
 
@@ -226,25 +226,25 @@ class TestStructureLikeText2qti:
 
 
 class TestContent:
-    def test_reexport_is_byte_identical(self, assignment):
+    def test_reexport_is_byte_identical(self, course):
         """Identifiers are hashes of the content: exporting twice gives the same bytes."""
-        assert qti.render(assignment.quiz, draws=3) == qti.render(assignment.quiz, draws=3)
-        assert qti.render(assignment.quiz) != qti.render(assignment.quiz, seed=5)
+        assert qti.render(course.quiz, draws=3) == qti.render(course.quiz, draws=3)
+        assert qti.render(course.quiz) != qti.render(course.quiz, seed=5)
 
-    def test_every_wrong_choice_has_feedback_naming_its_misconception(self, assignment):
+    def test_every_wrong_choice_has_feedback_naming_its_misconception(self, course):
         """One respcondition per choice; a wrong choice's feedback names its mistake id."""
-        questions = _kinds(_files(qti.render(assignment.quiz)))["questions"].decode()
-        for item in assignment.quiz.items:
+        questions = _kinds(_files(qti.render(course.quiz)))["questions"].decode()
+        for item in course.quiz.items:
             for choice in item.choices:
                 if not choice.correct:
                     assert f"Misconception: &lt;code&gt;{choice.mistake}&lt;/code&gt;" in questions
 
-    def test_partial_credit_adds_plus_or_minus_100_over_n_per_choice(self, assignment):
+    def test_partial_credit_adds_plus_or_minus_100_over_n_per_choice(self, course):
         """Multiple answers: after the exact-match condition, one Add per choice, +100/n for a true statement and
         -100/n for a false one, positives first (Canvas' importer reads the sign as right or wrong)."""
         ns = f"{{{qti._QTI_NS['xmlns']}}}"
-        root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz)))["questions"])
-        items = {i.title: i for i in assignment.quiz.items if i.kind.value == "multiple_answers"}
+        root = ET.fromstring(_kinds(_files(qti.render(course.quiz)))["questions"])
+        items = {i.title: i for i in course.quiz.items if i.kind.value == "multiple_answers"}
         assert items
         for element in root.iter(f"{ns}item"):
             item = items.get(element.get("title"))
@@ -259,11 +259,11 @@ class TestContent:
                         for ident, choice in zip(idents, item.choices) if choice.correct is wanted]
             assert adds == [(ident, pytest.approx(share)) for ident, share in expected]
 
-    def test_groups_pick_one_of_distinct_draws(self, assignment):
+    def test_groups_pick_one_of_distinct_draws(self, course):
         """--draws N: each item with params is a section selecting 1 of up to N distinct draws."""
-        root = ET.fromstring(_kinds(_files(qti.render(assignment.quiz, draws=4)))["questions"])
+        root = ET.fromstring(_kinds(_files(qti.render(course.quiz, draws=4)))["questions"])
         groups = [s for s in root.iter(f"{{{qti._QTI_NS['xmlns']}}}section") if s.get("ident") != "root_section"]
-        assert len(groups) == sum(bool(i.params) for i in assignment.quiz.items)
+        assert len(groups) == sum(bool(i.params) for i in course.quiz.items)
         for group in groups:
             items = group.findall(f"{{{qti._QTI_NS['xmlns']}}}item")
             assert 2 <= len(items) <= 4 and len({i.get("title") for i in items}) == len(items)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.assignment.model import CompareKind, Comparison
+from grader.course.model import CompareKind, Comparison
 from grader.grading.checks import check
 from grader.grading.grade import grade
 from grader.grading.results import RETURNED_NONE, CaseResult, CaseStatus, GradeResult, ProblemResult, WeightGrid
@@ -21,9 +21,9 @@ from .conftest import SOLUTIONS
 PLAIN = Style(color=False, width=100)
 
 
-def _graded(assignment, folder, source: str, problem: str) -> ProblemResult:
+def _graded(course, folder, source: str, problem: str) -> ProblemResult:
     (folder / "attention.py").write_text(source)
-    result = grade(assignment, folder / "attention.py", problem_ids=[problem], limits=Limits(problem_seconds=10))
+    result = grade(course, folder / "attention.py", problem_ids=[problem], limits=Limits(problem_seconds=10))
     return result.problems[0]
 
 
@@ -33,24 +33,24 @@ class TestReturnedNone:
         verdict = check(Comparison(kind=CompareKind.ALLCLOSE), np.ones(3), None)
         assert (verdict.passed, verdict.kind) == (False, RETURNED_NONE)
 
-    def test_a_softmax_without_return(self, assignment, tmp_path):
+    def test_a_softmax_without_return(self, course, tmp_path):
         """Every case says it once, and no hint about axes follows."""
         source = (SOLUTIONS / "attention.py").read_text().replace(
             "    return e / e.sum(axis=-1, keepdims=True)", "    e / e.sum(axis=-1, keepdims=True)", 1)
-        problem = _graded(assignment, tmp_path, source, "softmax")
+        problem = _graded(course, tmp_path, source, "softmax")
         assert problem.score == 0 and {c.summary for c in problem.cases} == {RETURNED_NONE}
         report = text.render(GradeResult("t", "a.py", (problem,)), PLAIN)
         assert "      every case: returned None: missing return?\n" in report
         assert "hint:" not in report and "axis" not in report
 
 
-def test_an_exception_without_a_message_prints_cleanly(assignment, tmp_path):
+def test_an_exception_without_a_message_prints_cleanly(course, tmp_path):
     """`assert d_model % num_heads == 0` where ValueError is expected: no ': ,' in the summary."""
     source = (SOLUTIONS / "attention.py").read_text()
     check_line = "    if d_model % num_heads:\n        raise ValueError("
     assert check_line in source
     source = source.replace(check_line, "    assert d_model % num_heads == 0\n    if False:\n        raise ValueError(", 1)
-    problem = _graded(assignment, tmp_path, source, "split_heads")
+    problem = _graded(course, tmp_path, source, "split_heads")
     case = next(c for c in problem.cases if c.name == "width not divisible by heads")
     line = next(n for n, t in enumerate(source.splitlines(), 1) if "assert d_model % num_heads" in t)
     assert case.summary == f"raised AssertionError at line {line}, expected ValueError"
@@ -75,7 +75,7 @@ class TestNotFiniteWeights:
         assert page.count("<rect") == 12 and page.count('fill="#f4c430"') == 3
         assert "query 1, key 0: nan" in page and "query 0, key 2: -inf" in page
 
-    def test_grading_draws_weights_with_minus_inf(self, assignment, tmp_path):
+    def test_grading_draws_weights_with_minus_inf(self, course, tmp_path):
         """The mask applied after the softmax (masked weights -inf): the case carries the grid, -inf marked."""
         source = (SOLUTIONS / "attention.py").read_text()
         before = ("    if mask is not None:\n        scores = np.where(mask, scores, -np.inf)  # exp(-inf) = 0: masked keys "
@@ -83,7 +83,7 @@ class TestNotFiniteWeights:
         assert before in source
         source = source.replace(before, "    weights = softmax(scores)\n    if mask is not None:\n"
                                         "        weights = np.where(mask, weights, -np.inf)", 1)
-        problem = _graded(assignment, tmp_path, source, "scaled_dot_product_attention")
+        problem = _graded(course, tmp_path, source, "scaled_dot_product_attention")
         drawn = [c for c in problem.cases if c.grids]
         assert drawn and any(-math.inf in row for c in drawn for row in c.grids[0].got)
         assert "(-- = -inf)" in text.render(GradeResult("t", "a.py", (problem,)), PLAIN)

@@ -280,14 +280,14 @@ class TestStyleDetect:
         assert not Style.detect(self.Stream(False, "ascii"), {}).unicode
 
 
-def test_grading_keeps_grids_off_hidden_cases(assignment, tmp_path):
+def test_grading_keeps_grids_off_hidden_cases(course, tmp_path):
     """`mha grade` on scaled dot-product attention without the scale: the failing public cases carry
     the weights and the expected ones; no hidden case carries any."""
     from grader.grading.grade import grade
     from grader.sandbox.limits import Limits
     source = (SOLUTIONS / "attention.py").read_text().replace("Q @ K.T / math.sqrt(d_k)", "Q @ K.T", 1)
     (tmp_path / "attention.py").write_text(source)
-    result = grade(assignment, tmp_path / "attention.py", problem_ids=["scaled_dot_product_attention"],
+    result = grade(course, tmp_path / "attention.py", problem_ids=["scaled_dot_product_attention"],
                    limits=Limits(problem_seconds=10))
     cases = result.problems[0].cases
     assert any(c.grids for c in cases if not c.hidden and not c.passed)

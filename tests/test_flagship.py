@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from grader.assignment.render import render_prompt
 from grader.attention import patterns
 from grader.classroom.release import STUDENT_MODULES
+from grader.course.render import render_prompt
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
 from grader.grading.grade import grade
@@ -150,11 +150,11 @@ class TestTorchLayouts:
 
 class TestDiagnoses:
     @pytest.mark.parametrize("problem_id", FLAGSHIPS)
-    def test_named_mistakes_are_told_apart(self, assignment, problem_id):
+    def test_named_mistakes_are_told_apart(self, course, problem_id):
         """On every case and several students' numbers, two mistakes that give the same wrong answer
         on a case are told apart on another (one is wrong where the other is right, or they give
         different wrong answers), and none gives the right one on all cases."""
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
         bugs = [m for m in problem.mistakes if not m.detector]
         differs = {m.id: False for m in bugs}
         coincide, apart = set(), set()
@@ -180,9 +180,9 @@ class TestDiagnoses:
         assert all(differs.values()), f"never differs from the right answer: {differs}"
 
     @pytest.mark.parametrize("bug", FLAGSHIP_BUGS, ids=lambda bug: bug.mistake)
-    def test_a_bug_is_told_its_own_mistake_only(self, assignment, write_submission, bug):
+    def test_a_bug_is_told_its_own_mistake_only(self, course, write_submission, bug):
         """A flagship bug is never told another mistake of its problem on any case."""
-        result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
+        result = grade(course, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
         assert {case.mistake for case in result.cases if case.mistake} == {bug.mistake}
 
 
@@ -208,10 +208,10 @@ class TestCaseSizes:
     @pytest.mark.parametrize("problem_id", ["attention_reading", "multi_head_reading", "head_contributions",
                                             "count_routing_distributions", "predict_shapes"])
     @pytest.mark.parametrize("seed", SEEDS)
-    def test_public_sizes_are_pairwise_distinct(self, assignment, problem_id, seed):
+    def test_public_sizes_are_pairwise_distinct(self, course, problem_id, seed):
         """In every public case, n, m, d_k, d_v and sqrt(d_k) differ, so no two diagnoses can coincide
         (predict_shapes' self-attention baseline, where m = n and d_v = d_k by definition, is the exception)."""
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
         for case in problem.cases:
             if case.hidden or case.raises or case.name == "self-attention, two heads":
                 continue
@@ -223,19 +223,19 @@ class TestCaseSizes:
 
 class TestNothingAnsweredAhead:
     @pytest.mark.parametrize("problem_id", FLAGSHIPS)
-    def test_public_cases_differ_between_students(self, assignment, problem_id):
+    def test_public_cases_differ_between_students(self, course, problem_id):
         """Each flagship problem has a public case whose inputs are drawn per student."""
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
 
         def inputs(seed):
             return [repr(build_args(problem, case, seed)) for case in problem.cases if not case.hidden]
         assert inputs(0) != inputs(987654321)
 
     @pytest.mark.parametrize("seed", SEEDS)
-    def test_count_prompt_does_not_state_a_public_answer(self, assignment, seed):
+    def test_count_prompt_does_not_state_a_public_answer(self, course, seed):
         """The counting prompt, with the student's numbers, never states the count of the student's own
         model (the first public case), nor any count as a number of distributions."""
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         prompt = render_prompt(problem, seed)
         first = next(case for case in problem.cases if not case.hidden)
         assert not re.search(rf"\b{prepare(problem, first, seed).expected}\b", prompt)
@@ -243,18 +243,18 @@ class TestNothingAnsweredAhead:
             count = prepare(problem, case, seed).expected
             assert not re.search(rf"\b{count} (separately normalized )?distributions?\b", prompt)
 
-    def test_no_prompt_or_public_case_gives_the_hidden_two_head_reading(self, assignment):
+    def test_no_prompt_or_public_case_gives_the_hidden_two_head_reading(self, course):
         """[0.1, 0.9, 1, 18] (the hidden item's answer) is in no prompt and no public case's inputs."""
-        for problem in assignment.problems:
+        for problem in course.problems:
             assert not re.search(r"\b1, 18\]|0\.1, 0\.9\]", render_prompt(problem, 0)), problem.id
             for case in problem.cases:
                 assert "0.1, 0.9" not in prepare(problem, case).inputs
 
-    def test_a_wrong_shape_is_reported_without_the_right_one(self, assignment, write_submission):
+    def test_a_wrong_shape_is_reported_without_the_right_one(self, course, write_submission):
         """A public predict_shapes failure shows what the student got, never the expected shape."""
         bug = next(b for b in FLAGSHIP_BUGS if b.mistake == "shapes-head-output-full-width")
-        problem = assignment.problem("predict_shapes")
-        result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=["predict_shapes"]).problems[0]
+        problem = course.problem("predict_shapes")
+        result = grade(course, write_submission(buggy_submission(bug)), problem_ids=["predict_shapes"]).problems[0]
         failed = [c for c in result.cases if not c.hidden and c.detail]
         assert failed
         for case_result in failed:
@@ -265,5 +265,5 @@ class TestNothingAnsweredAhead:
     def test_the_student_bundle_leaves_out_the_flagship_mistakes(self):
         """The bugs hold near-solutions: they are course code, which the student bundle never
         ships (neither the packaged course nor the module that loads a course's code)."""
-        assert "assignment/course.py" not in STUDENT_MODULES
-        assert not any(name.startswith("_assignment") for name in STUDENT_MODULES)
+        assert "course/code.py" not in STUDENT_MODULES
+        assert not any(name.startswith("_course") for name in STUDENT_MODULES)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
+from grader.course.loader import load_course
 from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.sandbox.session import Limits, RunStatus, Session
 
@@ -129,7 +129,7 @@ HOSTILES = (
 
 
 @dataclass(frozen=True)
-class Course:
+class EdgeCourse:
     """A course folder under /tmp that any user could read, until the grader protects it."""
 
     base: Path
@@ -141,12 +141,12 @@ class Course:
 def course():
     base = Path(tempfile.mkdtemp(prefix="mha-course-"))
     exercises = lay_out_course(base, "title: Hostile submissions\n", GRADED_IN, PROBLEMS)
-    points = {p.id: p.points for p in load_assignment(exercises).problems}
-    yield Course(base, exercises, points)
+    points = {p.id: p.points for p in load_course(exercises).problems}
+    yield EdgeCourse(base, exercises, points)
     shutil.rmtree(base, ignore_errors=True)
 
 
-def submission_source(hostile: Hostile, token: str, course: Course) -> tuple[str, int]:
+def submission_source(hostile: Hostile, token: str, course: EdgeCourse) -> tuple[str, int]:
     """The hostile submission's text, and how many lines precede the snippet."""
     head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
@@ -456,7 +456,7 @@ def _grader_keyring(token: str):
     return enter
 
 
-def grade_hostile(hostile: Hostile, course: Course, folder: Path, env: dict[str, str] | None = None) -> Outcome:
+def grade_hostile(hostile: Hostile, course: EdgeCourse, folder: Path, env: dict[str, str] | None = None) -> Outcome:
     token = f"{secrets.randbelow(10 ** 8):08d}"
     source, offset = submission_source(hostile, token, course)
     submission = folder / "attention.py"
@@ -467,14 +467,14 @@ def grade_hostile(hostile: Hostile, course: Course, folder: Path, env: dict[str,
     output = out_dir / "results.json"
     roots = (*SHARED_DIRS, ROOT, course.base, folder)
     before = snapshot(roots)
-    run = run_mha("--exercises", str(course.exercises), "grade", str(submission), "--format", "gradescope",
+    run = run_mha("--course", str(course.exercises), "grade", str(submission), "--format", "gradescope",
                   "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder,
                   env=env, preexec_fn=_grader_keyring(token) if hostile.name == "keyrings" else None)
     return Outcome(run, output, offset, sorted(os.listdir(out_dir)), leftovers(token),
                    strays(before, snapshot(roots), token, output, (course.base, folder)), token)
 
 
-def _grade_every(todo: list[Hostile], course: Course, tmp_path_factory, env: dict[str, str] | None = None
+def _grade_every(todo: list[Hostile], course: EdgeCourse, tmp_path_factory, env: dict[str, str] | None = None
                  ) -> dict[str, Outcome | BaseException]:
     """Every hostile submission of `todo` graded, three at a time; the fork bomb alone (it takes every CPU)."""
     def attempt(hostile: Hostile) -> Outcome | BaseException:
@@ -491,13 +491,13 @@ def _grade_every(todo: list[Hostile], course: Course, tmp_path_factory, env: dic
 
 
 @pytest.fixture(scope="module")
-def outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+def outcomes(course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """Every hostile submission graded in the grader's default mode."""
     return _grade_every([h for h in HOSTILES if ROOT_MODE or not h.root_only], course, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def fallback_outcomes(course: Course, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+def fallback_outcomes(course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """The hostile submissions marked `fallback` graded again as root without namespaces."""
     if not ROOT_MODE:
         isolation_missing("the fallback without namespaces is root's")
@@ -516,7 +516,7 @@ def sandbox_mode() -> str:
             return session.isolation.mode
 
 
-def check_outcome(hostile: Hostile, course: Course, outcome: Outcome | BaseException) -> None:
+def check_outcome(hostile: Hostile, course: EdgeCourse, outcome: Outcome | BaseException) -> None:
     """Exit 0, a valid results file, the exact score deserved, bounded grader memory, no process,
     file or key left."""
     if isinstance(outcome, BaseException):
@@ -584,7 +584,7 @@ class TestSnapshot:
 
 @pytest.mark.parametrize("hostile", [pytest.param(h, id=h.name, marks=[pytest.mark.root] if h.root_only else [])
                                      for h in HOSTILES])
-def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
+def test_hostile_submission(hostile: Hostile, course: EdgeCourse, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
         isolation_missing("this guarantee needs the grader to run as root")
@@ -595,7 +595,7 @@ def test_hostile_submission(hostile: Hostile, course: Course, outcomes):
 
 @pytest.mark.root
 @pytest.mark.parametrize("hostile", [h for h in HOSTILES if h.fallback], ids=lambda h: h.name)
-def test_hostile_submission_without_namespaces(hostile: Hostile, course: Course, fallback_outcomes):
+def test_hostile_submission_without_namespaces(hostile: Hostile, course: EdgeCourse, fallback_outcomes):
     """The same guarantees as root where namespaces are not available (MHA_NAMESPACES=off)."""
     check_outcome(hostile, course, fallback_outcomes[hostile.name])
 
@@ -608,7 +608,7 @@ HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its 
 
 @pytest.mark.root
 @pytest.mark.parametrize("namespaces", ["default", "off"])
-def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespaces: str):
+def test_one_student_cannot_stall_fail_or_read_the_class(course: EdgeCourse, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and
     one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every
     classmate's full marks and each hostile student's exact
@@ -634,7 +634,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: Course, namespa
                 os.chmod(os.path.join(path, name), 0o644)
         roots = (*SHARED_DIRS, course.base, base)
         before = snapshot(roots)
-        run = run_mha("--exercises", str(course.exercises), "grade-all", str(folder), "--out", str(out),
+        run = run_mha("--course", str(course.exercises), "grade-all", str(folder), "--out", str(out),
                       "--jobs", "2", "--timeout", "1", "--total-timeout", "30", "--no-progress", cwd=base,
                       env={NAMESPACES_ENV: "off"} if namespaces == "off" else None)
         assert run.code == 0, run.stderr
@@ -751,7 +751,7 @@ class TestLimitOptions:
         """With --total-timeout 2, a submission sleeping in every function costs about 2 s in all."""
         (tmp_path / "attention.py").write_text(
             "import time\n" + "".join(f"def {p}(*args):\n    time.sleep(60)\n" for p in PROBLEMS))
-        run = run_mha("--exercises", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+        run = run_mha("--course", str(course.exercises), "grade", str(tmp_path), "--format", "json",
                       "--timeout", "30", "--total-timeout", "2", cwd=tmp_path)
         data = json.loads(run.stdout)
         assert run.code == 0 and run.seconds < 15
@@ -768,7 +768,7 @@ class TestLimitOptions:
             "    return _solved(*layer) + int(block[0]) - 1\n"))
 
         def score(*options):
-            run = run_mha("--exercises", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+            run = run_mha("--course", str(course.exercises), "grade", str(tmp_path), "--format", "json",
                           *options, cwd=tmp_path)
             assert run.code == 0, run.stderr
             return next(p for p in json.loads(run.stdout)["problems"] if p["id"] == CR)

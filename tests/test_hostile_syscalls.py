@@ -30,16 +30,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import answer_key
-from grader.assignment.seeds import student_seed
+from grader.course.loader import load_course
+from grader.course.quiz import answer_key
+from grader.course.seeds import student_seed
 from grader.sandbox.isolation import NAMESPACES_ENV, SANDBOX_IDS
 
 from ._edges import (
     CR,
     DROPPED_UID,
     ROOT_MODE,
-    Course,
+    EdgeCourse,
     course,
     deserved,
     dropped_uid_problem,
@@ -241,7 +241,7 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(course: Course) -> dict[tuple[str, str], Graded | BaseException]:
+def graded(course: EdgeCourse) -> dict[tuple[str, str], Graded | BaseException]:
     """Every snippet graded in every mode that can run here, two at a time."""
     todo = [(name, mode) for name in SNIPPETS for mode in MODES if runnable(mode[0], mode[1]) is None]
 
@@ -264,7 +264,7 @@ def graded(course: Course) -> dict[tuple[str, str], Graded | BaseException]:
 
 @pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
-def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: str, user, env):
+def test_hostile_syscalls_are_refused(course: EdgeCourse, graded, name: str, label: str, user, env):
     """Exit 0, every problem's points but count_routing_distributions (which raised the report),
     EPERM for every attempt, bounded grader memory, and nothing left behind."""
     need(runnable(label, user))
@@ -286,12 +286,12 @@ def test_hostile_syscalls_are_refused(course: Course, graded, name: str, label: 
 
 
 @pytest.mark.parametrize("label, user, env", MODE_PARAMS)
-def test_classmate_after_them_is_unaffected(course: Course, label: str, user, env):
+def test_classmate_after_them_is_unaffected(course: EdgeCourse, label: str, user, env):
     """`grade-all --jobs 1` on the four hostile students and a correct classmate graded after
     them: exit 0, each hostile student's exact total, the classmate's full marks, nothing left."""
     need(runnable(label, user))
     root = new_folder(course, "class")
-    quiz = load_assignment(course.exercises).quiz
+    quiz = load_course(course.exercises).quiz
     tokens = {}
     for name in (*SNIPPETS, "zz-classmate"):
         (root / name).mkdir(mode=0o755)

@@ -48,8 +48,8 @@ def needs_root(test):
 
 
 class TestPrivatePaths:
-    def test_lists_package_assignment_solutions_git_and_checkout(self, tmp_path):
-        """The grader package, the assignment folder, solutions/ and .git/ beside it, and the
+    def test_lists_package_course_solutions_git_and_checkout(self, tmp_path):
+        """The grader package, the course folder, solutions/ and .git/ beside it, and the
         source checkout the grader runs from (its tests/submissions hold complete solutions)."""
         root = tmp_path / "exercises"
         assert private_paths(root) == (PACKAGE, root, tmp_path / "solutions", tmp_path / ".git", PACKAGE.parent)

@@ -31,7 +31,7 @@ def run_launch(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess
     """Run `mha ARGV` through launch.main() in a fresh Python whose environment has no thread
     variables but those in `env`; the result and the thread variables seen at exit."""
     environ = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
-    environ.update(env, MHA_EXERCISES=str(EXERCISES))
+    environ.update(env, MHA_COURSE=str(EXERCISES))
     code = LAUNCH.format(variables=THREAD_VARIABLES)
     done = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=120)
@@ -41,17 +41,17 @@ def run_launch(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess
 class TestCommandOf:
     @pytest.mark.parametrize("argv,command", [
         (["grade", "x"], "grade"),
-        (["--exercises", "dir", "check"], "check"),
-        (["--exercises", "grade", "list"], "list"),  # the value of --exercises is no command
+        (["--course", "dir", "check"], "check"),
+        (["--course", "grade", "list"], "list"),  # the value of --course is no command
         (["--version"], None),
         (["--", "grade"], "grade"),
         (["--"], None),
         ([], None),
         (["-h", "grade-all", "subs"], "grade-all"),
-        (["--exercises"], None),
+        (["--course"], None),
     ])
     def test_the_first_argument_that_is_no_option_or_option_value(self, argv, command):
-        """The sub-command is the first word not starting with '-' (after `--`, the next word), skipping --exercises' value."""
+        """The sub-command is the first word not starting with '-' (after `--`, the next word), skipping --course' value."""
         assert launch.command_of(argv) == command
 
     @pytest.mark.parametrize("group", ["grader.cli.commands", "grader.cli.student"])
@@ -72,9 +72,9 @@ class TestCommandOf:
 class TestMain:
     @pytest.mark.parametrize("argv,calls", [
         (["grade", "solutions"], ["zygote", "cli mha", "freeze"]),
-        (["--exercises", "x", "check"], ["zygote", "cli mha", "freeze"]),
+        (["--course", "x", "check"], ["zygote", "cli mha", "freeze"]),
         (["list"], ["cli mha"]),
-        (["--exercises", "grade", "validate"], ["cli mha"]),
+        (["--course", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
         """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
@@ -145,7 +145,7 @@ class TestExit:
         try:
             done = subprocess.run([sys.executable, "-m", "grader", "grade", str(SOLUTIONS), "--problem", "softmax"],
                                   cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
-                                  env={**os.environ, "MHA_EXERCISES": str(EXERCISES)})
+                                  env={**os.environ, "MHA_COURSE": str(EXERCISES)})
         finally:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, "")

@@ -205,28 +205,28 @@ def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
 
     import numpy as np
 
-    from grader.assignment.loader import load_assignment
+    from grader.course.loader import load_course
     from grader.grading.prepared import prepare
 
     from .conftest import ROOT
-    assignment = load_assignment(ROOT / "exercises")
+    course = load_course(ROOT / "exercises")
 
     def fingerprint(args):
         arrays = [a for a in args if isinstance(a, np.ndarray)]
         return "FP" + hashlib.sha1(np.ascontiguousarray(arrays[0]).tobytes()).hexdigest()[:10] if arrays else None
 
     marks = {True: set(), False: set()}  # hidden?: the fingerprints of the cases' inputs
-    for problem in assignment.problems:
+    for problem in course.problems:
         for case in problem.cases:
             mark = fingerprint(prepare(problem, case).args)
             if mark:
                 marks[case.hidden].add(mark)
     assert marks[True] and marks[False] and not marks[True] & marks[False]
-    names = [p.function.name for p in assignment.problems]
+    names = [p.function.name for p in course.problems]
     submission = tmp_path / "attention.py"
     submission.write_text(solution_source() + CARRIER.replace("NAMES", repr(names)))
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(ROOT / "exercises"), "grade",
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(ROOT / "exercises"), "grade",
                            str(submission), "--format", "json", "--output", str(report)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

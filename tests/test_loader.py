@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment, load_problem
-from grader.assignment.model import CompareKind, Visibility
-from grader.assignment.yamlio import load_yaml
+from grader.course.loader import load_course, load_problem
+from grader.course.model import CompareKind, Visibility
+from grader.course.yamlio import load_yaml
 from grader.errors import SpecErrors
 
 from .conftest import COURSE_CODE, EXERCISES, copy_course_code
@@ -113,7 +113,7 @@ class TestLoadAssignment:
         """Listing a problem twice is an error on the second listing's line."""
         root = self.make(tmp_path, "title: T\nproblems:\n  - attention_reading\n  - attention_reading\n")
         with pytest.raises(SpecErrors) as info:
-            load_assignment(root)
+            load_course(root)
         assert str(info.value) == (f"{root / 'assignment.yaml'}:4: duplicate problem id 'attention_reading' "
                                    "(first listed on line 3)")
 
@@ -121,18 +121,18 @@ class TestLoadAssignment:
         """A listed id without a file is reported with its line."""
         root = self.make(tmp_path, "title: T\nproblems:\n  - attention_reading\n  - softmax\n")
         with pytest.raises(SpecErrors) as info:
-            load_assignment(root)
+            load_course(root)
         assert str(info.value) == f"{root / 'assignment.yaml'}:4: problem 'softmax' has no file problems/softmax.yaml"
 
     def test_points_override(self, tmp_path):
         """An {id, points} entry overrides the problem's own points."""
         root = self.make(tmp_path, "problems:\n  - {id: attention_reading, points: 3}\n")
-        assert load_assignment(root).problems[0].points == 3.0
+        assert load_course(root).problems[0].points == 3.0
 
-    def test_repository_assignment_loads(self, assignment):
+    def test_repository_course_loads(self, course):
         """The shipped assignment is valid and every problem has public and hidden cases."""
-        assert assignment.problems
-        for problem in assignment.problems:
+        assert course.problems
+        for problem in course.problems:
             assert any(not c.hidden for c in problem.cases), problem.id
             assert any(c.hidden for c in problem.cases), problem.id
 
@@ -141,7 +141,7 @@ class TestSchema:
     def test_shipped_problems_match_the_json_schema(self):
         """The published JSON Schema accepts every shipped problem file."""
         jsonschema = pytest.importorskip("jsonschema")
-        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "course" / "problem.schema.json").read_text())
         files = sorted((EXERCISES / "problems").glob("*.yaml"))
         assert files
         for file in files:
@@ -150,7 +150,7 @@ class TestSchema:
     def test_schema_rejects_unknown_key(self):
         """The schema, like the loader, rejects keys it does not know."""
         jsonschema = pytest.importorskip("jsonschema")
-        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "course" / "problem.schema.json").read_text())
         doc = {"id": "x", "title": "t", "points": 1, "prompt": "p", "colour": "red",
                "cases": [{"name": "a", "visibility": "public", "args": {}}]}
         with pytest.raises(jsonschema.ValidationError, match="colour"):
@@ -159,7 +159,7 @@ class TestSchema:
     def test_schema_takes_bug_or_its_older_name_variant_never_both(self):
         """A mistake names its function with `bug:` or `variant:` (still accepted), as the loader does; both is refused."""
         jsonschema = pytest.importorskip("jsonschema")
-        schema = json.loads((Path(__file__).parent.parent / "grader" / "assignment" / "problem.schema.json").read_text())
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "course" / "problem.schema.json").read_text())
 
         def doc(**names):
             return {"id": "x", "title": "t", "points": 1, "prompt": "p",

@@ -104,10 +104,10 @@ class TestExports:
             project["dependencies"]
         assert entry_points == f"[console_scripts]\nmha = {project['scripts']['mha']}\n"
 
-    def test_student_wheel_metadata(self, pyproject, assignment):
+    def test_student_wheel_metadata(self, pyproject, course):
         """The otter export's student wheel: the same distribution, versioned +student, no console script."""
         project = pyproject["project"]
-        name, data = wheel.build_student(assignment)
+        name, data = wheel.build_student(course)
         assert name == f"mha_exercises-{project['version']}+student-py3-none-any.whl"
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             info = f"mha_exercises-{project['version']}+student.dist-info"
@@ -116,10 +116,10 @@ class TestExports:
         assert f"Name: {project['name']}" in metadata
         assert f"Version: {project['version']}+student" in metadata
 
-    def test_student_bundle_pyproject(self, pyproject, assignment, tmp_path):
+    def test_student_bundle_pyproject(self, pyproject, course, tmp_path):
         """The student bundle's pyproject.toml: the same distribution (so pip replaces one install with
         the other), the version labelled +student, the same Python, dependencies and build requirement."""
-        write_student(assignment, tmp_path / "student", [], None)
+        write_student(course, tmp_path / "student", [], None)
         student = parse_toml((tmp_path / "student" / "pyproject.toml").read_text())
         project = pyproject["project"]
         assert student["build-system"]["requires"] == pyproject["build-system"]["requires"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from grader.assignment.model import Mistake
+from grader.course.model import Mistake
 from grader.grading.checks import check
 from grader.grading.diagnosis import GENERIC_MISTAKES
 from grader.grading.grade import grade, judge
@@ -488,10 +488,10 @@ def buggy_submission(bug: Bug) -> str:
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=lambda bug: bug.mistake)
-def test_buggy_submission_is_told_its_mistake(assignment, write_submission, bug):
+def test_buggy_submission_is_told_its_mistake(course, write_submission, bug):
     """The bug costs points on its problem and is named, with its message, on hidden cases too."""
-    result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
-    message = next(m.message for m in (*assignment.problem(bug.problem).mistakes, *GENERIC_MISTAKES)
+    result = grade(course, write_submission(buggy_submission(bug)), problem_ids=[bug.problem]).problems[0]
+    message = next(m.message for m in (*course.problem(bug.problem).mistakes, *GENERIC_MISTAKES)
                    if m.id == bug.mistake)
     named = [case for case in result.cases if case.mistake == bug.mistake]
     assert result.score < result.max_score
@@ -503,13 +503,13 @@ def test_buggy_submission_is_told_its_mistake(assignment, write_submission, bug)
     assert all(case.detail == "" and case.inputs == "" for case in hidden)
 
 
-def test_every_declared_mistake_has_a_buggy_submission(assignment):
+def test_every_declared_mistake_has_a_buggy_submission(course):
     """Each mistake of every problem file, and each mistake the grader recognizes in any problem
     (assert for ValueError, float16), is exercised by exactly one bug above or one bug file
     (test_real_bugs.NEW)."""
     from .test_real_bugs import NEW  # the mistakes learned from real code: one bug file each
     generic = {m.id for m in GENERIC_MISTAKES}
-    declared = sorted((p.id, m.id) for p in assignment.problems for m in p.mistakes)
+    declared = sorted((p.id, m.id) for p in course.problems for m in p.mistakes)
     from_files = [pair for named in NEW.values() for pair in named.items()]
     assert sorted([(bug.problem, bug.mistake) for bug in BUGS if bug.mistake not in generic] + from_files) == declared
     assert sorted(bug.mistake for bug in BUGS if bug.mistake in generic) == sorted(generic)
@@ -517,11 +517,11 @@ def test_every_declared_mistake_has_a_buggy_submission(assignment):
 
 class TestJudge:
     @pytest.fixture
-    def softmax_with_bug(self, assignment, monkeypatch):
+    def softmax_with_bug(self, course, monkeypatch):
         """softmax's worked example, with one mistake whose bug is the right answer times `factor`."""
         def make(factor: float):
             monkeypatch.setattr(reference, "scaled", lambda scores: reference.softmax(scores) * factor, raising=False)
-            problem = replace(assignment.problem("softmax"), mistakes=(Mistake("scaled", "a message", "scaled"),))
+            problem = replace(course.problem("softmax"), mistakes=(Mistake("scaled", "a message", "scaled"),))
             return problem, prepare(problem, problem.cases[0])
         return make
 

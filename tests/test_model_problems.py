@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from exercises.models import analysis, model as M  # the models' own code: an independent implementation
-from grader.assignment.generators import draw_params
-from grader.assignment.quiz import draw
-from grader.assignment.seeds import student_seed
 from grader.cli.commands import main
+from grader.course.generators import draw_params
+from grader.course.quiz import draw
+from grader.course.seeds import student_seed
 from grader.grading.answers import grade_quiz
 from grader.grading.prepared import prepare
 from grader.trained import evaluation_tokens, head_order, load_model
@@ -106,9 +106,9 @@ class TestRunModel:
             COURSE.run_model(np.array([0.0, 8.0]), *(m.params[w] for w in M.WEIGHTS), 2)
 
 
-def _student_case(assignment, problem_id: str, case_name: str, seed: int):
+def _student_case(course, problem_id: str, case_name: str, seed: int):
     """The case's inputs and key for one student's seed, and the student's model as drawn for them."""
-    problem = next(p for p in assignment.problems if p.id == problem_id)
+    problem = next(p for p in course.problems if p.id == problem_id)
     case = next(c for c in problem.cases if c.name == case_name)
     params = draw_params(problem.params, problem.id, seed)
     return prepare(problem, case, seed), params
@@ -141,16 +141,16 @@ MODEL_CASES = [
 class TestCasesAreTheStudentsModels:
     @pytest.mark.parametrize("problem_id, case_name, heads, sequences", MODEL_CASES)
     @pytest.mark.parametrize("seed", [0, 5, 123456])
-    def test_inputs_are_the_students_model_on_those_sequences(self, assignment, problem_id, case_name, heads,
+    def test_inputs_are_the_students_model_on_those_sequences(self, course, problem_id, case_name, heads,
                                                                sequences, seed):
         """Each trained-model case is the student's own model (their seed and head order), recomputed
         with the models' own code and the heads moved by hand."""
-        prepared, params = _student_case(assignment, problem_id, case_name, seed)
+        prepared, params = _student_case(course, problem_id, case_name, seed)
         m = M.load(MODELS / f"d8_h{heads}_s{params['s' + heads]}.npz")
         weights = _permuted(m, params["o" + heads])
         tokens = M.eval_tokens(m.config)[sequences]
         f = M.forward(weights, tokens, m.config.n_heads)
-        args = dict(zip((p.name for p in next(p for p in assignment.problems if p.id == problem_id).function.params),
+        args = dict(zip((p.name for p in next(p for p in course.problems if p.id == problem_id).function.params),
                         prepared.args))
         if problem_id == "run_model":
             np.testing.assert_array_equal(args["tokens"], tokens[0])
@@ -165,28 +165,28 @@ class TestCasesAreTheStudentsModels:
             for key, value in expected.items():
                 np.testing.assert_allclose(args[key], value, atol=1e-10, err_msg=key)
 
-    def test_two_students_find_their_heads_at_other_numbers(self, assignment):
+    def test_two_students_find_their_heads_at_other_numbers(self, course):
         """Ada's and Bob's previous-token heads (by the key of head_scores' public case) sit at other
         numbers, or in other models, and every key differs between them."""
         seeds = student_seed(SECRET, ADA), student_seed(SECRET, BOB)
         for problem_id, case_name, _, _ in MODEL_CASES:
-            ada, bob = (_student_case(assignment, problem_id, case_name, seed)[0] for seed in seeds)
+            ada, bob = (_student_case(course, problem_id, case_name, seed)[0] for seed in seeds)
             keys = [np.concatenate([np.ravel(x) for x in (p.expected if isinstance(p.expected, tuple)
                                                           else (p.expected,))]) for p in (ada, bob)]
             assert keys[0].shape != keys[1].shape or not np.allclose(keys[0], keys[1]), (problem_id, case_name)
         previous = set()
         for seed in range(40):
-            prepared, _ = _student_case(assignment, "head_scores", MODEL_CASES[2][1], seed)
+            prepared, _ = _student_case(course, "head_scores", MODEL_CASES[2][1], seed)
             previous.add(int(np.argmax(prepared.expected[0])) + 1)
         assert previous == {1, 2}   # across a class, the previous-token head is head 1 for some, head 2 for others
 
-    def test_the_students_model_is_the_same_in_every_problem_and_quiz_item(self, assignment):
+    def test_the_students_model_is_the_same_in_every_problem_and_quiz_item(self, course):
         """s2, o2, s4, o4 are shared: a student's two-head and four-head models are the same in
         run_model, head_scores, ablation_deltas and the quiz items that name them."""
         for seed in (0, 1, 99, student_seed(SECRET, ADA)):
-            drawn = [draw_params(p.params, p.id, seed) for p in assignment.problems
+            drawn = [draw_params(p.params, p.id, seed) for p in course.problems
                      if p.id in ("run_model", "head_scores", "ablation_deltas")]
-            drawn += [draw(_quiz(assignment, i), seed).params
+            drawn += [draw(_quiz(course, i), seed).params
                       for i in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "head_count_sweep")]
             for name in ("s2", "o2", "s4", "o4"):
                 assert len({d[name] for d in drawn if name in d}) == 1, (seed, name, drawn)
@@ -227,8 +227,8 @@ class TestLoader:
         np.testing.assert_array_equal(evaluation_tokens(), M.eval_tokens(M.Config()))
 
 
-def _quiz(assignment, item_id):
-    return assignment.quiz.item(item_id)
+def _quiz(course, item_id):
+    return course.quiz.item(item_id)
 
 
 # Two students of one course: their seeds give different models, head orders and numbers.
@@ -237,40 +237,40 @@ ADA, BOB = "ada@uni.edu", "bob@uni.edu"
 
 
 class TestPerStudentNumbers:
-    def test_two_students_see_different_head_numbers_and_numbers(self, assignment):
+    def test_two_students_see_different_head_numbers_and_numbers(self, course):
         """Ada and Bob get other models or orders, so other prompts and other right answers."""
         seeds = student_seed(SECRET, ADA), student_seed(SECRET, BOB)
         for item_id in ("your_previous_head", "your_head_ablation", "wide_vs_narrow", "removable_heads"):
-            ada, bob = (draw(_quiz(assignment, item_id), seed) for seed in seeds)
+            ada, bob = (draw(_quiz(course, item_id), seed) for seed in seeds)
             assert ada.prompt != bob.prompt, item_id
-        ada, bob = (draw(_quiz(assignment, "your_previous_head"), seed) for seed in seeds)
+        ada, bob = (draw(_quiz(course, "your_previous_head"), seed) for seed in seeds)
         assert ada.answer != bob.answer, (ada.params, bob.params)
-        ada, bob = (draw(_quiz(assignment, "your_head_ablation"), seed) for seed in seeds)
+        ada, bob = (draw(_quiz(course, "your_head_ablation"), seed) for seed in seeds)
         assert abs(ada.answer - bob.answer) > 0.1, (ada.params, bob.params)
 
-    def test_the_head_order_moves_the_answer(self, assignment):
+    def test_the_head_order_moves_the_answer(self, course):
         """The same model under every head order: the previous-token head is at every number 1..4."""
         answers = {COURSE.your_previous_head(2, order) for order in COURSE.HEAD_ORDERS_4}
         assert answers == {1, 2, 3, 4}
 
     @pytest.mark.parametrize("seed", [0, 7, 11])
-    def test_a_student_computes_the_key_as_the_prompt_says(self, assignment, seed):
+    def test_a_student_computes_the_key_as_the_prompt_says(self, course, seed):
         """Loading the model with the student's order and using the model solution's own functions
         gives the item's answer, for the previous-token head and for one head's ablation."""
-        v = draw(_quiz(assignment, "your_previous_head"), seed)
+        v = draw(_quiz(course, "your_previous_head"), seed)
         trained = load_model(f"d8_h4_s{v.params['s4']}", order=v.params["o4"])
         previous, _ = SOLUTION.head_scores(_student_maps(trained, evaluation_tokens()[:SEQUENCES]))
         assert int(np.argmax(previous)) + 1 == v.answer
 
-        v = draw(_quiz(assignment, "your_head_ablation"), seed)
+        v = draw(_quiz(course, "your_head_ablation"), seed)
         trained = load_model(f"d8_h2_s{v.params['s2']}", order=v.params["o2"])
         tokens = evaluation_tokens()
         X, readings = _student_ablation_inputs(trained, tokens)
         deltas = SOLUTION.ablation_deltas(X, readings, trained.W_O, trained.W_U, tokens.astype(float))
-        assert abs(deltas[v.params["k"] - 1] - v.answer) <= _quiz(assignment, "your_head_ablation").tolerance
+        assert abs(deltas[v.params["k"] - 1] - v.answer) <= _quiz(course, "your_head_ablation").tolerance
 
     @pytest.mark.parametrize("s", range(4))
-    def test_wide_vs_narrow_and_removable_heads_from_the_files(self, assignment, s):
+    def test_wide_vs_narrow_and_removable_heads_from_the_files(self, course, s):
         """The accuracy gap and the count of cheap heads, computed from the files, are the keys."""
         tokens = evaluation_tokens()
         right = {}
@@ -309,14 +309,14 @@ class TestQuizMistakes:
         ("removable_heads", "needed_heads", "counted_needed_heads"),
         ("head_count_sweep", "most_heads_count", "more_heads_better"),
     ])
-    def test_a_known_wrong_number_is_named(self, assignment, tmp_path, item_id, wrong, mistake):
+    def test_a_known_wrong_number_is_named(self, course, tmp_path, item_id, wrong, mistake):
         """An answers file holding the known-wrong value scores 0 on the item and names the mistake."""
-        item = _quiz(assignment, item_id)
+        item = _quiz(course, item_id)
         v = draw(item, 0)
         value = next(w.value for w in v.wrong if w.mistake == mistake)
         assert value == pytest.approx(getattr(COURSE, wrong)(**v.params), abs=1e-9)
         (tmp_path / "answers.yaml").write_text(f"{item_id}: {value}\n")
-        result = grade_quiz(assignment.quiz, tmp_path / "answers.yaml", seed=0, item_ids=[item_id]).items[0]
+        result = grade_quiz(course.quiz, tmp_path / "answers.yaml", seed=0, item_ids=[item_id]).items[0]
         assert result.score == 0 and result.mistakes == (mistake,)
 
     @pytest.mark.parametrize("answer, mistake", [
@@ -326,11 +326,11 @@ class TestQuizMistakes:
         ("[a, d]", "heads_are_rules"),
         ("[a, c]", "evidence_dismissed"),
     ])
-    def test_claims_are_graded_and_named(self, assignment, tmp_path, answer, mistake):
+    def test_claims_are_graded_and_named(self, course, tmp_path, answer, mistake):
         """The claims item: the three supported claims are full marks; a too-strong claim chosen is
         named first, a supported claim left out otherwise."""
         (tmp_path / "answers.yaml").write_text(f"model_claims: {answer}\n")
-        result = grade_quiz(assignment.quiz, tmp_path / "answers.yaml", seed=0, item_ids=["model_claims"]).items[0]
+        result = grade_quiz(course.quiz, tmp_path / "answers.yaml", seed=0, item_ids=["model_claims"]).items[0]
         assert (result.score == result.max_score) == (mistake is None)
         assert result.mistakes == ((mistake,) if mistake else ())
 
@@ -339,7 +339,7 @@ def test_the_student_bundle_ships_the_model_files_and_loads_them(tmp_path):
     """`mha release`: student/models holds every .npz (not the index, not the models' code), and the
     bundle's own grader.trained loads a model from there with nothing else on the path."""
     out = tmp_path / "rel"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(out)],
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "release", "--out", str(out)],
                                 env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     student = out / "student"
@@ -348,7 +348,7 @@ def test_the_student_bundle_ships_the_model_files_and_loads_them(tmp_path):
     assert (student / "grader" / "trained.py").is_file()
     code = ("import grader.trained as t, numpy as np; m = t.load_model('d8_h2_s1', order=21); "
             "print(t.__file__, m.num_heads, m.W_O.shape)")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_EXERCISES")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_COURSE")}
     env["PYTHONPATH"] = str(student)
     done = subprocess.run([sys.executable, "-c", code], cwd=student, env=env,
                           capture_output=True, text=True, timeout=120)

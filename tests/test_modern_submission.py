@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
+from grader.course.loader import load_course
 from grader.sandbox.isolation import NAMESPACES_ENV, Isolation
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, installation_hidden_from_others, run_as_uid
@@ -50,14 +50,14 @@ def test_modern_complete_submission_gets_full_marks_through_the_cli(tmp_path, na
     env.pop(NAMESPACES_ENV, None)
     if namespaces == "off":
         env[NAMESPACES_ENV] = "off"
-    done = subprocess.run([*mha_command(), "--exercises", str(EXERCISES), "grade", str(folder),
+    done = subprocess.run([*mha_command(), "--course", str(EXERCISES), "grade", str(folder),
                            "--format", "gradescope", "--output", str(out)],
                           capture_output=True, text=True, timeout=GRADE_SECONDS, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(out.read_text())
     failed = [f"{t['name']}: {t['output']}" for t in data["tests"] if t["status"] != "passed"]
     assert failed == []
-    max_score = load_assignment(EXERCISES).max_score
+    max_score = load_course(EXERCISES).max_score
     assert data["score"] == sum(t["max_score"] for t in data["tests"]) == max_score > 0
 
 

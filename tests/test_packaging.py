@@ -1,5 +1,5 @@
 """The package as users install it: the sdist and the wheel built from it (`python -m build`, once
-for this module), installed into a fresh venv and used from another folder; which assignment
+for this module), installed into a fresh venv and used from another folder; which course
 `mha` uses, by the one precedence README states."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import draw as quiz_draw
-from grader.paths import locate_assignment, packaged_assignment
+from grader.course.loader import load_course
+from grader.course.quiz import draw as quiz_draw
+from grader.paths import locate_course, packaged_course
 
 from ._course import BUGGY, CORRECT, build_course, write_submission as write_course_submission
 from ._install import clean_env, fresh_venv, link_farm
@@ -71,10 +71,10 @@ class TestInstalledWheel:
                               capture_output=True, text=True, timeout=300, env=clean_env(tmp_path))
         assert done.returncode == 0, done.stderr
         data = json.loads(done.stdout)
-        assert data["score"] == data["max_score"] == load_assignment(ROOT / "exercises").max_score
+        assert data["score"] == data["max_score"] == load_course(ROOT / "exercises").max_score
 
     def test_check_reads_attention_py_of_the_working_folder(self, installed, tmp_path):
-        """With the packaged assignment, `mha check` checks ./attention.py (not the packaged stubs)."""
+        """With the packaged course, `mha check` checks ./attention.py (not the packaged stubs)."""
         shutil.copyfile(SOLUTIONS / "attention.py", tmp_path / "attention.py")
         done = subprocess.run([str(installed), "check", "softmax"], cwd=tmp_path, capture_output=True, text=True,
                               timeout=120, env=clean_env(tmp_path))
@@ -85,8 +85,8 @@ class TestInstalledWheel:
         """The wheel carries the trained models and their code: the installed package loads a
         model file without pickle and finds the head roles its index records."""
         script = ("import json; from importlib.resources import files\n"
-                  "from grader._assignment.models import analysis, model\n"
-                  "folder = files('grader._assignment.models')\n"
+                  "from grader._course.models import analysis, model\n"
+                  "folder = files('grader._course.models')\n"
                   "m = model.load(folder / 'd8_h2_s0.npz')\n"
                   "print(json.dumps([analysis.head_roles(*analysis.head_scores(analysis.attention_maps(m))),\n"
                   "                  model.read_index(folder)['models'][0]['name']]))\n")
@@ -97,23 +97,23 @@ class TestInstalledWheel:
                      if e["name"] == "d8_h2_s0")
         assert json.loads(done.stdout) == [roles, "d8_h1_s0"]
 
-    def test_says_it_uses_the_packaged_assignment(self, installed, tmp_path):
+    def test_says_it_uses_the_packaged_course(self, installed, tmp_path):
         """`mha list` names the assignment it uses: the one inside the installed package."""
         done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                               env=clean_env(tmp_path))
         assert done.returncode == 0, done.stderr
         line = done.stderr.strip().splitlines()[-1]
-        assert line.startswith("assignment: ") and line.endswith(" (packaged)")
-        assert "/site-packages/grader/_assignment" in line
-        assert f"total {load_assignment(ROOT / 'exercises').max_score:g} points" in done.stdout
+        assert line.startswith("course: ") and line.endswith(" (packaged)")
+        assert "/site-packages/grader/_course" in line
+        assert f"total {load_course(ROOT / 'exercises').max_score:g} points" in done.stdout
 
-    def test_missing_assignment_names_both_ways_to_choose_one(self, installed, tmp_path):
-        """MHA_EXERCISES naming an empty folder: exit 3, and the message says how to choose one."""
+    def test_missing_course_names_both_ways_to_choose_one(self, installed, tmp_path):
+        """MHA_COURSE naming an empty folder: exit 3, and the message says how to choose one."""
         done = subprocess.run([str(installed), "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                              env=clean_env(tmp_path, MHA_EXERCISES=str(tmp_path)))
+                              env=clean_env(tmp_path, MHA_COURSE=str(tmp_path)))
         assert done.returncode == 3
-        assert f"{tmp_path}/assignment.yaml: assignment file not found (folder chosen by MHA_EXERCISES)" in done.stderr
-        assert "--exercises DIR" in done.stderr and "MHA_EXERCISES=DIR" in done.stderr
+        assert f"{tmp_path}/assignment.yaml: assignment file not found (folder chosen by MHA_COURSE)" in done.stderr
+        assert "--course DIR" in done.stderr and "MHA_COURSE=DIR" in done.stderr
 
 
 class TestDistributions:
@@ -127,18 +127,18 @@ class TestDistributions:
         assert {"LICENSE", "README.md", "CONTRIBUTING.md", "CHANGELOG.md", "pyproject.toml", "MANIFEST.in", ".ci/run",
                 "docs/PYPI.md", "docs/security.md"} <= names
 
-    def test_wheel_carries_the_package_and_the_assignment(self, dists):
+    def test_wheel_carries_the_package_and_the_course(self, dists):
         """Every grader module and every assignment file is in the wheel (a subpackage missing
-        from pyproject.toml's list fails here), the assignment under grader/_assignment."""
+        from pyproject.toml's list fails here), the assignment under grader/_course."""
         with zipfile.ZipFile(dists[1]) as archive:
             names = set(archive.namelist())
         modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "grader").rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts}
-        assignment = {"grader/_assignment/" + p.relative_to(EXERCISES).as_posix() for p in EXERCISES.rglob("*")
+        course = {"grader/_course/" + p.relative_to(EXERCISES).as_posix() for p in EXERCISES.rglob("*")
                       if p.is_file() and "__pycache__" not in p.parts and p.name != "course.yaml"}
         assert modules - names == set()
-        assert assignment - names == set()
-        assert "grader/_assignment/problems/softmax.yaml" in names
+        assert course - names == set()
+        assert "grader/_course/problems/softmax.yaml" in names
 
     def test_no_course_secret_in_either(self, dists):
         """A course.yaml beside the exercises goes into neither the sdist nor the wheel."""
@@ -193,10 +193,10 @@ def _pip(python: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def student_wheel(assignment, tmp_path_factory) -> Path:
+def student_wheel(course, tmp_path_factory) -> Path:
     """The otter export's student wheel, as a file."""
     from grader.exports import wheel
-    name, data = wheel.build_student(assignment)
+    name, data = wheel.build_student(course)
     path = tmp_path_factory.mktemp("student-wheel") / name
     path.write_bytes(data)
     return path
@@ -227,26 +227,26 @@ class TestStudentAndFullInstalls:
         """The check above can fail: the student wheel lacks modules of the full one (the course
         loader) and holds the public fixtures the full one does not."""
         full, student = _wheel_files(dists[1]), _wheel_files(student_wheel)
-        assert "grader/assignment/loader.py" in full - student
+        assert "grader/course/loader.py" in full - student
         assert "grader/_fixtures/default.json" in student - full
 
 
 class TestPrecedence:
-    """--exercises, then MHA_EXERCISES, then found from the working folder up, then the packaged one."""
+    """--course, then MHA_COURSE, then found from the working folder up, then the packaged one."""
 
     def test_option_wins_over_everything(self, tmp_path):
-        """--exercises is used even when MHA_EXERCISES is set and an exercises/ is nearby."""
+        """--course is used even when MHA_COURSE is set and an exercises/ is nearby."""
         (tmp_path / "exercises").mkdir()
         (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
-        assert locate_assignment(tmp_path / "mine", {"MHA_EXERCISES": "/elsewhere"}, tmp_path) == \
-            (tmp_path / "mine", "--exercises")
+        assert locate_course(tmp_path / "mine", {"MHA_COURSE": "/elsewhere"}, tmp_path) == \
+            (tmp_path / "mine", "--course")
 
     def test_environment_before_the_working_folder(self, tmp_path):
-        """MHA_EXERCISES wins over an exercises/ found from the working folder."""
+        """MHA_COURSE wins over an exercises/ found from the working folder."""
         (tmp_path / "exercises").mkdir()
         (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
-        assert locate_assignment(None, {"MHA_EXERCISES": "/elsewhere"}, tmp_path) == \
-            (Path("/elsewhere"), "MHA_EXERCISES")
+        assert locate_course(None, {"MHA_COURSE": "/elsewhere"}, tmp_path) == \
+            (Path("/elsewhere"), "MHA_COURSE")
 
     def test_found_from_the_working_folder_up(self, tmp_path):
         """An exercises/ in an ancestor of the working folder is found."""
@@ -254,18 +254,18 @@ class TestPrecedence:
         (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
         deep = tmp_path / "a" / "b"
         deep.mkdir(parents=True)
-        assert locate_assignment(None, {}, deep) == ((tmp_path / "exercises").resolve(), "found from the working folder")
+        assert locate_course(None, {}, deep) == ((tmp_path / "exercises").resolve(), "found from the working folder")
 
     def test_packaged_last(self, tmp_path):
-        """Nothing chosen and nothing found: the packaged assignment (exercises/ in a checkout)."""
-        assert locate_assignment(None, {}, tmp_path) == (packaged_assignment(), "packaged")
-        assert (packaged_assignment() / "assignment.yaml").is_file()
+        """Nothing chosen and nothing found: the packaged course (exercises/ in a checkout)."""
+        assert locate_course(None, {}, tmp_path) == (packaged_course(), "packaged")
+        assert (packaged_course() / "assignment.yaml").is_file()
 
-    def test_cli_says_which_assignment_on_stderr(self, cli):
+    def test_cli_says_which_course_on_stderr(self, cli):
         """`mha list` prints the chosen folder and the reason on stderr, the listing on stdout."""
         result = cli("list")
         assert result.exit_code == 0
-        assert result.stderr.strip() == f"assignment: {EXERCISES} (--exercises)"
+        assert result.stderr.strip() == f"course: {EXERCISES} (--course)"
         assert "assignment:" not in result.stdout
 
 
@@ -275,7 +275,7 @@ class TestCourseFromNothing:
         (tests/_course.py) validates, a correct submission gets full marks, the buggy one is told its
         named mistake, and its release's student bundle holds the stub and blank answers, no course code."""
         course = build_course(tmp_path / "courses" / "entropy")
-        answer = quiz_draw(load_assignment(course).quiz.items[0], 0).answer
+        answer = quiz_draw(load_course(course).quiz.items[0], 0).answer
         good = write_course_submission(tmp_path / "class" / "good", CORRECT, answer)
         bad = write_course_submission(tmp_path / "class" / "bad", BUGGY, answer)
         elsewhere = tmp_path / "elsewhere"
@@ -287,14 +287,14 @@ class TestCourseFromNothing:
 
         done = mha("validate", str(course))
         assert done.returncode == 0 and done.stdout.startswith("OK: 1 problem(s), 3 cases"), done.stderr
-        done = mha("--exercises", str(course), "grade", str(good), "--format", "json")
+        done = mha("--course", str(course), "grade", str(good), "--format", "json")
         assert done.returncode == 0, done.stderr
         assert (json.loads(done.stdout)["score"], json.loads(done.stdout)["max_score"]) == (5, 5)
-        done = mha("grade", str(bad), "--format", "json", "--exercises", str(course))
+        done = mha("grade", str(bad), "--format", "json", "--course", str(course))
         data = json.loads(done.stdout)
         mistakes = {c["mistake"] for p in data["problems"] for c in p["cases"]}
         assert data["score"] == 1 and "entropy-in-bits" in mistakes
-        done = mha("--exercises", str(course), "release", "--out", str(tmp_path / "rel"))
+        done = mha("--course", str(course), "release", "--out", str(tmp_path / "rel"))
         assert done.returncode == 0, done.stderr
         student = tmp_path / "rel" / "student"
         stubs = (student / "attention.py").read_text()

@@ -41,38 +41,38 @@ def buggy_source() -> str:
 
 
 def _mha(folder: Path) -> float:
-    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), "grade", str(folder),
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(EXERCISES), "grade", str(folder),
                            "--format", "json"], capture_output=True, text=True, timeout=600)
     report = json.loads(done.stdout)
     return report["score"] / report["max_score"]
 
 
-def _gradescope(tmp: Path, assignment, files: dict[str, str]) -> float:
-    result = run_autograder(autograder(tmp, assignment, secret=None), files)
+def _gradescope(tmp: Path, course, files: dict[str, str]) -> float:
+    result = run_autograder(autograder(tmp, course, secret=None), files)
     return result["score"] / sum(t["max_score"] for t in result["tests"])
 
 
-def _prairielearn(tmp: Path, assignment, files: dict[str, str]) -> float:
+def _prairielearn(tmp: Path, course, files: dict[str, str]) -> float:
     """Each code question through its entry point, each quiz question by PrairieLearn's rules,
     weighted by the assessment's points."""
-    course = tmp / "course"
+    course_dir = tmp / "course"
     python = wheelhouse.running_python()
-    prairielearn.write(course, prairielearn.build(assignment, wheelhouse.download(python), python, draws=1))
-    assessment = json.loads((course / "courseInstances" / prairielearn.INSTANCE / "assessments" /
+    prairielearn.write(course_dir, prairielearn.build(course, wheelhouse.download(python), python, draws=1))
+    assessment = json.loads((course_dir / "courseInstances" / prairielearn.INSTANCE / "assessments" /
                              prairielearn.ASSESSMENT / "infoAssessment.json").read_text())
     # written items carry manualPoints only: graded by hand, outside the automatic fraction
     points = {q["id"]: q["points"] for zone in assessment["zones"] for q in zone["questions"] if "points" in q}
     import yaml
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     earned = 0.0
-    for problem in assignment.problems:
-        result = grade_job(course, tmp / f"job-{problem.id}", problem.id, files["attention.py"])
+    for problem in course.problems:
+        result = grade_job(course_dir, tmp / f"job-{problem.id}", problem.id, files["attention.py"])
         earned += result["score"] * points[problem.id]
-    for item in assignment.quiz.items:
+    for item in course.quiz.items:
         submitted = answers.get(item.id)
         if submitted is None or item.manual:
             continue  # blank: PrairieLearn grades nothing and awards nothing
-        folder = course / "questions" / prairielearn.quiz_qid(item)
+        folder = course_dir / "questions" / prairielearn.quiz_qid(item)
         data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
         _server(folder / "server.py").generate(data)
         parser = _Elements()
@@ -123,7 +123,7 @@ def _otter_grader(tmp: Path, files: dict[str, str], otter_autograder: Path) -> f
     return sum(t["score"] for t in scored) / sum(t["max_score"] for t in scored)
 
 
-def score_table(tmp: Path, assignment, otter_autograder: Path) -> dict[str, float | str]:
+def score_table(tmp: Path, course, otter_autograder: Path) -> dict[str, float | str]:
     folder = tmp / "submission"
     folder.mkdir()
     files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
@@ -131,9 +131,9 @@ def score_table(tmp: Path, assignment, otter_autograder: Path) -> dict[str, floa
         (folder / name).write_text(text)
     table: dict[str, float | str] = {"mha grade": _mha(folder)}
     (tmp / "gs").mkdir()
-    table["Gradescope"] = _gradescope(tmp / "gs", assignment, files)
+    table["Gradescope"] = _gradescope(tmp / "gs", course, files)
     (tmp / "pl").mkdir()
-    table["PrairieLearn"] = _prairielearn(tmp / "pl", assignment, files)
+    table["PrairieLearn"] = _prairielearn(tmp / "pl", course, files)
     (tmp / "gh").mkdir()
     table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
     (tmp / "otter").mkdir()
@@ -149,11 +149,11 @@ def render(table: dict[str, float | str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, assignment, otter_autograder):
+def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, course, otter_autograder):
     """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional) and otter give the same
     fraction of the whole assignment to one buggy submission, strictly between 0 and 1; its written
     answer counts on none of them (graded by hand on each)."""
-    table = score_table(tmp_path, assignment, otter_autograder)
+    table = score_table(tmp_path, course, otter_autograder)
     scores = {name: value for name, value in table.items() if isinstance(value, float)}
     expected = scores["mha grade"]
     assert 0 < expected < 1

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.assignment.render import render_prompt
-from grader.assignment.seeds import DEFAULT_SEED
+from grader.course.render import render_prompt
+from grader.course.seeds import DEFAULT_SEED
 
 from .conftest import EXERCISES
 
@@ -13,9 +13,9 @@ TASK = "**Task.**"
 
 
 @pytest.mark.parametrize("problem_id", PROBLEM_IDS)
-def test_show_renders_signature_and_prompt(cli, assignment, problem_id):
+def test_show_renders_signature_and_prompt(cli, course, problem_id):
     """`mha show` exits 0 and prints the title, the signature and the whole prompt."""
-    problem = assignment.problem(problem_id)
+    problem = course.problem(problem_id)
     result = cli("show", problem_id)
     assert result.exit_code == 0, result.output
     assert problem.title in result.stdout
@@ -25,9 +25,9 @@ def test_show_renders_signature_and_prompt(cli, assignment, problem_id):
 
 
 @pytest.mark.parametrize("problem_id", PROBLEM_IDS)
-def test_prompt_teaches_before_the_task(assignment, problem_id):
+def test_prompt_teaches_before_the_task(course, problem_id):
     """A prompt explains the idea in a few paragraphs, then states the task once, last."""
-    prompt = assignment.problem(problem_id).prompt
+    prompt = course.problem(problem_id).prompt
     teaching, _, task = prompt.partition(TASK)
     assert prompt.count(TASK) == 1, f"{problem_id}: expected one {TASK!r} paragraph"
     assert teaching.count("\n\n") >= 2, f"{problem_id}: expected at least 3 paragraphs before the task"

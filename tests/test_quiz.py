@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import (
+from grader.cli.commands import main
+from grader.course.loader import load_course
+from grader.course.model import QuizKind
+from grader.course.quiz import (
     DEFAULT_SEED,
     answer_key,
     answers_template,
@@ -23,8 +24,7 @@ from grader.assignment.quiz import (
     fill,
     load_quiz,
 )
-from grader.assignment.yamlio import load_yaml
-from grader.cli.commands import main
+from grader.course.yamlio import load_yaml
 from grader.errors import ExitCode, SpecErrors
 from grader.grading.answers import MAX_BYTES, grade_quiz, your_numbers
 from grader.grading.grade import grade
@@ -67,7 +67,7 @@ items:
 
 @pytest.fixture(scope="module")
 def quiz():
-    return load_assignment(EXERCISES).quiz
+    return load_course(EXERCISES).quiz
 
 
 def write(tmp_path: Path, text: str, name: str = "quiz.yaml") -> Path:
@@ -144,14 +144,14 @@ class TestLoadQuiz:
                                    f"{path}:18: 'kind' must be one of multiple_choice, multiple_answers, numeric, "
                                    "written (got 'number')"]
 
-    def test_assignment_reports_a_missing_quiz_file(self, tmp_path):
+    def test_course_reports_a_missing_quiz_file(self, tmp_path):
         """A `quiz:` key naming no file is an error on that key's line."""
         shutil.copytree(EXERCISES, tmp_path / "ex")
-        assignment = tmp_path / "ex" / "assignment.yaml"
-        assignment.write_text(assignment.read_text().replace("quiz: quiz.yaml", "quiz: quizz.yaml"))
+        course = tmp_path / "ex" / "assignment.yaml"
+        course.write_text(course.read_text().replace("quiz: quiz.yaml", "quiz: quizz.yaml"))
         with pytest.raises(SpecErrors) as info:
-            load_assignment(tmp_path / "ex")
-        assert str(info.value) == f"{assignment}:4: quiz file 'quizz.yaml' not found beside assignment.yaml"
+            load_course(tmp_path / "ex")
+        assert str(info.value) == f"{course}:4: quiz file 'quizz.yaml' not found beside assignment.yaml"
 
     def test_quiz_ids_must_not_be_problem_ids(self, tmp_path):
         """A quiz item named like a problem would be ambiguous in reports and `mha show`."""
@@ -159,7 +159,7 @@ class TestLoadQuiz:
         quiz = tmp_path / "ex" / "quiz.yaml"
         quiz.write_text(quiz.read_text().replace("id: pruning", "id: softmax"))
         with pytest.raises(SpecErrors) as info:
-            load_assignment(tmp_path / "ex")
+            load_course(tmp_path / "ex")
         line = next(i for i, text in enumerate(quiz.read_text().splitlines(), 1) if "id: softmax" in text)
         assert str(info.value) == f"{quiz}:{line}: quiz item id 'softmax' is also a problem id"
 
@@ -430,7 +430,7 @@ class TestGradingAndCommands:
         """`mha grade solutions` reports 100%, every quiz item included and passed."""
         result = cli("grade", str(SOLUTIONS), "--format", "json")
         data = json.loads(result.stdout)
-        quiz_ids = [i.id for i in load_assignment(EXERCISES).quiz.items]
+        quiz_ids = [i.id for i in load_course(EXERCISES).quiz.items]
         assert result.exit_code == 0
         assert data["score"] == data["max_score"] > 0
         assert [p["id"] for p in data["problems"]][-len(quiz_ids):] == quiz_ids
@@ -441,7 +441,7 @@ class TestGradingAndCommands:
         result = cli("grade", str(EXERCISES))
         assert result.exit_code == 0
         assert "Score: 0/" in result.stdout
-        every = load_assignment(EXERCISES).quiz.items
+        every = load_course(EXERCISES).quiz.items
         items = [i for i in every if not i.manual]
         # the scored items on one line; the written items on one line of their own, under "Written answers"
         assert result.stdout.count("not answered yet") == 2
@@ -474,7 +474,7 @@ class TestGradingAndCommands:
     def test_check_solutions_records_hidden_items(self, cli):
         """`mha check` on the model answers passes and says hidden items are only recorded."""
         result = cli("check", "--path", str(SOLUTIONS / "attention.py"))
-        hidden = [i for i in load_assignment(EXERCISES).quiz.items if i.hidden]
+        hidden = [i for i in load_course(EXERCISES).quiz.items if i.hidden]
         assert result.exit_code == 0
         assert f"{len(hidden)} hidden items recorded: graded later by `mha grade`, not in this score" \
             in result.stdout
@@ -504,16 +504,16 @@ class TestGradingAndCommands:
         shutil.copytree(EXERCISES, tmp_path / "ex")
         quiz = tmp_path / "ex" / "quiz.yaml"
         quiz.write_text(quiz.read_text().replace("answer: head_count", "answer: head_count()"))
-        result = CliRunner().invoke(main, ["--exercises", str(tmp_path / "ex"), "validate"])
+        result = CliRunner().invoke(main, ["--course", str(tmp_path / "ex"), "validate"])
         line = next(i for i, text in enumerate(quiz.read_text().splitlines(), 1) if "head_count()" in text)
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert result.stderr.startswith(f"{quiz}:{line}: 'answer' must be a number")
 
-    def test_quiz_is_graded_without_running_student_code(self, assignment, tmp_path):
+    def test_quiz_is_graded_without_running_student_code(self, course, tmp_path):
         """Grading only quiz items starts no sandbox and takes well under a second."""
         (tmp_path / "attention.py").write_text("import os\nos._exit(1)\n")
         (tmp_path / "answers.yaml").write_text((SOLUTIONS / "answers.yaml").read_text())
         start = time.monotonic()
-        result = grade(assignment, tmp_path / "attention.py", problem_ids=[i.id for i in assignment.quiz.items])
+        result = grade(course, tmp_path / "attention.py", problem_ids=[i.id for i in course.quiz.items])
         assert time.monotonic() - start < 1
-        assert result.score == result.max_score == assignment.quiz.max_score and result.messages == ()
+        assert result.score == result.max_score == course.quiz.max_score and result.messages == ()

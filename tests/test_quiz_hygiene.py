@@ -18,8 +18,8 @@ from fractions import Fraction
 
 import pytest
 
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import DEFAULT_SEED, draw, draw_params
+from grader.course.model import QuizKind
+from grader.course.quiz import DEFAULT_SEED, draw, draw_params
 from grader.grading.scoring import in_range
 
 HEDGES = ("may", "can", "might", "often", "usually", "not necessarily")
@@ -32,8 +32,8 @@ MAX_SEEDS = 5000              # enough to meet every combination of params of th
 
 
 @pytest.fixture(scope="module")
-def quiz(assignment):
-    return assignment.quiz
+def quiz(course):
+    return course.quiz
 
 
 def _choices(quiz, right: bool) -> list[str]:
@@ -179,38 +179,38 @@ GIVE_AWAY = {
 
 class TestProblemText:
     @pytest.mark.parametrize("problem_id", sorted(GIVE_AWAY))
-    def test_no_give_away_in_prompt_or_hints(self, assignment, problem_id):
+    def test_no_give_away_in_prompt_or_hints(self, course, problem_id):
         """The prompt and hints guide without stating the rule, the construction or the code."""
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
         for text in (problem.prompt, *problem.hints):
             for phrase in GIVE_AWAY[problem_id]:
                 if phrase in COUNTING_RULE and text is not problem.prompt:
                     continue
                 assert phrase not in text, f"{problem_id}: {phrase!r}"
 
-    def test_counting_rule_waits_in_a_hint(self, assignment):
+    def test_counting_rule_waits_in_a_hint(self, course):
         """The factor-by-factor rule is not in the counting prompt but in a hint, after a guiding one."""
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         assert len(problem.hints) >= 2 and not any(p in problem.hints[0] for p in COUNTING_RULE)
         assert all(phrase in problem.hints[-1] for phrase in COUNTING_RULE)
 
-    def test_one_notation_in_every_prompt(self, assignment):
+    def test_one_notation_in_every_prompt(self, course):
         """L, S, N and d_k throughout; a head's reading is z^(i); no 0-based W_O blocks."""
-        for problem in assignment.problems:
+        for problem in course.problems:
             text = problem.prompt
             for old in ("d_head", "z_i ", "z_1", "(n, ", "n queries", "i*d_v to (i+1)*d_v", "i*d_k to (i+1)*d_k"):
                 assert old not in text, f"{problem.id}: {old!r}"
 
     @pytest.mark.parametrize("problem_id", ["multi_head_reading", "head_contributions"])
-    def test_w_o_blocks_match_the_lessons_head_numbers(self, assignment, problem_id):
+    def test_w_o_blocks_match_the_lessons_head_numbers(self, course, problem_id):
         """Heads are numbered from 1 as in the lesson, and W_O^(i) is rows (i - 1) * d_v to i * d_v - 1."""
-        prompt = assignment.problem(problem_id).prompt
+        prompt = course.problem(problem_id).prompt
         assert "(i - 1) * d_v to i * d_v - 1" in " ".join(prompt.split())
         assert "W_O[(i - 1) * d_v : i * d_v]" in prompt and "z^(i)" in prompt
 
-    def test_a_query_sees_itself_only_in_self_attention(self, assignment):
+    def test_a_query_sees_itself_only_in_self_attention(self, course):
         """No text says every query sees itself without saying it is self-attention."""
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         for text in (problem.prompt, *problem.hints):
             flat = " ".join(text.split())
             if "sees itself" in flat or "see itself" in flat:

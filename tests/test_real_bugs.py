@@ -48,7 +48,7 @@ def test_every_bug_file_is_listed():
 
 
 @pytest.fixture(scope="module")
-def graded(assignment, tmp_path_factory):
+def graded(course, tmp_path_factory):
     """Grade a bug file (over the model answers) on every problem, once per file."""
     done = {}
 
@@ -56,13 +56,13 @@ def graded(assignment, tmp_path_factory):
         if stem not in done:
             path = tmp_path_factory.mktemp(stem) / "attention.py"
             path.write_text(solution_source() + "\n\n" + (SUBMISSIONS / f"{stem}.py").read_text())
-            done[stem] = grade(assignment, path)
+            done[stem] = grade(course, path)
         return done[stem]
     return grade_file
 
 
 @pytest.mark.parametrize("stem", sorted(NAMED))
-def test_a_real_bug_is_named_once_on_its_problem(graded, assignment, stem):
+def test_a_real_bug_is_named_once_on_its_problem(graded, course, stem):
     """The bug costs points on its problem, which is told its mistake (with the problem file's
     message, on a hidden case too); no problem is told any other."""
     result = graded(stem)
@@ -70,7 +70,7 @@ def test_a_real_bug_is_named_once_on_its_problem(graded, assignment, stem):
     assert told == {problem: (mistake,) for problem, mistake in NAMED[stem].items()}
     for problem_id, mistake in NAMED[stem].items():
         problem = next(p for p in result.problems if p.id == problem_id)
-        message = next(m.message for m in assignment.problem(problem_id).mistakes if m.id == mistake)
+        message = next(m.message for m in course.problem(problem_id).mistakes if m.id == mistake)
         named = [c for c in problem.cases if c.mistake == mistake]
         assert problem.score < problem.max_score
         assert all(c.mistake_message == message for c in named)
@@ -81,9 +81,9 @@ class TestOneOddCase:
     """diagnose() on a problem whose catalogue is cut down to the mistakes under test."""
 
     @staticmethod
-    def judged(assignment, problem_id, mistake_ids, source, case_names=None):
+    def judged(course, problem_id, mistake_ids, source, case_names=None):
         from grader.sandbox.session import Session
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
         mistakes = tuple(m for m in problem.mistakes if m.id in mistake_ids)
         cases = tuple(c for c in problem.cases if case_names is None or c.name in case_names)
         problem = replace(problem, mistakes=mistakes, cases=cases)
@@ -92,42 +92,42 @@ class TestOneOddCase:
             run = session.run(problem.function.name, [p.args for p in prepared], 30.0)
             return judged_problem(problem, prepared, run.cases, session)
 
-    def test_a_nan_where_the_mistake_is_finite_does_not_rule_it_out(self, assignment):
+    def test_a_nan_where_the_mistake_is_finite_does_not_rule_it_out(self, course):
         """The copied softmax (global max, sum over axis 0) weighed against 'wrong axis' alone:
         nan on the cases where its global max underflows, which 'wrong axis' answers finitely.
         Those cases are listed, the others named."""
         source = (SUBMISSIONS / "bug_softmax_stack_overflow.py").read_text()
-        result = self.judged(assignment, "softmax", {"softmax-wrong-axis"}, source)
+        result = self.judged(course, "softmax", {"softmax-wrong-axis"}, source)
         assert result.mistakes == ("softmax-wrong-axis",)
         unexplained = [c.name for c in result.cases if not c.passed and c.mistake is None]
         assert unexplained and "huge scores of both signs" in unexplained
         assert result.message.startswith("softmax-wrong-axis does not explain ")
         assert all(repr(name) in result.message for name in unexplained)
 
-    def test_inputs_the_code_cannot_take_do_not_rule_a_mistake_out(self, assignment):
+    def test_inputs_the_code_cannot_take_do_not_rule_a_mistake_out(self, course):
         """The ViT port raises on every masked case (numpy arrays have no masked_fill): the
         sqrt(d_model) scale is still named on the others, and the masked cases are listed."""
         source = (SUBMISSIONS / "bug_mha_vit_scale.py").read_text()
-        result = self.judged(assignment, "multi_head_attention", {"mha-scaled-by-d-model", "mha-mask-ignored"},
+        result = self.judged(course, "multi_head_attention", {"mha-scaled-by-d-model", "mha-mask-ignored"},
                              source)
         assert result.mistakes == ("mha-scaled-by-d-model",)
         assert "causal mask" in result.message and "does not explain" in result.message
 
-    def test_two_mistakes_that_fit_alike_are_both_named_in_the_note(self, assignment):
+    def test_two_mistakes_that_fit_alike_are_both_named_in_the_note(self, course):
         """On a case without underflow, 'wrong axis' and the copied softmax give the same answer:
         both fit, the note names both, and neither is shown as the mistake."""
         source = "def softmax(scores):\n    e = np.exp(scores - scores.max(axis=0))\n    return e / e.sum(axis=0)\n"
-        result = self.judged(assignment, "softmax", {"softmax-wrong-axis", "softmax-global-max-first-axis"},
+        result = self.judged(course, "softmax", {"softmax-wrong-axis", "softmax-global-max-first-axis"},
                              source, {"one distribution per row"})
         assert result.mistakes == ()
         assert result.message.startswith(SEVERAL_CAUSES)
         assert "softmax-wrong-axis" in result.message and "softmax-global-max-first-axis" in result.message
         assert "worked example" not in result.message
 
-    def test_nothing_fits_says_nothing(self, assignment):
+    def test_nothing_fits_says_nothing(self, course):
         """An answer no known mistake explains gets no 'several causes' note."""
         source = "def softmax(scores):\n    return np.asarray(scores, dtype=float) * 0 + 0.5\n"
-        result = self.judged(assignment, "softmax", {m.id for m in assignment.problem("softmax").mistakes}, source)
+        result = self.judged(course, "softmax", {m.id for m in course.problem("softmax").mistakes}, source)
         assert result.score == 0 and result.mistakes == () and result.message == ""
 
 

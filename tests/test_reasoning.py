@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.assignment.render import render_prompt
+from grader.course.render import render_prompt
 from grader.grading.grade import grade
 from grader.grading.prepared import prepare
 
@@ -42,9 +42,9 @@ class TestOneHeadBothDesigns:
         rows = np.arange(1, T)
         assert (weights[0, rows, rows - 1] >= 0.9).all() and (weights[1, rows, 0] >= 0.9).all()
 
-    def test_the_prompt_asks_and_does_not_tell(self, assignment):
+    def test_the_prompt_asks_and_does_not_tell(self, course):
         """The prompt asks for a prediction and never states the bound it asks the student to find."""
-        prompt = render_prompt(assignment.problem("one_head_both_designs"), 0)
+        prompt = render_prompt(course.problem("one_head_both_designs"), 0)
         assert "Predict before you code" in prompt
         for told in ("1/2", "0.5", "one half", "below half", "e^p + e^s"):
             assert told not in prompt, told
@@ -95,42 +95,42 @@ class TestPaddedBatch:
             out, _ = ref.padded_batch_nan_rows(X, *Ws, 3, key_mask)
         assert np.isnan(out[3]).all() and np.isfinite(out[:3]).all()
 
-    def test_every_public_case_shows_padding(self, assignment):
+    def test_every_public_case_shows_padding(self, course):
         """The public cases include a fully padded sequence, a partly padded one and a batch without a mask."""
-        problem = assignment.problem("padded_batch_attention")
+        problem = course.problem("padded_batch_attention")
         args = [prepare(problem, c).args for c in problem.cases if not c.hidden]
         assert any(len(a) == 6 for a in args)                   # key_mask left at its default, None
         given = [np.asarray(a[6], dtype=bool) for a in args if len(a) == 7]
         assert any((~m.any(axis=-1)).any() for m in given) and any((m.any(axis=-1) & ~m.all(axis=-1)).any()
                                                                     for m in given)
 
-    def test_the_prompt_defines_the_empty_row_without_the_code(self, assignment):
+    def test_the_prompt_defines_the_empty_row_without_the_code(self, course):
         """The prompt says what a fully padded row must be, and gives no call that produces it."""
-        prompt = assignment.problem("padded_batch_attention").prompt
+        prompt = course.problem("padded_batch_attention").prompt
         assert "its weights are all 0" in prompt and "output row are 0" in prompt
         for code in ("np.divide", "nan_to_num", "where=", "np.where", "isfinite"):
             assert code not in prompt, code
 
 
 class TestOrder:
-    def test_the_set_ends_on_its_thesis_after_its_evidence(self, assignment):
+    def test_the_set_ends_on_its_thesis_after_its_evidence(self, course):
         """two_head_layer (the lesson's thesis) is last, right after the evidence that one head falls short."""
-        ids = [p.id for p in assignment.problems]
+        ids = [p.id for p in course.problems]
         assert ids[-1] == "two_head_layer"
         assert ids.index("one_head_both_designs") < ids.index("two_head_layer")
         assert ids.index("multi_head_attention") < ids.index("padded_batch_attention")
 
-    def test_a_one_line_answer_is_worth_less_than_a_layer(self, assignment):
+    def test_a_one_line_answer_is_worth_less_than_a_layer(self, course):
         """Points follow effort: a one-line reading or formula is worth less than a whole layer."""
-        points = {p.id: p.points for p in assignment.problems}
+        points = {p.id: p.points for p in course.problems}
         for small in ("attention_reading", "parameter_count"):
             for large in ("scaled_dot_product_attention", "multi_head_attention", "padded_batch_attention"):
                 assert points[small] < points[large], (small, large)
 
 
 class TestGraded:
-    def test_the_solutions_score_full_marks_on_the_new_problems(self, assignment):
+    def test_the_solutions_score_full_marks_on_the_new_problems(self, course):
         """The model answers pass every case of both new problems, hidden ones included."""
         from .conftest import SOLUTIONS
-        result = grade(assignment, SOLUTIONS, problem_ids=["padded_batch_attention", "one_head_both_designs"])
+        result = grade(course, SOLUTIONS, problem_ids=["padded_batch_attention", "one_head_both_designs"])
         assert [p.score for p in result.problems] == [p.max_score for p in result.problems] == [15, 10]

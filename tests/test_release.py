@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import answers_template, draw as quiz_draw
-from grader.assignment.render import render_prompt
-from grader.assignment.seeds import course_config, gradescope_student, student_seed, student_token
 from grader.cli.commands import main
+from grader.course.model import QuizKind
+from grader.course.quiz import answers_template, draw as quiz_draw
+from grader.course.render import render_prompt
+from grader.course.seeds import course_settings, gradescope_student, student_seed, student_token
 from grader.errors import SpecError, SubmissionError
 from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.prepared import prepare
@@ -33,7 +33,7 @@ API = ("softmax", "attention_reading", "count_routing_distributions", "scaled_do
 
 
 def run(*args: str, env: dict | None = None):
-    return CliRunner().invoke(main, ["--exercises", str(EXERCISES), *args], env={"MHA_COURSE_SECRET": SECRET, **(env or {})},
+    return CliRunner().invoke(main, ["--course", str(EXERCISES), *args], env={"MHA_COURSE_SECRET": SECRET, **(env or {})},
                               catch_exceptions=False)
 
 
@@ -55,21 +55,21 @@ class TestSeeds:
         assert student_seed(SECRET, "alice@example.edu") != student_seed(SECRET, "bob@example.edu")
         assert student_seed(SECRET, "alice@example.edu") != student_seed("another-secret", "alice@example.edu")
 
-    def test_two_students_get_different_numbers(self, assignment):
+    def test_two_students_get_different_numbers(self, course):
         """Prompts, case inputs and quiz numbers differ between two students."""
         a, b = (student_seed(SECRET, s) for s in STUDENTS)
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         assert render_prompt(problem, a) != render_prompt(problem, b)
         case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         assert prepare(problem, case, a).args != prepare(problem, case, b).args
-        quiz_numbers = [(quiz_draw(i, a).params, quiz_draw(i, b).params) for i in assignment.quiz.items if i.params]
+        quiz_numbers = [(quiz_draw(i, a).params, quiz_draw(i, b).params) for i in course.quiz.items if i.params]
         assert any(x != y for x, y in quiz_numbers)
 
-    def test_same_numbers_in_every_place(self, assignment, bundle):
+    def test_same_numbers_in_every_place(self, course, bundle):
         """`mha numbers`, `mha show --student`, the bundle's fixtures and grading agree for one student."""
         student = STUDENTS[0]
         seed = student_seed(SECRET, student)
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         prompt = render_prompt(problem, seed)
         assert prompt in run("numbers", student).stdout
         assert prompt in run("show", "count_routing_distributions", "--student", student).stdout
@@ -80,7 +80,7 @@ class TestSeeds:
             graded = prepare(problem, next(c for c in problem.cases if c.name == prepared.case.name), seed)
             assert graded.args == prepared.args and graded.expected == prepared.expected, prepared.case.name
         for v in fixtures.quiz:
-            assert v.params == quiz_draw(assignment.quiz.item(v.item.id), seed).params
+            assert v.params == quiz_draw(course.quiz.item(v.item.id), seed).params
 
     def test_mha_variant_is_the_older_name_of_mha_numbers(self):
         """`mha variant STUDENT` still prints what `mha numbers STUDENT` does, and is not listed in `mha -h`."""
@@ -90,9 +90,9 @@ class TestSeeds:
         listing = run("-h").stdout
         assert "numbers" in listing and "variant" not in listing
 
-    def test_hidden_grading_uses_the_students_seed(self, assignment, tmp_path):
+    def test_hidden_grading_uses_the_students_seed(self, course, tmp_path):
         """`mha grade --student` grades with that student's numbers: an answer hard-coded for one fails the other."""
-        problem = assignment.problem("count_routing_distributions")
+        problem = course.problem("count_routing_distributions")
         case = next(c for c in problem.cases if c.name == "your own model from the prompt")
         layer = tuple(prepare(problem, case, student_seed(SECRET, STUDENTS[0])).args)
         submission = tmp_path / "attention.py"
@@ -110,7 +110,7 @@ class TestSeeds:
         """Releasing per-student fixtures without the course secret is a usage error."""
         roster = tmp_path / "roster.csv"
         roster.write_text("alice@example.edu\n")
-        result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(tmp_path / "r"),
+        result = CliRunner().invoke(main, ["--course", str(EXERCISES), "release", "--out", str(tmp_path / "r"),
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == 2
         assert "a roster needs the course secret" in result.stderr
@@ -140,11 +140,11 @@ class TestStudentBundle:
             if name.endswith(".py"):  # prompts and hints in the fixtures may quote a formula on purpose
                 assert not [line for line in body_lines if line in text], name
 
-    def test_contains_no_hidden_case_data(self, bundle, assignment):
+    def test_contains_no_hidden_case_data(self, bundle, course):
         """No hidden case name, hidden quiz answer or hidden item feedback appears in any file."""
         files = self.files(bundle)
         everything = "\n".join(files.values())
-        hidden_cases = [c.name for p in assignment.problems for c in p.cases if c.hidden]
+        hidden_cases = [c.name for p in course.problems for c in p.cases if c.hidden]
         assert hidden_cases
         for name in hidden_cases:
             assert f'"name":{json.dumps(name)}' not in everything and f"[hidden] {name}" not in everything, name
@@ -153,13 +153,13 @@ class TestStudentBundle:
                 continue
             data = json.loads(fixtures.read_text())
             for problem in data["problems"]:
-                public = [c.name for c in assignment.problem(problem["id"]).cases if not c.hidden]
+                public = [c.name for c in course.problem(problem["id"]).cases if not c.hidden]
                 assert [c["name"] for c in problem["cases"]] == public
             for item in data["quiz"]["items"]:
                 if item["item"]["visibility"] == "hidden":
                     assert item["answer"] is None and item["feedback"] == "" and item["wrong"] == []
                     assert not any(c["correct"] or c["feedback"] for c in item["choices"])
-        hidden_feedback = [c.feedback for i in assignment.quiz.items if i.hidden for c in i.choices if len(c.feedback) > 40]
+        hidden_feedback = [c.feedback for i in course.quiz.items if i.hidden for c in i.choices if len(c.feedback) > 40]
         assert hidden_feedback
         for text in hidden_feedback:
             assert text[:40] not in everything
@@ -174,7 +174,7 @@ class TestStudentBundle:
         assert not (root / "solutions").exists()
 
     @pytest.mark.slow  # pip builds and installs the bundle
-    def test_check_works_in_a_fresh_virtualenv(self, assignment, bundle, tmp_path):
+    def test_check_works_in_a_fresh_virtualenv(self, course, bundle, tmp_path):
         """pip install the student bundle into a new venv; its `mha check` grades with no reference, from any
         folder, with the student's own numbers (and asks for the id when none is given). The venv sees
         this environment's pip, numpy, PyYAML and click (tests/_install.py), which satisfy the bundle's
@@ -200,7 +200,7 @@ class TestStudentBundle:
         work = tmp_path / "work"
         work.mkdir()
         (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
-        (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, STUDENTS[0])))
+        (work / "answers.yaml").write_text(key_answers(course, student_seed(SECRET, STUDENTS[0])))
         elsewhere = tmp_path / "elsewhere"  # neither the bundle nor the work folder
         elsewhere.mkdir()
         solved = subprocess.run([mha, "check", "--path", str(work / "attention.py")], cwd=elsewhere,
@@ -222,8 +222,8 @@ class TestStudentBundle:
         fresh = tmp_path / "fresh"  # `mha init` of the bundle writes the starter files, from any folder
         started = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
         assert started.returncode == 0, started.stderr
-        assert (fresh / "attention.py").read_text().count("    raise NotImplementedError(") == len(assignment.problems)
-        assert (fresh / "answers.yaml").read_text() == answers_template(assignment.quiz)
+        assert (fresh / "attention.py").read_text().count("    raise NotImplementedError(") == len(course.problems)
+        assert (fresh / "answers.yaml").read_text() == answers_template(course.quiz)
         again = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)
         assert again.returncode == 2 and "already exists: nothing was written" in again.stderr
         here = subprocess.run([mha, "check", "--student", STUDENTS[0], "count_routing_distributions"], cwd=work,
@@ -257,10 +257,10 @@ class TestFixturesFormat:
         assert str(error.value) == f"{path}: not a fixtures file of this version of mha-exercises"
 
 
-def key_answers(assignment, seed: int) -> str:
+def key_answers(course, seed: int) -> str:
     """answers.yaml holding the exact key of seed `seed`: what a student who gets everything right writes."""
     lines = []
-    for item in assignment.quiz.items:
+    for item in course.quiz.items:
         v = quiz_draw(item, seed)
         value = repr(v.answer) if item.kind is QuizKind.NUMERIC else v.correct_letters[0] \
             if item.kind is QuizKind.MULTIPLE_CHOICE else f"[{', '.join(v.correct_letters)}]"
@@ -278,18 +278,18 @@ class TestPersonalNumbers:
         assert "give --roster FILE (each student's email, one per line)" in result.stderr
         assert not (tmp_path / "r").exists()
 
-    def test_each_student_checks_and_is_graded_on_the_same_numbers(self, assignment, bundle, tmp_path):
+    def test_each_student_checks_and_is_graded_on_the_same_numbers(self, course, bundle, tmp_path):
         """For each student on the roster: the bundle's `mha check --student` shows their numbers, and the exact
         key of those numbers scores full marks in the autograder bundle, on every quiz item, hidden ones included."""
         autograder = bundle / "autograder" / "exercises"
         env = {k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")}
-        numeric = [i for i in assignment.quiz.items if i.params and i.kind is QuizKind.NUMERIC and not i.hidden]
+        numeric = [i for i in course.quiz.items if i.params and i.kind is QuizKind.NUMERIC and not i.hidden]
         assert numeric
         for student, other in (STUDENTS, STUDENTS[::-1]):
             work = tmp_path / student
             work.mkdir()
             (work / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
-            (work / "answers.yaml").write_text(key_answers(assignment, student_seed(SECRET, student)))
+            (work / "answers.yaml").write_text(key_answers(course, student_seed(SECRET, student)))
             bundle_env = {**env, "PYTHONPATH": str(bundle / "student")}
             check = subprocess.run([sys.executable, "-m", "grader", "check", "--student", student], cwd=work,
                                    capture_output=True, text=True, timeout=120, env=bundle_env)
@@ -305,20 +305,20 @@ class TestPersonalNumbers:
                 params = quiz_draw(item, student_seed(SECRET, student)).params
                 numbers = ", ".join(f"{k}={params[k]}" for k in sorted(params))
                 assert f"12345 is not the answer (your numbers: {numbers})" in told.stdout, told.stdout[-2000:]
-            graded = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", student,
+            graded = CliRunner().invoke(main, ["--course", str(autograder), "grade", str(work), "--student", student,
                                                "--format", "json"], env={"MHA_COURSE_SECRET": ""})
             report = json.loads(graded.stdout)
-            assert graded.exit_code == 0 and report["score"] == report["max_score"] == assignment.max_score
-            wrong = CliRunner().invoke(main, ["--exercises", str(autograder), "grade", str(work), "--student", other,
+            assert graded.exit_code == 0 and report["score"] == report["max_score"] == course.max_score
+            wrong = CliRunner().invoke(main, ["--course", str(autograder), "grade", str(work), "--student", other,
                                               "--format", "json"], env={"MHA_COURSE_SECRET": ""})
-            assert json.loads(wrong.stdout)["score"] < assignment.max_score  # the numbers do matter
+            assert json.loads(wrong.stdout)["score"] < course.max_score  # the numbers do matter
 
     def test_the_autograder_keeps_the_seed_key(self, tmp_path):
         """course.yaml's seed_key goes into the autograder bundle with the secret; the roster is read by it."""
         exercises = _exercises_with(tmp_path, "seed_key: sid\n")
         roster = tmp_path / "roster.csv"
         roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
-        result = CliRunner().invoke(main, ["--exercises", str(exercises), "release", "--out", str(tmp_path / "r"),
+        result = CliRunner().invoke(main, ["--course", str(exercises), "release", "--out", str(tmp_path / "r"),
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": SECRET})
         assert result.exit_code == 0, result.output
         assert "seed_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
@@ -352,11 +352,11 @@ class TestSeedKey:
 
     def test_sid_when_course_yaml_says_so(self, tmp_path):
         """seed_key: sid reads the sid, and a student without one is an error that names them and the setting."""
-        course = course_config(_exercises_with(tmp_path, "seed_key: sid\n"), {})
-        assert course.seed_key == "sid"
-        assert gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid=2024001), course) == "2024001"
+        settings = course_settings(_exercises_with(tmp_path, "seed_key: sid\n"), {})
+        assert settings.seed_key == "sid"
+        assert gradescope_student(self.metadata(tmp_path, email="ann@example.edu", sid=2024001), settings) == "2024001"
         with pytest.raises(SpecError) as error:
-            gradescope_student(self.metadata(tmp_path, email="ann@example.edu"), course)
+            gradescope_student(self.metadata(tmp_path, email="ann@example.edu"), settings)
         assert str(error.value) == (
             f"{tmp_path / 'exercises' / 'course.yaml'}:1: submission_metadata.json: no sid for ann@example.edu, and "
             "seed_key is 'sid': each student's numbers come from their sid; add it to the roster, or set "
@@ -369,30 +369,30 @@ class TestSeedKey:
     def test_bad_settings_are_reported_with_their_line(self, tmp_path, text, message):
         """A misspelt setting or key is a file:line error, never silently the default."""
         with pytest.raises(SpecError) as error:
-            course_config(_exercises_with(tmp_path, text), {})
+            course_settings(_exercises_with(tmp_path, text), {})
         assert str(error.value) == f"{tmp_path / 'exercises' / 'course.yaml'}:{message}"
 
     def test_variant_key_is_read_as_seed_key(self, tmp_path):
         """course.yaml's older name for the setting, variant_key, still chooses the id; both names is an error."""
-        course = course_config(_exercises_with(tmp_path / "old", "variant_key: sid\n"), {})
-        assert course.seed_key == "sid" and course.key_line == 1
+        settings = course_settings(_exercises_with(tmp_path / "old", "variant_key: sid\n"), {})
+        assert settings.seed_key == "sid" and settings.key_line == 1
         with pytest.raises(SpecError) as error:
-            course_config(_exercises_with(tmp_path / "both", "seed_key: sid\nvariant_key: email\n"), {})
+            course_settings(_exercises_with(tmp_path / "both", "seed_key: sid\nvariant_key: email\n"), {})
         assert str(error.value) == (f"{tmp_path / 'both' / 'exercises' / 'course.yaml'}:2: 'variant_key' is another "
                                     "name for 'seed_key': give only 'seed_key'")
 
     def test_environment_secret_wins_over_course_yaml(self, tmp_path):
         """Both set: MHA_COURSE_SECRET is used (README says so); course.yaml's applies when it is unset or empty."""
         root = _exercises_with(tmp_path, "secret: from-the-file\n")
-        assert course_config(root, {"MHA_COURSE_SECRET": "from-the-environment"}).secret == "from-the-environment"
-        assert course_config(root, {"MHA_COURSE_SECRET": ""}).secret == "from-the-file"
+        assert course_settings(root, {"MHA_COURSE_SECRET": "from-the-environment"}).secret == "from-the-environment"
+        assert course_settings(root, {"MHA_COURSE_SECRET": ""}).secret == "from-the-file"
 
     def test_gradescope_grade_without_the_key_says_why(self, tmp_path):
         """`mha grade --gradescope-metadata` for a student without a sid (seed_key: sid): exit 3 and a
         results.json whose visible test says which id is missing."""
         exercises = _exercises_with(tmp_path, f"secret: {SECRET}\nseed_key: sid\n")
         out = tmp_path / "results.json"
-        result = CliRunner().invoke(main, ["--exercises", str(exercises), "grade", str(SOLUTIONS), "--format",
+        result = CliRunner().invoke(main, ["--course", str(exercises), "grade", str(SOLUTIONS), "--format",
                                            "gradescope", "--output", str(out), "--gradescope-metadata",
                                            str(self.metadata(tmp_path, email="ann@example.edu"))],
                                     env={"MHA_COURSE_SECRET": ""})
@@ -407,6 +407,6 @@ class TestSeedKey:
         (export / "submission_1").mkdir(parents=True)
         (export / "submission_metadata.yml").write_text(
             "submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :email: ann@example.edu\n    :sid: '2024001'\n")
-        course = course_config(_exercises_with(tmp_path, "seed_key: sid\n"), {})
-        assert [s.student for s in batch.discover(export, course=course)] == ["2024001"]
+        settings = course_settings(_exercises_with(tmp_path, "seed_key: sid\n"), {})
+        assert [s.student for s in batch.discover(export, settings=settings)] == ["2024001"]
         assert [s.student for s in batch.discover(export)] == ["ann@example.edu"]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from grader.assignment.loader import load_problem
+from grader.course.loader import load_problem
 from grader.errors import SpecErrors
 from grader.grading.fixtures import Fixtures, build
 from grader.grading.grade import UNREVEALED, grade, judge
@@ -39,9 +39,9 @@ def _load(tmp_path, reveal: str):
 
 
 class TestLoader:
-    def test_reveal_defaults_to_true_and_reads_false(self, tmp_path, assignment):
+    def test_reveal_defaults_to_true_and_reads_false(self, tmp_path, course):
         """A case without `reveal` shows its expected answer; `reveal: false` is read as False."""
-        assert all(c.reveal for c in assignment.problem("softmax").cases)
+        assert all(c.reveal for c in course.problem("softmax").cases)
         assert _load(tmp_path, "false")[1].cases[0].reveal is False
 
     def test_reveal_must_be_a_bool(self, tmp_path):
@@ -73,19 +73,19 @@ class TestFeedback:
         assert "3" in result.detail and "4" in result.detail and "not shown" not in result.detail
 
     @pytest.mark.parametrize("problem_id", sorted(WORKED_OUT))
-    def test_worked_out_cases_are_unrevealed(self, assignment, problem_id):
+    def test_worked_out_cases_are_unrevealed(self, course, problem_id):
         """Every public case meant to be worked out by hand sets `reveal: false`."""
-        problem = assignment.problem(problem_id)
+        problem = course.problem(problem_id)
         names = WORKED_OUT[problem_id]
         cases = [c for c in problem.cases if not c.hidden and (names == "all" or c.name in names)]
         assert cases and all(not c.reveal for c in cases), [c.name for c in cases if c.reveal]
 
     @pytest.mark.parametrize("seed", [0, 7, 12345])
-    def test_a_wrong_count_never_shows_the_students_own_count(self, assignment, write_submission, seed):
+    def test_a_wrong_count_never_shows_the_students_own_count(self, course, write_submission, seed):
         """Graded end to end with a known bug, no public count case's feedback holds its expected count."""
         bug = next(b for b in BUGS if b.mistake == "ignores-layers")
-        problem = assignment.problem("count_routing_distributions")
-        result = grade(assignment, write_submission(buggy_submission(bug)), problem_ids=[problem.id],
+        problem = course.problem("count_routing_distributions")
+        result = grade(course, write_submission(buggy_submission(bug)), problem_ids=[problem.id],
                        seed=seed).problems[0]
         failed = [c for c in result.cases if not c.hidden and not c.passed]
         assert failed
@@ -97,9 +97,9 @@ class TestFeedback:
 
 
 class TestFixtures:
-    def test_student_fixtures_keep_reveal(self, assignment):
+    def test_student_fixtures_keep_reveal(self, course):
         """The student bundle's fixtures carry `reveal`, so `mha check` hides the same answers."""
-        fixtures = Fixtures(build(assignment, 0, "default"), path=None)
+        fixtures = Fixtures(build(course, 0, "default"), path=None)
         problem, prepared = next((p, c) for p, c in fixtures.problems if p.id == "count_routing_distributions")
         assert prepared and all(not c.case.reveal for c in prepared)
         run = CaseRun(status=RunStatus.RETURNED, value=prepared[0].expected + 1)

@@ -19,53 +19,53 @@ def by_id(result):
     return {p.id: p for p in result.problems}
 
 
-def test_infinite_loop_costs_one_problem(assignment, write_submission):
+def test_infinite_loop_costs_one_problem(course, write_submission):
     """A loop in one function times out that problem; the other problems are still graded."""
     source = solution_source().replace(
         "def attention_reading(weights, values):",
         "def attention_reading(weights, values):\n    while True:\n        pass\n\n\ndef _unused(weights, values):")
     path = write_submission(source)
     start = time.monotonic()
-    result = grade(assignment, path, limits=Limits(problem_seconds=1.0))
+    result = grade(course, path, limits=Limits(problem_seconds=1.0))
     problems = by_id(result)
     assert time.monotonic() - start < 10
     assert problems["attention_reading"].score == 0
     assert problems["attention_reading"].cases[0].status is CaseStatus.TIMEOUT
     assert "timed out" in problems["attention_reading"].message
-    others = [p for p in result.problems if p.id != "attention_reading" and assignment.problem(p.id)]
+    others = [p for p in result.problems if p.id != "attention_reading" and course.problem(p.id)]
     assert others and all(p.score == p.max_score for p in others)
 
 
-def test_exception_is_a_failed_case_with_line(assignment, write_submission):
+def test_exception_is_a_failed_case_with_line(course, write_submission):
     """An exception in student code is reported with its type, message and line."""
     path = write_submission("""
         def count_routing_distributions(num_heads, d_v, *layer):
             return 1 / 0
     """)
-    result = grade(assignment, path, problem_ids=["count_routing_distributions"])
+    result = grade(course, path, problem_ids=["count_routing_distributions"])
     case = result.problems[0].cases[0]
     assert case.status is CaseStatus.ERROR
     assert case.summary == "raised ZeroDivisionError at line 3: division by zero"
     assert result.problems[0].score == 0
 
 
-def test_syntax_error_reports_the_line(assignment, write_submission):
+def test_syntax_error_reports_the_line(course, write_submission):
     """A syntax error scores 0 everywhere and names the line."""
     path = write_submission("import numpy as np\n\ndef softmax(x)\n    return x\n")
-    result = grade(assignment, path)
+    result = grade(course, path)
     assert result.score == 0
     assert result.messages == ("attention.py has a syntax error (line 3): expected ':'",)
 
 
-def test_missing_function_is_named(assignment, write_submission):
+def test_missing_function_is_named(course, write_submission):
     """A submission without the function says which function is missing."""
     path = write_submission("x = 1\n")
-    result = grade(assignment, path, problem_ids=["predict_shapes"])
+    result = grade(course, path, problem_ids=["predict_shapes"])
     assert result.problems[0].message == "attention.py defines no function predict_shapes"
     assert result.problems[0].score == 0
 
 
-def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submission):
+def test_wrong_types_shapes_and_nan_are_failed_cases(course, write_submission):
     """Wrong type, wrong shape and NaN each fail their case with a specific message."""
     path = write_submission("""
         import numpy as np
@@ -77,7 +77,7 @@ def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submissio
                 return np.full(2, np.nan)
             return np.zeros(3)
     """)
-    problem = grade(assignment, path, problem_ids=["attention_reading"]).problems[0]
+    problem = grade(course, path, problem_ids=["attention_reading"]).problems[0]
     summaries = {c.name: (c.summary, c.detail) for c in problem.cases}
     assert summaries["one query over three positions"] == ("wrong shape", "expected shape (5,), got shape (3,)")
     assert summaries["two queries over five positions"][0] == "wrong type"
@@ -85,46 +85,46 @@ def test_wrong_types_shapes_and_nan_are_failed_cases(assignment, write_submissio
     assert problem.score == 0
 
 
-def test_hidden_case_never_shows_expected_values(assignment, write_submission):
+def test_hidden_case_never_shows_expected_values(course, write_submission):
     """A hidden failure has a kind but no detail and no inputs."""
     path = write_submission("""
         def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
             return num_heads * d_v * num_queries
     """)
-    problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
+    problem = grade(course, path, problem_ids=["count_routing_distributions"]).problems[0]
     hidden = [c for c in problem.cases if c.hidden]
     assert hidden and all(c.summary == "wrong value" and c.detail == "" and c.inputs == "" for c in hidden)
 
 
-def test_partial_credit_is_weighted_fraction(assignment, write_submission):
+def test_partial_credit_is_weighted_fraction(course, write_submission):
     """Passing some cases earns points times the weighted fraction passed."""
     path = write_submission("""
         def count_routing_distributions(num_heads, d_v, num_queries=1, *layer):
             return num_heads * num_queries  # right for one layer and one sequence only
     """)
-    problem = grade(assignment, path, problem_ids=["count_routing_distributions"]).problems[0]
+    problem = grade(course, path, problem_ids=["count_routing_distributions"]).problems[0]
     passed = sum(c.weight for c in problem.cases if c.passed)
     total = sum(c.weight for c in problem.cases)
     assert 0 < passed < total
     assert problem.score == round(problem.max_score * passed / total, 4)
 
 
-def test_lone_surrogates_in_student_text_do_not_break_reports(assignment, write_submission):
+def test_lone_surrogates_in_student_text_do_not_break_reports(course, write_submission):
     """An exception message with a lone surrogate is escaped, and every report format still renders."""
     from grader.reports import FORMATS, render
     path = write_submission('def softmax(scores):\n    raise ValueError("bad \\ud800 char")\n')
-    result = grade(assignment, path, problem_ids=["softmax"])
+    result = grade(course, path, problem_ids=["softmax"])
     case = result.problems[0].cases[0]
     assert case.summary == "raised ValueError at line 2: bad \\ud800 char"
     for name in FORMATS:
         render(name, result).encode("utf-8")
 
 
-def test_reports_do_not_show_the_sandbox_folder(assignment, write_submission):
+def test_reports_do_not_show_the_sandbox_folder(course, write_submission):
     """Paths inside the session's temporary folder are reported relative to it: stable across runs."""
     path = write_submission('import sys\ndef softmax(scores):\n    print(__file__, file=sys.stderr)\n'
                             '    raise ValueError(__file__)\n')
-    problem = grade(assignment, path, problem_ids=["softmax"], include_hidden=False).problems[0]  # output shown
+    problem = grade(course, path, problem_ids=["softmax"], include_hidden=False).problems[0]  # output shown
     assert problem.cases[0].summary == "raised ValueError at line 4: attention.py"
     assert problem.stdout.splitlines()[0] == "attention.py"
     assert "mha-run-" not in problem.stdout + "".join(c.summary for c in problem.cases)
@@ -147,7 +147,7 @@ class TestNextProblemSentAhead:
             return _count(*args)
     """
 
-    def test_each_problem_keeps_its_own_output(self, assignment, write_submission):
+    def test_each_problem_keeps_its_own_output(self, course, write_submission):
         """softmax prints once per case, attention_reading prints nothing, count prints: each
         problem's output is exactly its own, the same on every run."""
         path = write_submission(solution_source() + textwrap.dedent(self.PRINTING))
@@ -155,16 +155,16 @@ class TestNextProblemSentAhead:
         outputs = []
         for _ in range(3):
             # public cases only: what a problem with hidden cases printed is not shown
-            problems = by_id(grade(assignment, path, problem_ids=ids, include_hidden=False))
+            problems = by_id(grade(course, path, problem_ids=ids, include_hidden=False))
             assert all(p.score == p.max_score for p in problems.values())
             outputs.append({i: problems[i].stdout for i in ids})
-        softmax_cases = len(assignment.problem("softmax").visible_cases(False))
-        count_cases = len(assignment.problem("count_routing_distributions").visible_cases(False))
+        softmax_cases = len(course.problem("softmax").visible_cases(False))
+        count_cases = len(course.problem("count_routing_distributions").visible_cases(False))
         assert outputs[0] == {"softmax": "from softmax\n" * softmax_cases, "attention_reading": "",
                               "count_routing_distributions": "from count\n" * count_cases}
         assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
 
-    def test_the_next_request_goes_out_before_this_answer_is_read(self, assignment, write_submission,
+    def test_the_next_request_goes_out_before_this_answer_is_read(self, course, write_submission,
                                                                   monkeypatch):
         """Requests for problem k+1 are sent before problem k's "done" is read, and none is sent twice;
         in two turns, every problem's public cases (1-3) before any hidden one (4-6), and no request
@@ -185,15 +185,15 @@ class TestNextProblemSentAhead:
             return event
         monkeypatch.setattr(sandbox.Session, "_request", request)
         monkeypatch.setattr(sandbox.Worker, "next_event", next_event)
-        result = grade(assignment, write_submission(solution_source()),
+        result = grade(course, write_submission(solution_source()),
                        problem_ids=["softmax", "attention_reading", "split_heads"])
         assert all(p.score == p.max_score for p in result.problems)
-        assert all(p.visible_cases(True) != p.visible_cases(False) for p in assignment.problems
+        assert all(p.visible_cases(True) != p.visible_cases(False) for p in course.problems
                    if p.id in ("softmax", "attention_reading", "split_heads"))  # each has hidden cases
         assert log == [("sent", 1), ("sent", 2), ("done", 1), ("sent", 3), ("done", 2), ("done", 3),
                        ("sent", 4), ("sent", 5), ("done", 4), ("sent", 6), ("done", 5), ("done", 6)]
 
-    def test_leftover_child_means_a_fresh_process_for_the_next_problem(self, assignment, write_submission):
+    def test_leftover_child_means_a_fresh_process_for_the_next_problem(self, course, write_submission):
         """softmax leaves a child running: the worker (which already had attention_reading's request)
         is retired, softmax loses its points, and attention_reading is answered in full by a fresh process."""
         source = solution_source() + textwrap.dedent("""
@@ -211,11 +211,11 @@ class TestNextProblemSentAhead:
                     globals()["_child"] = pid
                 return _softmax(scores)
         """)
-        result = by_id(grade(assignment, write_submission(source), problem_ids=["softmax", "attention_reading"]))
+        result = by_id(grade(course, write_submission(source), problem_ids=["softmax", "attention_reading"]))
         assert result["softmax"].score == 0 and "left processes running" in result["softmax"].message
         assert result["attention_reading"].score == result["attention_reading"].max_score
 
-    def test_time_limit_of_the_next_problem_counts_from_the_end_of_this_one(self, assignment, write_submission):
+    def test_time_limit_of_the_next_problem_counts_from_the_end_of_this_one(self, course, write_submission):
         """With 2 s per problem, softmax takes 1.6 s and attention_reading 0.8 s: attention_reading
         passes (its own 0.8 s), though 2.4 s passed since its request was sent."""
         source = solution_source() + textwrap.dedent("""
@@ -236,7 +236,7 @@ class TestNextProblemSentAhead:
                     time.sleep(0.8)
                 return _reading(weights, values)
         """)
-        result = by_id(grade(assignment, write_submission(source), problem_ids=["softmax", "attention_reading"],
+        result = by_id(grade(course, write_submission(source), problem_ids=["softmax", "attention_reading"],
                              limits=Limits(problem_seconds=2.0)))
         assert result["softmax"].score == result["softmax"].max_score
         assert result["attention_reading"].score == result["attention_reading"].max_score

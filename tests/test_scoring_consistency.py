@@ -22,10 +22,10 @@ from xml.etree import ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import draw
 from grader.cli.commands import main
+from grader.course.loader import load_course
+from grader.course.model import QuizKind
+from grader.course.quiz import draw
 from grader.exports import moodle, qti
 from grader.grading.scoring import choices_credit, numeric_range
 
@@ -175,7 +175,7 @@ def moodle_questions(quiz) -> dict[str, ET.Element]:
 
 def graded(exercises: Path, folder: Path, items: list[str]) -> dict[str, dict]:
     """Each item's share in mha grade's JSON, JUnit score property and GitHub result (table and points)."""
-    args = ["--exercises", str(exercises), "grade", str(folder), *(x for i in items for x in ("--problem", i))]
+    args = ["--course", str(exercises), "grade", str(folder), *(x for i in items for x in ("--problem", i))]
     out = {}
     for fmt in ("json", "junit", "github"):
         result = CliRunner().invoke(main, [*args, "--format", fmt], env={"MHA_COURSE_SECRET": ""})
@@ -202,7 +202,7 @@ def graded(exercises: Path, folder: Path, items: list[str]) -> dict[str, dict]:
 def test_the_same_answers_earn_the_same_share_everywhere(exercises, tmp_path):
     """Every letter, every set of letters and numbers at both ends of the accepted range and just outside it:
     mha grade, JUnit, GitHub (points and the reporter's table), Canvas QTI and Moodle agree on every item."""
-    quiz = load_assignment(exercises).quiz
+    quiz = load_course(exercises).quiz
     draws = {item.id: draw(item, 0) for item in quiz.items if not item.manual}  # written: graded by hand
     tries = {i: candidates(v) for i, v in draws.items()}
     qti_xml, moodle_xml = qti_items(quiz), moodle_questions(quiz)

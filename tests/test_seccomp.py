@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
+from grader.course.loader import load_course
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import NAMESPACES_ENV
 
@@ -293,14 +293,14 @@ def test_modern_submission_full_marks_as_non_root(folder):
     os.chown(out, DROPPED_UID, 0)
     env = {**{k: v for k, v in os.environ.items() if k != NAMESPACES_ENV}, "PYTHONPATH": str(ROOT),
            "HOME": str(out), "MHA_CACHE_DIR": str(out / "cache")}
-    done = subprocess.run([sys.executable, "-m", "grader", "--exercises", str(EXERCISES), "grade", str(submission),
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(EXERCISES), "grade", str(submission),
                            "--format", "gradescope", "--output", str(out / "results.json")],
                           capture_output=True, text=True, timeout=300, env=env, cwd=folder,
                           preexec_fn=lambda: drop_to(DROPPED_UID))
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads((out / "results.json").read_text())
     assert [f"{t['name']}: {t['output']}" for t in data["tests"] if t["status"] != "passed"] == []
-    assert data["score"] == load_assignment(EXERCISES).max_score > 0
+    assert data["score"] == load_course(EXERCISES).max_score > 0
 
 
 class TestDoctor:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
 from grader.classroom import batch
+from grader.course.loader import load_course
 from grader.sandbox import spawn
 from grader.sandbox.isolation import MARKER
 from grader.sandbox.session import Limits, RunStatus, Session
@@ -232,7 +232,7 @@ class TestOneSubmissionCannotChangeTheNext:
         """In a batch, a hostile submission (numpy patched, the zygote and the grader signalled)
         costs only its own points: the next student, forked from the same zygote, gets full
         marks. No Python is started per submission: every worker is a fork."""
-        assignment = load_assignment(EXERCISES)
+        course = load_course(EXERCISES)
         hostile = solution_source() + textwrap.dedent(f"""
 
             import os, signal
@@ -259,26 +259,26 @@ class TestOneSubmissionCannotChangeTheNext:
             raise AssertionError("a student process was started with a new Python")
 
         monkeypatch.setattr(spawn.subprocess, "Popen", no_new_python)
-        outcomes = list(batch.grade_all(assignment, batch.discover(tmp_path / "class"), tmp_path / "out",
+        outcomes = list(batch.grade_all(course, batch.discover(tmp_path / "class"), tmp_path / "out",
                                         seed_of=lambda student: 0, jobs=1, limits=Limits(problem_seconds=5)))
         scores = {o.submission.student: o.row.scores for o in outcomes}
-        problems = {p.id: p.points for p in assignment.problems}
+        problems = {p.id: p.points for p in course.problems}
         assert {k: v for k, v in scores["b_model"].items() if k in problems} == problems
         assert scores["a_hostile"]["softmax"] == 0
         assert server.spawned >= before + 2 and spawn.fork_server() is server
 
 
 class TestCommandLine:
-    def test_grade_starts_the_zygote_before_loading_the_assignment(self, cli, monkeypatch, tmp_path):
+    def test_grade_starts_the_zygote_before_loading_the_course(self, cli, monkeypatch, tmp_path):
         """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML
         (here with nothing compiled yet, so the assignment is loaded)."""
-        import grader.assignment.loader
+        import grader.course.loader
         from grader.grading.compiled import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
         calls = []
-        real_prestart, real_load = spawn.prestart, grader.assignment.loader.load_assignment
+        real_prestart, real_load = spawn.prestart, grader.course.loader.load_course
         monkeypatch.setattr(spawn, "prestart", lambda: (calls.append("zygote"), real_prestart())[1])
-        monkeypatch.setattr(grader.assignment.loader, "load_assignment", lambda root: (calls.append("load"), real_load(root))[1])
+        monkeypatch.setattr(grader.course.loader, "load_course", lambda root: (calls.append("load"), real_load(root))[1])
         result = cli("grade", str(ROOT / "solutions"), "--format", "json", "--problem", "softmax")
         assert result.exit_code == 0
         assert calls[:2] == ["zygote", "load"]
@@ -288,7 +288,7 @@ class TestCommandLine:
         code = ("import json, sys; from grader.cli.commands import main\n"
                 "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
                 "print(json.dumps(sorted(sys.modules)))")
-        out = subprocess.run([sys.executable, "-c", code, "--exercises", str(EXERCISES), "grade",
+        out = subprocess.run([sys.executable, "-c", code, "--course", str(EXERCISES), "grade",
                               str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json")],
                              capture_output=True, text=True, timeout=120)
         modules = json.loads(out.stdout.strip().splitlines()[-1])

@@ -25,7 +25,7 @@ from grader.paths import PACKAGE
 from .conftest import EXERCISES, SOLUTIONS
 
 # Grader modules that load or hold the course's code, its hidden cases or its quiz key.
-COURSE_MODULES = frozenset({"grader.assignment.course", "grader.assignment.loader", "grader.assignment.quiz"})
+COURSE_MODULES = frozenset({"grader.course.code", "grader.course.loader", "grader.course.quiz"})
 # The course folder's own modules: the reference, the named mistakes, the detectors, the quiz's answers.
 COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship", "detectors", "quiz_answers"})
 # The autograder's side of shared modules: function-level imports of modules a student never has,
@@ -33,19 +33,19 @@ COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship",
 # here on purpose: a new one fails the test until it is looked at.
 AUTOGRADER_ONLY = frozenset({
     ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
-    ("grading/otter_checks.py", "_assignment", "grader.assignment.loader"),  # a full grader, not the student wheel
-    ("grading/otter_checks.py", "_draw", "grader.assignment.quiz"),  # a hidden item: the autograder's full grader
-    ("grading/answers.py", "grade_quiz", "grader.assignment.quiz"),
-    ("grading/diagnosis.py", "wrong_answer", "grader.assignment.course"),
-    ("grading/diagnosis.py", "_fit", "grader.assignment.course"),  # only with course code (problem.code)
-    ("grading/cascade.py", "reference_text", "grader.assignment.course"),  # only with course code (problem.code)
-    ("grading/fixtures.py", "build", "grader.assignment.quiz"),
-    ("grading/fixtures.py", "build", "grader.assignment.render"),
-    ("grading/prepared.py", "build_args", "grader.assignment.generators"),
-    ("grading/prepared.py", "course_fn", "grader.assignment.course"),  # a case input the course computes
-    ("grading/prepared.py", "reference_answer", "grader.assignment.course"),
-    ("grading/prepared.py", "quiz_item", "grader.assignment.quiz"),
-    ("grading/grade.py", "grade", "grader.assignment.quiz"),
+    ("grading/otter_checks.py", "_course", "grader.course.loader"),  # a full grader, not the student wheel
+    ("grading/otter_checks.py", "_draw", "grader.course.quiz"),  # a hidden item: the autograder's full grader
+    ("grading/answers.py", "grade_quiz", "grader.course.quiz"),
+    ("grading/diagnosis.py", "wrong_answer", "grader.course.code"),
+    ("grading/diagnosis.py", "_fit", "grader.course.code"),  # only with course code (problem.code)
+    ("grading/cascade.py", "reference_text", "grader.course.code"),  # only with course code (problem.code)
+    ("grading/fixtures.py", "build", "grader.course.quiz"),
+    ("grading/fixtures.py", "build", "grader.course.render"),
+    ("grading/prepared.py", "build_args", "grader.course.generators"),
+    ("grading/prepared.py", "course_fn", "grader.course.code"),  # a case input the course computes
+    ("grading/prepared.py", "reference_answer", "grader.course.code"),
+    ("grading/prepared.py", "quiz_item", "grader.course.quiz"),
+    ("grading/grade.py", "grade", "grader.course.quiz"),
 })
 
 
@@ -53,16 +53,16 @@ AUTOGRADER_ONLY = frozenset({
 def student(tmp_path_factory) -> Path:
     """The student bundle of `mha release` (no course secret: the default numbers)."""
     out = tmp_path_factory.mktemp("release") / "r"
-    result = CliRunner().invoke(main, ["--exercises", str(EXERCISES), "release", "--out", str(out)],
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "release", "--out", str(out)],
                                 env={"MHA_COURSE_SECRET": ""}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out / "student"
 
 
 @pytest.fixture(scope="module")
-def student_wheel(assignment) -> dict[str, bytes]:
+def student_wheel(course) -> dict[str, bytes]:
     """The otter export's student wheel, as {path: bytes}."""
-    _, data = wheel.build_student(assignment)
+    _, data = wheel.build_student(course)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         return {name: archive.read(name) for name in archive.namelist()}
 
@@ -150,7 +150,7 @@ class TestAllowList:
     def test_a_new_module_is_not_shipped(self, tmp_path, monkeypatch):
         """A module added to the package (here grader/attention/solutions.py) is left out until it is listed."""
         package = tmp_path / "grader"
-        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_assignment"))
+        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_course"))
         (package / "attention" / "solutions.py").write_text("def softmax(x):\n    return x\n")
         monkeypatch.setattr(release_module, "PACKAGE", package)
         files = student_package()
@@ -159,7 +159,7 @@ class TestAllowList:
     def test_a_listed_module_that_is_missing_is_named(self, tmp_path, monkeypatch):
         """A listed module the installation lacks is an InternalError naming it, not a bundle without it."""
         package = tmp_path / "grader"
-        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_assignment"))
+        shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_course"))
         (package / "sandbox" / "jail.py").unlink()
         monkeypatch.setattr(release_module, "PACKAGE", package)
         with pytest.raises(InternalError, match=r"lists grader/sandbox/jail\.py"):
@@ -168,19 +168,19 @@ class TestAllowList:
     def test_the_list_names_no_course_or_instructor_module(self):
         """None of the modules that load the course's code, the hidden cases or the quiz key is listed."""
         listed = {_module(name) for name in STUDENT_MODULES}
-        assert not listed & (COURSE_MODULES | {"grader.assignment.render", "grader.cli.commands",
+        assert not listed & (COURSE_MODULES | {"grader.course.render", "grader.cli.commands",
                                                "grader.grading.validation", "grader.grading.compiled"})
-        assert not any(name.startswith(("classroom/", "exports/", "_assignment")) for name in STUDENT_MODULES)
+        assert not any(name.startswith(("classroom/", "exports/", "_course")) for name in STUDENT_MODULES)
 
 
 class TestNothingImportsTheCourse:
     def test_the_import_walk_finds_a_course_import(self):
         """The walk itself: a module-level or lazy import of the course's code is reported."""
-        files = {"grading/extra.py": "from ..assignment.course import course_function\n",
+        files = {"grading/extra.py": "from ..course.code import course_function\n",
                  "grading/other.py": "def f():\n    from exercises import reference\n    import detectors\n"}
         assert _check_imports(files) == [
-            "grading/extra.py:<module>: imports grader.assignment.course, which a student never has",
-            "grading/extra.py:<module>: imports grader.assignment.course.course_function, which a student never has",
+            "grading/extra.py:<module>: imports grader.course.code, which a student never has",
+            "grading/extra.py:<module>: imports grader.course.code.course_function, which a student never has",
             "grading/other.py: imports the course's code exercises",
             "grading/other.py: imports the course's code exercises.reference",
             "grading/other.py: imports the course's code detectors"]

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.quiz import answer_key
-from grader.assignment.seeds import student_seed
+from grader.course.loader import load_course
+from grader.course.quiz import answer_key
+from grader.course.seeds import student_seed
 from grader.paths import remove_tree
 from grader.sandbox.isolation import NAMESPACES_ENV
 
@@ -32,7 +32,7 @@ from ._edges import (  # noqa: F401
     AR,
     DROPPED_UID,
     ROOT_MODE,
-    Course,
+    EdgeCourse,
     course,
     deserved,
     grade,
@@ -58,7 +58,7 @@ def alias_bomb(levels: int = 9) -> str:
 
 def key_of(course, student: str) -> dict:
     """The right answers of `student`'s seed (grade-all draws it from the course secret)."""
-    return answer_key(load_assignment(course.exercises).quiz, student_seed(course.secret, student))
+    return answer_key(load_course(course.exercises).quiz, student_seed(course.secret, student))
 
 
 def bombed_answers(key: dict) -> str:
@@ -127,8 +127,8 @@ def head_course():
     """A course of a designed head (whose mistakes are found by detectors) and attention_reading."""
     base = Path(tempfile.mkdtemp(prefix="mha-heads-"))
     exercises = lay_out_course(base, "title: Heads\n", (HEAD, AR), (HEAD, AR))
-    points = {p.id: p.points for p in load_assignment(exercises).problems}
-    yield Course(base, exercises, "", points, {}, {})
+    points = {p.id: p.points for p in load_course(exercises).problems}
+    yield EdgeCourse(base, exercises, "", points, {}, {})
     remove_tree(base)
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment.loader import load_assignment
-from grader.assignment.model import QuizKind
-from grader.assignment.quiz import DEFAULT_SEED, load_quiz
+from grader.course.loader import load_course
+from grader.course.model import QuizKind
+from grader.course.quiz import DEFAULT_SEED, load_quiz
 from grader.errors import SpecErrors
 from grader.grading.answers import MAX_WRITTEN, RECORDED_BY_HAND, grade_quiz
 from grader.grading.grade import grade
@@ -83,7 +83,7 @@ def hostile_result(tmp_path_factory):
     folder = tmp_path_factory.mktemp("written")
     shutil.copy(SOLUTIONS / "attention.py", folder / "attention.py")
     (folder / "answers.yaml").write_text(with_written((SOLUTIONS / "answers.yaml").read_text(), "why_w_o", HOSTILE))
-    return grade(load_assignment(EXERCISES), folder / "attention.py")
+    return grade(load_course(EXERCISES), folder / "attention.py")
 
 
 class TestLoad:
@@ -123,7 +123,7 @@ class TestLoad:
 
     def test_shipped_written_items(self):
         """The shipped quiz asks the three written questions, each with a rubric adding up to its points."""
-        quiz = load_assignment(EXERCISES).quiz
+        quiz = load_course(EXERCISES).quiz
         written = [i for i in quiz.items if i.manual]
         assert [i.id for i in written] == ["why_several_heads", "why_sqrt_dk", "why_w_o"]
         assert all(sum(r.points for r in i.rubric) == i.points and len(i.rubric) >= 2 for i in written)
@@ -164,9 +164,9 @@ class TestGrade:
 class TestReports:
     def test_written_items_leave_the_score_alone(self, hostile_result):
         """The model solution with a written answer scores every automatic point, and only those."""
-        assignment = load_assignment(EXERCISES)
-        assert hostile_result.score == hostile_result.max_score == assignment.max_score
-        assert assignment.quiz.manual_points == 6
+        course = load_course(EXERCISES)
+        assert hostile_result.score == hostile_result.max_score == course.max_score
+        assert course.quiz.manual_points == 6
         assert hostile_result.passed
 
     def test_text_report_says_recorded_without_echoing(self, hostile_result):
@@ -207,22 +207,22 @@ class TestGradescopeExport:
         """The zip's run_autograder, as Gradescope runs it: the written answer shown fenced at 0 of 0,
         every automatic point earned, the same total as without the written answers."""
         from .test_export_gradescope import autograder, run_autograder
-        assignment = load_assignment(EXERCISES)
-        root = autograder(tmp_path, assignment, secret=None)
+        course = load_course(EXERCISES)
+        root = autograder(tmp_path, course, secret=None)
         answers = with_written((SOLUTIONS / "answers.yaml").read_text(), "why_w_o", HOSTILE)
         result = run_autograder(root, {"attention.py": (SOLUTIONS / "attention.py").read_text(),
                                        "answers.yaml": answers})
-        assert result["score"] == assignment.max_score
+        assert result["score"] == course.max_score
         test = next(t for t in result["tests"] if t["name"].startswith("why_w_o:"))
         assert (test["score"], test["max_score"], test["tags"]) == (0, 0, ["why_w_o", "graded_by_hand"])
         assert test["output"].endswith(f"\n````\n{HOSTILE}\n````")
-        assert sum(t["max_score"] for t in result["tests"]) == assignment.max_score
+        assert sum(t["max_score"] for t in result["tests"]) == course.max_score
 
     def test_rubric_for_the_instructor(self):
         """written_rubric: each written item's prompt, points and rubric, for grading by hand."""
         from grader.exports.gradescope import written_rubric
-        assignment = load_assignment(EXERCISES)
-        text = written_rubric(assignment)
-        for item in (i for i in assignment.quiz.items if i.manual):
+        course = load_course(EXERCISES)
+        text = written_rubric(course)
+        for item in (i for i in course.quiz.items if i.manual):
             assert f"## {item.id}: {item.title} ({item.points:g} points)" in text
             assert all(f"point{'' if r.points == 1 else 's'}: {r.text}" in text for r in item.rubric)

@@ -1,4 +1,4 @@
-"""grader.assignment.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser
+"""grader.course.yamlio: libyaml for text that cannot nest deeply, the pure-Python parser
 otherwise, the same result either way."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import grader.assignment.yamlio
-from grader.assignment.yamlio import MAX_FAST_NESTING, YList, YMap, _nesting_bound, line_of, load_yaml
+import grader.course.yamlio
+from grader.course.yamlio import MAX_FAST_NESTING, YList, YMap, _nesting_bound, line_of, load_yaml
 from grader.errors import SpecError
 from grader.grading.answers import read_answers
 
@@ -90,7 +90,7 @@ def nested(rng: random.Random, levels: int):
 
 def pure(monkeypatch) -> None:
     """From now on load_yaml uses the pure-Python parser for every text."""
-    monkeypatch.setattr(grader.assignment.yamlio, "MAX_FAST_NESTING", -1)
+    monkeypatch.setattr(grader.course.yamlio, "MAX_FAST_NESTING", -1)
 
 
 class TestNestingBound:

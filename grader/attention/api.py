@@ -1,7 +1,7 @@
 """What a graded function takes and returns: the types of a course's declarations.
 
 A course declares each function it grades (a problem file's `function:` block, or the `FUNCTIONS`
-mapping of its code module: grader/assignment/course.py reads both). The loader validates
+mapping of its code module: grader/course/code.py reads both). The loader validates
 problem files against the declaration, the runner uses it to order arguments, and the checks
 use the return kind to pick a comparison.
 """

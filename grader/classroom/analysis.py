@@ -100,14 +100,14 @@ def flag(item: ItemStats, students: int) -> str:
     return ""
 
 
-def mistake_messages(assignment) -> dict[tuple[str, str], str]:
+def mistake_messages(course) -> dict[tuple[str, str], str]:
     """(item id, mistake id) -> the message a student is told, for every named mistake of the
     assignment: each problem's `mistakes`, each quiz choice's and known-wrong value's feedback."""
     messages: dict[tuple[str, str], str] = {}
-    for problem in assignment.problems:
+    for problem in course.problems:
         for mistake in problem.mistakes:
             messages[(problem.id, mistake.id)] = mistake.message
-    for item in assignment.quiz.items if assignment.quiz else ():
+    for item in course.quiz.items if course.quiz else ():
         for source in (*item.choices, *item.wrong):
             if source.mistake:
                 messages.setdefault((item.id, source.mistake), source.feedback)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from .. import __version__
-from ..assignment.model import Assignment
-from ..assignment.seeds import Course
+from ..course.model import Course
+from ..course.seeds import CourseSettings
 from ..errors import SubmissionError
 from ..grading.answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from ..grading.results import GradeResult, Status
@@ -51,7 +51,7 @@ FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, 
 # a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
 STATUSES = tuple(s.value for s in Status)
 GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
-Grader = Callable[[Assignment, Path, int], GradeResult]
+Grader = Callable[[Course, Path, int], GradeResult]
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,9 @@ class _GradeFiles:
     limits: Limits
     cache: Any  # grading.grade.PreparedCases (imported with grading, on first use)
 
-    def __call__(self, assignment: Assignment, files: SubmissionFiles, seed: int) -> GradeResult:
+    def __call__(self, course: Course, files: SubmissionFiles, seed: int) -> GradeResult:
         from ..grading.grade import grade
-        return grade(assignment, files, limits=self.limits, seed=seed, cache=self.cache)
+        return grade(course, files, limits=self.limits, seed=seed, cache=self.cache)
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,10 @@ def read_files(submission: Submission) -> SubmissionFiles:
     return SubmissionFiles(source, answers, submission.student)
 
 
-def _gradescope(root: Path, metadata: Path, course: Course) -> list[Submission]:
+def _gradescope(root: Path, metadata: Path, settings: CourseSettings) -> list[Submission]:
     found = []
     for name, entry in read_metadata(metadata).items():
-        folder, student = root / str(name), first_submitter(entry, str(name), course)
+        folder, student = root / str(name), first_submitter(entry, str(name), settings)
         if Path(str(name)).name == str(name) and str(name) not in (".", "..") and _kind(folder) == "a folder":
             found.append(_in_folder(student, folder, root))
         else:
@@ -174,14 +174,14 @@ def _folders(root: Path, exclude: Path | None) -> list[Submission]:
     return found
 
 
-def discover(root: Path, exclude: Path | None = None, course: Course | None = None) -> list[Submission]:
+def discover(root: Path, exclude: Path | None = None, settings: CourseSettings | None = None) -> list[Submission]:
     """Every student's submission under `root` (skipping the folder `exclude`), sorted by student id.
     `course`: whose id names a Gradescope export's students (its seed_key; default email)."""
     root = Path(root)
     if not root.is_dir():
         raise SubmissionError(f"{root}: not a folder of submissions")
     metadata = root / GRADESCOPE_METADATA
-    found = _gradescope(root, metadata, course or Course()) if metadata.is_file() else _folders(root, exclude)
+    found = _gradescope(root, metadata, settings or CourseSettings()) if metadata.is_file() else _folders(root, exclude)
     for attribute, what in (("student", "more than one submission for student"),
                             ("key", "more than one student would write the files named")):
         values = [getattr(s, attribute) for s in found]
@@ -193,12 +193,12 @@ def discover(root: Path, exclude: Path | None = None, course: Course | None = No
 
 # ---------------------------------------------------------------- grading and storing
 
-def fingerprint(assignment: Assignment, limits: Limits) -> str:
+def fingerprint(course: Course, limits: Limits) -> str:
     """What every stored result depends on besides the student's files: the grader's version, the
-    limits and the assignment files; any change grades everybody again."""
+    limits and the course's files; any change grades everybody again."""
     h = hashlib.sha256(f"{FORMAT_VERSION}\0{__version__}\0{limits!r}\0".encode())
-    files = [assignment.root / "assignment.yaml", *(p.path for p in assignment.problems if p.path)]
-    files += [assignment.quiz.path] if assignment.quiz is not None and assignment.quiz.path else []
+    files = [course.root / "assignment.yaml", *(p.path for p in course.problems if p.path)]
+    files += [course.quiz.path] if course.quiz is not None and course.quiz.path else []
     for file in files:
         h.update(Path(file).name.encode() + b"\0" + Path(file).read_bytes() + b"\0")
     return h.hexdigest()[:16]
@@ -231,13 +231,13 @@ def row_of(record: dict) -> StudentRow:
                       written={p["id"]: p["written"] for p in problems if isinstance(p.get("written"), str)})
 
 
-def _grade_one(assignment: Assignment, submission: Submission, files: SubmissionFiles, seed: int,
+def _grade_one(course: Course, submission: Submission, files: SubmissionFiles, seed: int,
                grader: Grader | _GradeFiles, scratch: Path) -> GradeResult:
     """Grade the files read: handed over as they are, or (a grader that takes a path) as a private
     copy, attention.py (or an empty placeholder) and only this student's answers, in a folder
     under the batch's `scratch` folder (which the batch deletes, even if this process dies)."""
     if isinstance(grader, _GradeFiles):
-        result = grader(assignment, files, seed)
+        result = grader(course, files, seed)
     else:
         with tempfile.TemporaryDirectory(prefix="submission-", dir=scratch) as tmp:
             staged = Path(tmp) / SUBMISSION_NAME
@@ -245,12 +245,12 @@ def _grade_one(assignment: Assignment, submission: Submission, files: Submission
                                else b"# no attention.py was submitted\n")
             if files.answers.data is not None:
                 (Path(tmp) / ANSWERS_NAME).write_bytes(files.answers.data)
-            result = grader(assignment, staged, seed)
+            result = grader(course, staged, seed)
     return replace(result, messages=(submission.note, *result.messages)) if submission.note else result
 
 
 def _stored(path: Path, key: str) -> dict | None:
-    """The stored record at `path` if it is for exactly these files, seed and assignment."""
+    """The stored record at `path` if it is for exactly these files, seed and course."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -260,7 +260,7 @@ def _stored(path: Path, key: str) -> dict | None:
     return record if ok else None
 
 
-def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Path, *,
+def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
               seed_of: Callable[[str], int], limits: Limits | None = None, jobs: int = 2, force: bool = False,
               grader: Grader | None = None) -> Iterator[Outcome]:
     """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
@@ -272,8 +272,8 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
     forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
     from ..reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
-    chosen: Grader | _GradeFiles = grader or _default_grader(limits, assignment, submissions, seed_of)
-    stamp = fingerprint(assignment, limits)
+    chosen: Grader | _GradeFiles = grader or _default_grader(limits, course, submissions, seed_of)
+    stamp = fingerprint(course, limits)
     owner = os.getpid()
 
     def store(submission: Submission, record: dict, text: str) -> None:
@@ -293,7 +293,7 @@ def grade_all(assignment: Assignment, submissions: Sequence[Submission], out: Pa
             record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
             if record is not None:
                 return record, True
-            result = _grade_one(assignment, submission, files, seed, chosen, scratch)
+            result = _grade_one(course, submission, files, seed, chosen, scratch)
             record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
                                    seed, key)
             text = render_text(result)
@@ -329,7 +329,7 @@ def _error_record(submission: Submission, seed: int | None, error: str) -> tuple
     return record, f"Your submission could not be graded (the grader failed: {error}).\n"
 
 
-def _default_grader(limits: Limits, assignment: Assignment, submissions: Sequence[Submission],
+def _default_grader(limits: Limits, course: Course, submissions: Sequence[Submission],
                     seed_of: Callable[[str], int]) -> _GradeFiles:
     """The default grader; for a class on one seed (no course secret) its cases are prepared before
     grading starts, so grader processes forked afterwards share them instead of each computing them."""
@@ -343,10 +343,10 @@ def _default_grader(limits: Limits, assignment: Assignment, submissions: Sequenc
         return grader
     seed = seeds.pop()
     try:
-        for problem in assignment.problems:
+        for problem in course.problems:
             for case in problem.visible_cases(include_hidden=True):
                 grader.cache.get(problem, case, seed)
-        for item in assignment.quiz.items if assignment.quiz else ():
+        for item in course.quiz.items if course.quiz else ():
             grader.cache.quiz_item(item, seed)
     except Exception:  # the submission that needs it reports it
         pass

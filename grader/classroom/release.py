@@ -6,7 +6,7 @@ student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the g
              (public cases with expected answers precomputed by the reference; installed with
              the package, so `mha` finds them from any folder); models/, the course's trained
              model files (*.npz) if it has any.
-autograder/  the full grader package, the assignment (hidden cases, quiz key) and, when a course
+autograder/  the full grader package, the course (hidden cases, quiz key) and, when a course
              secret is known, course.yaml (mode 0600) so per-student seeds can be graded.
 
 With a course secret every student is graded on their own numbers, so a release then needs the
@@ -23,11 +23,11 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..assignment.model import Assignment
-from ..assignment.seeds import (
+from ..course.model import Course
+from ..course.seeds import (
     DEFAULT_KEY,
     DEFAULT_SEED,
-    course_config,
+    course_settings,
     normalize_student,
     student_seed,
     student_token,
@@ -46,7 +46,7 @@ from ..paths import PACKAGE, write_atomically
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
     "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
-    "assignment/__init__.py", "assignment/model.py", "assignment/seeds.py", "assignment/yamlio.py",
+    "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
     "attention/__init__.py", "attention/api.py", "attention/patterns.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
@@ -185,7 +185,7 @@ def student_package(extra: Iterable[str] = ()) -> dict[str, bytes]:
     return files
 
 
-def write_student(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
+def write_student(course: Course, out: Path, roster: list[str], secret: str | None,
                   seed_key: str = DEFAULT_KEY) -> list[str]:
     """The student bundle; returns the fixture files written (default first). With a roster, each
     listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
@@ -196,26 +196,26 @@ def write_student(assignment: Assignment, out: Path, roster: list[str], secret: 
         (out / "grader" / name).write_bytes(data)
     (out / "grader" / "__main__.py").write_text("from .cli.launch import student\n\nstudent()\n")
     fixtures = out / "grader" / BUNDLE_FOLDER
-    default = build(assignment, DEFAULT_SEED, "default")
+    default = build(course, DEFAULT_SEED, "default")
     written = [_write_json(fixtures / "default.json", default)]
     for student in roster:
         seed = student_seed(secret, student)
         written.append(_write_json(fixtures / f"{student_token(student)}.json",
-                                   build(assignment, seed, student_token(student))))
+                                   build(course, seed, student_token(student))))
     personal = bool(roster)
     _write_json(fixtures / INDEX, {"personal": personal, "seed_key": seed_key})
     from ..exports.pysource import starter_files
-    for name, text in starter_files(assignment).items():  # made from the course, never copied
+    for name, text in starter_files(course).items():  # made from the course, never copied
         write_atomically(out / name, text)
-    copy_models(assignment.root, out)
+    copy_models(course.root, out)
     words = {"key": seed_key, "KEY": seed_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
     write_atomically(out / "README.md", STUDENT_README.format(
-        title=assignment.title, personal=PERSONAL_README.format(**words) if personal else "",
+        title=course.title, personal=PERSONAL_README.format(**words) if personal else "",
         numbers=" (with example numbers: see above for yours)" if personal else ""))
     write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(
-        distribution=installed.DISTRIBUTION, version=installed.student_version(), title=assignment.title,
+        distribution=installed.DISTRIBUTION, version=installed.student_version(), title=course.title,
         fixtures=BUNDLE_FOLDER,
         build_requires=installed.BUILD_REQUIRES, python=installed.requires_python(),
         dependencies=", ".join(json.dumps(d) for d in installed.dependencies())))
@@ -243,8 +243,8 @@ def _write_json(path: Path, data: dict) -> str:
     return path.name
 
 
-def write_autograder(assignment: Assignment, out: Path, secret: str | None) -> None:
-    """The autograder bundle: the whole package, the assignment with its hidden cases, the secret."""
+def write_autograder(course: Course, out: Path, secret: str | None) -> None:
+    """The autograder bundle: the whole package, the course with its hidden cases, the secret."""
     out.mkdir(parents=True)
     _copy_package(out / "grader")
     repo_pyproject = PACKAGE.parent / "pyproject.toml"
@@ -253,16 +253,16 @@ def write_autograder(assignment: Assignment, out: Path, secret: str | None) -> N
     shutil.copyfile(PACKAGE.parent / "README.md", out / "README.md") if (PACKAGE.parent / "README.md").is_file() \
         else (out / "README.md").write_text("# mha-exercises autograder\n")
     exercises = out / "exercises"
-    shutil.copytree(assignment.root, exercises,
+    shutil.copytree(course.root, exercises,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "course.yaml"))
     if secret:  # the secret, and which id of a student picks their numbers (as the instructor chose)
-        key = course_config(assignment.root, {}).seed_key
+        key = course_settings(course.root, {}).seed_key
         config = exercises / "course.yaml"
         config.write_text(f"secret: {json.dumps(secret)}\nseed_key: {key}\n")
         os.chmod(config, 0o600)
 
 
-def release(assignment: Assignment, out: Path, roster: list[str], secret: str | None,
+def release(course: Course, out: Path, roster: list[str], secret: str | None,
             seed_key: str = DEFAULT_KEY) -> dict:
     """Write out/student and out/autograder; refuses to overwrite an existing folder, and refuses a
     course secret without a roster (the students would see numbers that grading does not use)."""
@@ -276,6 +276,6 @@ def release(assignment: Assignment, out: Path, roster: list[str], secret: str | 
         raise SubmissionError(f"with a course secret each student is graded on their own numbers: give --roster "
                               f"FILE (each student's {seed_key}, one per line) so the student bundle holds them; "
                               "without per-student numbers, release with no secret")
-    fixtures = write_student(assignment, out / "student", roster, secret, seed_key)
-    write_autograder(assignment, out / "autograder", secret)
+    fixtures = write_student(course, out / "student", roster, secret, seed_key)
+    write_autograder(course, out / "autograder", secret)
     return {"student": out / "student", "autograder": out / "autograder", "fixtures": fixtures}

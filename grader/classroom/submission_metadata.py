@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..assignment.seeds import Course
+from ..course.seeds import CourseSettings
 from ..errors import SubmissionError
 
 __all__ = ["GRADESCOPE_METADATA", "first_submitter", "read_metadata"]
@@ -53,12 +53,12 @@ def read_metadata(metadata: Path) -> dict[Any, Any]:
     return data
 
 
-def first_submitter(entry: object, folder_name: str, course: Course) -> str:
+def first_submitter(entry: object, folder_name: str, settings: CourseSettings) -> str:
     """The first submitter's id of the course's kind (seed_key); another id would give other numbers."""
     submitters = entry.get(":submitters") if isinstance(entry, dict) else None
     first = submitters[0] if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict) else {}
-    value = first.get(f":{course.seed_key}")
+    value = first.get(f":{settings.seed_key}")
     if value is not None and str(value).strip():
         return str(value).strip()
     who = next((str(first[k]) for k in (":email", ":sid", ":name") if first.get(k)), "its first submitter")
-    raise course.key_error(f"{GRADESCOPE_METADATA}, {folder_name}", who)
+    raise settings.key_error(f"{GRADESCOPE_METADATA}, {folder_name}", who)

@@ -70,7 +70,7 @@ def echo_report(result, fmt: str = "text") -> None:
 
 def hoist(args: list[str], options: frozenset[str]) -> list[str]:
     """`args` with each of the group's `options` (taking one value) that follows the sub-command
-    moved before it: `mha grade SUB --exercises DIR` reads as `mha --exercises DIR grade SUB`.
+    moved before it: `mha grade SUB --course DIR` reads as `mha --course DIR grade SUB`.
     Nothing after `--` is touched."""
     front: list[str] = []
     rest: list[str] = []

@@ -29,7 +29,7 @@ def _default_jobs() -> int:
 
 def _seeds(root: Path) -> Callable[[str], int]:
     """Each student's seed; without a course secret, the default one (with a warning)."""
-    from ..assignment.seeds import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
+    from ..course.seeds import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
     secret = course_secret(root, os.environ)
     if secret is None:
         click.echo(f"warning: no course secret ({SECRET_ENV} or 'secret' in {root / 'course.yaml'}): "
@@ -86,7 +86,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     from ..classroom.class_report import Plotter
     plotter = None
     try:
-        assignment = obj.assignment()
+        course = obj.course()
         seed_of = _seeds(obj.root)
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
@@ -94,7 +94,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             raise SubmissionError(f"{submissions} is one student's submission (it holds {SUBMISSION_NAME}): grade it "
                                   f"with `mha grade {submissions}`; grade-all takes the folder holding every "
                                   "student's folder or <student>.py")
-        found = batch.discover(submissions, exclude=out, course=obj.course())
+        found = batch.discover(submissions, exclude=out, settings=obj.settings())
         from ..sandbox.doctor import unprotected_warning
         if (warning := unprotected_warning()) is not None:
             click.echo(warning, err=True)
@@ -109,7 +109,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
         try:
             with _progress(len(found), progress) as step:
-                for outcome in batch.grade_all(assignment, found, out, seed_of=seed_of, limits=limits,
+                for outcome in batch.grade_all(course, found, out, seed_of=seed_of, limits=limits,
                                                jobs=jobs or _default_jobs(), force=force):
                     rows.append(outcome.row)
                     resumed += outcome.resumed
@@ -121,7 +121,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                             click.echo(outcome.traceback.rstrip("\n"), err=True)
             _write_error_log(out, failures)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = _write_reports(assignment, rows, out, plotter)
+            report = _write_reports(course, rows, out, plotter)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
@@ -149,18 +149,18 @@ def _write_error_log(out: Path, failures) -> None:
     click.echo(f"the grader's tracebacks: {log}", err=True)
 
 
-def _write_reports(assignment, rows, out: Path, plotter=None):
+def _write_reports(course, rows, out: Path, plotter=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
     from ..classroom.batch import ERROR, write_gradebook
-    quiz_items = assignment.quiz.items if assignment.quiz else ()
-    items = [*assignment.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
+    quiz_items = course.quiz.items if course.quiz else ()
+    items = [*course.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
     _write_written(out, [i for i in quiz_items if i.manual], rows)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
     written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
-                                 messages=mistake_messages(assignment))
+                                 messages=mistake_messages(course))
     if not any(p.suffix == ".png" for p in written):
         click.echo("warning: matplotlib is not installed, so report.html has no plots "
                    "(pip install 'mha-exercises[instructor]')", err=True)

@@ -13,38 +13,38 @@ from .base import CONTEXT, Group, echo_report, fail, traceback_option
 
 
 class Ctx:
-    def __init__(self, exercises: Path | None):
-        self._exercises = exercises
+    def __init__(self, course: Path | None):
+        self._course = course
         self._located: tuple[Path, str] | None = None
         self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose seed, when no --student
 
     @property
     def located(self) -> tuple[Path, str]:
-        """(assignment folder, why it was chosen): `--exercises`, `MHA_EXERCISES`, found from
+        """(course folder, why it was chosen): `--course`, `MHA_COURSE`, found from
         the working folder, or the packaged one (grader/paths.py, README "Installing")."""
         if self._located is None:
-            from ..paths import locate_assignment
-            self._located = locate_assignment(self._exercises)
+            from ..paths import locate_course
+            self._located = locate_course(self._course)
         return self._located
 
     @property
     def root(self) -> Path:
-        """The assignment folder; SpecError (exit 3) naming both ways to choose it when it has none."""
+        """The course folder; SpecError (exit 3) naming both ways to choose it when it has none."""
         from ..errors import SpecError
         from ..paths import ASSIGNMENT_FILE
         root, reason = self.located
         if not (root / ASSIGNMENT_FILE).is_file():
             raise SpecError(str(root / ASSIGNMENT_FILE), None,
-                            f"assignment file not found (folder chosen by {reason}); give the folder holding "
-                            "assignment.yaml with --exercises DIR or MHA_EXERCISES=DIR")
+                            f"assignment file not found (folder chosen by {reason}); give the course folder "
+                            "(the one holding assignment.yaml) with --course DIR or MHA_COURSE=DIR")
         return root
 
     def default_submission(self) -> Path:
-        """attention.py beside the assignment; with the packaged one, in the working folder."""
+        """attention.py in the course folder; with the packaged one, in the working folder."""
         root, reason = self.located
         return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
 
-    def assignment(self):
+    def course(self):
         from ..grading.validation import load_valid
         return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
 
@@ -55,23 +55,23 @@ class Ctx:
         from ..grading.validation import valid_then
         return compiled(self.root, seed, valid_then=valid_then)
 
-    def course(self):
-        """course.yaml and MHA_COURSE_SECRET: the secret and the seed key (assignment/seeds.py)."""
+    def settings(self):
+        """course.yaml and MHA_COURSE_SECRET: the secret and the seed key (course/seeds.py)."""
         import os
 
-        from ..assignment.seeds import course_config
-        return course_config(self.root, os.environ)
+        from ..course.seeds import course_settings
+        return course_settings(self.root, os.environ)
 
     def seed(self, student: str | None) -> int:
         """The seed of `student`: a keyed hash with the course secret (0 without a student).
         Without --student, Gradescope's metadata names the student, when given and the course has a
         secret (without one there are no per-student seeds: everyone gets the default); metadata
         that names no student is then an InternalError, never the default seed."""
-        from ..assignment.seeds import gradescope_student, student_seed
+        from ..course.seeds import gradescope_student, student_seed
         if student is None and self.gradescope_metadata is not None:
-            course = self.course()
-            if course.secret:
-                student = gradescope_student(self.gradescope_metadata, course)
+            settings = self.settings()
+            if settings.secret:
+                student = gradescope_student(self.gradescope_metadata, settings)
                 if student is None:  # the default seed would grade this student on someone else's numbers
                     raise InternalError(
                         f"{self.gradescope_metadata}: no student named there (a missing or unreadable file, or "
@@ -79,7 +79,7 @@ class Ctx:
                         "numbers, so this submission was not graded")
         if student is None:
             return student_seed(None, None)
-        return student_seed(self.course().secret, student)
+        return student_seed(self.settings().secret, student)
 
 
 def limit_options(command):
@@ -127,14 +127,16 @@ def _student_options(command):
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.option("--exercises", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder holding assignment.yaml and problems/. Without it: $MHA_EXERCISES, else the "
+@click.option("--course", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="The course folder (the one holding assignment.yaml). Without it: $MHA_COURSE, else the "
                    "working folder or the nearest one above it with assignment.yaml or exercises/, else "
-                   "the assignment packaged with mha (`mha list` says which one it uses).")
+                   "the course packaged with mha (`mha list` says which one it uses).")
+@click.option("--exercises", "--assignment", "course_alias", type=click.Path(file_okay=False, path_type=Path),
+              default=None, hidden=True, help="Older names of --course, still accepted.")
 @click.version_option(package_name="mha-exercises")
 @traceback_option
 @click.pass_context
-def main(ctx: click.Context, exercises: Path | None, traceback: bool) -> None:
+def main(ctx: click.Context, course: Path | None, course_alias: Path | None, traceback: bool) -> None:
     """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
 
     \b
@@ -142,10 +144,11 @@ def main(ctx: click.Context, exercises: Path | None, traceback: bool) -> None:
       mha check                 # check exercises/attention.py on the public cases
       mha grade solutions       # grade a submission on every case
     """
-    ctx.obj = Ctx(exercises)
+    ctx.obj = Ctx(course if course is not None else course_alias)
 
 
-main.global_options = frozenset({"--exercises"})
+COURSE_OPTIONS = frozenset({"--course", "--exercises", "--assignment"})  # --course and its older names
+main.global_options = COURSE_OPTIONS
 
 
 @main.command(context_settings=CONTEXT)
@@ -171,7 +174,7 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
       mha check softmax merge_heads    # just these
     """
     from ..sandbox.spawn import prestart
-    prestart()  # student processes' Python and numpy load while this one loads the assignment
+    prestart()  # student processes' Python and numpy load while this one loads the course
     from ..grading.grade import grade_fixtures, known_ids
     from ..grading.submission import read_submission
     from ..sandbox.isolation import private_paths
@@ -225,7 +228,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
       mha grade solutions --format gradescope --output results.json
     """
     from ..sandbox.spawn import prestart
-    prestart()  # student processes' Python and numpy load while this one loads the assignment
+    prestart()  # student processes' Python and numpy load while this one loads the course
     from ..sandbox.doctor import unprotected_warning
     if (warning := unprotected_warning()) is not None:
         click.echo(warning, err=True)
@@ -238,7 +241,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 from ..paths import check_output
                 check_output(output)  # a link, a FIFO...: refused before any grading
             path = read_submission(submission)  # every file read once, before anything else
-            from ..assignment.seeds import prairielearn_seed
+            from ..course.seeds import prairielearn_seed
             compiled = obj.compiled(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
             from ..grading.grade import grade_fixtures, known_ids
             from ..sandbox.isolation import private_paths
@@ -310,28 +313,28 @@ def _emit(report: str, output: Path | None) -> None:
 def validate(obj: Ctx, path: Path | None) -> None:
     """Validate problem files: every error as `file:line: message`; exit 3 if any.
 
-    PATH is an assignment folder (default: the current one) or a single problem file.
+    PATH is an course folder (default: the current one) or a single problem file.
     Explicit `expect` values are also checked against the reference.
 
     \b
     Example:
       mha validate exercises/problems/softmax.yaml
     """
-    from ..assignment.loader import load_assignment, load_problem
-    from ..assignment.quiz import check_quiz
+    from ..course.loader import load_course, load_problem
+    from ..course.quiz import check_quiz
     from ..grading.validation import check_against_reference
     quiz = None
     try:
         if path is not None and path.is_file():
-            from ..assignment.course import course_of
+            from ..course.code import course_of
             home = path.resolve().parent.parent  # a problem file inside a course's problems/, else the located course
             problems = [load_problem(path, course_of(home if (home / "assignment.yaml").is_file() else obj.root))]
         else:
             root = path if path is not None else obj.root
             if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
                 root = path.parent
-            assignment = load_assignment(root)
-            problems, quiz = list(assignment.problems), assignment.quiz
+            course = load_course(root)
+            problems, quiz = list(course.problems), course.quiz
         check_against_reference(problems)
         if quiz is not None:
             check_quiz(quiz)
@@ -351,7 +354,7 @@ def validate(obj: Ctx, path: Path | None) -> None:
 @click.pass_obj
 def init(obj: Ctx, folder: Path, force: bool) -> None:
     """Write a student's starter files into FOLDER (default: the current one): attention.py with
-    a stub per problem and a blank answers.yaml, made from the assignment.
+    a stub per problem and a blank answers.yaml, made from the course.
 
     \b
     Example:
@@ -359,7 +362,7 @@ def init(obj: Ctx, folder: Path, force: bool) -> None:
     """
     from ..starter import starter_files, write_starters
     try:
-        written = write_starters(starter_files(obj.assignment()), folder, force)
+        written = write_starters(starter_files(obj.course()), folder, force)
     except GraderError as exc:
         fail(exc)
     click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
@@ -393,29 +396,29 @@ def compile_(obj: Ctx, student: str | None) -> None:
 @main.command("list", context_settings=CONTEXT)
 @click.pass_obj
 def list_(obj: Ctx) -> None:
-    """List the problems with their points and case counts (stderr: which assignment, and why).
+    """List the problems with their points and case counts (stderr: which course, and why).
 
     \b
     Example:
       mha list
     """
     try:
-        assignment = obj.assignment()
+        course = obj.course()
     except GraderError as exc:
         fail(exc)
     root, reason = obj.located
-    click.echo(f"assignment: {root} ({reason})", err=True)
-    click.echo(assignment.title)
-    items = assignment.quiz.items if assignment.quiz else ()
-    width = max(len(x.id) for x in (*assignment.problems, *items))
-    for p in assignment.problems:
+    click.echo(f"course: {root} ({reason})", err=True)
+    click.echo(course.title)
+    items = course.quiz.items if course.quiz else ()
+    width = max(len(x.id) for x in (*course.problems, *items))
+    for p in course.problems:
         hidden = sum(c.hidden for c in p.cases)
         click.echo(f"  {p.id:<{width}}  {p.points:>4g} pts  {len(p.cases) - hidden} public / {hidden} hidden  {p.title}")
     if items:
-        click.echo(f"{assignment.quiz.title} (answers in answers.yaml)")
+        click.echo(f"{course.quiz.title} (answers in answers.yaml)")
     for i in items:
         click.echo(f"  {i.id:<{width}}  {i.points:>4g} pts  {i.visibility.value:<6} {i.kind.value:<16}  {i.title}")
-    click.echo(f"  total {assignment.max_score:g} points")
+    click.echo(f"  total {course.max_score:g} points")
 
 
 @main.command(context_settings=CONTEXT)
@@ -431,17 +434,17 @@ def show(obj: Ctx, problem: str, student: str | None) -> None:
       mha show count_routing_distributions --student s1234   # with that student's numbers
     """
     try:
-        assignment = obj.assignment()
-        known = [p.id for p in assignment.problems] + [i.id for i in (assignment.quiz.items if assignment.quiz else ())]
+        course = obj.course()
+        known = [p.id for p in course.problems] + [i.id for i in (course.quiz.items if course.quiz else ())]
         if problem not in known:
             raise SubmissionError(f"unknown problem {problem!r} (known: {', '.join(known)})")
         seed = obj.seed(student)
     except GraderError as exc:
         fail(exc)
-    from ..assignment.quiz import render_item
-    from ..assignment.render import render_problem
-    p = assignment.problem(problem)
-    text = render_problem(p, seed) if p is not None else render_item(assignment.quiz.item(problem), seed)
+    from ..course.quiz import render_item
+    from ..course.render import render_problem
+    p = course.problem(problem)
+    text = render_problem(p, seed) if p is not None else render_item(course.quiz.item(problem), seed)
     click.echo(text, nl=False)
 
 
@@ -462,9 +465,9 @@ def numbers(obj: Ctx, student: str, output: Path | None) -> None:
     Example:
       MHA_COURSE_SECRET=... mha numbers s1234 --output s1234.md
     """
-    from ..assignment.render import render_assignment
+    from ..course.render import render_assignment
     try:
-        text = render_assignment(obj.assignment(), obj.seed(student))
+        text = render_assignment(obj.course(), obj.seed(student))
         _emit(text, output)
     except GraderError as exc:
         fail(exc)

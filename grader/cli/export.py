@@ -1,6 +1,6 @@
-"""`mha export ...`: the assignment in the formats other platforms read.
+"""`mha export ...`: the course in the formats other platforms read.
 
-Thin wrappers: load the assignment, call one exporter of grader.exports, write its output
+Thin wrappers: load the course, call one exporter of grader.exports, write its output
 atomically. Errors are GraderErrors with their exit codes (grader.cli.commands' group prints them).
 """
 from __future__ import annotations
@@ -27,10 +27,10 @@ def _write(path: Path, data: str | bytes, private: bool = False) -> None:
 
 
 def _quiz(obj: Ctx):
-    assignment = obj.assignment()
-    if assignment.quiz is None:
-        raise SpecError(str(assignment.root / "assignment.yaml"), None, "this assignment has no quiz to export")
-    return assignment.quiz
+    course = obj.course()
+    if course.quiz is None:
+        raise SpecError(str(course.root / "assignment.yaml"), None, "this assignment has no quiz to export")
+    return course.quiz
 
 
 def _draw_options(command):
@@ -43,7 +43,7 @@ def _draw_options(command):
 
 @click.group(context_settings=CONTEXT)
 def export() -> None:
-    """Export the assignment for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
+    """Export the course for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
     Canvas, Moodle.
 
     \b
@@ -56,7 +56,7 @@ def export() -> None:
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_DIR, required=True, help="Folder to write tests/ and the master notebook into.")
 @click.option("--solutions", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The model answers (default: solutions/attention.py beside the assignment folder).")
+              help="The model answers (default: solutions/attention.py beside the course folder).")
 @click.pass_obj
 def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
     """Write otter-grader tests (one file per problem) and an `otter assign` master notebook.
@@ -71,12 +71,12 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
       mha export otter --out otter && cd otter && otter assign mha-exercises.ipynb dist
     """
     from ..exports import otter as exporter
-    assignment = obj.assignment()
-    solutions = solutions or assignment.root.parent / "solutions" / "attention.py"
+    course = obj.course()
+    solutions = solutions or course.root.parent / "solutions" / "attention.py"
     if not solutions.is_file():
         raise SubmissionError(f"{solutions}: no model answers there (give them with --solutions)")
     try:
-        written = exporter.write(out, assignment, solutions)
+        written = exporter.write(out, course, solutions)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
     tests = sum(p.parent == out / "tests" for p in written)
@@ -102,12 +102,12 @@ def notebook(obj: Ctx, out: Path) -> None:
     """
     from ..classroom.release import copy_models
     from ..exports import notebook as exporter
-    assignment = obj.assignment()
-    _write(out, exporter.render(assignment))
+    course = obj.course()
+    _write(out, exporter.render(course))
     if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in
         return
     try:
-        models = copy_models(assignment.root, out.parent)
+        models = copy_models(course.root, out.parent)
     except OSError as exc:
         raise InternalError(f"cannot write into {out.parent / 'models'}: {exc.strerror or exc}") from exc
     if models:
@@ -151,13 +151,13 @@ def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str
         --install-token-secret GRADER_TOKEN
     """
     from ..exports import github_classroom as exporter
-    assignment = obj.assignment()  # an invalid course is refused first (exit 3)
+    course = obj.course()  # an invalid course is refused first (exit 3)
     exporter.check_source(install, vendor_grader, token_secret)
     if grader_wheel is not None and grader_wheel.resolve().is_relative_to(out.resolve()):
         raise SubmissionError(f"--grader-wheel {grader_wheel} is inside the starter repository {out}: students "
                               "could read it there; give a folder outside it")
     try:
-        written = exporter.write(out, assignment, install=install, vendor_grader=vendor_grader,
+        written = exporter.write(out, course, install=install, vendor_grader=vendor_grader,
                                  token_secret=token_secret, fractional=fractional)
     except OSError as exc:
         raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
@@ -166,7 +166,7 @@ def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str
         click.echo(exporter.VENDOR_WARNING, err=True)
     if grader_wheel is not None:
         from ..exports import wheel
-        name, data = wheel.build(assignment.root)
+        name, data = wheel.build(course.root)
         _write(grader_wheel / name, data)
 
 
@@ -249,8 +249,8 @@ def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, draws: int
     """
     from ..exports import prairielearn as exporter
     python = _python_version(python)
-    assignment = obj.assignment()
-    files = exporter.build(assignment, _wheels(python), python, image=image, draws=draws, seed=seed)
+    course = obj.course()
+    files = exporter.build(course, _wheels(python), python, image=image, draws=draws, seed=seed)
     try:
         written = exporter.write(out, files)
     except OSError as exc:
@@ -289,14 +289,14 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     """
     import os
 
-    from ..assignment.seeds import course_secret
+    from ..course.seeds import course_secret
     from ..exports import gradescope as exporter
     python = _python_version(python)
-    assignment = obj.assignment()
+    course = obj.course()
     wheels = _wheels(python)
-    secret = course_secret(assignment.root, os.environ)
-    _write(out, exporter.build(assignment, secret, wheels, python, hidden=hidden_visibility),
+    secret = course_secret(course.root, os.environ)
+    _write(out, exporter.build(course, secret, wheels, python, hidden=hidden_visibility),
            private=secret is not None)
-    rubric = exporter.written_rubric(assignment)
+    rubric = exporter.written_rubric(course)
     if rubric:  # written items: graded by hand in Gradescope, with this rubric
         _write(out.with_name(out.stem + "-written-rubric.md"), rubric)

@@ -55,17 +55,17 @@ def new() -> None:
 @click.pass_obj
 def problem(obj: Ctx, problem_id: str) -> None:
     """Scaffold a problem on a new function ID: problems/ID.yaml (with its `function:` block),
-    the reference function in the course's code, a stub in attention.py beside the assignment,
+    the reference function in the course's code, a stub in attention.py in the course folder,
     and ID listed in assignment.yaml. Edit them, then `mha validate`.
 
     \b
     Example:
-      mha --exercises my-course new problem attention_entropy
+      mha --course my-course new problem attention_entropy
     """
     root, reason = obj.located
     try:
-        if reason == "packaged":  # never the assignment installed with the package
-            raise SubmissionError("no course here: give its folder with --exercises DIR (it may not exist yet)")
+        if reason == "packaged":  # never the course installed with the package
+            raise SubmissionError("no course here: give its folder with --course DIR (it may not exist yet)")
         written = scaffold(root, problem_id)
     except GraderError as exc:
         fail(exc)
@@ -74,15 +74,15 @@ def problem(obj: Ctx, problem_id: str) -> None:
 
 def scaffold(root: Path, problem_id: str) -> list[Path]:
     """Write the problem, reference and stub of `problem_id` into the course at `root`; returns the files changed."""
-    from ..assignment.course import CODE_KEY
-    from ..assignment.fields import load_mapping
+    from ..course.code import CODE_KEY
+    from ..course.fields import load_mapping
     from ..paths import SUBMISSION_NAME
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", problem_id):
         raise SubmissionError(f"{problem_id!r}: a problem id is a Python function name in lower case, like "
                               "attention_entropy")
     root = Path(root)
     listing = root / "assignment.yaml"
-    if not listing.is_file():  # a course from nothing: its assignment.yaml too
+    if not listing.is_file():  # a course from nothing: its course.yaml too
         root.mkdir(parents=True, exist_ok=True)
         listing.write_text(f"title: {root.resolve().name}\n{CODE_KEY}: course.py\nproblems: []\n", encoding="utf-8")
     problem_file = root / "problems" / f"{problem_id}.yaml"

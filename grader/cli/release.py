@@ -29,10 +29,10 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     """
     from ..classroom.release import read_roster, release as run_release
     try:
-        assignment = obj.assignment()
         course = obj.course()
-        students = read_roster(roster, course.seed_key) if roster else []
-        written = run_release(assignment, out, students, course.secret, course.seed_key)
+        settings = obj.settings()
+        students = read_roster(roster, settings.seed_key) if roster else []
+        written = run_release(course, out, students, settings.secret, settings.seed_key)
     except GraderError as exc:
         fail(exc)
     except OSError as exc:

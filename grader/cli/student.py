@@ -41,7 +41,7 @@ def _index() -> dict:
 def load(student: str | None, own_numbers: bool = True):
     """The fixtures of `student` (the default numbers without one), and their folder. `own_numbers`:
     when every student has their own numbers, a command that shows or checks them needs the id."""
-    from ..assignment.seeds import student_token
+    from ..course.seeds import student_token
     from ..grading.fixtures import Fixtures
     student = student if student and student.strip() else None
     index, folder = _index(), _fixtures_folder()

@@ -1,6 +1,6 @@
-"""Exports: the assignment and its quiz in the formats other platforms read.
+"""Exports: the course and its quiz in the formats other platforms read.
 
-One module per target, each a pure function of the loaded assignment (or quiz) that returns
+One module per target, each a pure function of the loaded course (or quiz) that returns
 text or bytes, or writes one output: the same input always gives byte-identical files.
 
 - `otter`: otter-grader exception-format tests and an `otter assign` master notebook

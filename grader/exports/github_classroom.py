@@ -44,7 +44,7 @@ from pathlib import Path
 
 import yaml
 
-from ..assignment.model import Assignment
+from ..course.model import Course
 from ..errors import SpecError, SubmissionError
 
 __all__ = ["WORKFLOW_PATH", "VENDOR", "check_source", "steps", "render", "write"]
@@ -110,11 +110,11 @@ def check_source(install: str | None, vendor_grader: bool = False, token_secret:
                               f"'git+https://x-access-token:${token_secret}@github.com/ORG/REPO.git'")
 
 
-def steps(assignment: Assignment) -> list[tuple[str, str, float]]:
+def steps(course: Course) -> list[tuple[str, str, float]]:
     """(step id, name, max score) of every problem and automatically graded quiz item, in assignment
     order (written items are graded by hand, outside GitHub Classroom's points)."""
-    items = tuple(i for i in assignment.quiz.items if not i.manual) if assignment.quiz else ()
-    return [(p.id, f"{p.id}: {p.title}", p.points) for p in assignment.problems] + \
+    items = tuple(i for i in course.quiz.items if not i.manual) if course.quiz else ()
+    return [(p.id, f"{p.id}: {p.title}", p.points) for p in course.problems] + \
            [(i.id, f"{i.id}: {i.title}", i.points) for i in items]
 
 
@@ -135,7 +135,7 @@ def vendored_install() -> str:
     return " ".join([f"./{VENDOR}/{wheel.filename()}", *pins])
 
 
-def render(assignment: Assignment, *, install: str, token_secret: str | None = None, fractional: bool = True,
+def render(course: Course, *, install: str, token_secret: str | None = None, fractional: bool = True,
            python: str = "3.11", timeout_minutes: int = 5) -> str:
     """The workflow as YAML text. `install`: the pip arguments that install the grader, as bash
     reads them (so `$NAME` is expanded); `token_secret`: the secret given to that step alone as
@@ -149,11 +149,11 @@ def render(assignment: Assignment, *, install: str, token_secret: str | None = N
         {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
         install_step,
     ]
-    runners = steps(assignment)
+    runners = steps(course)
     if not fractional:
         partial = [step_id for step_id, _, points in runners if not float(points).is_integer()]
         if partial:
-            path = str(assignment.root / "assignment.yaml")
+            path = str(course.root / "assignment.yaml")
             raise SpecError(path, None, f"GitHub Classroom's command grader counts whole points only; "
                                         f"{', '.join(partial)} have fractional points (export without --all-or-nothing)")
     for step_id, name, points in runners:
@@ -181,12 +181,12 @@ def render(assignment: Assignment, *, install: str, token_secret: str | None = N
             "steps": job_steps,
         }},
     }
-    head = (f"# GitHub Classroom autograding for {assignment.title!r}, exported by `mha export github-classroom`"
+    head = (f"# GitHub Classroom autograding for {course.title!r}, exported by `mha export github-classroom`"
             f"{'' if fractional else ' --all-or-nothing'}.\n")
     return head + yaml.dump(workflow, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
-def write(out: Path, assignment: Assignment, *, install: str | None = None, vendor_grader: bool = False,
+def write(out: Path, course: Course, *, install: str | None = None, vendor_grader: bool = False,
           token_secret: str | None = None, fractional: bool = True) -> list[Path]:
     """The starter repository: what `mha release` gives a student, the workflow, and with
     `vendor_grader` the whole grader's wheel in .mha/; returns the paths written. Refuses
@@ -203,17 +203,17 @@ def write(out: Path, assignment: Assignment, *, install: str | None = None, vend
     bundle: dict[Path, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="mha-starter-") as folder:
         student = Path(folder) / "student"
-        write_student(assignment, student, [], None)  # the default numbers: one starter repository for everyone
+        write_student(course, student, [], None)  # the default numbers: one starter repository for everyone
         for path in sorted(student.rglob("*")):
             if path.is_file():
                 bundle[out / path.relative_to(student)] = path.read_bytes()
     files: dict[Path, str | bytes] = dict(bundle)
     files[out / "README.md"] = bundle[out / "README.md"].decode("utf-8").rstrip("\n") + "\n" + README_GRADING
     files[out / ".gitignore"] = GITIGNORE
-    files[out / WORKFLOW_PATH] = render(assignment, install=install.strip() if install else vendored_install(),
+    files[out / WORKFLOW_PATH] = render(course, install=install.strip() if install else vendored_install(),
                                         token_secret=token_secret, fractional=fractional)
     if vendor_grader:
-        name, data = wheel.build(assignment.root)
+        name, data = wheel.build(course.root)
         files[out / VENDOR / name] = data
     for path, content in files.items():
         write_atomically(path, content)

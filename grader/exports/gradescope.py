@@ -2,7 +2,7 @@
 
 The zip holds `wheels/` (this grader as a wheel, built from the running package by `wheel.py`,
 and its dependencies and pip, pinned to the versions installed here, for one Python version on
-Linux x86_64: `wheelhouse.py`), `exercises/` (the assignment with its hidden cases, and
+Linux x86_64: `wheelhouse.py`), `exercises/` (the course with its hidden cases, and
 course.yaml when a course secret is known), setup.sh and run_autograder. setup.sh builds the
 image with no network: a virtual environment made without ensurepip, then pip (run from its
 wheel) installs everything from `wheels/` with `--no-index`; it stops with a clear message when
@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..assignment.model import Assignment
+from ..course.model import Course
 from .archive import zip_bytes
 
 __all__ = ["HIDDEN_CHOICES", "SETUP", "RUN", "build", "written_rubric"]
@@ -47,7 +47,7 @@ fi
 "$ROOT/venv/bin/python" "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
   --no-index --find-links "$SOURCE/wheels" {requirements}
 # Every case of the default seed prepared now, in the image: each cold grade reads it.
-"$ROOT/venv/bin/mha" --exercises "$SOURCE/exercises" compile
+"$ROOT/venv/bin/mha" --course "$SOURCE/exercises" compile
 # The source holds the reference, the hidden cases and the course secret: root only.
 chmod -R go-rwx "$SOURCE"
 """
@@ -60,7 +60,7 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 MHA="${MHA_BIN:-$ROOT/venv/bin/mha}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
-"$MHA" --exercises "$ROOT/source/exercises" grade "$ROOT/submission" \\
+"$MHA" --course "$ROOT/source/exercises" grade "$ROOT/submission" \\
   --format gradescope --output "$RESULTS" --gradescope-metadata "$ROOT/submission_metadata.json" \\
   --hidden-visibility HIDDEN_VISIBILITY
 status=$?
@@ -79,9 +79,9 @@ exit 0
 HIDDEN_CHOICES = ("after_due_date", "hidden")
 
 
-def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes], python: str,
+def build(course: Course, secret: str | None, wheels: Mapping[str, bytes], python: str,
           hidden: str = "after_due_date") -> bytes:
-    """The autograder zip, byte-identical for the same assignment, secret and wheels.
+    """The autograder zip, byte-identical for the same course, secret and wheels.
 
     `wheels`: {file name: bytes} of the dependencies and pip for CPython `python` ("3.11") on
     Linux x86_64 (`wheelhouse.download`); this grader's own wheel is added here. `hidden`: the
@@ -95,11 +95,11 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
     pip = pip_wheel(wheels)
     with tempfile.TemporaryDirectory(prefix="mha-gradescope-") as tmp:
         bundle = Path(tmp) / "autograder"
-        write_autograder(assignment, bundle, secret)
+        write_autograder(course, bundle, secret)
         exercises = bundle / "exercises"
         files: dict[str, str | bytes] = {str(p.relative_to(bundle)): p.read_bytes()
                                          for p in sorted(exercises.rglob("*")) if p.is_file()}
-    own, data = wheel.build(assignment.root)
+    own, data = wheel.build(course.root)
     all_wheels = {**wheels, own: data}
     files.update({f"wheels/{name}": content for name, content in all_wheels.items()})
     requirements = offline_requirements(wheels, own)
@@ -108,13 +108,13 @@ def build(assignment: Assignment, secret: str | None, wheels: Mapping[str, bytes
     return zip_bytes(files, executable=("setup.sh", "run_autograder"), stored=[f"wheels/{n}" for n in all_wheels])
 
 
-def written_rubric(assignment: Assignment) -> str:
+def written_rubric(course: Course) -> str:
     """Markdown for the instructor: each written item's prompt and rubric, to grade by hand in
     Gradescope (a manually graded question per item); "" when the quiz has none."""
-    items = [i for i in assignment.quiz.items if i.manual] if assignment.quiz else []
+    items = [i for i in course.quiz.items if i.manual] if course.quiz else []
     if not items:
         return ""
-    lines = [f"# {assignment.title}: written answers, graded by hand", "",
+    lines = [f"# {course.title}: written answers, graded by hand", "",
              "The autograder records each student's text in the test named after the item (0 of 0 points) and",
              "never scores it. In Gradescope, enable manual grading and add one question per item below, with",
              "its points and rubric.", ""]

@@ -24,8 +24,8 @@ from __future__ import annotations
 from decimal import Decimal
 from xml.etree import ElementTree as ET
 
-from ..assignment.model import MAX_WRITTEN, Quiz, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Draw, draw
+from ..course.model import MAX_WRITTEN, Quiz, QuizItem, QuizKind
+from ..course.quiz import DEFAULT_SEED, Draw, draw
 from ..grading.scoring import choice_fraction, numeric_range
 from .markup import to_html
 from .qti import draw_seeds, rubric_html

@@ -1,7 +1,7 @@
 """The student notebook: each problem's prompt as Markdown, a stub cell, and a check cell.
 
 Built with nbformat (imported here only). Cell ids are derived from the problem ids, so the
-same assignment always gives a byte-identical notebook. The check cells are tagged
+same course always gives a byte-identical notebook. The check cells are tagged
 `mha-check`; they call `grader.notebook.check`, which runs `mha check` on the cells run so far.
 After the problems comes the concept quiz: per item its prompt and choices, and a raw cell tagged
 `mha-answers` holding the item's answers.yaml line, for the student to fill in. `mha grade
@@ -9,7 +9,7 @@ NOTEBOOK.ipynb` grades the saved notebook's definitions and, from those cells, i
 """
 from __future__ import annotations
 
-from ..assignment.model import Assignment
+from ..course.model import Course
 from ..grading.notebook import ANSWERS_TAG, CHECK_TAG
 from .pysource import split_module, stub, student_module
 
@@ -47,7 +47,7 @@ def _quiz_cells(quiz, seed: int) -> list:
     """The quiz: an intro, then per item its Markdown prompt and its answer cell (raw, tagged)."""
     from nbformat.v4 import new_markdown_cell, new_raw_cell
 
-    from ..assignment.quiz import ANSWER_FORMS, draw
+    from ..course.quiz import ANSWER_FORMS, draw
     forms = "; ".join(sorted(set(ANSWER_FORMS.values())))
     cells = [_cell(new_markdown_cell, QUIZ_INTRO.format(title=quiz.title, forms=forms).rstrip(), "quiz-intro")]
     for item in quiz.items:
@@ -61,18 +61,18 @@ def _quiz_cells(quiz, seed: int) -> list:
     return cells
 
 
-def render(assignment: Assignment, seed: int | None = None) -> str:
+def render(course: Course, seed: int | None = None) -> str:
     """The notebook as JSON text (nbformat 4), for the seed `seed` (default: the default one)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from ..assignment.quiz import DEFAULT_SEED
-    from ..assignment.render import render_prompt
+    from ..course.quiz import DEFAULT_SEED
+    from ..course.render import render_prompt
     seed = DEFAULT_SEED if seed is None else seed
-    module = split_module(student_module(assignment))  # stubs made from the course, never the instructor's code
-    cells = [_cell(new_markdown_cell, INTRO.format(title=assignment.title).rstrip(), "intro"),
+    module = split_module(student_module(course))  # stubs made from the course, never the instructor's code
+    cells = [_cell(new_markdown_cell, INTRO.format(title=course.title).rstrip(), "intro"),
              _cell(new_code_cell, module.imports if module and module.imports else "import numpy as np", "imports")]
-    for problem in assignment.problems:
+    for problem in course.problems:
         fn = problem.function
         prompt = render_prompt(problem, seed).rstrip()
         cells.append(_cell(new_markdown_cell, f"## {problem.title} ({problem.points:g} points)\n\n"
@@ -81,12 +81,12 @@ def render(assignment: Assignment, seed: int | None = None) -> str:
         cells.append(_cell(new_code_cell, code or stub(fn), f"{problem.id}-code"))
         cells.append(_cell(new_code_cell, f"from grader.notebook import check\ncheck({problem.id!r})",
                            f"{problem.id}-check", (CHECK_TAG,)))
-    if assignment.quiz is not None:
-        cells += _quiz_cells(assignment.quiz, seed)
+    if course.quiz is not None:
+        cells += _quiz_cells(course.quiz, seed)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
-        "mha": {"assignment": assignment.title, "problems": [p.id for p in assignment.problems]},
+        "mha": {"assignment": course.title, "problems": [p.id for p in course.problems]},
     })
     nbformat.validate(nb)
     return nbformat.writes(nb) + "\n"

@@ -9,7 +9,7 @@
                                 item; a multiple-answers item is one test per true statement, so
                                 its partial credit with penalty comes out as `mha grade`'s
     OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
-    OUT/<wheel>                 this grader as a wheel, the assignment packaged in it (`wheel.py`),
+    OUT/<wheel>                 this grader as a wheel, the course packaged in it (`wheel.py`),
                                 for the autograder only (`autograder_files`)
     OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
                                 cases; the public cases' expected answers precomputed), given to
@@ -26,7 +26,7 @@ function with this package's own checks, and every quiz test `check_answer`, whi
 answer with `mha grade`'s rule, so otter's per-problem and per-item scores equal `mha grade`'s
 (for the default seed). The configuration declares the requirements and ships the wheel to the
 autograder only (`autograder_files`), so otter's environment, built from them, has the grader
-and its assignment without this repository. Test code holds no inputs or expected values, so
+and its course without this repository. Test code holds no inputs or expected values, so
 nothing hidden leaks through otter's feedback.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ import ast
 import re
 from pathlib import Path
 
-from ..assignment.model import Assignment, Case, Problem, Quiz, QuizItem, QuizKind
+from ..course.model import Case, Course, Problem, Quiz, QuizItem, QuizKind
 from ..errors import InternalError, SpecError
 from ..paths import write_atomically
 from .pysource import split_module, stub, student_module
@@ -91,9 +91,9 @@ def test_file(problem: Problem) -> str:
     return "\n".join(parts)
 
 
-def quiz_items(assignment: Assignment) -> list[QuizItem]:
+def quiz_items(course: Course) -> list[QuizItem]:
     """The quiz items otter grades: all but the written ones (graded by hand, outside otter)."""
-    return [i for i in assignment.quiz.items if not i.manual] if assignment.quiz else []
+    return [i for i in course.quiz.items if not i.manual] if course.quiz else []
 
 
 def quiz_cases(item: QuizItem) -> list[tuple[int, float, str]]:
@@ -146,8 +146,8 @@ STUDENT_SETUP = ("Before you start, install the checking tools once, in the fold
                  "checks one problem on its public cases.")
 
 
-def _model_files(assignment: Assignment) -> list[Path]:
-    return sorted((assignment.root / MODELS).glob("*.npz"))
+def _model_files(course: Course) -> list[Path]:
+    return sorted((course.root / MODELS).glob("*.npz"))
 
 
 def requirements() -> str:
@@ -162,11 +162,11 @@ def requirements() -> str:
     return "\n".join(["--find-links=.", "--find-links=files", own, *pins]) + "\n"
 
 
-def _config(assignment: Assignment) -> str:
+def _config(course: Course) -> str:
     from .. import distribution as installed
     from . import wheel
-    name = re.sub(r"[^0-9a-z]+", "-", assignment.title.lower()).strip("-")[:60] or "mha-exercises"
-    models = f"  - {MODELS}\n" if _model_files(assignment) else ""
+    name = re.sub(r"[^0-9a-z]+", "-", course.title.lower()).strip("-")[:60] or "mha-exercises"
+    models = f"  - {MODELS}\n" if _model_files(course) else ""
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             f"requirements: {REQUIREMENTS}\n"
@@ -184,7 +184,7 @@ def _quiz_cells(add, item: QuizItem) -> None:
     variable named after the item (the key marked `# SOLUTION`), and its tests."""
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-    from ..assignment.quiz import DEFAULT_SEED, answer_key, draw
+    from ..course.quiz import DEFAULT_SEED, answer_key, draw
     from ..starter import ANSWER_FORMS
     v = draw(item, DEFAULT_SEED)
     key = answer_key(Quiz(title="", items=(item,)), DEFAULT_SEED)[item.id]
@@ -205,16 +205,16 @@ def _quiz_cells(add, item: QuizItem) -> None:
     add(new_raw_cell, "# END QUESTION", f"{item.id}-end")
 
 
-def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
+def master_notebook(course: Course, solutions_path: Path) -> str:
     """The `otter assign` master notebook as JSON text: config, then per problem its prompt,
     the stub with the model answer marked as solution, and its test cells."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-    from ..assignment.quiz import DEFAULT_SEED
-    from ..assignment.render import render_prompt
+    from ..course.quiz import DEFAULT_SEED
+    from ..course.render import render_prompt
     solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
-    stubs = split_module(student_module(assignment))  # made from the course, never the instructor's code
+    stubs = split_module(student_module(course))  # made from the course, never the instructor's code
     cells = []
 
     def add(kind, source: str, cell_id: str) -> None:
@@ -222,10 +222,10 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
         cell["id"] = cell_id
         cells.append(cell)
 
-    add(new_raw_cell, _config(assignment), "config")
-    add(new_markdown_cell, f"# {assignment.title}\n\n{STUDENT_SETUP}", "title")
+    add(new_raw_cell, _config(course), "config")
+    add(new_markdown_cell, f"# {course.title}\n\n{STUDENT_SETUP}", "title")
     add(new_code_cell, solutions.imports or "import numpy as np", "imports")
-    for problem in assignment.problems:
+    for problem in course.problems:
         fn = problem.function
         add(new_raw_cell, f"# BEGIN QUESTION\nname: {problem.id}", f"{problem.id}-begin")
         add(new_markdown_cell, f"## {problem.title} ({problem.points:g} points)\n\n`{fn.signature}`\n\n"
@@ -243,7 +243,7 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
             add(new_code_cell, config + body.rstrip("\n"), f"{problem.id}-test-{i}")
         add(new_raw_cell, "# END TESTS", f"{problem.id}-tests-end")
         add(new_raw_cell, "# END QUESTION", f"{problem.id}-end")
-    for item in quiz_items(assignment):
+    for item in quiz_items(course):
         _quiz_cells(add, item)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
@@ -253,27 +253,27 @@ def master_notebook(assignment: Assignment, solutions_path: Path) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def write(out: Path, assignment: Assignment, solutions: Path) -> list[Path]:
+def write(out: Path, course: Course, solutions: Path) -> list[Path]:
     """Write the test files and the master notebook into `out`; returns the paths written."""
     out = Path(out)
     written = []
-    for problem in assignment.problems:
+    for problem in course.problems:
         path = out / "tests" / f"{problem.id}.py"
         write_atomically(path, test_file(problem))
         written.append(path)
-    for item in quiz_items(assignment):
+    for item in quiz_items(course):
         path = out / "tests" / f"{item.id}.py"
         write_atomically(path, quiz_test_file(item))
         written.append(path)
     from . import wheel
-    name, data = wheel.build(assignment.root)
+    name, data = wheel.build(course.root)
     write_atomically(out / name, data)
-    student, data = wheel.build_student(assignment)
+    student, data = wheel.build_student(course)
     write_atomically(out / student, data)
     write_atomically(out / REQUIREMENTS, requirements())
     from ..classroom.release import copy_models
-    written += copy_models(assignment.root, out)
+    written += copy_models(course.root, out)
     written += [out / student, out / name, out / REQUIREMENTS]
     path = out / NOTEBOOK_NAME
-    write_atomically(path, master_notebook(assignment, solutions))
+    write_atomically(path, master_notebook(course, solutions))
     return written + [path]

@@ -19,7 +19,7 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   a written item is a `pl-rich-text-editor` graded by hand (`manualPoints` in the assessment),
   its rubric in `pl-manual-grading-only` (shown to graders, never to students);
 - `serverFilesCourse/mha/`: the grader's wheel, its dependencies pinned as the Gradescope export
-  pins them (`wheelhouse.py`), the assignment (`exercises/`, hidden cases included) and `grade.sh`,
+  pins them (`wheelhouse.py`), the assignment (`exercises/`, the course with its hidden cases) and `grade.sh`,
   the entry point: it installs the wheels offline into a fresh virtual environment and runs
   `mha grade --format prairielearn` on `/grade/student`, writing `/grade/results/results.json`.
 
@@ -40,8 +40,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import MAX_WRITTEN, Assignment, Problem, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Draw, draw
+from ..course.model import MAX_WRITTEN, Course, Problem, QuizItem, QuizKind
+from ..course.quiz import DEFAULT_SEED, Draw, draw
 from ..grading.scoring import numeric_range
 from .markup import to_html
 from .qti import draw_seeds
@@ -97,7 +97,7 @@ if [ -z "$MHA" ]; then
 fi
 PROBLEM=$(tr -cd 'a-z0-9_' < "$ROOT/tests/problem")
 # data.json's params name the seed (server.py drew it from PrairieLearn's variant_seed)
-MHA_CACHE_DIR="$WORK/cache" "$MHA" --exercises "$HERE/exercises" grade "$ROOT/student" \\
+MHA_CACHE_DIR="$WORK/cache" "$MHA" --course "$HERE/exercises" grade "$ROOT/student" \\
   --problem "$PROBLEM" --format prairielearn --output "$RESULTS" --total-timeout {total} \\
   --prairielearn-data "$ROOT/data/data.json"
 [ -s "$RESULTS" ] || not_graded "mha exited without writing results.json"
@@ -146,7 +146,7 @@ def quiz_qid(item: QuizItem) -> str:
 def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
     """`count` seeds from `seed` on; for a problem with params, seeds whose numbers differ
     (fewer if the problem has fewer)."""
-    from ..assignment import generators as gen
+    from ..course import generators as gen
     if not problem.params:
         return list(range(seed, seed + count))
     seeds, seen = [], set()
@@ -160,12 +160,12 @@ def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
     return seeds
 
 
-def _code_question(assignment: Assignment, problem: Problem, stubs: str, image: str, draws: int,
+def _code_question(course: Course, problem: Problem, stubs: str, image: str, draws: int,
                    seed: int) -> dict[str, str]:
-    from ..assignment.render import render_prompt
+    from ..course.render import render_prompt
     table = [{"params": {"prompt": to_html(render_prompt(problem, s)), SEED_PARAM: s}}
              for s in code_seeds(problem, draws, seed)]
-    info = {"uuid": _uid(assignment.title, "problem", problem.id), "title": problem.title,
+    info = {"uuid": _uid(course.title, "problem", problem.id), "title": problem.title,
             "topic": "Multi-head attention", "tags": ["mha", "code"], "type": "v3",
             "gradingMethod": "External",
             "externalGradingOptions": {"enabled": True, "image": image, "entrypoint": ENTRY_POINT,
@@ -209,11 +209,11 @@ def _draw_data(v: Draw) -> dict:
     return data
 
 
-def _written_question(assignment: Assignment, item: QuizItem) -> dict[str, str]:
+def _written_question(course: Course, item: QuizItem) -> dict[str, str]:
     """A written item: a rich-text answer graded by hand (the assessment gives it manualPoints only),
     with the rubric inside pl-manual-grading-only, which graders see and students never do."""
     from .qti import rubric_html
-    info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
+    info = {"uuid": _uid(course.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
             "tags": ["mha", "quiz", item.kind.value], "type": "v3", "singleVariant": True}
     page = f"""<pl-question-panel>
 <h3>{_inert(html.escape(item.title))} ({item.points:g} points, graded by hand)</h3>
@@ -235,11 +235,11 @@ def _written_question(assignment: Assignment, item: QuizItem) -> dict[str, str]:
     return {f"{base}/info.json": _json(info), f"{base}/question.html": page}
 
 
-def _quiz_question(assignment: Assignment, item: QuizItem, draws: int, seed: int) -> dict[str, str]:
+def _quiz_question(course: Course, item: QuizItem, draws: int, seed: int) -> dict[str, str]:
     seeds = draw_seeds(item, draws, seed) if item.params else [seed]
     table = [_draw_data(draw(item, s)) for s in seeds]
     first = draw(item, seeds[0])
-    info = {"uuid": _uid(assignment.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
+    info = {"uuid": _uid(course.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
             "tags": ["mha", "quiz", item.kind.value, item.visibility.value], "type": "v3"}
     hidden = item.hidden
     badge = ' hide-score-badge="true"' if hidden else ""
@@ -271,16 +271,16 @@ def _quiz_question(assignment: Assignment, item: QuizItem, draws: int, seed: int
 
 # ------------------------------------------------------------------ the course
 
-def _course(assignment: Assignment) -> dict[str, str]:
-    problems = [{"id": p.id, "points": p.points} for p in assignment.problems]
+def _course(course: Course) -> dict[str, str]:
+    problems = [{"id": p.id, "points": p.points} for p in course.problems]
     items = [{"id": quiz_qid(i), "manualPoints" if i.manual else "points": i.points}
-             for i in assignment.quiz.items] if assignment.quiz else []
+             for i in course.quiz.items] if course.quiz else []
     zones = [{"title": "Code", "questions": problems}]
     if items:
         zones.append({"title": "Concept quiz", "questions": items})
     return {
         "infoCourse.json": _json({
-            "uuid": _uid(assignment.title, "course"), "name": "MHA", "title": assignment.title,
+            "uuid": _uid(course.title, "course"), "name": "MHA", "title": course.title,
             "topics": [{"name": "Multi-head attention", "color": "blue3",
                         "description": "Exercises and a concept quiz on multi-head attention."}],
             "assessmentSets": [{"abbreviation": "HW", "name": "Homework", "heading": "Homework", "color": "green1"}],
@@ -288,27 +288,27 @@ def _course(assignment: Assignment) -> dict[str, str]:
                                                              "multiple_answers", "written", "public",
                                                              "hidden")]}),
         f"courseInstances/{INSTANCE}/infoCourseInstance.json": _json({
-            "uuid": _uid(assignment.title, "instance"), "longName": assignment.title,
+            "uuid": _uid(course.title, "instance"), "longName": course.title,
             "allowAccess": [{"startDate": "2026-01-01T00:00:00", "endDate": "2030-12-31T23:59:59"}]}),
         f"courseInstances/{INSTANCE}/assessments/{ASSESSMENT}/infoAssessment.json": _json({
-            "uuid": _uid(assignment.title, "assessment"), "type": "Homework", "title": assignment.title,
+            "uuid": _uid(course.title, "assessment"), "type": "Homework", "title": course.title,
             "set": "Homework", "number": "1", "zones": zones}),
     }
 
 
-def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: str) -> dict[str, str | bytes]:
-    """serverFilesCourse/mha: the wheels, the assignment and grade.sh, as the Gradescope zip holds them."""
+def _server_files(course: Course, wheels: Mapping[str, bytes], python: str) -> dict[str, str | bytes]:
+    """serverFilesCourse/mha: the wheels, the course and grade.sh, as the Gradescope zip holds them."""
     from ..classroom.release import write_autograder
     from . import wheel
     from .wheelhouse import offline_requirements, pip_wheel
     pip = pip_wheel(wheels)
     with tempfile.TemporaryDirectory(prefix="mha-prairielearn-") as tmp:
         bundle = Path(tmp) / "autograder"
-        write_autograder(assignment, bundle, None)
+        write_autograder(course, bundle, None)
         files: dict[str, str | bytes] = {
             f"serverFilesCourse/mha/{p.relative_to(bundle).as_posix()}": p.read_bytes()
             for p in sorted((bundle / "exercises").rglob("*")) if p.is_file()}
-    own, data = wheel.build(assignment.root)
+    own, data = wheel.build(course.root)
     for name, content in {**wheels, own: data}.items():
         files[f"serverFilesCourse/mha/wheels/{name}"] = content
     requirements = offline_requirements(wheels, own)
@@ -317,25 +317,25 @@ def _server_files(assignment: Assignment, wheels: Mapping[str, bytes], python: s
     return files
 
 
-def build(assignment: Assignment, wheels: Mapping[str, bytes], python: str, *, image: str = IMAGE,
+def build(course: Course, wheels: Mapping[str, bytes], python: str, *, image: str = IMAGE,
           draws: int = 10, seed: int = DEFAULT_SEED) -> dict[str, str | bytes]:
     """The course folder as {relative path: content}; the same inputs give the same files.
 
     `wheels`: the dependencies and pip for CPython `python` on Linux x86_64 (`wheelhouse.download`);
     `draws`: how many precomputed draws each quiz item with params offers."""
     from ..paths import SUBMISSION_NAME
-    stubs_path = assignment.root / SUBMISSION_NAME
+    stubs_path = course.root / SUBMISSION_NAME
     stubs = stubs_path.read_text(encoding="utf-8") if stubs_path.is_file() else ""
     if not stubs:
         from .pysource import stub
-        stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in assignment.problems) + "\n"
-    files: dict[str, str | bytes] = dict(_course(assignment))
-    for problem in assignment.problems:
-        files.update(_code_question(assignment, problem, stubs, image, draws, seed))
-    for item in assignment.quiz.items if assignment.quiz else ():
-        files.update(_written_question(assignment, item) if item.manual else
-                     _quiz_question(assignment, item, draws, seed))
-    files.update(_server_files(assignment, wheels, python))
+        stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in course.problems) + "\n"
+    files: dict[str, str | bytes] = dict(_course(course))
+    for problem in course.problems:
+        files.update(_code_question(course, problem, stubs, image, draws, seed))
+    for item in course.quiz.items if course.quiz else ():
+        files.update(_written_question(course, item) if item.manual else
+                     _quiz_question(course, item, draws, seed))
+    files.update(_server_files(course, wheels, python))
     return files
 
 

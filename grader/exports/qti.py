@@ -25,8 +25,8 @@ import html
 from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
-from ..assignment.model import Quiz, QuizItem, QuizKind
-from ..assignment.quiz import DEFAULT_SEED, Draw, draw
+from ..course.model import Quiz, QuizItem, QuizKind
+from ..course.quiz import DEFAULT_SEED, Draw, draw
 from ..errors import SpecError
 from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
@@ -280,7 +280,7 @@ def _meta(quiz: Quiz, assessment_id: str, points: float) -> ET.Element:
                 ("module_locked", "false")]
     for tag, text in settings:
         _sub(quiz_el, tag, text)
-    assignment = _sub(quiz_el, "assignment", identifier=assessment_id.replace("assessment", "assignment"))
+    course = _sub(quiz_el, "assignment", identifier=assessment_id.replace("assessment", "assignment"))
     for tag, text in [("title", quiz.title), ("due_at", None), ("lock_at", None), ("unlock_at", None),
                       ("module_locked", "false"), ("workflow_state", "unpublished"), ("assignment_overrides", ""),
                       ("quiz_identifierref", assessment_id), ("allowed_extensions", ""),
@@ -295,8 +295,8 @@ def _meta(quiz: Quiz, assessment_id: str, points: float) -> ET.Element:
                       ("grader_comments_visible_to_graders", "true"), ("anonymous_grading", "false"),
                       ("graders_anonymous_to_graders", "false"), ("grader_names_visible_to_final_grader", "true"),
                       ("anonymous_instructor_annotations", "false")]:
-        _sub(assignment, tag, text)
-    _sub(_sub(assignment, "post_policy"), "post_manually", "false")
+        _sub(course, tag, text)
+    _sub(_sub(course, "post_policy"), "post_manually", "false")
     _sub(quiz_el, "assignment_group_identifierref", assessment_id.replace("assessment", "assignment-group"))
     _sub(quiz_el, "assignment_overrides", "")
     return quiz_el

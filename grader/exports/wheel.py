@@ -1,9 +1,9 @@
 """A wheel of this grader, built from the running package: what exports ship so that a
 platform installs exactly this grader, offline, without this repository or a package index.
 
-`build(assignment_root)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
-every file of the installed `grader` package (no caches, no packaged assignment of its own),
-the assignment at `assignment_root` as the packaged one (`grader/_assignment`, with its course
+`build(course_root)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
+every file of the installed `grader` package (no caches, no packaged course of its own),
+the course at `course_root` as the packaged one (`grader/_course`, with its course
 code; course.yaml left out: a secret never goes into a package; so are the instructor's own
 attention.py and answers.yaml, which may hold the answers), and the dist-info pip needs (METADATA with the light
 dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a checkout and from an
@@ -13,7 +13,7 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
 no reference, no bugs (its known-wrong implementations), no loader, no quiz key) and the otter
-checks, no assignment, and the default seed's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
+checks, no course, and the default seed's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ __all__ = ["DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "me
 # What the student wheel holds beyond the student bundle's modules: what the otter tests call.
 STUDENT_EXTRA = ("grading/otter_checks.py",)
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
-_SKIP = {"__pycache__", "_assignment"}
+_SKIP = {"__pycache__", "_course"}
 
 
 def _version() -> str:
@@ -98,23 +98,23 @@ def _wheel(version: str, files: dict[str, bytes], scripts: bool) -> tuple[str, b
     return filename(version), zip_bytes(files)
 
 
-def build(assignment_root: Path) -> tuple[str, bytes]:
-    """(file name, wheel bytes) of the grader with `assignment_root` as its packaged assignment."""
+def build(course_root: Path) -> tuple[str, bytes]:
+    """(file name, wheel bytes) of the grader with `course_root` as its packaged course."""
     files = _package_files(PACKAGE, "grader", _SKIP)
     # the instructor's own attention.py and answers.yaml may hold the answers: `mha init` makes students' from the course
-    files.update(_package_files(Path(assignment_root), "grader/_assignment",
+    files.update(_package_files(Path(course_root), "grader/_course",
                                 {"__pycache__", "course.yaml", "attention.py", "answers.yaml"}))
     return _wheel(_version(), files, scripts=True)
 
 
-def build_student(assignment) -> tuple[str, bytes]:
-    """(file name, wheel bytes) of the student package: pruned, no assignment, public fixtures."""
+def build_student(course) -> tuple[str, bytes]:
+    """(file name, wheel bytes) of the student package: pruned, no course, public fixtures."""
     import json
 
-    from ..assignment.quiz import DEFAULT_SEED
     from ..classroom.release import student_package
+    from ..course.quiz import DEFAULT_SEED
     from ..grading.fixtures import build as build_fixtures
     files = {f"grader/{name}": data for name, data in sorted(student_package(STUDENT_EXTRA).items())}
-    fixtures = build_fixtures(assignment, DEFAULT_SEED, "default")
+    fixtures = build_fixtures(course, DEFAULT_SEED, "default")
     files[f"grader/{FIXTURES}"] = (json.dumps(fixtures, sort_keys=True, separators=(",", ":")) + "\n").encode()
     return _wheel(installed.student_version(), files, scripts=False)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
-from ..assignment.yamlio import line_of, load_yaml
+from ..course.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
+from ..course.yamlio import line_of, load_yaml
 from ..errors import SpecError
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
@@ -289,7 +289,7 @@ class QuizResults:
 def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: bool = True,
                item_ids: Iterable[str] | None = None) -> QuizResults:
     """Grade `answers_path` on the quiz items (all, or those in item_ids) drawn for `seed`."""
-    from ..assignment.quiz import draw  # draws numbers and computes answers: the autograder's side only
+    from ..course.quiz import draw  # draws numbers and computes answers: the autograder's side only
     wanted = None if item_ids is None else set(item_ids)
     draws = [draw(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
     return grade_draws(draws, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..assignment.model import Problem
+from ..course.model import Problem
 from ..sandbox.session import Limits
 from .diagnosis import failing_callees
 from .results import ProblemResult
@@ -78,7 +78,7 @@ def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
     reference of it; None when the course has no reference module this can be built from."""
     if code is None:  # no course code (the student bundle, which has no course module either)
         return None
-    from ..assignment.course import course_function
+    from ..course.code import course_function
     found = [course_function(code, name) for name in names]
     functions = [f for f in found if f is not None and hasattr(f, "__code__")]
     if not functions or len(functions) != len(found):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import CompareKind, Comparison
+from ..course.model import CompareKind, Comparison
 from ..sandbox.codec import Opaque
 from .results import RETURNED_NONE
 

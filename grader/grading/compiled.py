@@ -1,7 +1,7 @@
 """The compiled assignment: one seed's cases and quiz items, prepared once, for cold starts.
 
 A cold `mha grade` or `mha check` spent about a third of its own time parsing the problem
-files and running the reference on every case. Those depend only on the assignment files, the
+files and running the reference on every case. Those depend only on the course's files, the
 grader's code and the seed, so the first run stores them (full fixtures, fixtures.py) and
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
@@ -34,7 +34,7 @@ from .fixtures import Fixtures, build
 __all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp", "validated", "mark_validated"]
 
 FORMAT = 1
-STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the assignment folder that are not the course's
+STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the course folder that are not the course's
 
 
 def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], bool]) -> list[Path]:
@@ -68,19 +68,19 @@ def _files_stamp(root: Path) -> str:
     return "\n".join(lines)
 
 
-def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None = None, *,
+def compiled(root: Path, seed: int, load_course: Callable[[], object] | None = None, *,
              valid_then: Callable[..., dict] | None = None) -> Fixtures:
     """The assignment at `root` with every case and quiz item of seed `seed` prepared: read from
     the cache when it is there and current, else built and stored. The assignment built is the one
     `mha validate` accepts (`valid_then`, validation.valid_then: SpecErrors for one it rejects, exactly
-    as without a cache), or what `load_assignment()` returns."""
+    as without a cache), or what `load_course()` returns."""
     folder = cache_dir()
     try:
         files = _files_stamp(root)
     except OSError:  # an unreadable assignment file: loading it says which
         folder = files = None
     if folder is None or files is None:
-        return _fixtures(_build(root, seed, load_assignment, valid_then, None))
+        return _fixtures(_build(root, seed, load_course, valid_then, None))
     current = _stamped(files, seed)
     path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
     try:
@@ -89,7 +89,7 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None
             return Fixtures(data, path)
     except Exception:  # none yet, damaged, or of another version: compile again
         pass
-    data = {**_build(root, seed, load_assignment, valid_then, _stamped(files, -1)), "stamp": current}
+    data = {**_build(root, seed, load_course, valid_then, _stamped(files, -1)), "stamp": current}
     try:
         write_private(path, json.dumps(data, separators=(",", ":")))
         _prune(path.parent, keep=KEEP)
@@ -98,14 +98,14 @@ def compiled(root: Path, seed: int, load_assignment: Callable[[], object] | None
     return _fixtures(data)
 
 
-def _build(root: Path, seed: int, load_assignment: Callable[[], object] | None,
+def _build(root: Path, seed: int, load_course: Callable[[], object] | None,
            valid_then: Callable[..., dict] | None, course_stamp: str | None) -> dict:
-    def prepare(assignment) -> dict:
-        return build(assignment, seed, "compiled", hidden=True)
-    if load_assignment is not None:
-        return prepare(load_assignment())
+    def prepare(course) -> dict:
+        return build(course, seed, "compiled", hidden=True)
+    if load_course is not None:
+        return prepare(load_course())
     if valid_then is None:
-        raise TypeError("compiled() needs load_assignment or valid_then")
+        raise TypeError("compiled() needs load_course or valid_then")
     return valid_then(root, prepare, course_stamp)  # the cases prepared while the keys are checked
 
 

@@ -55,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import Mistake, Problem
 from ..attention.api import ReturnKind
+from ..course.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
@@ -117,7 +117,7 @@ class Diagnosis:
 def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> Any:
     """What the mistake's bug (a function of the course code `code`) answers on these
     inputs (raises if it does not apply, or if the mistake is a detector)."""
-    from ..assignment.course import course_function
+    from ..course.code import course_function
     fn = None if mistake.detector else course_function(code, mistake.bug)
     if fn is None:
         raise LookupError(f"{mistake.bug!r} is not a bug of the course code")
@@ -210,7 +210,7 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
                 or problem.code is None:  # a student bundle: no course code, so no detector to run
             return Fit.NEUTRAL
         try:
-            from ..assignment.course import course_function
+            from ..course.code import course_function
             detector = course_function(problem.code, mistake.bug)
             with np.errstate(all="ignore"):
                 found = detector is not None and detector(copy.deepcopy(prepared.args), run.value)

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import (
+from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
+from ..course.model import (
     Case,
     Choice,
     CompareKind,
@@ -34,7 +35,6 @@ from ..assignment.model import (
     Visibility,
     WrongValue,
 )
-from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SubmissionError
 
 FORMAT = 3
@@ -142,15 +142,15 @@ def _function_from(data: dict) -> FunctionSpec:
     return FunctionSpec(data["name"], params, ReturnKind(data["returns"]), data["signature"], tuple(data["outputs"]))
 
 
-def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
+def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
     """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
     the reference and the bugs)."""
-    from ..assignment.quiz import draw as quiz_draw
-    from ..assignment.render import render_problem
+    from ..course.quiz import draw as quiz_draw
+    from ..course.render import render_problem
     from .diagnosis import wrong_answer
     from .prepared import prepare
     problems = []
-    for problem in assignment.problems:
+    for problem in course.problems:
         cases = []
         for case in problem.visible_cases(include_hidden=hidden):
             prepared = prepare(problem, case, seed)
@@ -178,10 +178,10 @@ def build(assignment, seed: int, label: str, *, hidden: bool = False) -> dict:
             "cases": cases,
         })
     quiz = None
-    if assignment.quiz is not None:
-        quiz = {"ids": [i.id for i in assignment.quiz.items], "title": assignment.quiz.title,
-                "items": [_item_data(quiz_draw(i, seed), keep_answers=hidden) for i in assignment.quiz.items]}
-    return {"format": FORMAT, "title": assignment.title, "seed": label, "problems": problems, "quiz": quiz}
+    if course.quiz is not None:
+        quiz = {"ids": [i.id for i in course.quiz.items], "title": course.quiz.title,
+                "items": [_item_data(quiz_draw(i, seed), keep_answers=hidden) for i in course.quiz.items]}
+    return {"format": FORMAT, "title": course.title, "seed": label, "problems": problems, "quiz": quiz}
 
 
 def _mistake(data: dict) -> Mistake:

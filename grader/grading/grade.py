@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..assignment.model import Assignment, Draw, Problem
-from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import ReturnKind
+from ..course.model import Course, Draw, Problem
+from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .answers import grade_draws
@@ -268,22 +268,22 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
     return tuple(results)
 
 
-def grade(assignment: Assignment, submission: Path | SubmissionFiles, *, include_hidden: bool = True,
+def grade(course: Course, submission: Path | SubmissionFiles, *, include_hidden: bool = True,
           problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
           seed: int = DEFAULT_SEED, cache: PreparedCases | None = None) -> GradeResult:
     """Grade `submission` (a path to attention.py) on the assignment's problems and, if the
     assignment has a quiz, the answers.yaml beside it; `seed` picks the quiz's numbers.
-    `cache`: cases prepared for earlier submissions of the same assignment (a batch)."""
-    from ..assignment.quiz import draw  # draws numbers and computes answers: the autograder's side only
+    `cache`: cases prepared for earlier submissions of the same course (a batch)."""
+    from ..course.quiz import draw  # draws numbers and computes answers: the autograder's side only
     wanted = set(problem_ids) if problem_ids else None
     get = cache.get if cache is not None else prepare
     draw_item = cache.quiz_item if cache is not None else draw
-    items = assignment.quiz.items if assignment.quiz else ()
+    items = course.quiz.items if course.quiz else ()
     quiz = [draw_item(i, seed) for i in items if wanted is None or i.id in wanted]
-    return grade_prepared(assignment.title, [p for p in assignment.problems if wanted is None or p.id in wanted],
+    return grade_prepared(course.title, [p for p in course.problems if wanted is None or p.id in wanted],
                           lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
                           quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,
-                          private=private_paths(assignment.root))
+                          private=private_paths(course.root))
 
 
 def not_read(problem: Problem, prepared: list[PreparedCase], reason: str) -> ProblemResult:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import CompareKind, Problem
 from ..attention.api import ReturnKind
+from ..course.model import CompareKind, Problem
 from .checks import as_array
 from .results import WeightGrid
 

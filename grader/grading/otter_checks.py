@@ -11,7 +11,7 @@ failure only).
 Where the case comes from: in the student wheel of the otter export (`wheel.build_student`),
 from its public fixtures (`grader/_fixtures/default.json`: inputs and expected answers computed
 ahead by the reference, which that wheel does not hold); everywhere else, from the assignment
-(`exercises`, else the folder `mha` would use), prepared by the reference as `mha grade` does.
+(`course_dir`, else the folder `mha` would use), prepared by the reference as `mha grade` does.
 """
 from __future__ import annotations
 
@@ -63,15 +63,15 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _assignment(root: str):
-    from ..assignment.loader import load_assignment
-    return load_assignment(Path(root))
+def _course(root: str):
+    from ..course.loader import load_course
+    return load_course(Path(root))
 
 
-def _root(exercises: str | os.PathLike | None) -> Path:
-    """The assignment folder: given, else the one `mha` would use (grader/paths.py)."""
-    from ..paths import locate_assignment
-    return locate_assignment(Path(exercises) if exercises else None)[0]
+def _root(course_dir: str | os.PathLike | None) -> Path:
+    """The course folder: given, else the one `mha` would use (grader/paths.py)."""
+    from ..paths import locate_course
+    return locate_course(Path(course_dir) if course_dir else None)[0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -85,10 +85,10 @@ def _fixtures():
     return Fixtures.load(path)
 
 
-def _case(problem_id: str, case_name: str, exercises):
+def _case(problem_id: str, case_name: str, course_dir):
     """(problem, prepared case): from the student fixtures when this is the student wheel, else
     prepared from the assignment."""
-    fixtures = _fixtures() if exercises is None else None
+    fixtures = _fixtures() if course_dir is None else None
     if fixtures is not None:
         match = next(((p, cases) for p, cases in fixtures.problems if p.id == problem_id), None)
         if match is None:
@@ -99,10 +99,10 @@ def _case(problem_id: str, case_name: str, exercises):
             raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {fixtures.path}")
         return problem, found
     from ..grading.prepared import prepare
-    assignment = _assignment(str(_root(exercises).resolve()))
-    problem = assignment.problem(problem_id)
+    course = _course(str(_root(course_dir).resolve()))
+    problem = course.problem(problem_id)
     if problem is None:
-        raise LookupError(f"no problem {problem_id!r} in {assignment.root}")
+        raise LookupError(f"no problem {problem_id!r} in {course.root}")
     case = next((c for c in problem.cases if c.name == case_name), None)
     if case is None:
         raise LookupError(f"problem {problem_id!r} has no case {case_name!r}")
@@ -126,41 +126,41 @@ def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
 
 
 def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
-               exercises: str | os.PathLike | None = None) -> None:
+               course_dir: str | os.PathLike | None = None) -> None:
     """Grade `fn` on one case; AssertionError with the feedback when it fails."""
     from ..grading.grade import judge
     from ..reports.text import case_lines
-    problem, prepared = _case(problem_id, case_name, exercises)
+    problem, prepared = _case(problem_id, case_name, course_dir)
     result = judge(problem, prepared, _run(fn, prepared.args))
     if not result.passed:
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))
 
 
-def _draw(item_id: str, exercises):
+def _draw(item_id: str, course_dir):
     """The quiz item drawn for the default seed: from the student fixtures (public items only), else drawn
     from the assignment as `mha grade` draws it."""
-    fixtures = _fixtures() if exercises is None else None
+    fixtures = _fixtures() if course_dir is None else None
     if fixtures is not None:
         found = next((v for v in fixtures.quiz if v.item.id == item_id), None)
         if found is None:
             raise LookupError(f"no quiz item {item_id!r} in {fixtures.path}")
         return found
-    from ..assignment.quiz import DEFAULT_SEED, draw
-    assignment = _assignment(str(_root(exercises).resolve()))
-    item = assignment.quiz.item(item_id) if assignment.quiz else None
+    from ..course.quiz import DEFAULT_SEED, draw
+    course = _course(str(_root(course_dir).resolve()))
+    item = course.quiz.item(item_id) if course.quiz else None
     if item is None:
-        raise LookupError(f"no quiz item {item_id!r} in {assignment.root}")
+        raise LookupError(f"no quiz item {item_id!r} in {course.root}")
     return draw(item, DEFAULT_SEED)
 
 
 def check_answer(item_id: str, value: Any, part: int = 1, parts: int = 1,
-                 exercises: str | os.PathLike | None = None) -> None:
+                 course_dir: str | os.PathLike | None = None) -> None:
     """Grade a quiz answer with `mha grade`'s rule (grading/answers.py). An item is `parts` tests
     of equal points (a multiple-answers item: one per true statement); test `part` passes when the
     answer earns at least part/parts of the item, so otter's points equal `mha grade`'s, partial
     credit included. A hidden item's failure says only that it is not right."""
     from ..grading.answers import grade_item
-    v = _draw(item_id, exercises)
+    v = _draw(item_id, course_dir)
     result = grade_item(v, plain(value), None, include_hidden=True)
     if result.fraction * parts >= part - 1e-9:
         return

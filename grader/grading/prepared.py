@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment.model import Case, Draw, Problem, QuizItem
-from ..assignment.seeds import DEFAULT_SEED
 from ..attention.api import FunctionSpec, ReturnKind
+from ..course.model import Case, Draw, Problem, QuizItem
+from ..course.seeds import DEFAULT_SEED
 from ..errors import InternalError, SpecError
 
 __all__ = ["PreparedCase", "PreparedCases", "build_args", "literal_expected", "reference_answer", "prepare",
@@ -43,14 +43,14 @@ def build_args(problem: Problem, case: Case, seed: int = DEFAULT_SEED) -> tuple[
 
     `seed` is the student's seed: it draws the problem's params and, unless the case fixes
     its own `seed`, the case's random inputs, so each student gets their own numbers."""
-    from ..assignment import generators as gen  # not needed to grade on a compiled assignment
+    from ..course import generators as gen  # not needed to grade on a compiled assignment
     inputs_seed = gen.case_seed(problem.id, case.name, case.seed, seed)
     env = gen.realize_let(case.let, inputs_seed, base=gen.draw_params(problem.params, problem.id, seed))
     fn = problem.function
     last = max(i for i, p in enumerate(fn.params) if p.name in case.args or p.required)
 
     def course_fn(name: str) -> Callable | None:
-        from ..assignment.course import course_function
+        from ..course.code import course_function
         return course_function(problem.code, name)
     try:
         return tuple(gen.realize(case.args[p.name], p.kind, env, inputs_seed, p.name, course_fn) if p.name in case.args
@@ -74,7 +74,7 @@ def reference_answer(fn: FunctionSpec, args: tuple[Any, ...], code: Path | None)
     """The course reference's answer (`code`: the course module holding it; autograder side only)."""
     if fn.returns in (ReturnKind.HEAD, ReturnKind.HEAD_PAIR):
         return args[0]  # the check computes the pattern the student's matrices make for this seq_len
-    from ..assignment.course import course_function
+    from ..course.code import course_function
     reference = course_function(code, fn.name)
     if reference is None:
         raise InternalError(f"{fn.name}: the course code has no reference for it")
@@ -126,7 +126,7 @@ class PreparedCases:
 
     def quiz_item(self, item: QuizItem, seed: int) -> Draw:
         """The quiz item with the seed's numbers drawn and its answers computed (once)."""
-        from ..assignment.quiz import draw
+        from ..course.quiz import draw
         return self._kept(seed, ("", item.id), lambda: draw(item, seed))  # "": no problem has that id
 
     @staticmethod

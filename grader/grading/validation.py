@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from ..assignment.model import Assignment, Problem
+from ..course.model import Course, Problem
 from ..errors import SpecError, SpecErrors
 from .checks import check
 from .prepared import build_args, literal_expected, reference_answer
@@ -51,10 +51,10 @@ def check_against_reference(problems: Iterable[Problem], keys_only: bool = False
 
 def load_valid(root: Path):
     """The assignment at `root`, refused (SpecErrors) unless `mha validate` accepts it."""
-    return valid_then(root, lambda assignment: assignment)
+    return valid_then(root, lambda course: course)
 
 
-def valid_then(root: Path, use: Callable[[Assignment], T], course_stamp: str | None = None) -> T:
+def valid_then(root: Path, use: Callable[[Course], T], course_stamp: str | None = None) -> T:
     """`use(assignment)` for the assignment at `root`, returned only if `mha validate` accepts the
     assignment (else SpecErrors, as load_valid raises them). `course_stamp`: its stamp, when the
     caller has it (compiled.stamp with no seed).
@@ -63,15 +63,15 @@ def valid_then(root: Path, use: Callable[[Assignment], T], course_stamp: str | N
     its quiz checked, before `use` runs: a wrong key's errors come first, as in `mha validate`. (The
     check runs the reference on the cases with an `expect` or `raises` only, a few milliseconds;
     the imports it needs are the ones `use` needs anyway.)"""
-    from ..assignment.loader import load_assignment
-    from ..assignment.quiz import check_quiz
+    from ..course.loader import load_course
+    from ..course.quiz import check_quiz
     from .compiled import mark_validated, validated
-    assignment = load_assignment(root)
+    course = load_course(root)
     if validated(root, course_stamp):  # unchanged since it last passed (the compiled cache keeps that note)
-        return use(assignment)
-    check_against_reference(assignment.problems, keys_only=True)
-    if assignment.quiz is not None:
-        check_quiz(assignment.quiz)
-    result = use(assignment)
+        return use(course)
+    check_against_reference(course.problems, keys_only=True)
+    if course.quiz is not None:
+        check_quiz(course.quiz)
+    result = use(course)
     mark_validated(root, course_stamp)
     return result

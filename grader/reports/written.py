@@ -12,8 +12,8 @@ import html
 import io
 from collections.abc import Sequence
 
-from ..assignment.model import QuizItem
 from ..classroom.analysis import StudentRow
+from ..course.model import QuizItem
 
 __all__ = ["FILES", "render_html", "render_csv"]
 

@@ -57,11 +57,11 @@ def checkout() -> Path | None:
     return None
 
 
-def private_paths(assignment_root: Path) -> tuple[Path, ...]:
+def private_paths(course_root: Path) -> tuple[Path, ...]:
     """Folders student code must not read: the grader package (with the reference), the
     assignment (hidden cases), the `solutions/` and `.git/` beside it, and the grader's source
     checkout if it runs from one."""
-    root = Path(assignment_root).resolve()
+    root = Path(course_root).resolve()
     top = checkout()
     return (PACKAGE, root, root.parent / "solutions", root.parent / ".git", *((top,) if top else ()))
 

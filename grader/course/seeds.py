@@ -48,7 +48,7 @@ def student_token(student: str) -> str:
 
 
 @dataclass(frozen=True)
-class Course:
+class CourseSettings:
     """course.yaml (and the environment): the secret, and which id of a student picks their numbers."""
 
     secret: str | None = None
@@ -66,7 +66,7 @@ class Course:
                          "course.yaml before anything is released")
 
 
-def course_config(root: Path, environ: Mapping[str, str]) -> Course:
+def course_settings(root: Path, environ: Mapping[str, str]) -> CourseSettings:
     """course.yaml beside assignment.yaml, if any. MHA_COURSE_SECRET, when set and not empty, wins over
     its `secret:`; `seed_key:` (email or sid, default email; `variant_key:` is accepted for it) is read
     from course.yaml only."""
@@ -91,20 +91,20 @@ def course_config(root: Path, environ: Mapping[str, str]) -> Course:
     if key not in SEED_KEYS:
         raise SpecError(str(config), lines.get(name),
                         f"'seed_key' must be one of {', '.join(SEED_KEYS)} (got {key!r})")
-    return Course(secret=environ.get(SECRET_ENV) or secret, seed_key=key,
+    return CourseSettings(secret=environ.get(SECRET_ENV) or secret, seed_key=key,
                   path=config if config.is_file() else None, key_line=lines.get(name))
 
 
 def course_secret(root: Path, environ: Mapping[str, str]) -> str | None:
     """MHA_COURSE_SECRET wins; otherwise `secret:` in course.yaml beside assignment.yaml."""
-    return course_config(root, environ).secret
+    return course_settings(root, environ).secret
 
 
-def gradescope_student(metadata_path: Path, course: Course | None = None) -> str | None:
+def gradescope_student(metadata_path: Path, course: CourseSettings | None = None) -> str | None:
     """The first submitter's id of the course's kind (seed_key: email or sid) from Gradescope's
     submission_metadata.json; None when the file is missing or unreadable. A submitter without that
     id is an error naming it: falling back to another id would give the student other numbers."""
-    course = course or Course()
+    course = course or CourseSettings()
     try:
         data = json.loads(Path(metadata_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -200,7 +200,7 @@ class Quiz:
 
 
 @dataclass(frozen=True)
-class Assignment:
+class Course:
     title: str
     root: Path
     problems: tuple[Problem, ...] = field(default_factory=tuple)

@@ -14,9 +14,9 @@ from typing import Any
 from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import SpecError, SpecErrors
 from . import generators as gen
-from .course import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
+from .code import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
-from .model import Assignment, Case, CompareKind, Comparison, Mistake, Problem, Quiz, Visibility
+from .model import Case, CompareKind, Comparison, Course, Mistake, Problem, Quiz, Visibility
 from .quiz import load_quiz
 from .yamlio import line_of
 
@@ -298,7 +298,7 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
                    code=course.path)
 
 
-def load_assignment(root: Path) -> Assignment:
+def load_course(root: Path) -> Course:
     """Load `root/assignment.yaml` and the problems it lists from `root/problems/`."""
     root = Path(root)
     path = root / "assignment.yaml"
@@ -354,7 +354,7 @@ def load_assignment(root: Path) -> Assignment:
     _check_shared(problems, quiz, problem_errors)
     if errors.items or problem_errors or title is None:
         raise SpecErrors(errors.items + problem_errors)
-    return Assignment(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)
+    return Course(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)
 
 
 def _course(node: Mapping[str, Any], root: Path, errors: Errors) -> CourseCode | None:
@@ -378,7 +378,7 @@ def _course(node: Mapping[str, Any], root: Path, errors: Errors) -> CourseCode |
 
 def _quiz(node: Mapping[str, Any], root: Path, errors: Errors, quiz_errors: list[SpecError],
           problem_ids: dict, course: CourseCode) -> Quiz | None:
-    """The quiz named by `quiz:` (a path relative to the assignment folder), or None if invalid."""
+    """The quiz named by `quiz:` (a path relative to the course folder), or None if invalid."""
     name = text_field(node, "quiz", errors)
     if name is None:
         return None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import generators as gen
-from .model import Assignment, Problem
+from .model import Course, Problem
 from .quiz import render_item
 
 
@@ -22,10 +22,10 @@ def render_problem(problem: Problem, seed: int) -> str:
             f"Run `mha check {problem.id}` to test your code.\n")
 
 
-def render_assignment(assignment: Assignment, seed: int) -> str:
+def render_assignment(course: Course, seed: int) -> str:
     """The whole assignment for one student: every problem, then every quiz item."""
-    parts = [f"# {assignment.title}\n"]
-    parts += [render_problem(p, seed) for p in assignment.problems]
-    if assignment.quiz is not None:
-        parts += [render_item(item, seed) for item in assignment.quiz.items]
+    parts = [f"# {course.title}\n"]
+    parts += [render_problem(p, seed) for p in course.problems]
+    if course.quiz is not None:
+        parts += [render_item(item, seed) for item in course.quiz.items]
     return "\n\n".join(parts)

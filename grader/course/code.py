@@ -247,7 +247,7 @@ def read_code(path: Path) -> CourseCode:
 
 
 def course_of(root: Path) -> CourseCode:
-    """The code of the course at `root`, as its assignment.yaml names it (none when it names none)."""
+    """The code of the course at `root`, as its course.yaml names it (none when it names none)."""
     from .fields import load_mapping
     file = Path(root) / "assignment.yaml"
     if not file.is_file():

@@ -40,7 +40,7 @@ from .. import starter
 from ..errors import InternalError, SpecError, SpecErrors
 from ..starter import ANSWER_FORMS
 from . import generators as gen
-from .course import CourseCode, course_function, course_of
+from .code import CourseCode, course_function, course_of
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .model import (
     Choice,
