@@ -8,7 +8,7 @@ Prints, all measured in the same run, each figure the median of several repetiti
 compared commands interleaved, so a noisy machine slows both alike):
 
 (a) cold `mha grade` of one submission, `python -c "import numpy"`, and their ratio (with the
-    assignment compiled, and, once per round, with nothing compiled yet);
+    assignment compiled, and, once per round, with an empty seed cache);
 (b) `mha check` latency;
 (c) `mha grade-all` throughput on N generated submissions (correct, buggy, empty, slow), in
     submissions per second, beside a naive loop of one `mha grade` per submission, sequential
@@ -342,11 +342,11 @@ def report(args, scratch: Path) -> None:
     shutil.copyfile(ANSWERS, one / "answers.yaml")
     graded = scratch / "one.json"
 
-    # (a) and (b), interleaved. The compiled assignment (grader/grading/compiled.py) lives in a cache of this
-    # run: built once here, as `mha compile` or the first grade builds it; timed without it too.
+    # (a) and (b), interleaved. The seed cache (grader/grading/seed_cache.py) lives in a cache of this
+    # run: built once here, as `mha prepare` or the first grade builds it; timed without it too.
     os.environ["MHA_CACHE_DIR"] = str(scratch / "compiled")  # every command below uses it
     env = dict(os.environ)
-    run([*MHA, "--course", str(EXERCISES), "compile"])
+    run([*MHA, "--course", str(EXERCISES), "prepare"])
     first = iter(range(1 << 30))
     numpy_s, grade_s, check_s, fresh_s = median_of(
         args.repeat,
@@ -358,7 +358,7 @@ def report(args, scratch: Path) -> None:
                      "--output", str(graded)], env={**env, "MHA_CACHE_DIR": str(scratch / f"empty{next(first)}")}),
     )
     print(f"(a) cold `mha grade` of one submission   {grade_s * 1000:7.0f} ms   (median of {args.repeat}; "
-          "a new process, the assignment compiled)")
+          "a new process, the seed cache filled)")
     print(f"    `python -c \"import numpy\"`           {numpy_s * 1000:7.0f} ms")
     cold = grade_s / numpy_s
     print(f"    ratio                                 {cold:7.2f} x   target <= 2: {verdict(cold <= 2)}")

@@ -3,7 +3,7 @@
 
     python benchmarks/shortcuts.py [ROUNDS]      # default 21 rounds
 
-Each mode is a fresh Python grading solutions/ (the assignment compiled beforehand), all of
+Each mode is a fresh Python grading solutions/ (the seed cache filled beforehand), all of
 them interleaved round by round, so load on a shared machine slows each alike. Printed for each:
 the median wall time and the median CPU time (user + system of the process and of what it
 reaped), both also as a fraction of `import numpy`'s in the same run.
@@ -82,7 +82,7 @@ def main() -> None:
     jobs.update({v: [sys.executable, "-c", DRIVER, v, "grade", "solutions", "--format", "json"] for v in MODES})
     jobs["import launch"] = [sys.executable, "-c", "import grader.cli.launch"]
     jobs["import launch+cli"] = [sys.executable, "-c", "import grader.cli.launch, grader.cli.commands"]
-    for name, args in jobs.items():  # compile the assignment, warm the page cache
+    for name, args in jobs.items():  # fill the seed cache, warm the page cache
         run(name, args)
     CPU.clear()
     wall: dict[str, list[float]] = {name: [] for name in jobs}

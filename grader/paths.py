@@ -252,7 +252,7 @@ CACHE_ENV = "MHA_CACHE_DIR"
 
 
 def cache_dir(env=None) -> Path | None:
-    """Where the grader keeps what it computed for later runs (compiled.py, isolation.py):
+    """Where the grader keeps what it computed for later runs (seed_cache.py, isolation.py):
     $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises; None when
     this user has no home folder (then nothing is kept). Created with mode 0700 by whoever
     writes there: it may hold hidden cases."""

@@ -121,7 +121,7 @@ def answers_template(title: str, items, key: Mapping[str, Any] | None = None) ->
 
 def starter_files(course, quiz_title: str | None = None, items=None) -> dict[str, str]:
     """What a student starts from: attention.py stubs and, with a quiz, a blank answers.yaml
-    (`quiz_title` and `items` when `assignment` has no `quiz`, as a student bundle's fixtures)."""
+    (`quiz_title` and `items` when `assignment` has no `quiz`, as a student bundle's seed cases)."""
     files = {SUBMISSION_NAME: student_module(course)}
     quiz = getattr(course, "quiz", None)
     if quiz is not None:

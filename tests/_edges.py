@@ -77,9 +77,9 @@ def make_course() -> EdgeCourse:
                   answer_key(course.quiz, DEFAULT_SEED))
 
 
-def new_folder(course: EdgeCourse, name: str) -> Path:
+def new_folder(edge_course: EdgeCourse, name: str) -> Path:
     """A fresh folder inside the course base that any user may enter (for the dropped uid)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=course.base))
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=edge_course.base))
     os.chmod(folder, 0o777)
     return folder
 
@@ -110,17 +110,17 @@ class GraderRun:
         return self.stdout + self.stderr + (self.output.read_text() if self.output and self.output.exists() else "")
 
 
-def run_grader(course: EdgeCourse, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
+def run_grader(edge_course: EdgeCourse, *args: str, cwd: Path, output: Path | None = None, user: int | None = None,
                umask: int | None = None, env: dict | None = None, limit: float = 120.0) -> GraderRun:
     """`mha --course COURSE ARGS [--output OUTPUT]` in a subprocess, as root or as `user`
     (with `umask`, and `env` added to the environment)."""
-    peak = Path(tempfile.mkstemp(prefix="mha-peak-", dir=course.base)[1])
+    peak = Path(tempfile.mkstemp(prefix="mha-peak-", dir=edge_course.base)[1])
     os.chmod(peak, 0o666)
-    tmp = new_folder(course, "tmp")  # the grader's own temporary files go here, to be counted
+    tmp = new_folder(edge_course, "tmp")  # the grader's own temporary files go here, to be counted
     os.chmod(tmp, 0o1777)
     env = {**os.environ, "MHA_TEST_PEAK": str(peak), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})}
     if user is not None:
-        cache = course.base / f"cache-{user}"
+        cache = edge_course.base / f"cache-{user}"
         cache.mkdir(exist_ok=True)
         os.chown(cache, user, 0)
         env.update(HOME=str(cache), MHA_CACHE_DIR=str(cache))
@@ -135,7 +135,7 @@ def run_grader(course: EdgeCourse, *args: str, cwd: Path, output: Path | None = 
     # no preexec_fn when there is nothing to do: then subprocess starts the child with vfork, not a
     # fork of this (large) process
     changes = umask is not None or user is not None
-    done = subprocess.run([sys.executable, "-c", _RUN, "--course", str(course.exercises), *args, *extra],
+    done = subprocess.run([sys.executable, "-c", _RUN, "--course", str(edge_course.exercises), *args, *extra],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=limit,
                           preexec_fn=become if changes else None)
     text = peak.read_text().strip()
@@ -159,12 +159,12 @@ def working_in(folder: Path) -> list[str]:
     return found
 
 
-def grade(course: EdgeCourse, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
+def grade(edge_course: EdgeCourse, submission: Path, *extra: str, output: Path | None = None, user: int | None = None,
           fmt: str = "gradescope", timeout: float = 2.0, umask: int | None = None) -> GraderRun:
     """`mha grade SUBMISSION --format FMT --output OUTPUT` with short time limits."""
     if output is None and fmt == "gradescope":
-        output = new_folder(course, "out") / "results.json"
-    return run_grader(course, "grade", str(submission), "--format", fmt, "--timeout", str(timeout),
+        output = new_folder(edge_course, "out") / "results.json"
+    return run_grader(edge_course, "grade", str(submission), "--format", fmt, "--timeout", str(timeout),
                       "--total-timeout", "40", *extra, cwd=submission if submission.is_dir() else submission.parent,
                       output=output, user=user, umask=umask)
 
@@ -174,23 +174,23 @@ def scores(data: dict) -> dict[str, float]:
     return {test["tags"][0]: test["score"] for test in data["tests"]}
 
 
-def deserved(course: EdgeCourse, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:
+def deserved(edge_course: EdgeCourse, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:
     """Full points but for the `lost` problems and items (and the quiz unless `quiz`)."""
-    points = {**course.points, **course.quiz_points}
-    return {i: 0.0 if i in lost or (not quiz and i in course.quiz_points) else p for i, p in points.items()}
+    points = {**edge_course.points, **edge_course.quiz_points}
+    return {i: 0.0 if i in lost or (not quiz and i in edge_course.quiz_points) else p for i, p in points.items()}
 
 
-def graded_in_every_mode(course: EdgeCourse, cases, make, *, timeout: float, workers: int) -> dict:
+def graded_in_every_mode(edge_course: EdgeCourse, cases, make, *, timeout: float, workers: int) -> dict:
     """Each case laid out by `make(course, case, folder)` and graded in every mode that can run
     here (see `users`), `workers` at a time: {(case, user): GraderRun, or the exception}."""
     todo = [(case, user) for case in cases for user in users() if user is None or not dropped_uid_problem()]
 
     def attempt(job):
         case, user = job
-        folder = new_folder(course, case.name)
-        make(course, case, folder)
+        folder = new_folder(edge_course, case.name)
+        make(edge_course, case, folder)
         try:
-            return grade(course, folder, user=user, timeout=timeout)
+            return grade(edge_course, folder, user=user, timeout=timeout)
         except Exception as exc:  # reported by that case's test
             return exc
 
@@ -199,11 +199,11 @@ def graded_in_every_mode(course: EdgeCourse, cases, make, *, timeout: float, wor
 
 
 @pytest.fixture(scope="module")
-def course():
+def edge_course():
     """The course of a test module; deleted however deep what the tests left in it."""
-    course = make_course()
-    yield course
-    remove_tree(course.base)
+    edge_course = make_course()
+    yield edge_course
+    remove_tree(edge_course.base)
 
 
 def users() -> list[int | None]:
@@ -283,4 +283,4 @@ def skip_unless_runnable(user: int | None) -> None:
 
 __all__ = ["AR", "CR", "PS", "EdgeCourse", "GraderRun", "ROOT_MODE", "DROPPED_UID", "make_course", "new_folder",
            "write_submission", "run_grader", "grade", "scores", "deserved", "users", "skip_unless_runnable",
-           "dropped_uid_problem", "drop_to", "graded_in_every_mode", "course", "working_in"]
+           "dropped_uid_problem", "drop_to", "graded_in_every_mode", "edge_course", "working_in"]

@@ -84,12 +84,12 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def compiled_cache(tmp_path_factory):
-    """Compiled assignments (grader/grading/compiled.py) go to a folder of this test run, not ~/.cache;
+def seed_cache(tmp_path_factory):
+    """Compiled assignments (grader/grading/seed_cache.py) go to a folder of this test run, not ~/.cache;
     subprocesses inherit it."""
-    from grader.grading.compiled import CACHE_ENV
+    from grader.grading.seed_cache import CACHE_ENV
     before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("compiled"))
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("seed-cache"))
     yield Path(os.environ[CACHE_ENV])
     if before is None:
         os.environ.pop(CACHE_ENV, None)

@@ -24,8 +24,8 @@ from ._edges import (
     AR,
     ROOT_MODE,
     EdgeCourse,
-    course,  # noqa: F401 (a fixture of these tests)
     deserved,
+    edge_course,  # noqa: F401 (a fixture of these tests)
     grade,
     graded_in_every_mode,
     new_folder,
@@ -86,19 +86,19 @@ SENT = (
 )
 
 
-def _send(course: EdgeCourse, case: Sent, folder: Path) -> None:
-    write_submission(folder, solution_source() + "\n\n" + LINES[case.name] + RAW_LINE, answers=course.key)
+def _send(edge_course: EdgeCourse, case: Sent, folder: Path) -> None:
+    write_submission(folder, solution_source() + "\n\n" + LINES[case.name] + RAW_LINE, answers=edge_course.key)
 
 
 @pytest.fixture(scope="module")
-def sent(course):
+def sent(edge_course):
     """Every raw answer line graded in every mode, two at a time (the large ones take memory)."""
-    return graded_in_every_mode(course, SENT, _send, timeout=20, workers=2)
+    return graded_in_every_mode(edge_course, SENT, _send, timeout=20, workers=2)
 
 
 @pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
 @pytest.mark.parametrize("case", SENT, ids=lambda s: s.name)
-def test_answer_line_out_of_bounds_costs_its_problem(course, sent, case, user):
+def test_answer_line_out_of_bounds_costs_its_problem(edge_course, sent, case, user):
     """Exit 0, the exact score, the reason shown, nothing left, the grader under 300 MB."""
     skip_unless_runnable(user)
     run = sent[(case, user)]
@@ -106,69 +106,69 @@ def test_answer_line_out_of_bounds_costs_its_problem(course, sent, case, user):
         raise run
     assert run.code == 0, run.stderr
     data = run.results()
-    assert scores(data) == deserved(course, case.lost)
+    assert scores(data) == deserved(edge_course, case.lost)
     report = run.report()
     assert case.says in report and "autograder failed" not in report
     assert run.left == [] and run.processes == []
     assert 0 < run.peak_mb < GRADER_MB
 
 
-def test_a_right_submission_stays_well_under_the_bound(course):
+def test_a_right_submission_stays_well_under_the_bound(edge_course):
     """The reference point for the figures above: an honest submission's grader peak."""
-    run = grade(course, write_submission(new_folder(course, "honest"), answers=course.key))
-    assert run.code == 0 and run.results()["score"] == course.total
+    run = grade(edge_course, write_submission(new_folder(edge_course, "honest"), answers=edge_course.key))
+    assert run.code == 0 and run.results()["score"] == edge_course.total
     assert 0 < run.peak_mb < GRADER_MB
 
 
 class TestQuizNumbers:
     @pytest.mark.parametrize("digits", [401, 4301])
-    def test_a_huge_number_costs_that_item(self, course, digits):
+    def test_a_huge_number_costs_that_item(self, edge_course, digits):
         """A numeric answer of 401 digits (beyond a float) or 4,301 (beyond int()) is that item's 0
         with a message; every other item and problem is graded as usual."""
-        folder = new_folder(course, f"quiz-{digits}")
-        write_submission(folder, answers={**course.key, "attention_budget": 0})
+        folder = new_folder(edge_course, f"quiz-{digits}")
+        write_submission(folder, answers={**edge_course.key, "attention_budget": 0})
         text = (folder / "answers.yaml").read_text().replace("attention_budget: 0", "attention_budget: " + "9" * digits)
         (folder / "answers.yaml").write_text(text)
-        run = grade(course, folder)
+        run = grade(edge_course, folder)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, ("attention_budget",))
+        assert scores(run.results()) == deserved(edge_course, ("attention_budget",))
         assert "answers.yaml:" in run.report() and "answer must be a finite number (got inf)" in run.report()
 
-    def test_a_huge_number_for_a_choice_item(self, course):
+    def test_a_huge_number_for_a_choice_item(self, edge_course):
         """A 500-digit number where a letter is expected is a wrong form, said briefly."""
-        folder = new_folder(course, "quiz-choice")
-        write_submission(folder, answers={**course.key, "pruning": 0})
+        folder = new_folder(edge_course, "quiz-choice")
+        write_submission(folder, answers={**edge_course.key, "pruning": 0})
         text = (folder / "answers.yaml").read_text().replace("pruning: 0", "pruning: " + "9" * 500)
         (folder / "answers.yaml").write_text(text)
-        run = grade(course, folder)
+        run = grade(edge_course, folder)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, ("pruning",))
+        assert scores(run.results()) == deserved(edge_course, ("pruning",))
         assert "answer must be one letter from a to" in run.report() and "9" * 100 not in run.report()
 
 
 class TestNotebooks:
-    def test_deeply_nested_notebook_costs_the_problems(self, course):
+    def test_deeply_nested_notebook_costs_the_problems(self, edge_course):
         """A notebook of 100,000 nested arrays: every problem 0 saying why, the quiz counts, exit 0."""
-        folder = new_folder(course, "nested-notebook")
+        folder = new_folder(edge_course, "nested-notebook")
         (folder / "attention.ipynb").write_text('{"cells": ' + "[" * 100000 + "]" * 100000 + "}")
-        write_submission(folder, answers=course.key)
+        write_submission(folder, answers=edge_course.key)
         (folder / "attention.py").unlink()
-        run = grade(course, folder)
+        run = grade(edge_course, folder)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, tuple(course.points))
+        assert scores(run.results()) == deserved(edge_course, tuple(edge_course.points))
         assert "attention.ipynb: not a Jupyter notebook (the notebook is nested too deeply" in run.report()
 
-    def test_cell_too_deep_for_the_parser(self, course):
+    def test_cell_too_deep_for_the_parser(self, edge_course):
         """A cell `1+1+...+1` 30,000 long (ast.parse recursion) is not Python the grader can read:
         it is left out and, defining no function, costs nothing; the report names it; exit 0."""
         cells = [{"cell_type": "code", "metadata": {}, "source": solution_source()},
                  {"cell_type": "code", "metadata": {}, "source": "x = " + "1+" * 30000 + "1"}]
-        folder = new_folder(course, "deep-cell")
+        folder = new_folder(edge_course, "deep-cell")
         (folder / "attention.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
-        (folder / "answers.yaml").write_text(json.dumps(course.key))
-        run = grade(course, folder)
+        (folder / "answers.yaml").write_text(json.dumps(edge_course.key))
+        run = grade(edge_course, folder)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course)
+        assert scores(run.results()) == deserved(edge_course)
         assert "cell 2: too deeply nested (not valid Python: it was left out" in run.report()
         assert "autograder failed" not in run.report()
 
@@ -197,30 +197,30 @@ def attention_reading(weights, values):
 
 
 @pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
-def test_thousands_of_nested_folders_are_deleted(course, user):
+def test_thousands_of_nested_folders_are_deleted(edge_course, user):
     """3,000 nested folders in the student's working folder (and, as root, in /tmp) are all
     deleted after the session (shutil.rmtree recursed too deep and left them); full marks."""
     skip_unless_runnable(user)
     token = f"mha-deep-{secrets.token_hex(6)}"
     shared = Path("/tmp") / token
     bases = ["."] + ([str(shared)] if user is None and ROOT_MODE else [])
-    folder = new_folder(course, "nested-folders")
+    folder = new_folder(edge_course, "nested-folders")
     prelude = f"BASES = {bases!r}\nimport os as _os\n" + (f"_os.makedirs({str(shared)!r}, exist_ok=True)\n"
                                                            if len(bases) > 1 else "")
-    write_submission(folder, solution_source() + "\n\n" + prelude + NESTED_FOLDERS, answers=course.key)
+    write_submission(folder, solution_source() + "\n\n" + prelude + NESTED_FOLDERS, answers=edge_course.key)
     try:
-        run = grade(course, folder, user=user, timeout=30)
+        run = grade(edge_course, folder, user=user, timeout=30)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course)
+        assert scores(run.results()) == deserved(edge_course)
         assert run.left == [] and run.processes == []
         assert not os.path.lexists(shared)
     finally:
         remove_tree(shared)
 
 
-def test_nested_folders_in_the_submission_itself(course):
+def test_nested_folders_in_the_submission_itself(edge_course):
     """A submission folder holding 3,000 nested folders beside attention.py grades as usual."""
-    folder = write_submission(new_folder(course, "deep-upload"), answers=course.key)
+    folder = write_submission(new_folder(edge_course, "deep-upload"), answers=edge_course.key)
     fd = os.open(folder, os.O_RDONLY)
     for _ in range(3000):
         os.mkdir("d", dir_fd=fd)
@@ -228,9 +228,9 @@ def test_nested_folders_in_the_submission_itself(course):
         os.close(fd)
         fd = inner
     os.close(fd)
-    run = grade(course, folder)
+    run = grade(edge_course, folder)
     assert run.code == 0, run.stderr
-    assert scores(run.results()) == deserved(course)
+    assert scores(run.results()) == deserved(edge_course)
 
 
 class TestLoadsBounded:

@@ -104,7 +104,7 @@ class TestGrade:
         def broken(*args, **kwargs):
             raise RuntimeError("disk on fire")
 
-        monkeypatch.setattr(grader.grading.grade, "grade_fixtures", broken)
+        monkeypatch.setattr(grader.grading.grade, "grade_seed_cases", broken)
         out = tmp_path / "results.json"
         result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
         assert result.exit_code == ExitCode.INTERNAL
@@ -123,7 +123,7 @@ class TestGrade:
         def broken(*args, **kwargs):
             raise RuntimeError("disk on fire")
 
-        monkeypatch.setattr(grader.grading.grade, "grade_fixtures", broken)
+        monkeypatch.setattr(grader.grading.grade, "grade_seed_cases", broken)
         monkeypatch.delenv("MHA_DEBUG", raising=False)
         if how == "environment":
             monkeypatch.setenv("MHA_DEBUG", "1")

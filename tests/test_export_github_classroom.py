@@ -105,11 +105,11 @@ class TestStarterHoldsNoCourseCode:
             assert path.relative_to(EXERCISES).as_posix() not in texts, path.name
             body = path.read_text().strip()
             assert not any(body in text for text in texts.values()), path.name
-        # the fixtures' index (whose numbers the bundle holds); never the models' index, which answers quiz items
-        assert [p.relative_to(starter).as_posix() for p in starter.rglob("index.json")] == ["grader/_fixtures/index.json"]
+        # the seed cases' index (whose numbers the bundle holds); never the models' index, which answers quiz items
+        assert [p.relative_to(starter).as_posix() for p in starter.rglob("index.json")] == ["grader/_seed_cases/index.json"]
 
     def test_no_hidden_case(self, starter, course):
-        """Every case in its fixtures is public; a hidden case's name appears in no file (unless it is a phrase of
+        """Every case in its seed cases is public; a hidden case's name appears in no file (unless it is a phrase of
         a public prompt, as 'random layers')."""
         from grader.course.render import render_problem
         texts = _texts(starter)
@@ -123,11 +123,11 @@ class TestStarterHoldsNoCourseCode:
         assert {name for name in distinct if any(name in text for text in texts.values())} == set()
 
     def test_no_quiz_key_of_a_hidden_item(self, starter, course):
-        """A hidden item's answer, right choices and feedback are nowhere: its fixtures entry holds none of them."""
+        """A hidden item's answer, right choices and feedback are nowhere: its seed cases entry holds none of them."""
         from grader.course.quiz import DEFAULT_SEED, draw
         texts = _texts(starter)
-        fixtures = json.loads(texts["grader/_fixtures/default.json"])
-        stored = {i["item"]["id"]: i for i in fixtures["quiz"]["items"]}
+        seed_cases = json.loads(texts["grader/_seed_cases/default.json"])
+        stored = {i["item"]["id"]: i for i in seed_cases["quiz"]["items"]}
         def feedback(item) -> set[str]:
             v = draw(item, DEFAULT_SEED)
             return {t for t in [v.feedback, *(c.feedback for c in v.choices), *(w.feedback for w in item.wrong)] if t}

@@ -111,7 +111,7 @@ class TestOfflineImage:
         root = autograder(tmp_path, course, secret=None)
         done = setup_offline(root)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert f"compiled {len(course.problems)} problem(s)" in done.stdout
+        assert f"prepared {len(course.problems)} problem(s)" in done.stdout
         assert (root / "venv" / "bin" / "mha").is_file()
         assert os.stat(root / "source").st_mode & 0o077 == 0  # the source is root-only afterwards
         files = {"attention.py": (SOLUTIONS / "attention.py").read_text(),

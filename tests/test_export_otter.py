@@ -237,9 +237,9 @@ class TestStudentChecks:
                                capture_output=True, text=True, timeout=60, cwd=tmp)
         found, location = probe.stdout.splitlines()
         assert found == "[]" and "student-env/venv" in location
-        fixtures = json.loads((Path(location) / "_fixtures" / "default.json").read_text())
+        seed_cases = json.loads((Path(location) / "_seed_cases" / "default.json").read_text())
         hidden = sum(c.hidden for p in course.problems for c in p.cases)
-        assert hidden and all(c["visibility"] == "public" for p in fixtures["problems"] for c in p["cases"])
+        assert hidden and all(c["visibility"] == "public" for p in seed_cases["problems"] for c in p["cases"])
 
 
 class TestModels:

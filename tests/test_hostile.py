@@ -138,7 +138,7 @@ class EdgeCourse:
 
 
 @pytest.fixture(scope="module")
-def course():
+def edge_course():
     base = Path(tempfile.mkdtemp(prefix="mha-course-"))
     exercises = lay_out_course(base, "title: Hostile submissions\n", GRADED_IN, PROBLEMS)
     points = {p.id: p.points for p in load_course(exercises).problems}
@@ -146,11 +146,11 @@ def course():
     shutil.rmtree(base, ignore_errors=True)
 
 
-def submission_source(hostile: Hostile, token: str, course: EdgeCourse) -> tuple[str, int]:
+def submission_source(hostile: Hostile, token: str, edge_course: EdgeCourse) -> tuple[str, int]:
     """The hostile submission's text, and how many lines precede the snippet."""
     head = solution_source().rstrip("\n") + "\n\n\n" + (HOSTILE / "_prelude.py").read_text() + "\n\n"
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
-    text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(course.base))
+    text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(edge_course.base))
     text = text.replace("@PYTHON@", repr(sorted(installation_in_tmp())))  # a virtualenv under /tmp
     return text.replace("@PACKAGE@", str(PACKAGE)).replace("@CHECKOUT@", str(ROOT)), head.count("\n")
 
@@ -456,30 +456,30 @@ def _grader_keyring(token: str):
     return enter
 
 
-def grade_hostile(hostile: Hostile, course: EdgeCourse, folder: Path, env: dict[str, str] | None = None) -> Outcome:
+def grade_hostile(hostile: Hostile, edge_course: EdgeCourse, folder: Path, env: dict[str, str] | None = None) -> Outcome:
     token = f"{secrets.randbelow(10 ** 8):08d}"
-    source, offset = submission_source(hostile, token, course)
+    source, offset = submission_source(hostile, token, edge_course)
     submission = folder / "attention.py"
     submission.write_text(source)
-    out_dir = course.base / f"out-{hostile.name}-{token}"
+    out_dir = edge_course.base / f"out-{hostile.name}-{token}"
     out_dir.mkdir()
     os.chmod(out_dir, 0o777)  # world-writable on purpose: student code may try to write here
     output = out_dir / "results.json"
-    roots = (*SHARED_DIRS, ROOT, course.base, folder)
+    roots = (*SHARED_DIRS, ROOT, edge_course.base, folder)
     before = snapshot(roots)
-    run = run_mha("--course", str(course.exercises), "grade", str(submission), "--format", "gradescope",
+    run = run_mha("--course", str(edge_course.exercises), "grade", str(submission), "--format", "gradescope",
                   "--output", str(output), "--timeout", str(hostile.timeout), "--total-timeout", "30", cwd=folder,
                   env=env, preexec_fn=_grader_keyring(token) if hostile.name == "keyrings" else None)
     return Outcome(run, output, offset, sorted(os.listdir(out_dir)), leftovers(token),
-                   strays(before, snapshot(roots), token, output, (course.base, folder)), token)
+                   strays(before, snapshot(roots), token, output, (edge_course.base, folder)), token)
 
 
-def _grade_every(todo: list[Hostile], course: EdgeCourse, tmp_path_factory, env: dict[str, str] | None = None
+def _grade_every(todo: list[Hostile], edge_course: EdgeCourse, tmp_path_factory, env: dict[str, str] | None = None
                  ) -> dict[str, Outcome | BaseException]:
     """Every hostile submission of `todo` graded, three at a time; the fork bomb alone (it takes every CPU)."""
     def attempt(hostile: Hostile) -> Outcome | BaseException:
         try:
-            return grade_hostile(hostile, course, tmp_path_factory.mktemp(hostile.name), env)
+            return grade_hostile(hostile, edge_course, tmp_path_factory.mktemp(hostile.name), env)
         except Exception as exc:  # reported by that hostile's test
             return exc
 
@@ -491,17 +491,17 @@ def _grade_every(todo: list[Hostile], course: EdgeCourse, tmp_path_factory, env:
 
 
 @pytest.fixture(scope="module")
-def outcomes(course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+def outcomes(edge_course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """Every hostile submission graded in the grader's default mode."""
-    return _grade_every([h for h in HOSTILES if ROOT_MODE or not h.root_only], course, tmp_path_factory)
+    return _grade_every([h for h in HOSTILES if ROOT_MODE or not h.root_only], edge_course, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def fallback_outcomes(course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
+def fallback_outcomes(edge_course: EdgeCourse, tmp_path_factory) -> dict[str, Outcome | BaseException]:
     """The hostile submissions marked `fallback` graded again as root without namespaces."""
     if not ROOT_MODE:
         isolation_missing("the fallback without namespaces is root's")
-    return _grade_every([h for h in HOSTILES if h.fallback], course, tmp_path_factory,
+    return _grade_every([h for h in HOSTILES if h.fallback], edge_course, tmp_path_factory,
                         {NAMESPACES_ENV: "off"})
 
 
@@ -516,7 +516,7 @@ def sandbox_mode() -> str:
             return session.isolation.mode
 
 
-def check_outcome(hostile: Hostile, course: EdgeCourse, outcome: Outcome | BaseException) -> None:
+def check_outcome(hostile: Hostile, edge_course: EdgeCourse, outcome: Outcome | BaseException) -> None:
     """Exit 0, a valid results file, the exact score deserved, bounded grader memory, no process,
     file or key left."""
     if isinstance(outcome, BaseException):
@@ -525,8 +525,8 @@ def check_outcome(hostile: Hostile, course: EdgeCourse, outcome: Outcome | BaseE
     assert run.code == 0, run.stderr
     assert run.seconds < RUN_BOUND
     data = read_results(outcome.output)
-    lost = set(course.points) if "*" in hostile.loses else set(hostile.loses)
-    deserved = {p: 0.0 if p in lost else points for p, points in course.points.items()} | dict(hostile.scored)
+    lost = set(edge_course.points) if "*" in hostile.loses else set(hostile.loses)
+    deserved = {p: 0.0 if p in lost else points for p, points in edge_course.points.items()} | dict(hostile.scored)
     assert {t["tags"][0]: t["score"] for t in data["tests"]} == deserved
     assert data["score"] == sum(deserved.values())
     report = data["output"] + "\n".join(t["output"] for t in data["tests"])
@@ -584,20 +584,20 @@ class TestSnapshot:
 
 @pytest.mark.parametrize("hostile", [pytest.param(h, id=h.name, marks=[pytest.mark.root] if h.root_only else [])
                                      for h in HOSTILES])
-def test_hostile_submission(hostile: Hostile, course: EdgeCourse, outcomes):
+def test_hostile_submission(hostile: Hostile, edge_course: EdgeCourse, outcomes):
     """Exit 0, a valid results file, the exact score deserved, no process, file or key left."""
     if hostile.root_only and not ROOT_MODE:
         isolation_missing("this guarantee needs the grader to run as root")
     if hostile.namespaces_only and sandbox_mode() != "namespaces":
         isolation_missing("namespaces do not work here (see `mha doctor`)")
-    check_outcome(hostile, course, outcomes[hostile.name])
+    check_outcome(hostile, edge_course, outcomes[hostile.name])
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("hostile", [h for h in HOSTILES if h.fallback], ids=lambda h: h.name)
-def test_hostile_submission_without_namespaces(hostile: Hostile, course: EdgeCourse, fallback_outcomes):
+def test_hostile_submission_without_namespaces(hostile: Hostile, edge_course: EdgeCourse, fallback_outcomes):
     """The same guarantees as root where namespaces are not available (MHA_NAMESPACES=off)."""
-    check_outcome(hostile, course, fallback_outcomes[hostile.name])
+    check_outcome(hostile, edge_course, fallback_outcomes[hostile.name])
 
 
 CLASSMATES = ("alice", "bob", "carol")  # correct submissions
@@ -608,7 +608,7 @@ HALF = {"hidden_left_behind": AR}  # student: the problem it earns half of (its 
 
 @pytest.mark.root
 @pytest.mark.parametrize("namespaces", ["default", "off"])
-def test_one_student_cannot_stall_fail_or_read_the_class(course: EdgeCourse, namespaces: str):
+def test_one_student_cannot_stall_fail_or_read_the_class(edge_course: EdgeCourse, namespaces: str):
     """`grade-all --jobs 2` on a class with a stalling, a uid-squatting, a snooping student and
     one that leaves hidden inputs, a daemon and locked files and keyrings behind: exit 0, a gradebook with every
     classmate's full marks and each hostile student's exact
@@ -623,7 +623,7 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: EdgeCourse, nam
             (folder / student).mkdir(parents=True)
             if student in IN_CLASS:
                 tokens[student] = f"{secrets.randbelow(10 ** 8):08d}"
-                source = submission_source(Hostile(student), tokens[student], course)[0]
+                source = submission_source(Hostile(student), tokens[student], edge_course)[0]
                 source = source.replace("@CLASS@", str(folder)).replace("@OUT@", str(out))
             else:
                 source = solution_source()
@@ -632,19 +632,19 @@ def test_one_student_cannot_stall_fail_or_read_the_class(course: EdgeCourse, nam
             os.chmod(path, 0o755)
             for name in files:
                 os.chmod(os.path.join(path, name), 0o644)
-        roots = (*SHARED_DIRS, course.base, base)
+        roots = (*SHARED_DIRS, edge_course.base, base)
         before = snapshot(roots)
-        run = run_mha("--course", str(course.exercises), "grade-all", str(folder), "--out", str(out),
+        run = run_mha("--course", str(edge_course.exercises), "grade-all", str(folder), "--out", str(out),
                       "--jobs", "2", "--timeout", "1", "--total-timeout", "30", "--no-progress", cwd=base,
                       env={NAMESPACES_ENV: "off"} if namespaces == "off" else None)
         assert run.code == 0, run.stderr
         with open(out / "gradebook.csv", newline="") as handle:
             rows = {row["student"]: row for row in csv.DictReader(handle)}
-        full = sum(course.points.values())
-        expected = {s: full - sum(course.points[p] for p in IN_CLASS.get(s, ())) for s in rows}
+        full = sum(edge_course.points.values())
+        expected = {s: full - sum(edge_course.points[p] for p in IN_CLASS.get(s, ())) for s in rows}
         got = {s: float(r["total"]) for s, r in rows.items()}
         for s in HALF:  # its public half only
-            expected[s] -= course.points[HALF[s]] / 2
+            expected[s] -= edge_course.points[HALF[s]] / 2
         assert got == expected
         assert {s: r["status"] for s, r in rows.items()} == {
             **{s: "graded" for s in (*CLASSMATES, *IN_CLASS)}, "stall_stdin": "timeout"}  # a case timed out
@@ -669,10 +669,10 @@ class TestWithoutSeparateUser:
         ("fork_children", AR, ([0.5, 0.5], [[1.0, 2.0], [3.0, 4.0]])),
         ("daemon", CR, (2, 4, 3)),
     ])
-    def test_children_are_killed(self, course, name, function, args, tmp_path):
+    def test_children_are_killed(self, edge_course, name, function, args, tmp_path):
         """Children, subprocesses and a setsid daemon are all gone after the session closes."""
         token = f"{secrets.randbelow(10 ** 8):08d}"
-        source, _ = submission_source(Hostile(name), token, course)
+        source, _ = submission_source(Hostile(name), token, edge_course)
         path = tmp_path / "attention.py"
         path.write_text(source)
         import numpy as np
@@ -747,11 +747,11 @@ class TestWithoutSeparateUser:
 class TestLimitOptions:
     """`mha grade` passes --total-timeout and --memory-mb on to the sandbox."""
 
-    def test_total_timeout_bounds_the_whole_submission(self, course, tmp_path):
+    def test_total_timeout_bounds_the_whole_submission(self, edge_course, tmp_path):
         """With --total-timeout 2, a submission sleeping in every function costs about 2 s in all."""
         (tmp_path / "attention.py").write_text(
             "import time\n" + "".join(f"def {p}(*args):\n    time.sleep(60)\n" for p in PROBLEMS))
-        run = run_mha("--course", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+        run = run_mha("--course", str(edge_course.exercises), "grade", str(tmp_path), "--format", "json",
                       "--timeout", "30", "--total-timeout", "2", cwd=tmp_path)
         data = json.loads(run.stdout)
         assert run.code == 0 and run.seconds < 15
@@ -759,7 +759,7 @@ class TestLimitOptions:
         summaries = [c["summary"] for p in data["problems"] for c in p["cases"]]
         assert "timed out (the submission's total time limit ran out)" in summaries
 
-    def test_memory_mb_sets_the_limit(self, course, tmp_path):
+    def test_memory_mb_sets_the_limit(self, edge_course, tmp_path):
         """300 MiB of touched memory passes with the default limit and fails with --memory-mb 256."""
         (tmp_path / "attention.py").write_text(solution_source() + (
             "\n\n_solved = count_routing_distributions\n\n\n"
@@ -768,12 +768,12 @@ class TestLimitOptions:
             "    return _solved(*layer) + int(block[0]) - 1\n"))
 
         def score(*options):
-            run = run_mha("--course", str(course.exercises), "grade", str(tmp_path), "--format", "json",
+            run = run_mha("--course", str(edge_course.exercises), "grade", str(tmp_path), "--format", "json",
                           *options, cwd=tmp_path)
             assert run.code == 0, run.stderr
             return next(p for p in json.loads(run.stdout)["problems"] if p["id"] == CR)
 
-        assert score()["score"] == course.points[CR]
+        assert score()["score"] == edge_course.points[CR]
         limited = score("--memory-mb", "256")
         assert limited["score"] == 0
         assert limited["cases"][0]["summary"].startswith("raised MemoryError")

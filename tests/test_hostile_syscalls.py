@@ -40,7 +40,7 @@ from ._edges import (
     DROPPED_UID,
     ROOT_MODE,
     EdgeCourse,
-    course,
+    edge_course,
     deserved,
     dropped_uid_problem,
     new_folder,
@@ -54,7 +54,7 @@ from .test_seccomp import need
 
 pytestmark = pytest.mark.slow  # grades every snippet through the CLI in every mode
 
-__all__ = ["course"]  # the module's course fixture (tests/_edges.py)
+__all__ = ["edge_course"]  # the module's course fixture (tests/_edges.py)
 
 ATTACK = '''
 
@@ -241,7 +241,7 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(course: EdgeCourse) -> dict[tuple[str, str], Graded | BaseException]:
+def graded(edge_course: EdgeCourse) -> dict[tuple[str, str], Graded | BaseException]:
     """Every snippet graded in every mode that can run here, two at a time."""
     todo = [(name, mode) for name in SNIPPETS for mode in MODES if runnable(mode[0], mode[1]) is None]
 
@@ -249,9 +249,9 @@ def graded(course: EdgeCourse) -> dict[tuple[str, str], Graded | BaseException]:
         name, (label, user, env) = job
         token = f"{secrets.randbelow(10 ** 8):08d}"
         try:
-            folder = write_submission(new_folder(course, name), source(name, token), answers=course.key)
-            output = new_folder(course, "out") / "results.json"
-            run = run_grader(course, "grade", str(folder), "--format", "gradescope", "--timeout", "5",
+            folder = write_submission(new_folder(edge_course, name), source(name, token), answers=edge_course.key)
+            output = new_folder(edge_course, "out") / "results.json"
+            run = run_grader(edge_course, "grade", str(folder), "--format", "gradescope", "--timeout", "5",
                              "--total-timeout", "60", cwd=folder, output=output, user=user if ROOT_MODE else None,
                              env=env)
             return Graded(name, label, token, run)
@@ -264,7 +264,7 @@ def graded(course: EdgeCourse) -> dict[tuple[str, str], Graded | BaseException]:
 
 @pytest.mark.parametrize("label, user, env", MODE_PARAMS)
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
-def test_hostile_syscalls_are_refused(course: EdgeCourse, graded, name: str, label: str, user, env):
+def test_hostile_syscalls_are_refused(edge_course: EdgeCourse, graded, name: str, label: str, user, env):
     """Exit 0, every problem's points but count_routing_distributions (which raised the report),
     EPERM for every attempt, bounded grader memory, and nothing left behind."""
     need(runnable(label, user))
@@ -273,7 +273,7 @@ def test_hostile_syscalls_are_refused(course: EdgeCourse, graded, name: str, lab
         raise outcome
     run = outcome.run
     assert run.code == 0, run.stderr
-    assert scores(run.results()) == deserved(course, lost=(CR,))
+    assert scores(run.results()) == deserved(edge_course, lost=(CR,))
     assert SNIPPETS[name][1] in run.report()
     assert 0 < run.peak_mb < 300
     assert (run.left, run.processes) == ([], [])
@@ -286,29 +286,29 @@ def test_hostile_syscalls_are_refused(course: EdgeCourse, graded, name: str, lab
 
 
 @pytest.mark.parametrize("label, user, env", MODE_PARAMS)
-def test_classmate_after_them_is_unaffected(course: EdgeCourse, label: str, user, env):
+def test_classmate_after_them_is_unaffected(edge_course: EdgeCourse, label: str, user, env):
     """`grade-all --jobs 1` on the four hostile students and a correct classmate graded after
     them: exit 0, each hostile student's exact total, the classmate's full marks, nothing left."""
     need(runnable(label, user))
-    root = new_folder(course, "class")
-    quiz = load_course(course.exercises).quiz
+    root = new_folder(edge_course, "class")
+    quiz = load_course(edge_course.exercises).quiz
     tokens = {}
     for name in (*SNIPPETS, "zz-classmate"):
         (root / name).mkdir(mode=0o755)
-        key = answer_key(quiz, student_seed(course.secret, name))  # each student's own quiz numbers
+        key = answer_key(quiz, student_seed(edge_course.secret, name))  # each student's own quiz numbers
         if name in SNIPPETS:
             tokens[name] = f"{secrets.randbelow(10 ** 8):08d}"
         write_submission(root / name, source(name, tokens[name]) if name in SNIPPETS else None, answers=key)
     for path in root.rglob("*"):
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    out = new_folder(course, "graded")
-    run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5",
+    out = new_folder(edge_course, "graded")
+    run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5",
                      "--total-timeout", "60", "--no-progress", cwd=root, user=user if ROOT_MODE else None, env=env)
     assert run.code == 0, run.stderr
     with open(out / "gradebook.csv", newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert {s: float(r["total"]) for s, r in rows.items()} == {
-        **{name: course.total - course.points[CR] for name in SNIPPETS}, "zz-classmate": course.total}
+        **{name: edge_course.total - edge_course.points[CR] for name in SNIPPETS}, "zz-classmate": edge_course.total}
     assert {r["status"] for r in rows.values()} == {"graded"}
     assert 0 < run.peak_mb < 300
     assert (run.left, run.processes) == ([], [])

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from ._edges import AR, course, deserved, grade, new_folder, run_grader, write_submission  # noqa: F401
+from ._edges import AR, deserved, edge_course, grade, new_folder, run_grader, write_submission  # noqa: F401
 from .conftest import solution_source
 
 FORGED = f"PASS  {AR}: forged  [10/10]"
@@ -59,50 +59,50 @@ def forged(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def raising(course):
-    return write_submission(new_folder(course, "forger"), solution_source() + RAISES, answers=course.key)
+def raising(edge_course):
+    return write_submission(new_folder(edge_course, "forger"), solution_source() + RAISES, answers=edge_course.key)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github", "html"])
-def test_no_format_shows_a_forged_pass_line(course, raising, fmt):
+def test_no_format_shows_a_forged_pass_line(edge_course, raising, fmt):
     """attention_reading 0 (the real score), and no line of the report starts with the forged PASS."""
     output = raising.parent / f"report-{raising.name}.{fmt}"
-    run = grade(course, raising, fmt=fmt, output=output, timeout=5)
+    run = grade(edge_course, raising, fmt=fmt, output=output, timeout=5)
     assert run.code == 0, run.stderr
     text = output.read_text()
     assert "Oops\\n" in text or "Oops\\\\n" in text  # the class name is shown, its line break escaped
     assert forged(readable(fmt, text) + run.stdout.splitlines() + run.stderr.splitlines()) == []
     if fmt == "gradescope":
-        assert {t["tags"][0]: t["score"] for t in json.loads(text)["tests"]} == deserved(course, (AR,))
+        assert {t["tags"][0]: t["score"] for t in json.loads(text)["tests"]} == deserved(edge_course, (AR,))
     if fmt == "json":
-        assert {p["id"]: p["score"] for p in json.loads(text)["problems"]} == deserved(course, (AR,))
+        assert {p["id"]: p["score"] for p in json.loads(text)["problems"]} == deserved(edge_course, (AR,))
 
 
-def test_check_in_a_terminal(course, raising):
+def test_check_in_a_terminal(edge_course, raising):
     """`mha check` (the student's terminal) shows the failure, no forged PASS line; exit 1."""
-    run = run_grader(course, "check", AR, "--path", str(raising / "attention.py"), cwd=raising)
+    run = run_grader(edge_course, "check", AR, "--path", str(raising / "attention.py"), cwd=raising)
     assert run.code == 1, run.stderr
     assert "Oops\\n" in run.stdout and forged(run.stdout.splitlines() + run.stderr.splitlines()) == []
 
 
-def test_an_import_failure_shows_no_forged_line(course):
+def test_an_import_failure_shows_no_forged_line(edge_course):
     """Raised while importing attention.py: every problem 0, the class name escaped in the report."""
-    folder = write_submission(new_folder(course, "import-forger"), solution_source() + AT_IMPORT, answers=course.key)
+    folder = write_submission(new_folder(edge_course, "import-forger"), solution_source() + AT_IMPORT, answers=edge_course.key)
     output = folder / "report.txt"
-    run = grade(course, folder, fmt="text", output=output, timeout=5)
+    run = grade(edge_course, folder, fmt="text", output=output, timeout=5)
     assert run.code == 0, run.stderr
     text = output.read_text()
     assert "Oops\\n" in text and forged(text.splitlines()) == []
 
 
-def test_grade_all_feedback_files(course, raising):
+def test_grade_all_feedback_files(edge_course, raising):
     """A class's feedback file and stored result of the same submission hold no forged line."""
-    root = new_folder(course, "forger-class")
+    root = new_folder(edge_course, "forger-class")
     (root / "ann").mkdir()
     for name in ("attention.py", "answers.yaml"):
         (root / "ann" / name).write_bytes((raising / name).read_bytes())
-    out = new_folder(course, "forger-graded")
-    run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
+    out = new_folder(edge_course, "forger-graded")
+    run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
     assert run.code == 0, run.stderr
     feedback = (out / "feedback" / "ann.txt").read_text()
     assert "Oops\\n" in feedback and forged(feedback.splitlines()) == []

@@ -48,25 +48,25 @@ def attention_reading(weights, values):
 
 
 @pytest.fixture(scope="module")
-def course():
+def edge_course():
     """The edges course with every case of attention_reading hidden."""
-    course = make_course()
-    problem = course.exercises / "problems" / f"{AR}.yaml"
+    edge_course = make_course()
+    problem = edge_course.exercises / "problems" / f"{AR}.yaml"
     problem.write_text(problem.read_text().replace("visibility: public", "visibility: hidden"))
-    yield course
-    remove_tree(course.base)
+    yield edge_course
+    remove_tree(edge_course.base)
 
 
 @pytest.fixture(scope="module")
-def leaky(course) -> Path:
-    return write_submission(new_folder(course, "leaky"), solution_source() + LEAKY, answers=course.key)
+def leaky(edge_course) -> Path:
+    return write_submission(new_folder(edge_course, "leaky"), solution_source() + LEAKY, answers=edge_course.key)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github"])
-def test_hidden_cases_show_only_the_kind_of_failure(course, leaky, fmt):
+def test_hidden_cases_show_only_the_kind_of_failure(edge_course, leaky, fmt):
     """No marker, exit code or exception text of a hidden case in any report format."""
-    output = new_folder(course, f"out-{fmt}") / "report"
-    run = grade(course, leaky, output=output, fmt=fmt, timeout=5)
+    output = new_folder(edge_course, f"out-{fmt}") / "report"
+    run = grade(edge_course, leaky, output=output, fmt=fmt, timeout=5)
     assert run.code == 0, run.stderr
     report = run.report()
     assert "LEAK" not in report
@@ -79,17 +79,17 @@ def test_hidden_cases_show_only_the_kind_of_failure(course, leaky, fmt):
         assert all(s.startswith("crashed") for s in summaries[5:])  # the cases after the process died
         assert {c["detail"] for c in cases} == {""} and {c["inputs"] for c in cases} == {""}
     if fmt == "gradescope":
-        assert scores(json.loads(output.read_text())) == deserved(course, (AR,))
+        assert scores(json.loads(output.read_text())) == deserved(edge_course, (AR,))
 
 
-def test_grade_all_feedback_and_results_hold_no_hidden_text(course, leaky):
+def test_grade_all_feedback_and_results_hold_no_hidden_text(edge_course, leaky):
     """The same submission in a class: its feedback file and stored result hold no marker."""
-    root = new_folder(course, "class")
+    root = new_folder(edge_course, "class")
     (root / "ann").mkdir()
     for name in ("attention.py", "answers.yaml"):
         (root / "ann" / name).write_bytes((leaky / name).read_bytes())
-    out = new_folder(course, "graded")
-    run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
+    out = new_folder(edge_course, "graded")
+    run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "5", cwd=root)
     assert run.code == 0, run.stderr
     written = "".join(p.read_text() for p in out.rglob("*") if p.suffix in (".txt", ".json", ".csv", ".html"))
     assert "ann" in (out / "gradebook.csv").read_text()
@@ -105,16 +105,16 @@ def predict_shapes(seq_len, d_model, num_heads):
 
 
 @pytest.fixture(scope="module")
-def faking(course) -> Path:
+def faking(edge_course) -> Path:
     """A submission whose exception message (shown: the first case of predict_shapes is public)
     tries to close the code fence and add a heading, an image, a workflow command, a score."""
-    return write_submission(new_folder(course, "faking"), solution_source() + FAKING, answers=course.key)
+    return write_submission(new_folder(edge_course, "faking"), solution_source() + FAKING, answers=edge_course.key)
 
 
-def test_gradescope_markdown_stays_inert(course, faking):
+def test_gradescope_markdown_stays_inert(edge_course, faking):
     """Rendered as CommonMark, Gradescope's outputs hold no heading, image or link: only code."""
     markdown_it = pytest.importorskip("markdown_it")
-    run = grade(course, faking)
+    run = grade(edge_course, faking)
     assert run.code == 0, run.stderr
     data = run.results()
     shown = [data["output"]] + [t["output"] for t in data["tests"]]
@@ -133,16 +133,16 @@ def test_fence_is_longer_than_any_run_of_backticks(text):
     assert [t.type for t in tokens] == ["fence"] and tokens[0].content == text + "\n# Heading\n"
 
 
-def test_github_messages_and_text_report_stay_inert(course, faking):
+def test_github_messages_and_text_report_stay_inert(edge_course, faking):
     """No line of a GitHub message reads as a workflow command; the text report has no line of
     the student's own (the fake score stays inside the exception's line)."""
-    out = new_folder(course, "github") / "result.json"
-    run = grade(course, faking, output=out, fmt="github")
+    out = new_folder(edge_course, "github") / "result.json"
+    run = grade(edge_course, faking, output=out, fmt="github")
     assert run.code == 0, run.stderr
     messages = [t["message"] for t in json.loads(out.read_text())["tests"]]
     assert any("::error::hacked" in m for m in messages)
     assert not any(line.lstrip().startswith("::") for m in messages for line in m.splitlines())
-    text = grade(course, faking, fmt="text").stdout
+    text = grade(edge_course, faking, fmt="text").stdout
     assert not any(line.startswith(("Score: 142", "# All tests", "::")) for line in text.splitlines())
     flat = " ".join(text.split())  # the report wraps long lines on word boundaries
     assert "raised ValueError at line" in flat and "\\n# All tests passed" in flat
@@ -238,7 +238,7 @@ def test_hidden_inputs_never_reach_a_later_public_case(tmp_path):
 
 @pytest.mark.root  # a non-root grader is played by a uid that root drops to
 @pytest.mark.parametrize("fmt", ["gradescope", "text", "json"])
-def test_hidden_inputs_left_behind_as_a_non_root_grader(course, fmt):
+def test_hidden_inputs_left_behind_as_a_non_root_grader(edge_course, fmt):
     """Without root the student runs as the grader's own user, and what it writes to /tmp,
     /var/tmp or /dev/shm in the hidden phase outlives its process (nobody can tell its files
     from the grader's). A later process that finds them and fails its import with that text
@@ -249,19 +249,19 @@ def test_hidden_inputs_left_behind_as_a_non_root_grader(course, fmt):
         isolation_missing(dropped_uid_problem() or "a non-root uid is run from root")
     import secrets
     token = f"{secrets.randbelow(10 ** 8):08d}"
-    folder = new_folder(course, "left-behind")
-    text = submission_source(Hostile("hidden_left_behind"), token, course)[0]
-    write_submission(folder, text, answers=course.key)
-    output = new_folder(course, f"out-{fmt}") / "report"
+    folder = new_folder(edge_course, "left-behind")
+    text = submission_source(Hostile("hidden_left_behind"), token, edge_course)[0]
+    write_submission(folder, text, answers=edge_course.key)
+    output = new_folder(edge_course, f"out-{fmt}") / "report"
     try:
-        run = grade(course, folder, output=output, fmt=fmt, timeout=5, user=DROPPED_UID)
+        run = grade(edge_course, folder, output=output, fmt=fmt, timeout=5, user=DROPPED_UID)
         assert run.code == 0, run.stderr
         report = run.report()
         assert "LEAK" not in report
         assert run.left == [] and run.processes == []
         if fmt == "gradescope":
             got = scores(json.loads(output.read_text()))
-            assert got[AR] == 0 and 0 < got[CR] < course.points[CR] and 0 < got[PS] < course.points[PS]
+            assert got[AR] == 0 and 0 < got[CR] < edge_course.points[CR] and 0 < got[PS] < edge_course.points[PS]
             assert "failed to import again in a fresh one (what it said is not shown)" in report
     finally:
         for shared in ("/tmp", "/var/tmp", "/dev/shm"):

@@ -3,7 +3,7 @@
 `--output` pointing at a link or a FIFO is refused (exit 2, nothing changed, no hang); a
 character device (a pseudo-terminal made here, or /dev/stdout of this run) is written in place.
 Result files (the report, the gradebook, feedback, results, report.html) get 0666 & ~umask, so
-teaching assistants can read them; the compiled cache and a zip holding the course secret stay
+teaching assistants can read them; the seed cache and a zip holding the course secret stay
 private. Every test makes its own links, FIFOs and terminals: no system path is ever a target.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from grader.errors import ExitCode, OutputError
 from grader.paths import check_output, write_atomically
 
 from ._edges import (
-    course_dir,  # noqa: F401 (a fixture of these tests)
+    edge_course,  # noqa: F401 (a fixture of these tests)
     grade,
     new_folder,
     run_grader,
@@ -29,8 +29,8 @@ from ._edges import (
 
 
 @pytest.fixture(scope="module")
-def submission(course_dir) -> Path:
-    return write_submission(new_folder(course_dir, "honest"), answers=course_dir.key)
+def submission(edge_course) -> Path:
+    return write_submission(new_folder(edge_course, "honest"), answers=edge_course.key)
 
 
 def mode(path: Path) -> int:
@@ -38,24 +38,24 @@ def mode(path: Path) -> int:
 
 
 class TestRefused:
-    def test_link_is_refused_and_left_alone(self, course_dir, submission):
+    def test_link_is_refused_and_left_alone(self, edge_course, submission):
         """--output naming a link: exit 2 before grading, the link and its target unchanged, and
         (--format gradescope) no results file written through it."""
-        folder = new_folder(course_dir, "link")
+        folder = new_folder(edge_course, "link")
         target = folder / "precious.txt"
         target.write_text("keep me\n")
         (folder / "results.json").symlink_to(target)
-        run = grade(course_dir, submission, output=folder / "results.json")
+        run = grade(edge_course, submission, output=folder / "results.json")
         assert run.code == ExitCode.USAGE
         assert f"{folder / 'results.json'} is a link: results are written only to a regular file" in run.stderr
         assert os.path.islink(folder / "results.json") and target.read_text() == "keep me\n"
         assert sorted(os.listdir(folder)) == ["precious.txt", "results.json"]
 
-    def test_fifo_is_refused_without_waiting(self, course_dir, submission):
+    def test_fifo_is_refused_without_waiting(self, edge_course, submission):
         """--output naming a FIFO nobody reads: exit 2 at once, still a FIFO."""
-        folder = new_folder(course_dir, "fifo")
+        folder = new_folder(edge_course, "fifo")
         os.mkfifo(folder / "results.json")
-        run = grade(course_dir, submission, output=folder / "results.json")
+        run = grade(edge_course, submission, output=folder / "results.json")
         assert run.code == ExitCode.USAGE
         assert "is a FIFO: results are written only to a regular file" in run.stderr
         assert stat.S_ISFIFO(os.lstat(folder / "results.json").st_mode)
@@ -75,13 +75,13 @@ class TestRefused:
 
 
 class TestCharacterDevices:
-    def test_dev_stdout_is_written_in_place(self, course_dir, submission):
+    def test_dev_stdout_is_written_in_place(self, edge_course, submission):
         """`--output /dev/stdout` with the output captured (a pipe): the report arrives on stdout."""
-        run = grade(course_dir, submission, output=Path("/dev/stdout"), fmt="json")
+        run = grade(edge_course, submission, output=Path("/dev/stdout"), fmt="json")
         assert run.code == 0, run.stderr
-        assert json.loads(run.stdout)["score"] == course_dir.total
+        assert json.loads(run.stdout)["score"] == edge_course.total
 
-    def test_a_terminal_is_written_in_place(self, course_dir, submission):
+    def test_a_terminal_is_written_in_place(self, edge_course, submission):
         """A pseudo-terminal of this test's own (a character device) gets the report written into it."""
         primary, secondary = os.openpty()
         try:
@@ -100,37 +100,37 @@ class TestCharacterDevices:
                     chunks.append(chunk)
             reader = threading.Thread(target=drain, daemon=True)
             reader.start()
-            run = run_grader(course_dir, "grade", str(submission), "--format", "json", "--output", name, cwd=submission)
+            run = run_grader(edge_course, "grade", str(submission), "--format", "json", "--output", name, cwd=submission)
             assert run.code == 0, run.stderr
         finally:
             os.close(secondary)
             os.close(primary)
         reader.join(timeout=10)
         text = b"".join(chunks).decode().replace("\r\n", "\n")
-        assert json.loads(text)["score"] == course_dir.total
+        assert json.loads(text)["score"] == edge_course.total
 
 
 class TestModes:
     @pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
-    def test_report_follows_the_umask(self, course_dir, submission, umask, expected):
+    def test_report_follows_the_umask(self, edge_course, submission, umask, expected):
         """A new --output file and a replaced one both get 0666 & ~umask."""
-        out = new_folder(course_dir, "modes") / "results.json"
-        assert grade(course_dir, submission, output=out, umask=umask).code == 0
+        out = new_folder(edge_course, "modes") / "results.json"
+        assert grade(edge_course, submission, output=out, umask=umask).code == 0
         assert mode(out) == expected
         os.chmod(out, 0o600)
-        assert grade(course_dir, submission, output=out, umask=umask).code == 0
-        assert mode(out) == expected and json.loads(out.read_text())["score"] == course_dir.total
+        assert grade(edge_course, submission, output=out, umask=umask).code == 0
+        assert mode(out) == expected and json.loads(out.read_text())["score"] == edge_course.total
 
-    def test_grade_all_files_follow_the_umask_and_its_cache_stays_private(self, course_dir, submission):
+    def test_grade_all_files_follow_the_umask_and_its_cache_stays_private(self, edge_course, submission):
         """Gradebook, feedback, results and report.html: 0644 under umask 022. grade-all prepares
-        its cases in memory (no compiled assignment); whatever it keeps in the cache folder (a walk
+        its cases in memory (no seed cache); whatever it keeps in the cache folder (a walk
         of the shared folders, when it sweeps them) is in a 0700 folder of 0600 files."""
-        root = new_folder(course_dir, "class")
+        root = new_folder(edge_course, "class")
         (root / "ann").mkdir()
         for name in ("attention.py", "answers.yaml"):
             (root / "ann" / name).write_bytes((submission / name).read_bytes())
-        out, cache = new_folder(course_dir, "graded"), new_folder(course_dir, "cache")
-        run = run_grader(course_dir, "grade-all", str(root), "--out", str(out), "--jobs", "1", cwd=root, umask=0o022,
+        out, cache = new_folder(edge_course, "graded"), new_folder(edge_course, "cache")
+        run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", cwd=root, umask=0o022,
                          env={"MHA_CACHE_DIR": str(cache / "mha")})
         assert run.code == 0, run.stderr
         written = [p for p in out.rglob("*") if p.is_file()]
@@ -142,16 +142,16 @@ class TestModes:
             assert {p.name: mode(p) for p in (cache / "mha").rglob("*")} == {
                 p.name: 0o600 for p in (cache / "mha").rglob("*")}
 
-    def test_the_compiled_course_stays_private(self, course_dir, submission):
+    def test_the_prepared_course_stays_private(self, edge_course, submission):
         """`mha grade` compiles the assignment on its first run: under umask 022, a 0700 cache
-        folder holding one 0600 compiled assignment."""
-        cache = new_folder(course_dir, "compiled")
-        run = run_grader(course_dir, "grade", str(submission), "--format", "json", cwd=submission, umask=0o022,
+        folder holding one 0600 seed cache."""
+        cache = new_folder(edge_course, "seed-cache")
+        run = run_grader(edge_course, "grade", str(submission), "--format", "json", cwd=submission, umask=0o022,
                          env={"MHA_CACHE_DIR": str(cache / "mha")})
         assert run.code == 0, run.stderr
-        assert json.loads(run.stdout)["score"] == course_dir.total
-        compiled = [p for p in (cache / "mha").iterdir() if p.suffix == ".json" and p.name != "shared-folders.json"]
-        assert mode(cache / "mha") == 0o700 and len(compiled) == 1 and compiled[0].suffix == ".json"
+        assert json.loads(run.stdout)["score"] == edge_course.total
+        seed_cases = [p for p in (cache / "mha").iterdir() if p.suffix == ".json" and p.name != "shared-folders.json"]
+        assert mode(cache / "mha") == 0o700 and len(seed_cases) == 1 and seed_cases[0].suffix == ".json"
         assert {p.name: mode(p) for p in (cache / "mha").iterdir()} == {
             p.name: 0o600 for p in (cache / "mha").iterdir()}
 

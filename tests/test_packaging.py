@@ -225,10 +225,10 @@ class TestStudentAndFullInstalls:
 
     def test_the_two_wheels_differ_in_what_they_hold(self, dists, student_wheel):
         """The check above can fail: the student wheel lacks modules of the full one (the course
-        loader) and holds the public fixtures the full one does not."""
+        loader) and holds the public seed cases the full one does not."""
         full, student = _wheel_files(dists[1]), _wheel_files(student_wheel)
         assert "grader/course/loader.py" in full - student
-        assert "grader/_fixtures/default.json" in student - full
+        assert "grader/_seed_cases/default.json" in student - full
 
 
 class TestPrecedence:

@@ -133,7 +133,7 @@ class TestOneOddCase:
 
 @pytest.mark.parametrize("stem", ["bug_mha_transpose_3d", "bug_cascade_overflow_unscaled"])
 def test_mha_grade_names_them_too(cli, tmp_path, stem):
-    """`mha grade` grades on the compiled assignment (wrong answers computed ahead, a bug's
+    """`mha grade` grades on the seed cache (wrong answers computed ahead, a bug's
     error included): the .T mistake and the mistake behind a broken helper are named there too."""
     import json
     path = tmp_path / "attention.py"

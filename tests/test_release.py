@@ -18,14 +18,14 @@ from grader.course.quiz import answers_template, draw as quiz_draw
 from grader.course.render import render_prompt
 from grader.course.seeds import course_settings, gradescope_student, student_seed, student_token
 from grader.errors import SpecError, SubmissionError
-from grader.grading.fixtures import BUNDLE_FOLDER, Fixtures
 from grader.grading.prepared import prepare
+from grader.grading.seed_cases import BUNDLE_FOLDER, SeedCases
 
 from ._install import fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
 SECRET = "test-course-secret"
-FIXTURES = Path("grader") / BUNDLE_FOLDER
+SEED_CASES = Path("grader") / BUNDLE_FOLDER
 STUDENTS = ("alice@example.edu", "bob@example.edu")
 API = ("softmax", "attention_reading", "count_routing_distributions", "scaled_dot_product_attention",
        "split_heads", "merge_heads", "multi_head_attention", "predict_shapes", "parameter_count",
@@ -66,20 +66,20 @@ class TestSeeds:
         assert any(x != y for x, y in quiz_numbers)
 
     def test_same_numbers_in_every_place(self, course, bundle):
-        """`mha numbers`, `mha show --student`, the bundle's fixtures and grading agree for one student."""
+        """`mha numbers`, `mha show --student`, the bundle's seed cases and grading agree for one student."""
         student = STUDENTS[0]
         seed = student_seed(SECRET, student)
         problem = course.problem("count_routing_distributions")
         prompt = render_prompt(problem, seed)
         assert prompt in run("numbers", student).stdout
         assert prompt in run("show", "count_routing_distributions", "--student", student).stdout
-        fixtures = Fixtures.load(bundle / "student" / FIXTURES / f"{student_token(student)}.json")
-        assert prompt in fixtures.texts["count_routing_distributions"]
-        stored = next(prepared for p, prepared in fixtures.problems if p.id == problem.id)
+        seed_cases = SeedCases.load(bundle / "student" / SEED_CASES / f"{student_token(student)}.json")
+        assert prompt in seed_cases.texts["count_routing_distributions"]
+        stored = next(prepared for p, prepared in seed_cases.problems if p.id == problem.id)
         for prepared in stored:
             graded = prepare(problem, next(c for c in problem.cases if c.name == prepared.case.name), seed)
             assert graded.args == prepared.args and graded.expected == prepared.expected, prepared.case.name
-        for v in fixtures.quiz:
+        for v in seed_cases.quiz:
             assert v.params == quiz_draw(course.quiz.item(v.item.id), seed).params
 
     def test_mha_variant_is_the_older_name_of_mha_numbers(self):
@@ -107,7 +107,7 @@ class TestSeeds:
         assert status == {STUDENTS[0]: "passed", STUDENTS[1]: "failed"}
 
     def test_roster_needs_a_secret(self, tmp_path):
-        """Releasing per-student fixtures without the course secret is a usage error."""
+        """Releasing per-student seed cases without the course secret is a usage error."""
         roster = tmp_path / "roster.csv"
         roster.write_text("alice@example.edu\n")
         result = CliRunner().invoke(main, ["--course", str(EXERCISES), "release", "--out", str(tmp_path / "r"),
@@ -137,7 +137,7 @@ class TestStudentBundle:
                       and not line.strip().startswith(('"""', "#"))
                       and not line.strip().endswith("):")]  # a signature's last line: the stub has it too
         for name, text in files.items():
-            if name.endswith(".py"):  # prompts and hints in the fixtures may quote a formula on purpose
+            if name.endswith(".py"):  # prompts and hints in the seed cases may quote a formula on purpose
                 assert not [line for line in body_lines if line in text], name
 
     def test_contains_no_hidden_case_data(self, bundle, course):
@@ -148,10 +148,10 @@ class TestStudentBundle:
         assert hidden_cases
         for name in hidden_cases:
             assert f'"name":{json.dumps(name)}' not in everything and f"[hidden] {name}" not in everything, name
-        for fixtures in (bundle / "student" / FIXTURES).glob("*.json"):
-            if fixtures.name == "index.json":
+        for seed_cases in (bundle / "student" / SEED_CASES).glob("*.json"):
+            if seed_cases.name == "index.json":
                 continue
-            data = json.loads(fixtures.read_text())
+            data = json.loads(seed_cases.read_text())
             for problem in data["problems"]:
                 public = [c.name for c in course.problem(problem["id"]).cases if not c.hidden]
                 assert [c["name"] for c in problem["cases"]] == public
@@ -234,27 +234,27 @@ class TestStudentBundle:
         assert unknown.returncode == 2 and "ask your instructor" in unknown.stderr
 
 
-class TestFixturesFormat:
+class TestSeedCasesFormat:
     def test_format_2_still_loads(self, bundle):
-        """A fixtures file of format 2 (the seed's label, and each mistake's bug, under "variant") loads as
+        """A seed cases file of format 2 (the seed's label, and each mistake's bug, under "variant") loads as
         the current format does."""
-        path = bundle / "student" / FIXTURES / "default.json"
+        path = bundle / "student" / SEED_CASES / "default.json"
         data = json.loads(path.read_text())
         assert data["format"] == 3 and data["seed"] == "default"
         old = {**{("variant" if k == "seed" else k): v for k, v in data.items()}, "format": 2}
         old["problems"] = [{**p, "mistakes": [{("variant" if k == "bug" else k): v for k, v in m.items()}
                                               for m in p["mistakes"]]} for p in data["problems"]]
         assert any(m["variant"] for p in old["problems"] for m in p["mistakes"])
-        new, loaded = Fixtures(data, path), Fixtures(old, path)
+        new, loaded = SeedCases(data, path), SeedCases(old, path)
         assert [p for p, _ in loaded.problems] == [p for p, _ in new.problems] and len(new.problems) > 5
         assert loaded.texts == new.texts and [v.params for v in loaded.quiz] == [v.params for v in new.quiz]
 
     def test_another_format_is_refused(self, bundle):
         """A format this version cannot read is a clear error naming the file, never a KeyError."""
-        path = bundle / "student" / FIXTURES / "default.json"
+        path = bundle / "student" / SEED_CASES / "default.json"
         with pytest.raises(SubmissionError) as error:
-            Fixtures({**json.loads(path.read_text()), "format": 1}, path)
-        assert str(error.value) == f"{path}: not a fixtures file of this version of mha-exercises"
+            SeedCases({**json.loads(path.read_text()), "format": 1}, path)
+        assert str(error.value) == f"{path}: not a seed cases file of this version of mha-exercises"
 
 
 def key_answers(course, seed: int) -> str:
@@ -322,8 +322,8 @@ class TestPersonalNumbers:
                                            "--roster", str(roster)], env={"MHA_COURSE_SECRET": SECRET})
         assert result.exit_code == 0, result.output
         assert "seed_key: sid" in (tmp_path / "r" / "autograder" / "exercises" / "course.yaml").read_text()
-        fixtures = {p.name for p in (tmp_path / "r" / "student" / FIXTURES).iterdir()}
-        assert fixtures == {"default.json", "index.json", *(f"{student_token(s)}.json" for s in ("2024001", "2024002"))}
+        seed_cases = {p.name for p in (tmp_path / "r" / "student" / SEED_CASES).iterdir()}
+        assert seed_cases == {"default.json", "index.json", *(f"{student_token(s)}.json" for s in ("2024001", "2024002"))}
         assert "--student YOUR_SID" in (tmp_path / "r" / "student" / "README.md").read_text()
 
 

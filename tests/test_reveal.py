@@ -1,5 +1,5 @@
 """`reveal: false`: a public case whose answer the student must work out shows what was got, never
-the expected answer, in `mha grade`, in the student bundle's fixtures and in every problem that uses it."""
+the expected answer, in `mha grade`, in the student bundle's seed cases and in every problem that uses it."""
 from __future__ import annotations
 
 import re
@@ -8,9 +8,9 @@ import pytest
 
 from grader.course.loader import load_problem
 from grader.errors import SpecErrors
-from grader.grading.fixtures import Fixtures, build
 from grader.grading.grade import UNREVEALED, grade, judge
 from grader.grading.prepared import prepare
+from grader.grading.seed_cases import SeedCases, build
 from grader.sandbox.session import CaseRun, RunStatus
 
 from .conftest import COURSE as ref, COURSE_CODE
@@ -96,15 +96,15 @@ class TestFeedback:
             assert "not shown" in case_result.detail and not re.search(rf"\b{expected}\b", shown)
 
 
-class TestFixtures:
-    def test_student_fixtures_keep_reveal(self, course):
-        """The student bundle's fixtures carry `reveal`, so `mha check` hides the same answers."""
-        fixtures = Fixtures(build(course, 0, "default"), path=None)
-        problem, prepared = next((p, c) for p, c in fixtures.problems if p.id == "count_routing_distributions")
+class TestSeedCases:
+    def test_student_seed_cases_keep_reveal(self, course):
+        """The student bundle's seed cases carry `reveal`, so `mha check` hides the same answers."""
+        seed_cases = SeedCases(build(course, 0, "default"), path=None)
+        problem, prepared = next((p, c) for p, c in seed_cases.problems if p.id == "count_routing_distributions")
         assert prepared and all(not c.case.reveal for c in prepared)
         run = CaseRun(status=RunStatus.RETURNED, value=prepared[0].expected + 1)
         assert "not shown" in judge(problem, prepared[0], run).detail
-        softmax = next(p for p, _ in fixtures.problems if p.id == "softmax")
+        softmax = next(p for p, _ in seed_cases.problems if p.id == "softmax")
         assert all(c.reveal for c in softmax.cases)
 
 

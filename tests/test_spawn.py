@@ -271,9 +271,9 @@ class TestOneSubmissionCannotChangeTheNext:
 class TestCommandLine:
     def test_grade_starts_the_zygote_before_loading_the_course(self, cli, monkeypatch, tmp_path):
         """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML
-        (here with nothing compiled yet, so the assignment is loaded)."""
+        (here with an empty seed cache, so the assignment is loaded)."""
         import grader.course.loader
-        from grader.grading.compiled import CACHE_ENV
+        from grader.grading.seed_cache import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
         calls = []
         real_prestart, real_load = spawn.prestart, grader.course.loader.load_course

@@ -29,7 +29,7 @@ COURSE_MODULES = frozenset({"grader.course.code", "grader.course.loader", "grade
 # The course folder's own modules: the reference, the named mistakes, the detectors, the quiz's answers.
 COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship", "detectors", "quiz_answers"})
 # The autograder's side of shared modules: function-level imports of modules a student never has,
-# on paths the student `mha` does not take (it grades from precomputed fixtures). Each is listed
+# on paths the student `mha` does not take (it grades from precomputed seed cases). Each is listed
 # here on purpose: a new one fails the test until it is looked at.
 AUTOGRADER_ONLY = frozenset({
     ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
@@ -39,8 +39,8 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/diagnosis.py", "wrong_answer", "grader.course.code"),
     ("grading/diagnosis.py", "_fit", "grader.course.code"),  # only with course code (problem.code)
     ("grading/cascade.py", "reference_text", "grader.course.code"),  # only with course code (problem.code)
-    ("grading/fixtures.py", "build", "grader.course.quiz"),
-    ("grading/fixtures.py", "build", "grader.course.render"),
+    ("grading/seed_cases.py", "build", "grader.course.quiz"),
+    ("grading/seed_cases.py", "build", "grader.course.render"),
     ("grading/prepared.py", "build_args", "grader.course.generators"),
     ("grading/prepared.py", "course_fn", "grader.course.code"),  # a case input the course computes
     ("grading/prepared.py", "reference_answer", "grader.course.code"),
@@ -132,19 +132,19 @@ def _is_module(name: str) -> bool:
 
 class TestAllowList:
     def test_the_bundle_holds_exactly_the_listed_modules(self, student):
-        """The student bundle's grader package: STUDENT_MODULES, its __main__.py and its fixtures, nothing else."""
+        """The student bundle's grader package: STUDENT_MODULES, its __main__.py and its seed cases, nothing else."""
         grader = student / "grader"
         files = {p.relative_to(grader).as_posix() for p in grader.rglob("*") if p.is_file()}
-        fixtures = {f for f in files if f.startswith("_fixtures/")}
-        assert fixtures == {"_fixtures/default.json", "_fixtures/index.json"}
-        assert files - fixtures == {*STUDENT_MODULES, "__main__.py"}
+        seed_cases = {f for f in files if f.startswith("_seed_cases/")}
+        assert seed_cases == {"_seed_cases/default.json", "_seed_cases/index.json"}
+        assert files - seed_cases == {*STUDENT_MODULES, "__main__.py"}
         for name in STUDENT_MODULES:
             assert (grader / name).read_bytes() == (PACKAGE / name).read_bytes(), name
 
     def test_the_student_wheel_holds_the_listed_modules_and_the_otter_checks(self, student_wheel):
         """The otter student wheel: STUDENT_MODULES, the otter checks and the default fixtures under grader/."""
         package = {name.removeprefix("grader/") for name in student_wheel if name.startswith("grader/")}
-        assert package == {*STUDENT_MODULES, *wheel.STUDENT_EXTRA, wheel.FIXTURES}
+        assert package == {*STUDENT_MODULES, *wheel.STUDENT_EXTRA, wheel.SEED_CASES}
         assert not any(name.startswith("grader/") for name in student_wheel if "dist-info" in name)
 
     def test_a_new_module_is_not_shipped(self, tmp_path, monkeypatch):
@@ -169,7 +169,7 @@ class TestAllowList:
         """None of the modules that load the course's code, the hidden cases or the quiz key is listed."""
         listed = {_module(name) for name in STUDENT_MODULES}
         assert not listed & (COURSE_MODULES | {"grader.course.render", "grader.cli.commands",
-                                               "grader.grading.validation", "grader.grading.compiled"})
+                                               "grader.grading.validation", "grader.grading.seed_cache"})
         assert not any(name.startswith(("classroom/", "exports/", "_course")) for name in STUDENT_MODULES)
 
 

@@ -33,8 +33,8 @@ from ._edges import (  # noqa: F401
     DROPPED_UID,
     ROOT_MODE,
     EdgeCourse,
-    course,
     deserved,
+    edge_course,
     grade,
     new_folder,
     run_grader,
@@ -56,9 +56,9 @@ def alias_bomb(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-def key_of(course, student: str) -> dict:
+def key_of(edge_course, student: str) -> dict:
     """The right answers of `student`'s seed (grade-all draws it from the course secret)."""
-    return answer_key(load_course(course.exercises).quiz, student_seed(course.secret, student))
+    return answer_key(load_course(edge_course.exercises).quiz, student_seed(edge_course.secret, student))
 
 
 def bombed_answers(key: dict) -> str:
@@ -67,52 +67,52 @@ def bombed_answers(key: dict) -> str:
 
 
 class TestAliasBomb:
-    def test_grade_scores_the_quiz_zero_briefly(self, course):
+    def test_grade_scores_the_quiz_zero_briefly(self, edge_course):
         """The whole answers file is refused before it is built: every quiz item 0 with the line and
         the reason, every problem full marks, a small results.json, the grader under 300 MB."""
-        folder = write_submission(new_folder(course, "alias-bomb"), answers=bombed_answers(course.key))
+        folder = write_submission(new_folder(edge_course, "alias-bomb"), answers=bombed_answers(edge_course.key))
         assert len((folder / "answers.yaml").read_bytes()) < 2000
-        run = grade(course, folder, timeout=5)
+        run = grade(edge_course, folder, timeout=5)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, quiz=False)
+        assert scores(run.results()) == deserved(edge_course, quiz=False)
         # named at the first anchor standing for too many values: lol4 (9 ** 5 strings, 66,430 values)
-        lines = len(yaml.safe_dump(course.key).splitlines())
+        lines = len(yaml.safe_dump(edge_course.key).splitlines())
         assert f"answers.yaml:{lines + 5}: its aliases stand for more than 65536 values" in run.report()
         assert run.output.stat().st_size < 200_000
         assert 0 < run.peak_mb < GRADER_MB
 
-    def test_grade_all_grades_the_classmates(self, course):
+    def test_grade_all_grades_the_classmates(self, edge_course):
         """In a class of three, the bomb costs its author the quiz; both classmates get full marks."""
-        root = new_folder(course, "bomb-class")
+        root = new_folder(edge_course, "bomb-class")
         for student in ("ann", "bob", "cat"):
             (root / student).mkdir()
-            write_submission(root / student, answers=bombed_answers(key_of(course, student)) if student == "bob"
-                             else key_of(course, student))
-        out = new_folder(course, "bomb-graded")
-        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
+            write_submission(root / student, answers=bombed_answers(key_of(edge_course, student)) if student == "bob"
+                             else key_of(edge_course, student))
+        out = new_folder(edge_course, "bomb-graded")
+        run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
         assert run.code == 0, run.stderr
         totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
-        assert totals == {"ann": course.total, "bob": sum(course.points.values()), "cat": course.total}
+        assert totals == {"ann": edge_course.total, "bob": sum(edge_course.points.values()), "cat": edge_course.total}
         assert "its aliases stand for more than 65536 values" in (out / "feedback" / "bob.txt").read_text()
         assert sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) < 2_000_000
         assert 0 < run.peak_mb < GRADER_MB
 
 
 class TestCollidingIds:
-    def test_ids_made_safe_alike_keep_their_own_files(self, course):
+    def test_ids_made_safe_alike_keep_their_own_files(self, edge_course):
         """o'brien@x.edu and o_brien@x.edu (one file name once made safe) are both graded, each
         into files of their own, with their own scores; the batch exits 0."""
-        root = new_folder(course, "collide")
+        root = new_folder(edge_course, "collide")
         ids = ("o'brien@x.edu", "o_brien@x.edu")
         (root / ids[0]).mkdir()
-        write_submission(root / ids[0], answers=key_of(course, ids[0]))
+        write_submission(root / ids[0], answers=key_of(edge_course, ids[0]))
         (root / ids[1]).mkdir()
         write_submission(root / ids[1], answers={})
-        out = new_folder(course, "collide-graded")
-        run = run_grader(course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
+        out = new_folder(edge_course, "collide-graded")
+        run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "1", "--timeout", "10", cwd=root)
         assert run.code == 0, run.stderr
         totals = {row["student"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
-        assert totals == {ids[0]: course.total, ids[1]: sum(course.points.values())}
+        assert totals == {ids[0]: edge_course.total, ids[1]: sum(edge_course.points.values())}
         results = sorted((out / "results").glob("*.json"))
         assert len(results) == 2 and len(list((out / "feedback").glob("*.txt"))) == 2
         assert (out / "results" / "o_brien@x.edu.json").is_file()  # a safe id names its own files
@@ -168,16 +168,16 @@ def attention_reading(weights, values):
 
 
 class TestSourceParsedInTheGrader:
-    def test_a_one_mib_attention_py(self, course):
+    def test_a_one_mib_attention_py(self, edge_course):
         """1 MiB of dense statements and a failing problem (the grader reads the call graph only
         of text it may parse): that problem 0, the rest full marks, the grader under 300 MB."""
         padding = "_ = 0\n" * ((1 << 20) // 6 - 2000)
-        folder = write_submission(new_folder(course, "mib-source"), solution_source() + BROKEN_AR + padding,
-                                  answers=course.key)
+        folder = write_submission(new_folder(edge_course, "mib-source"), solution_source() + BROKEN_AR + padding,
+                                  answers=edge_course.key)
         assert (1 << 20) - 20000 < (folder / "attention.py").stat().st_size <= 1 << 20
-        run = grade(course, folder, timeout=10)
+        run = grade(edge_course, folder, timeout=10)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, (AR,))
+        assert scores(run.results()) == deserved(edge_course, (AR,))
         assert "raised RuntimeError" in run.report()
         assert 0 < run.peak_mb < GRADER_MB
 
@@ -189,16 +189,16 @@ class TestSourceParsedInTheGrader:
          f"the code cells hold {(len(solution_source()) + 24 * 60_000) // 1024} KiB of code; a submission "
          "may hold at most 1024 KiB, as attention.py"),
     ], ids=["one-large-cell", "many-cells"])
-    def test_a_notebook_with_too_much_code(self, course, cells, says):
+    def test_a_notebook_with_too_much_code(self, edge_course, cells, says):
         """Refused before any cell is parsed: every problem 0 saying why, the quiz counts, exit 0,
         the grader under 300 MB."""
-        folder = new_folder(course, "large-notebook")
+        folder = new_folder(edge_course, "large-notebook")
         notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": c} for c in cells], "nbformat": 4}
         (folder / "attention.ipynb").write_text(json.dumps(notebook))
-        (folder / "answers.yaml").write_text(yaml.safe_dump(course.key))
-        run = grade(course, folder, timeout=5)
+        (folder / "answers.yaml").write_text(yaml.safe_dump(edge_course.key))
+        run = grade(edge_course, folder, timeout=5)
         assert run.code == 0, run.stderr
-        assert scores(run.results()) == deserved(course, tuple(course.points))
+        assert scores(run.results()) == deserved(edge_course, tuple(edge_course.points))
         assert f"attention.ipynb: {says}" in run.report()
         assert 0 < run.peak_mb < GRADER_MB
 
@@ -219,7 +219,7 @@ def attention_reading(weights, values):
 
 @pytest.mark.parametrize("mode", ["default", pytest.param("no-namespaces", marks=pytest.mark.root),
                                   pytest.param("non-root", marks=pytest.mark.root)])
-def test_a_problem_that_leaves_a_process_loses_its_points(course, mode):
+def test_a_problem_that_leaves_a_process_loses_its_points(edge_course, mode):
     """attention_reading answers right but leaves a child running: that problem 0 saying why, every
     other problem and the quiz full marks (the next problem gets a fresh process), nothing left."""
     if mode != "default" and not ROOT_MODE:
@@ -228,13 +228,13 @@ def test_a_problem_that_leaves_a_process_loses_its_points(course, mode):
         pytest.skip("needs root: as another user, or without namespaces")
     if mode == "non-root":
         skip_unless_runnable(DROPPED_UID)
-    folder = write_submission(new_folder(course, f"leaves-{mode}"), solution_source() + LEAVES_A_CHILD,
-                              answers=course.key)
-    output = new_folder(course, "out") / "results.json"
-    run = run_grader(course, "grade", str(folder), "--format", "gradescope", "--timeout", "10", cwd=folder,
+    folder = write_submission(new_folder(edge_course, f"leaves-{mode}"), solution_source() + LEAVES_A_CHILD,
+                              answers=edge_course.key)
+    output = new_folder(edge_course, "out") / "results.json"
+    run = run_grader(edge_course, "grade", str(folder), "--format", "gradescope", "--timeout", "10", cwd=folder,
                      output=output, user=DROPPED_UID if mode == "non-root" else None,
                      env={NAMESPACES_ENV: "off"} if mode == "no-namespaces" else None)
     assert run.code == 0, run.stderr
-    assert scores(run.results()) == deserved(course, (AR,))
+    assert scores(run.results()) == deserved(edge_course, (AR,))
     assert "it left processes running after it returned" in run.report()
     assert run.processes == [] and run.left == []

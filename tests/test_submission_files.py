@@ -24,8 +24,8 @@ from grader.paths import PACKAGE
 from ._edges import (
     ROOT_MODE,
     EdgeCourse,
-    course_dir,  # noqa: F401 (a fixture of these tests)
     deserved,
+    edge_course,  # noqa: F401 (a fixture of these tests)
     grade,
     graded_in_every_mode,
     new_folder,
@@ -61,49 +61,49 @@ class Attack:
 
 def _link(name: str, target: Callable[[EdgeCourse], Path]):
     """The model answers and the key, with `name` replaced by a link to `target`."""
-    def make(course_dir: EdgeCourse, folder: Path) -> None:
-        write_submission(folder, answers=course_dir.key)
+    def make(edge_course: EdgeCourse, folder: Path) -> None:
+        write_submission(folder, answers=edge_course.key)
         (folder / name).unlink()
-        (folder / name).symlink_to(target(course_dir))
+        (folder / name).symlink_to(target(edge_course))
     return make
 
 
 def _fifo(name: str):
-    def make(course_dir: EdgeCourse, folder: Path) -> None:
-        write_submission(folder, answers=course_dir.key)
+    def make(edge_course: EdgeCourse, folder: Path) -> None:
+        write_submission(folder, answers=edge_course.key)
         (folder / name).unlink()
         os.mkfifo(folder / name)
     return make
 
 
-def _folder_named_attention(course_dir: EdgeCourse, folder: Path) -> None:
-    write_submission(folder, answers=course_dir.key)
+def _folder_named_attention(edge_course: EdgeCourse, folder: Path) -> None:
+    write_submission(folder, answers=edge_course.key)
     (folder / "attention.py").unlink()
     (folder / "attention.py").mkdir()
-    (folder / "attention.py" / "attention.py").write_text((course_dir.base / "solutions" / "attention.py").read_text())
+    (folder / "attention.py" / "attention.py").write_text((edge_course.base / "solutions" / "attention.py").read_text())
 
 
-def _too_large(course_dir: EdgeCourse, folder: Path) -> None:
-    write_submission(folder, source="x = 1\n" + "#" * (1 << 20), answers=course_dir.key)
+def _too_large(edge_course: EdgeCourse, folder: Path) -> None:
+    write_submission(folder, source="x = 1\n" + "#" * (1 << 20), answers=edge_course.key)
 
 
-def _inner_link(course_dir: EdgeCourse, folder: Path) -> None:
+def _inner_link(edge_course: EdgeCourse, folder: Path) -> None:
     """answers.yaml linked to a file in the same folder: still a link, still refused."""
-    write_submission(folder, answers=course_dir.key)
+    write_submission(folder, answers=edge_course.key)
     (folder / "answers.yaml").rename(folder / "mine.yaml")
     (folder / "answers.yaml").symlink_to("mine.yaml")
 
 
-def _notebook_link(course_dir: EdgeCourse, folder: Path) -> None:
-    elsewhere = new_folder(course_dir, "elsewhere")
+def _notebook_link(edge_course: EdgeCourse, folder: Path) -> None:
+    elsewhere = new_folder(edge_course, "elsewhere")
     (elsewhere / "attention.ipynb").write_text('{"cells": [], "nbformat": 4}')
-    write_submission(folder, answers=course_dir.key)
+    write_submission(folder, answers=edge_course.key)
     (folder / "attention.py").unlink()
     (folder / "attention.ipynb").symlink_to(elsewhere / "attention.ipynb")
 
 
-def _notebook_answers_link(course_dir: EdgeCourse, folder: Path) -> None:
-    cells = [{"cell_type": "code", "metadata": {}, "source": (course_dir.base / "solutions" / "attention.py").read_text()}]
+def _notebook_answers_link(edge_course: EdgeCourse, folder: Path) -> None:
+    cells = [{"cell_type": "code", "metadata": {}, "source": (edge_course.base / "solutions" / "attention.py").read_text()}]
     import json
     (folder / "attention.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
     (folder / "answers.yaml").symlink_to(SHADOW)
@@ -131,15 +131,15 @@ ATTACKS = (
 
 
 @pytest.fixture(scope="module")
-def graded(course_dir):
+def graded(edge_course):
     """Every attack graded in every mode (root and a dropped uid), three at a time."""
-    return graded_in_every_mode(course_dir, ATTACKS, lambda course_dir, attack, folder: attack.make(course_dir, folder),
+    return graded_in_every_mode(edge_course, ATTACKS, lambda edge_course, attack, folder: attack.make(edge_course, folder),
                                 timeout=5, workers=3)
 
 
 @pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
-def test_link_or_special_file_is_not_read(course_dir, graded, attack, user):
+def test_link_or_special_file_is_not_read(edge_course, graded, attack, user):
     """Exit 0, results written, 0 for the refused file and full marks for the rest, a message
     saying why, no secret or root-only text anywhere, nothing left in the grader's temporary folder."""
     skip_unless_runnable(user)
@@ -149,43 +149,43 @@ def test_link_or_special_file_is_not_read(course_dir, graded, attack, user):
     run = outcome
     assert run.code == 0, run.stderr
     data = run.results()
-    lost = tuple(course_dir.points) if attack.lost == CODE else tuple(course_dir.quiz_points)
-    assert scores(data) == deserved(course_dir, lost)
-    assert data["score"] == sum(deserved(course_dir, lost).values())
+    lost = tuple(edge_course.points) if attack.lost == CODE else tuple(edge_course.quiz_points)
+    assert scores(data) == deserved(edge_course, lost)
+    assert data["score"] == sum(deserved(edge_course, lost).values())
     report = run.report()
     assert attack.says in report
-    assert course_dir.secret not in report
+    assert edge_course.secret not in report
     assert "unknown quiz item" not in report
     assert not any(text in report for text in _shadow_text())
     assert sorted(os.listdir(run.output.parent)) == ["results.json"]
     assert run.left == [] and run.processes == []  # the private copy and the session's folder are gone
 
 
-def test_grade_all_refuses_links_and_special_files(course_dir, tmp_path):
+def test_grade_all_refuses_links_and_special_files(edge_course, tmp_path):
     """One class, one mechanism: a linked attention.py, a linked student folder, a linked
     sub-folder, answers.yaml linked to /etc/shadow and a FIFO each cost what they hold; the
     honest classmate gets full marks; nothing secret reaches the gradebook or feedback."""
-    root = new_folder(course_dir, "class")
+    root = new_folder(edge_course, "class")
     for student in ("ann", "cy", "dee", "eve", "fay"):
         (root / student).mkdir()
-    (root / "ann" / "attention.py").symlink_to(course_dir.base / "solutions" / "attention.py")
-    (root / "ben").symlink_to(course_dir.base / "solutions")
-    write_submission(root / "cy", answers=course_dir.key)
+    (root / "ann" / "attention.py").symlink_to(edge_course.base / "solutions" / "attention.py")
+    (root / "ben").symlink_to(edge_course.base / "solutions")
+    write_submission(root / "cy", answers=edge_course.key)
     (root / "cy" / "answers.yaml").unlink()
     (root / "cy" / "answers.yaml").symlink_to(SHADOW)
-    (root / "dee" / "hw").symlink_to(course_dir.base / "solutions")
+    (root / "dee" / "hw").symlink_to(edge_course.base / "solutions")
     os.mkfifo(root / "eve" / "attention.py")
-    write_submission(root / "fay", answers=answer_key(load_course(course_dir.exercises).quiz,
-                                                      student_seed(course_dir.secret, "fay")))  # her own numbers
+    write_submission(root / "fay", answers=answer_key(load_course(edge_course.exercises).quiz,
+                                                      student_seed(edge_course.secret, "fay")))  # her own numbers
     (root / "fay" / "notes").mkdir()
     for folder, _, _ in os.walk(root):
         os.chmod(folder, 0o755)
-    out = new_folder(course_dir, "graded")
-    run = run_grader(course_dir, "grade-all", str(root), "--out", str(out), "--jobs", "2", "--timeout", "5", cwd=root)
+    out = new_folder(edge_course, "graded")
+    run = run_grader(edge_course, "grade-all", str(root), "--out", str(out), "--jobs", "2", "--timeout", "5", cwd=root)
     assert run.code == 0, run.stderr
     with open(out / "gradebook.csv", newline="") as handle:
         rows = {r["student"]: (r["status"], float(r["total"])) for r in csv.DictReader(handle)}
-    problems, quiz = sum(course_dir.points.values()), sum(course_dir.quiz_points.values())
+    problems, quiz = sum(edge_course.points.values()), sum(edge_course.quiz_points.values())
     assert rows == {"ann": ("empty", 0.0), "ben": ("empty", 0.0), "cy": ("graded", problems),
                     "dee": ("empty", 0.0), "eve": ("empty", 0.0), "fay": ("graded", problems + quiz)}
     feedback = {p.stem: p.read_text() for p in (out / "feedback").iterdir()}
@@ -196,11 +196,11 @@ def test_grade_all_refuses_links_and_special_files(course_dir, tmp_path):
     assert "attention.py is not a regular file (a FIFO): it was not read" in feedback["eve"]
     everything = run.stdout + run.stderr + "".join(p.read_text() for p in out.rglob("*") if p.suffix in
                                                    (".txt", ".json", ".csv", ".html"))
-    assert course_dir.secret not in everything and not any(text in everything for text in _shadow_text())
+    assert edge_course.secret not in everything and not any(text in everything for text in _shadow_text())
 
 
 @pytest.mark.root  # run_autograder runs as root on Gradescope
-def test_gradescope_run_autograder_refuses_links(course_dir, tmp_path, course):
+def test_gradescope_run_autograder_refuses_links(edge_course, tmp_path, course):
     """The Gradescope zip's own run_autograder (which calls `mha grade`): attention.py linked to
     the reference and answers.yaml linked to /etc/shadow score 0 each, with a results.json."""
     from .test_export_gradescope import autograder, run_autograder
@@ -214,21 +214,21 @@ def test_gradescope_run_autograder_refuses_links(course_dir, tmp_path, course):
     assert "unknown quiz item" not in outputs and not any(text in outputs for text in _shadow_text())
 
 
-def test_link_to_the_submission_itself_is_refused(course_dir):
+def test_link_to_the_submission_itself_is_refused(edge_course):
     """`mha grade link.py` names a link: the code is not read (0 on the problems), exit 0."""
-    folder = new_folder(course_dir, "direct")
-    (folder / "real.py").write_text((course_dir.base / "solutions" / "attention.py").read_text())
+    folder = new_folder(edge_course, "direct")
+    (folder / "real.py").write_text((edge_course.base / "solutions" / "attention.py").read_text())
     (folder / "link.py").symlink_to(folder / "real.py")
-    run = grade(course_dir, folder / "link.py")
+    run = grade(edge_course, folder / "link.py")
     assert run.code == 0, run.stderr
-    assert scores(run.results()) == deserved(course_dir, tuple(course_dir.points), quiz=False)
+    assert scores(run.results()) == deserved(edge_course, tuple(edge_course.points), quiz=False)
     assert f"link.py {LINKED}" in run.report()
 
 
-def test_missing_submission_is_still_a_usage_error(course_dir):
+def test_missing_submission_is_still_a_usage_error(edge_course):
     """Nothing at all to grade is exit 2 with a Gradescope results.json saying so."""
-    folder = new_folder(course_dir, "missing")
-    run = grade(course_dir, folder / "nothere.py")
+    folder = new_folder(edge_course, "missing")
+    run = grade(edge_course, folder / "nothere.py")
     assert run.code == 2
     assert run.results()["tests"][0]["name"] == "submission not gradable"
     assert "nothere.py: no such file or folder" in run.report()

@@ -2,7 +2,7 @@
 
 student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the grader modules
              listed in STUDENT_MODULES (an allow-list), whose `mha check` needs no reference,
-             solutions or hidden cases, with its fixtures in grader/_fixtures/<seed>.json
+             solutions or hidden cases, with its seed cases in grader/_seed_cases/<seed>.json
              (public cases with expected answers precomputed by the reference; installed with
              the package, so `mha` finds them from any folder); models/, the course's trained
              model files (*.npz) if it has any.
@@ -10,7 +10,7 @@ autograder/  the full grader package, the course (hidden cases, quiz key) and, w
              secret is known, course.yaml (mode 0600) so per-student seeds can be graded.
 
 With a course secret every student is graded on their own numbers, so a release then needs the
-roster: one fixtures file per student (`mha check --student ID` picks it, and refuses to check
+roster: one seed cases file per student (`mha check --student ID` picks it, and refuses to check
 without an id); a bundle with only the default numbers would have students answer numbers that
 grading does not use.
 """
@@ -33,12 +33,12 @@ from ..course.seeds import (
     student_token,
 )
 from ..errors import SubmissionError
-from ..grading.fixtures import BUNDLE_FOLDER, INDEX, build
+from ..grading.seed_cases import BUNDLE_FOLDER, INDEX, build
 from ..paths import PACKAGE, write_atomically
 
 # The grader modules a student bundle carries, and nothing else: what the student `mha`
 # (cli/launch.py's `student`, cli/student.py) imports to check, show, list and init from the
-# precomputed fixtures, the sandbox's worker with the siblings it loads by path (confine, jail,
+# precomputed seed cases, the sandbox's worker with the siblings it loads by path (confine, jail,
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
 # files). A module not listed here is never shipped: the
@@ -50,7 +50,7 @@ STUDENT_MODULES = (
     "attention/__init__.py", "attention/api.py", "attention/patterns.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
-    "grading/fixtures.py", "grading/grade.py", "grading/grids.py", "grading/notebook.py", "grading/prepared.py",
+    "grading/seed_cases.py", "grading/grade.py", "grading/grids.py", "grading/notebook.py", "grading/prepared.py",
     "grading/results.py",
     "grading/scoring.py", "grading/student_files.py", "grading/submission.py",
     "reports/__init__.py", "reports/html.py", "reports/terminal.py", "reports/text.py",
@@ -76,7 +76,7 @@ mha = "grader.cli.launch:student"
 include = ["grader*"]
 
 [tool.setuptools.package-data]
-grader = ["{fixtures}/*.json"]
+grader = ["{seed_cases}/*.json"]
 """
 STUDENT_README = """# {title}
 
@@ -156,10 +156,10 @@ def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
     return ids
 
 
-def _assignment_markdown(fixtures: dict, note: str = "") -> str:
-    parts = [f"# {fixtures['title']}\n\n{note}".rstrip() + "\n"]
-    parts += [p["text"] for p in fixtures["problems"]]
-    for item in (fixtures["quiz"] or {"items": []})["items"]:
+def _assignment_markdown(seed_cases: dict, note: str = "") -> str:
+    parts = [f"# {seed_cases['title']}\n\n{note}".rstrip() + "\n"]
+    parts += [p["text"] for p in seed_cases["problems"]]
+    for item in (seed_cases["quiz"] or {"items": []})["items"]:
         lines = [f"## Quiz: {item['item']['title']} (`{item['item']['id']}`, {item['item']['points']:g} points)",
                  "", item["prompt"].strip(), ""]
         lines += [f"- {c['letter']}) {c['text']}" for c in item["choices"]]
@@ -187,7 +187,7 @@ def student_package(extra: Iterable[str] = ()) -> dict[str, bytes]:
 
 def write_student(course: Course, out: Path, roster: list[str], secret: str | None,
                   seed_key: str = DEFAULT_KEY) -> list[str]:
-    """The student bundle; returns the fixture files written (default first). With a roster, each
+    """The student bundle; returns the seed cases file(s) written (default first). With a roster, each
     listed student's numbers too, and the bundle's `mha check` asks for the student's id."""
     from .. import distribution as installed
     out.mkdir(parents=True)
@@ -195,15 +195,15 @@ def write_student(course: Course, out: Path, roster: list[str], secret: str | No
         (out / "grader" / name).parent.mkdir(parents=True, exist_ok=True)
         (out / "grader" / name).write_bytes(data)
     (out / "grader" / "__main__.py").write_text("from .cli.launch import student\n\nstudent()\n")
-    fixtures = out / "grader" / BUNDLE_FOLDER
+    seed_cases = out / "grader" / BUNDLE_FOLDER
     default = build(course, DEFAULT_SEED, "default")
-    written = [_write_json(fixtures / "default.json", default)]
+    written = [_write_json(seed_cases / "default.json", default)]
     for student in roster:
         seed = student_seed(secret, student)
-        written.append(_write_json(fixtures / f"{student_token(student)}.json",
+        written.append(_write_json(seed_cases / f"{student_token(student)}.json",
                                    build(course, seed, student_token(student))))
     personal = bool(roster)
-    _write_json(fixtures / INDEX, {"personal": personal, "seed_key": seed_key})
+    _write_json(seed_cases / INDEX, {"personal": personal, "seed_key": seed_key})
     from ..exports.pysource import starter_files
     for name, text in starter_files(course).items():  # made from the course, never copied
         write_atomically(out / name, text)
@@ -216,7 +216,7 @@ def write_student(course: Course, out: Path, roster: list[str], secret: str | No
         numbers=" (with example numbers: see above for yours)" if personal else ""))
     write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(
         distribution=installed.DISTRIBUTION, version=installed.student_version(), title=course.title,
-        fixtures=BUNDLE_FOLDER,
+        seed_cases=BUNDLE_FOLDER,
         build_requires=installed.BUILD_REQUIRES, python=installed.requires_python(),
         dependencies=", ".join(json.dumps(d) for d in installed.dependencies())))
     return written
@@ -276,6 +276,6 @@ def release(course: Course, out: Path, roster: list[str], secret: str | None,
         raise SubmissionError(f"with a course secret each student is graded on their own numbers: give --roster "
                               f"FILE (each student's {seed_key}, one per line) so the student bundle holds them; "
                               "without per-student numbers, release with no secret")
-    fixtures = write_student(course, out / "student", roster, secret, seed_key)
+    seed_cases = write_student(course, out / "student", roster, secret, seed_key)
     write_autograder(course, out / "autograder", secret)
-    return {"student": out / "student", "autograder": out / "autograder", "fixtures": fixtures}
+    return {"student": out / "student", "autograder": out / "autograder", "seed_cases": seed_cases}

@@ -100,7 +100,7 @@ class Group(click.Group):
     `mha grade` does not load the code of `mha export` and the like."""
 
     lazy: dict[str, tuple[str, str]] = {}
-    aliases = {"variant": "numbers"}  # older names of commands: still accepted, never listed
+    aliases = {"variant": "numbers", "compile": "prepare"}  # older names of commands: still accepted, never listed
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})

@@ -48,12 +48,12 @@ class Ctx:
         from ..grading.validation import load_valid
         return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
 
-    def compiled(self, seed: int):
-        """The assignment with every case of seed `seed` prepared (compiled.py): read from the
+    def seed_cases(self, seed: int):
+        """The course's cases and quiz items prepared for seed `seed` (seed_cache.py): read from the
         cache when current, else loaded as `mha validate` accepts it, prepared and stored."""
-        from ..grading.compiled import compiled
+        from ..grading.seed_cache import cached_seed_cases
         from ..grading.validation import valid_then
-        return compiled(self.root, seed, valid_then=valid_then)
+        return cached_seed_cases(self.root, seed, valid_then=valid_then)
 
     def settings(self):
         """course.yaml and MHA_COURSE_SECRET: the secret and the seed key (course/seeds.py)."""
@@ -175,14 +175,14 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
     """
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the course
-    from ..grading.grade import grade_fixtures, known_ids
+    from ..grading.grade import grade_seed_cases, known_ids
     from ..grading.submission import read_submission
     from ..sandbox.isolation import private_paths
     try:
-        compiled = obj.compiled(obj.seed(student))
-        known_ids(compiled, problems)
+        seed_cases = obj.seed_cases(obj.seed(student))
+        known_ids(seed_cases, problems)
         submission = read_submission(path or obj.default_submission())
-        result = grade_fixtures(compiled, submission, include_hidden=False, problem_ids=problems, limits=limits,
+        result = grade_seed_cases(seed_cases, submission, include_hidden=False, problem_ids=problems, limits=limits,
                                 private=private_paths(obj.root))
     except GraderError as exc:
         fail(exc)
@@ -242,11 +242,11 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 check_output(output)  # a link, a FIFO...: refused before any grading
             path = read_submission(submission)  # every file read once, before anything else
             from ..course.seeds import prairielearn_seed
-            compiled = obj.compiled(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
-            from ..grading.grade import grade_fixtures, known_ids
+            seed_cases = obj.seed_cases(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
+            from ..grading.grade import grade_seed_cases, known_ids
             from ..sandbox.isolation import private_paths
-            known_ids(compiled, problem_ids)
-            result = grade_fixtures(compiled, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
+            known_ids(seed_cases, problem_ids)
+            result = grade_seed_cases(seed_cases, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
                                     private=private_paths(obj.root))
             if fmt == "gradescope":
                 from ..reports import gradescope
@@ -368,10 +368,10 @@ def init(obj: Ctx, folder: Path, force: bool) -> None:
     click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
 
 
-@main.command("compile", context_settings=CONTEXT)
-@click.option("--student", default=None, metavar="ID", help="Compile this student's seed (needs the course secret).")
+@main.command("prepare", context_settings=CONTEXT)
+@click.option("--student", default=None, metavar="ID", help="Prepare this student's seed (needs the course secret).")
 @click.pass_obj
-def compile_(obj: Ctx, student: str | None) -> None:
+def prepare(obj: Ctx, student: str | None) -> None:
     """Prepare every case and quiz item of a seed now, so cold grades skip it.
 
     `mha grade` and `mha check` do this on their first run and reuse it while the problem
@@ -380,17 +380,17 @@ def compile_(obj: Ctx, student: str | None) -> None:
 
     \b
     Example:
-      mha compile
+      mha prepare
     """
-    from ..grading.compiled import cache_dir
+    from ..grading.seed_cache import cache_dir
     try:
-        compiled = obj.compiled(obj.seed(student))
+        seed_cases = obj.seed_cases(obj.seed(student))
     except GraderError as exc:
         fail(exc)
-    cases = sum(len(prepared) for _, prepared in compiled.problems)
+    cases = sum(len(prepared) for _, prepared in seed_cases.problems)
     folder = cache_dir()
     where = f"into {folder}" if folder else "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)"
-    click.echo(f"compiled {len(compiled.problems)} problem(s), {cases} cases and {len(compiled.quiz)} quiz items {where}")
+    click.echo(f"prepared {len(seed_cases.problems)} problem(s), {cases} cases and {len(seed_cases.quiz)} quiz items {where}")
 
 
 @main.command("list", context_settings=CONTEXT)

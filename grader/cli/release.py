@@ -14,7 +14,7 @@ from .commands import CONTEXT, Ctx, fail
               help="Folder to write student/ and autograder/ into (they must not exist yet).")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Each student's id (their email, or sid with 'seed_key: sid' in course.yaml), one per "
-                   "line, or a CSV whose header names that column: a fixtures file per student. Required "
+                   "line, or a CSV whose header names that column: a seed cases file per student. Required "
                    "with a course secret.")
 @click.pass_obj
 def release(obj: Ctx, out: Path, roster: Path | None) -> None:
@@ -37,5 +37,5 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
         fail(exc)
     except OSError as exc:
         fail(GraderError(f"cannot write the bundles: {exc}"))
-    click.echo(f"student bundle:    {written['student']} ({len(written['fixtures'])} fixture file(s))")
+    click.echo(f"student bundle:    {written['student']} ({len(written['seed_cases'])} seed cases file(s))")
     click.echo(f"autograder bundle: {written['autograder']}")

@@ -1,8 +1,8 @@
-"""`mha` in the student bundle: check, show and list from precomputed public fixtures.
+"""`mha` in the student bundle: check, show and list from precomputed public seed cases.
 
 The bundle has no reference, no bugs (known-wrong implementations), no hidden cases and no quiz
 answer key: every expected answer was computed by the instructor's `mha release` and stored in
-grader/_fixtures/*.json, installed with the package.
+grader/_seed_cases/*.json, installed with the package.
 Student code still runs in the same sandbox as in the autograder.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1]  # grader/cli/student.py -> the bu
 BUNDLE = PACKAGE.parent                          # the bundle's folder, when it is run from there
 
 
-def _fixtures_folder() -> Path:
-    from ..grading.fixtures import BUNDLE_FOLDER
+def _seed_cases_folder() -> Path:
+    from ..grading.seed_cases import BUNDLE_FOLDER
     return PACKAGE / BUNDLE_FOLDER  # installed with the package: found from any folder
 
 
@@ -30,21 +30,21 @@ def _index() -> dict:
     """index.json: whether every student has their own numbers, and which id names them."""
     import json
 
-    from ..grading.fixtures import INDEX
+    from ..grading.seed_cases import INDEX
     try:
-        data = json.loads((_fixtures_folder() / INDEX).read_text(encoding="utf-8"))
+        data = json.loads((_seed_cases_folder() / INDEX).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def load(student: str | None, own_numbers: bool = True):
-    """The fixtures of `student` (the default numbers without one), and their folder. `own_numbers`:
+    """The seed cases of `student` (the default numbers without one), and their folder. `own_numbers`:
     when every student has their own numbers, a command that shows or checks them needs the id."""
     from ..course.seeds import student_token
-    from ..grading.fixtures import Fixtures
+    from ..grading.seed_cases import SeedCases
     student = student if student and student.strip() else None
-    index, folder = _index(), _fixtures_folder()
+    index, folder = _index(), _seed_cases_folder()
     key = index.get("seed_key") or index.get("variant_key") or "id"  # variant_key: the key's older name
     if student is None and index.get("personal") and own_numbers:
         raise SubmissionError(f"every student has their own numbers in this assignment: add --student YOUR_{key.upper()} "
@@ -56,7 +56,7 @@ def load(student: str | None, own_numbers: bool = True):
                                   "(`pip install .` in the folder your instructor gave you)")
         raise SubmissionError(f"no numbers for {key} {student!r} in this bundle: check the spelling, "
                               "or ask your instructor")
-    return folder, Fixtures.load(path)
+    return folder, SeedCases.load(path)
 
 
 def _submission(path: Path | None):
@@ -107,13 +107,13 @@ def check(problems: tuple[str, ...], path: Path | None, fmt: str, student: str |
     Example:
       mha check softmax merge_heads
     """
-    from ..grading.grade import grade_fixtures
+    from ..grading.grade import grade_seed_cases
     from ..sandbox.isolation import private_paths
     try:
-        folder, fixtures = load(student)
-        known_ids(fixtures, problems)
+        folder, seed_cases = load(student)
+        known_ids(seed_cases, problems)
         submission = _submission(path)
-        result = grade_fixtures(fixtures, submission, include_hidden=False, problem_ids=problems,
+        result = grade_seed_cases(seed_cases, submission, include_hidden=False, problem_ids=problems,
                                 private=private_paths(folder))
     except GraderError as exc:
         _fail(exc)
@@ -132,14 +132,14 @@ def show(problem: str, student: str | None) -> None:
       mha show count_routing_distributions
     """
     try:
-        _, fixtures = load(student)
-        known_ids(fixtures, (problem,))
+        _, seed_cases = load(student)
+        known_ids(seed_cases, (problem,))
     except GraderError as exc:
         _fail(exc)
-    if problem in fixtures.texts:
-        click.echo(fixtures.texts[problem], nl=False)
+    if problem in seed_cases.texts:
+        click.echo(seed_cases.texts[problem], nl=False)
         return
-    v = next(v for v in fixtures.quiz if v.item.id == problem)
+    v = next(v for v in seed_cases.quiz if v.item.id == problem)
     lines = [f"{v.item.title} ({v.item.points:g} points)", "", v.prompt.strip(), ""]
     lines += [f"  {c.letter}) {c.text}" for c in v.choices]
     click.echo("\n".join(lines).rstrip() + "\n")
@@ -160,9 +160,9 @@ def init(folder: Path, force: bool) -> None:
 
     from ..starter import starter_files, write_starters
     try:
-        _, fixtures = load(None, own_numbers=False)
-        course = SimpleNamespace(title=fixtures.title, problems=[p for p, _ in fixtures.problems], root=None)
-        written = write_starters(starter_files(course, fixtures.quiz_title, [v.item for v in fixtures.quiz]), folder, force)
+        _, seed_cases = load(None, own_numbers=False)
+        course = SimpleNamespace(title=seed_cases.title, problems=[p for p, _ in seed_cases.problems], root=None)
+        written = write_starters(starter_files(course, seed_cases.quiz_title, [v.item for v in seed_cases.quiz]), folder, force)
     except GraderError as exc:
         fail(exc)
     click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
@@ -178,13 +178,13 @@ def list_(student: str | None) -> None:
       mha list
     """
     try:
-        _, fixtures = load(student, own_numbers=False)  # titles and points: the same for everyone
+        _, seed_cases = load(student, own_numbers=False)  # titles and points: the same for everyone
     except GraderError as exc:
         _fail(exc)
-    click.echo(fixtures.title)
-    for p, prepared in fixtures.problems:
+    click.echo(seed_cases.title)
+    for p, prepared in seed_cases.problems:
         click.echo(f"  {p.id:<30} {p.points:>4g} pts  {len(prepared)} public cases  {p.title}")
-    for v in fixtures.quiz:
+    for v in seed_cases.quiz:
         click.echo(f"  {v.item.id:<30} {v.item.points:>4g} pts  quiz ({v.item.visibility.value})  {v.item.title}")
 
 

@@ -232,7 +232,7 @@ class Draw:
     @property
     def number(self) -> float:
         """A numeric item's answer; an InternalError where it is not known (another kind of item,
-        or a hidden one in a student's fixtures)."""
+        or a hidden one in a student's seed cases)."""
         if self.answer is None:
             from ..errors import InternalError
             raise InternalError(f"quiz item {self.item.id!r} has no numeric answer here")

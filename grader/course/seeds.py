@@ -42,7 +42,7 @@ def student_seed(secret: str | None, student: str | None) -> int:
 
 
 def student_token(student: str) -> str:
-    """A file-name-safe, non-reversible name for a student's public fixtures."""
+    """A file-name-safe, non-reversible name for a student's public seed cases."""
     import hashlib
     return hashlib.sha256(normalize_student(student).encode()).hexdigest()[:16]
 

@@ -2,7 +2,7 @@
 
 A GitHub Classroom starter repository is a student bundle: every student gets a copy and can
 read all of it. So it holds what `mha release` gives a student (`classroom.release.write_student`:
-stubs and a blank answers template made from the course, ASSIGNMENT.md, the public fixtures and
+stubs and a blank answers template made from the course, ASSIGNMENT.md, the public seed cases and
 the student package, built from an allow-list of modules, for `mha check`; the trained models'
 .npz files) and the workflow, and nothing of the course's code, hidden cases or quiz key.
 

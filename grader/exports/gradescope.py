@@ -47,7 +47,7 @@ fi
 "$ROOT/venv/bin/python" "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
   --no-index --find-links "$SOURCE/wheels" {requirements}
 # Every case of the default seed prepared now, in the image: each cold grade reads it.
-"$ROOT/venv/bin/mha" --course "$SOURCE/exercises" compile
+"$ROOT/venv/bin/mha" --course "$SOURCE/exercises" prepare
 # The source holds the reference, the hidden cases and the course secret: root only.
 chmod -R go-rwx "$SOURCE"
 """

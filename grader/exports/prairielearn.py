@@ -85,7 +85,7 @@ export again with mha export prairielearn --python $HAVE"
 chmod -R go-rwx "$ROOT/serverFilesCourse" "$ROOT/tests" 2>/dev/null
 [ -d "$ROOT/data" ] && chmod -R go-rwx "$ROOT/data" 2>/dev/null
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT  # the venv and the compiled cache go with the job
+trap 'rm -rf "$WORK"' EXIT  # the venv and the seed cache go with the job
 MHA="${{MHA_BIN:-}}"
 if [ -z "$MHA" ]; then
   # Every job starts from a fresh container: install (no bytecode compiled ahead: it costs more than it saves).

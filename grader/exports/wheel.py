@@ -13,7 +13,7 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
 no reference, no bugs (its known-wrong implementations), no loader, no quiz key) and the otter
-checks, no course, and the default seed's public fixtures (`grader/_fixtures/default.json`: public cases with their expected
+checks, no course, and the default seed's public seed cases (`grader/_seed_cases/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from .. import distribution as installed
 from ..distribution import DISTRIBUTION
-from ..grading.otter_checks import STUDENT_FIXTURES as FIXTURES  # where otter_checks finds the public fixtures
+from ..grading.otter_checks import STUDENT_SEED_CASES as SEED_CASES  # where otter_checks finds the public seed cases
 from ..paths import PACKAGE
 from .archive import zip_bytes
 
-__all__ = ["DISTRIBUTION", "FIXTURES", "build", "build_student", "filename", "metadata"]
+__all__ = ["DISTRIBUTION", "SEED_CASES", "build", "build_student", "filename", "metadata"]
 
 # What the student wheel holds beyond the student bundle's modules: what the otter tests call.
 STUDENT_EXTRA = ("grading/otter_checks.py",)
@@ -108,13 +108,13 @@ def build(course_root: Path) -> tuple[str, bytes]:
 
 
 def build_student(course) -> tuple[str, bytes]:
-    """(file name, wheel bytes) of the student package: pruned, no course, public fixtures."""
+    """(file name, wheel bytes) of the student package: pruned, no course, public seed cases."""
     import json
 
     from ..classroom.release import student_package
     from ..course.quiz import DEFAULT_SEED
-    from ..grading.fixtures import build as build_fixtures
+    from ..grading.seed_cases import build as build_seed_cases
     files = {f"grader/{name}": data for name, data in sorted(student_package(STUDENT_EXTRA).items())}
-    fixtures = build_fixtures(course, DEFAULT_SEED, "default")
-    files[f"grader/{FIXTURES}"] = (json.dumps(fixtures, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    seed_cases = build_seed_cases(course, DEFAULT_SEED, "default")
+    files[f"grader/{SEED_CASES}"] = (json.dumps(seed_cases, sort_keys=True, separators=(",", ":")) + "\n").encode()
     return _wheel(installed.student_version(), files, scripts=False)

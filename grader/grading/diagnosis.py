@@ -135,10 +135,10 @@ def _bug_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool
     raises does not apply; its answer is then (exception type name, message)."""
     key = ("bug", mistake.id)
     if key not in prepared.computed:
-        if prepared.wrong_answers is not None:  # computed ahead (compiled assignment, student bundle)
+        if prepared.wrong_answers is not None:  # computed ahead (seed cache, student bundle)
             known = dict(prepared.wrong_answers)
             applies, wrong = mistake.id in known, known.get(mistake.id)
-            if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (fixtures.py)
+            if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (seed_cases.py)
                 applies, wrong = False, tuple(wrong["raised"])
         else:
             try:

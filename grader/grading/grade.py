@@ -300,7 +300,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
     """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
     is starting, so preparing them overlaps its start), and on quiz items whose numbers are
     drawn; `quiz_ids`: every quiz item of the assignment (answers to others are reported as
-    unknown). The path shared by `mha grade` (fresh or compiled) and the bundle's `mha check`.
+    unknown). The path shared by `mha grade` (fresh or from the seed cache) and the bundle's `mha check`.
 
     `submission`: the files already read (submission.read_submission), or a path to read them
     from (attention.py, with answers.yaml beside it)."""
@@ -378,22 +378,22 @@ def _no_code(source: str | None) -> bool:
                                       for line in source.splitlines())
 
 
-def grade_fixtures(fixtures, submission: Path | SubmissionFiles, *, include_hidden: bool,
+def grade_seed_cases(seed_cases, submission: Path | SubmissionFiles, *, include_hidden: bool,
                    problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
                    private: Sequence[Path] = ()) -> GradeResult:
-    """Grade `submission` on precomputed fixtures (fixtures.py): the student bundle's public ones,
-    or the autograder's compiled assignment (compiled.py), which has the hidden cases too."""
+    """Grade `submission` on precomputed seed cases (seed_cases.py): the student bundle's public ones,
+    or the autograder's seed cache (seed_cache.py), which has the hidden cases too."""
     wanted = set(problem_ids) if problem_ids else None
-    prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in fixtures.problems}
-    return grade_prepared(fixtures.title, [p for p, _ in fixtures.problems if wanted is None or p.id in wanted],
-                          lambda p: prepared[p.id], [v for v in fixtures.quiz if wanted is None or v.item.id in wanted],
-                          fixtures.quiz_ids, submission, include_hidden=include_hidden, limits=limits, private=private)
+    prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in seed_cases.problems}
+    return grade_prepared(seed_cases.title, [p for p, _ in seed_cases.problems if wanted is None or p.id in wanted],
+                          lambda p: prepared[p.id], [v for v in seed_cases.quiz if wanted is None or v.item.id in wanted],
+                          seed_cases.quiz_ids, submission, include_hidden=include_hidden, limits=limits, private=private)
 
 
-def known_ids(fixtures, ids: Iterable[str]) -> None:
-    """Raise SubmissionError for an id that is neither a problem nor a quiz item of `fixtures`."""
+def known_ids(seed_cases, ids: Iterable[str]) -> None:
+    """Raise SubmissionError for an id that is neither a problem nor a quiz item of `seed_cases`."""
     from ..errors import SubmissionError
-    known = [p.id for p, _ in fixtures.problems] + list(fixtures.quiz_ids)
+    known = [p.id for p, _ in seed_cases.problems] + list(seed_cases.quiz_ids)
     unknown = [i for i in ids if i not in known]
     if unknown:
         raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")

@@ -9,7 +9,7 @@ A failed case raises AssertionError with the feedback of `mha check` (hidden cas
 failure only).
 
 Where the case comes from: in the student wheel of the otter export (`wheel.build_student`),
-from its public fixtures (`grader/_fixtures/default.json`: inputs and expected answers computed
+from its public seed cases (`grader/_seed_cases/default.json`: inputs and expected answers computed
 ahead by the reference, which that wheel does not hold); everywhere else, from the assignment
 (`course_dir`, else the folder `mha` would use), prepared by the reference as `mha grade` does.
 """
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STUDENT_FIXTURES", "check_answer", "check_case", "plain"]
+__all__ = ["STUDENT_SEED_CASES", "check_answer", "check_case", "plain"]
 
 MAX_TEXT = 200
-STUDENT_FIXTURES = "_fixtures/default.json"  # inside the package, in the student wheel only
+STUDENT_SEED_CASES = "_seed_cases/default.json"  # inside the package, in the student wheel only
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -75,28 +75,28 @@ def _root(course_dir: str | os.PathLike | None) -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _fixtures():
-    """The student wheel's public fixtures, or None in a full grader."""
+def _seed_cases():
+    """The student wheel's public seed cases, or None in a full grader."""
     from ..paths import PACKAGE
-    path = PACKAGE / STUDENT_FIXTURES
+    path = PACKAGE / STUDENT_SEED_CASES
     if not path.is_file():
         return None
-    from ..grading.fixtures import Fixtures
-    return Fixtures.load(path)
+    from ..grading.seed_cases import SeedCases
+    return SeedCases.load(path)
 
 
 def _case(problem_id: str, case_name: str, course_dir):
-    """(problem, prepared case): from the student fixtures when this is the student wheel, else
+    """(problem, prepared case): from the student seed cases when this is the student wheel, else
     prepared from the assignment."""
-    fixtures = _fixtures() if course_dir is None else None
-    if fixtures is not None:
-        match = next(((p, cases) for p, cases in fixtures.problems if p.id == problem_id), None)
+    seed_cases = _seed_cases() if course_dir is None else None
+    if seed_cases is not None:
+        match = next(((p, cases) for p, cases in seed_cases.problems if p.id == problem_id), None)
         if match is None:
-            raise LookupError(f"no problem {problem_id!r} in {fixtures.path}")
+            raise LookupError(f"no problem {problem_id!r} in {seed_cases.path}")
         problem, prepared = match
         found = next((c for c in prepared if c.case.name == case_name), None)
         if found is None:
-            raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {fixtures.path}")
+            raise LookupError(f"problem {problem_id!r} has no public case {case_name!r} in {seed_cases.path}")
         return problem, found
     from ..grading.prepared import prepare
     course = _course(str(_root(course_dir).resolve()))
@@ -137,13 +137,13 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
 
 
 def _draw(item_id: str, course_dir):
-    """The quiz item drawn for the default seed: from the student fixtures (public items only), else drawn
+    """The quiz item drawn for the default seed: from the student seed cases (public items only), else drawn
     from the assignment as `mha grade` draws it."""
-    fixtures = _fixtures() if course_dir is None else None
-    if fixtures is not None:
-        found = next((v for v in fixtures.quiz if v.item.id == item_id), None)
+    seed_cases = _seed_cases() if course_dir is None else None
+    if seed_cases is not None:
+        found = next((v for v in seed_cases.quiz if v.item.id == item_id), None)
         if found is None:
-            raise LookupError(f"no quiz item {item_id!r} in {fixtures.path}")
+            raise LookupError(f"no quiz item {item_id!r} in {seed_cases.path}")
         return found
     from ..course.quiz import DEFAULT_SEED, draw
     course = _course(str(_root(course_dir).resolve()))

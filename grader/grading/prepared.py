@@ -43,7 +43,7 @@ def build_args(problem: Problem, case: Case, seed: int = DEFAULT_SEED) -> tuple[
 
     `seed` is the student's seed: it draws the problem's params and, unless the case fixes
     its own `seed`, the case's random inputs, so each student gets their own numbers."""
-    from ..course import generators as gen  # not needed to grade on a compiled assignment
+    from ..course import generators as gen  # not needed to grade on a seed cache file
     inputs_seed = gen.case_seed(problem.id, case.name, case.seed, seed)
     env = gen.realize_let(case.let, inputs_seed, base=gen.draw_params(problem.params, problem.id, seed))
     fn = problem.function

@@ -57,7 +57,7 @@ def load_valid(root: Path):
 def valid_then(root: Path, use: Callable[[Course], T], course_stamp: str | None = None) -> T:
     """`use(assignment)` for the assignment at `root`, returned only if `mha validate` accepts the
     assignment (else SpecErrors, as load_valid raises them). `course_stamp`: its stamp, when the
-    caller has it (compiled.stamp with no seed).
+    caller has it (seed_cache.stamp with no seed).
 
     A course not validated since it last changed has its keys checked against the reference, and
     its quiz checked, before `use` runs: a wrong key's errors come first, as in `mha validate`. (The
@@ -65,9 +65,9 @@ def valid_then(root: Path, use: Callable[[Course], T], course_stamp: str | None 
     the imports it needs are the ones `use` needs anyway.)"""
     from ..course.loader import load_course
     from ..course.quiz import check_quiz
-    from .compiled import mark_validated, validated
+    from .seed_cache import mark_validated, validated
     course = load_course(root)
-    if validated(root, course_stamp):  # unchanged since it last passed (the compiled cache keeps that note)
+    if validated(root, course_stamp):  # unchanged since it last passed (the seed cache keeps that note)
         return use(course)
     check_against_reference(course.problems, keys_only=True)
     if course.quiz is not None:

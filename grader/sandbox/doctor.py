@@ -73,4 +73,4 @@ def unprotected_warning() -> str | None:
         return None
     return ("warning: not running as root, so student code runs as your own user: it can read the hidden "
             "cases and solutions on this machine and change its own score (for example by rewriting the "
-            "compiled assignment in your cache). Grade untrusted submissions as root (the security model: docs/security.md).")
+            "seed cache in your cache). Grade untrusted submissions as root (the security model: docs/security.md).")

@@ -1,11 +1,11 @@
-"""The compiled assignment: one seed's cases and quiz items, prepared once, for cold starts.
+"""The seed cache: one seed's cases and quiz items, prepared once, for cold starts.
 
 A cold `mha grade` or `mha check` spent about a third of its own time parsing the problem
 files and running the reference on every case. Those depend only on the course's files, the
-grader's code and the seed, so the first run stores them (full fixtures, fixtures.py) and
+grader's code and the seed, so the first run stores them (full seed cases, seed_cases.py) and
 later runs read one JSON file instead, as Python reuses its .pyc files.
 
-A compiled assignment is stored with its stamp: the seed, the size and modification
+A seed cache file is stored with its stamp: the seed, the size and modification
 time of every file of the grader package (its generators, checks...),
 and the size, modification time and CRC-32 of every YAML file of the assignment and of its
 code (its reference, bugs, answer functions). It is used only when the stamp equals
@@ -16,7 +16,7 @@ was written for another stamp is ignored and replaced; nothing here is ever need
 correct grade.
 
 Where: $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises, in a
-folder only the grader's user may enter (mode 0700). A compiled assignment holds hidden cases
+folder only the grader's user may enter (mode 0700). A seed cache file holds hidden cases
 and quiz answers: student code, which runs as another user when the grader is root, cannot
 read it (docs/security.md). It is data only (JSON), never code.
 """
@@ -29,9 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
-from .fixtures import Fixtures, build
+from .seed_cases import SeedCases, build
 
-__all__ = ["CACHE_ENV", "cache_dir", "compiled", "stamp", "validated", "mark_validated"]
+__all__ = ["CACHE_ENV", "cache_dir", "cached_seed_cases", "stamp", "validated", "mark_validated"]
 
 FORMAT = 1
 STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the course folder that are not the course's
@@ -46,7 +46,7 @@ def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], boo
 
 
 def stamp(root: Path, seed: int) -> str:
-    """What a compiled assignment depends on: the grader, the course's YAML files and code, the seed."""
+    """What a seed cache file depends on: the grader, the course's YAML files and code, the seed."""
     return _stamped(_files_stamp(root), seed)
 
 
@@ -68,8 +68,8 @@ def _files_stamp(root: Path) -> str:
     return "\n".join(lines)
 
 
-def compiled(root: Path, seed: int, load_course: Callable[[], object] | None = None, *,
-             valid_then: Callable[..., dict] | None = None) -> Fixtures:
+def cached_seed_cases(root: Path, seed: int, load_course: Callable[[], object] | None = None, *,
+             valid_then: Callable[..., dict] | None = None) -> SeedCases:
     """The assignment at `root` with every case and quiz item of seed `seed` prepared: read from
     the cache when it is there and current, else built and stored. The assignment built is the one
     `mha validate` accepts (`valid_then`, validation.valid_then: SpecErrors for one it rejects, exactly
@@ -80,14 +80,14 @@ def compiled(root: Path, seed: int, load_course: Callable[[], object] | None = N
     except OSError:  # an unreadable assignment file: loading it says which
         folder = files = None
     if folder is None or files is None:
-        return _fixtures(_build(root, seed, load_course, valid_then, None))
+        return _seed_cases(_build(root, seed, load_course, valid_then, None))
     current = _stamped(files, seed)
     path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
     try:
         data = json.loads(path.read_bytes())
         if data.get("stamp") == current:
-            return Fixtures(data, path)
-    except Exception:  # none yet, damaged, or of another version: compile again
+            return SeedCases(data, path)
+    except Exception:  # none yet, damaged, or of another version: prepare again
         pass
     data = {**_build(root, seed, load_course, valid_then, _stamped(files, -1)), "stamp": current}
     try:
@@ -95,7 +95,7 @@ def compiled(root: Path, seed: int, load_course: Callable[[], object] | None = N
         _prune(path.parent, keep=KEEP)
     except OSError:
         pass  # no cache this time (read-only home, full disk): grading does not need it
-    return _fixtures(data)
+    return _seed_cases(data)
 
 
 def _build(root: Path, seed: int, load_course: Callable[[], object] | None,
@@ -109,18 +109,18 @@ def _build(root: Path, seed: int, load_course: Callable[[], object] | None,
     return valid_then(root, prepare, course_stamp)  # the cases prepared while the keys are checked
 
 
-KEEP = 16  # compiled assignments kept: every change of the files makes a new one
+KEEP = 16  # seed cache files kept: every change of the files makes a new one
 
 
 def _prune(folder: Path, keep: int) -> None:
-    """Delete all but the `keep` most recently written compiled assignments."""
+    """Delete all but the `keep` most recently written seed cache files."""
     found = sorted(folder.glob("*-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
     for old in found[keep:]:
         old.unlink(missing_ok=True)
 
 
-def _fixtures(data: dict) -> Fixtures:
-    return Fixtures(data, Path("<compiled>"))
+def _seed_cases(data: dict) -> SeedCases:
+    return SeedCases(data, Path("<compiled>"))
 
 
 def _validation_marker(root: Path, course_stamp: str | None) -> tuple[Path, str] | None:
@@ -156,7 +156,7 @@ def mark_validated(root: Path, course_stamp: str | None = None) -> None:
     try:
         write_private(marker[0], json.dumps({"stamp": marker[1]}, separators=(",", ":")))
         found = sorted(marker[0].parent.glob("*.valid"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in found[KEEP:]:  # one note per version of a course: keep as many as compiled assignments
+        for old in found[KEEP:]:  # one note per version of a course: keep as many as seed cache files
             old.unlink(missing_ok=True)
     except OSError:
         pass

@@ -1,4 +1,4 @@
-"""The compiled assignment (grader/grading/compiled.py): the same grades as preparing afresh, and never stale."""
+"""The seed cache (grader/grading/seed_cache.py): the same grades as preparing afresh, and never stale."""
 from __future__ import annotations
 
 import json
@@ -14,9 +14,9 @@ from grader.cli.commands import main
 from grader.course.loader import load_course
 from grader.course.seeds import student_seed
 from grader.errors import ExitCode, SpecError, SpecErrors
-from grader.grading import compiled as compiled_module
-from grader.grading.compiled import CACHE_ENV, compiled
-from grader.grading.grade import grade, grade_fixtures
+from grader.grading import seed_cache as seed_cache_module
+from grader.grading.grade import grade, grade_seed_cases
+from grader.grading.seed_cache import CACHE_ENV, cached_seed_cases
 from grader.grading.validation import valid_then
 from grader.reports.json_report import as_dict
 from grader.sandbox.isolation import private_paths
@@ -25,7 +25,7 @@ from grader.sandbox.limits import Limits
 from .conftest import EXERCISES, SOLUTIONS, solution_source
 from .test_mistakes import BUGS
 
-SECRET = "compiled-test-secret"
+SECRET = "seed-cache-test-secret"
 
 
 def comparable(result) -> dict:
@@ -53,7 +53,7 @@ def cache(tmp_path, monkeypatch):
 class TestSameGrades:
     @pytest.mark.parametrize("kind", ["solution", "stubs", "many bugs"])
     @pytest.mark.parametrize("student", [None, "s1234"])
-    def test_compiled_grades_equal_fresh_ones(self, kind, student, tmp_path, cache):
+    def test_prepared_grades_equal_fresh_ones(self, kind, student, tmp_path, cache):
         """Solutions, stubs and a file with a named mistake in every problem get the very same
         result (scores, case verdicts, mistakes, messages, hidden cases included) from the compiled
         assignment, loaded back from disk, as from preparing every case afresh, on two seeds."""
@@ -67,9 +67,9 @@ class TestSameGrades:
         shutil.copyfile(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
         limits = Limits(problem_seconds=5)
         fresh = grade(course, folder / "attention.py", limits=limits, seed=seed)
-        compiled(EXERCISES, seed, lambda: course)  # written...
-        stored = compiled(EXERCISES, seed, lambda: pytest.fail("compiled again"))  # ...and read back
-        again = grade_fixtures(stored, folder / "attention.py", include_hidden=True, limits=limits,
+        cached_seed_cases(EXERCISES, seed, lambda: course)  # written...
+        stored = cached_seed_cases(EXERCISES, seed, lambda: pytest.fail("prepared again"))  # ...and read back
+        again = grade_seed_cases(stored, folder / "attention.py", include_hidden=True, limits=limits,
                                private=private_paths(EXERCISES))
         assert comparable(again) == comparable(fresh)
         assert again.score == fresh.score
@@ -80,17 +80,17 @@ class TestSameGrades:
             assert 0 < fresh.score < fresh.max_score
 
     def test_public_cases_only_for_check(self, tmp_path, cache):
-        """`include_hidden=False` on the compiled assignment grades exactly what `mha check` grades."""
+        """`include_hidden=False` on the seed cache grades exactly what `mha check` grades."""
         course = load_course(EXERCISES)
         fresh = grade(course, SOLUTIONS / "attention.py", include_hidden=False)
-        again = grade_fixtures(compiled(EXERCISES, 0, lambda: course), SOLUTIONS / "attention.py",
+        again = grade_seed_cases(cached_seed_cases(EXERCISES, 0, lambda: course), SOLUTIONS / "attention.py",
                                include_hidden=False, private=private_paths(EXERCISES))
         assert comparable(again) == comparable(fresh)
         assert not any(c.hidden for p in again.problems for c in p.cases)
 
 
 class TestNeverStale:
-    def test_a_changed_problem_file_is_compiled_again(self, tmp_path, cache):
+    def test_a_changed_problem_file_is_prepared_again(self, tmp_path, cache):
         """Editing a problem file (here its points) changes the next grade at once."""
         root = tmp_path / "exercises"
         shutil.copytree(EXERCISES, root)
@@ -117,7 +117,7 @@ class TestNeverStale:
     def test_a_wrong_key_is_refused_and_nothing_is_kept(self, tmp_path, cache):
         """Compiling a course whose key disagrees with the reference raises the key's error, even
         when preparing another case fails too (the cases are prepared while the keys are checked),
-        and keeps no compiled assignment and no note that the course passed; once the key and the
+        and keeps no seed cache and no note that the course passed; once the key and the
         case are right, the course compiles and is noted as passed."""
         root = tmp_path / "exercises"
         shutil.copytree(EXERCISES, root, ignore=shutil.ignore_patterns("__pycache__"))
@@ -127,67 +127,67 @@ class TestNeverStale:
         counts.write_text(counts.read_text().replace(good_case, "args: {d_model: 8, num_heads: 3}", 1))
         worked = 1 + softmax.read_text().splitlines().index("  - name: worked example")
         with pytest.raises(SpecErrors) as info:
-            compiled(root, 0, valid_then=valid_then)
+            cached_seed_cases(root, 0, valid_then=valid_then)
         (error,) = str(info.value).splitlines()  # the key's error alone
         assert error.startswith(f"{softmax}:{worked}: case 'worked example': 'expect' disagrees with the reference (")
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         softmax.write_text(softmax.read_text().replace("expect: [0.1, 0.2, 0.7]", right_key, 1))
         with pytest.raises(SpecError) as info:  # the key is right: the case the reference cannot answer
-            compiled(root, 0, valid_then=valid_then)
+            cached_seed_cases(root, 0, valid_then=valid_then)
         case = 1 + counts.read_text().splitlines().index("  - name: width 8, two heads")
         assert str(info.value).startswith(f"{counts}:{case}: case 'width 8, two heads': the reference raised ValueError")
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
-        assert len(compiled(root, 0, valid_then=valid_then).problems) == len(load_course(root).problems)
+        assert len(cached_seed_cases(root, 0, valid_then=valid_then).problems) == len(load_course(root).problems)
         assert len(list(cache.glob("*-0.json"))) == 1 and len(list(cache.glob("*.valid"))) == 1
 
-    def test_a_changed_grader_file_is_compiled_again(self, cache, monkeypatch):
+    def test_a_changed_grader_file_is_prepared_again(self, cache, monkeypatch):
         """The stamp covers the grader package: a file of it with another size or time is a new stamp."""
-        before = compiled_module.stamp(EXERCISES, 0)
+        before = seed_cache_module.stamp(EXERCISES, 0)
         real_stat = os.stat
 
         class Later:
             def __init__(self, info):
                 self.st_size, self.st_mtime_ns = info.st_size, info.st_mtime_ns + 1
-        monkeypatch.setattr(compiled_module.Path, "stat",
+        monkeypatch.setattr(seed_cache_module.Path, "stat",
                             lambda self: Later(real_stat(self)) if self.name == "reference.py" else real_stat(self))
-        assert compiled_module.stamp(EXERCISES, 0) != before
-        assert compiled_module.stamp(EXERCISES, 1) != compiled_module.stamp(EXERCISES, 0)
+        assert seed_cache_module.stamp(EXERCISES, 0) != before
+        assert seed_cache_module.stamp(EXERCISES, 1) != seed_cache_module.stamp(EXERCISES, 0)
 
     def test_a_damaged_file_is_replaced(self, cache):
         """A truncated or foreign file is ignored and compiled again; the grade is unaffected."""
         course = load_course(EXERCISES)
-        compiled(EXERCISES, 0, lambda: course)
+        cached_seed_cases(EXERCISES, 0, lambda: course)
         (path,) = cache.glob("*.json")
         path.write_text(path.read_text()[:1000])
         calls = []
-        again = compiled(EXERCISES, 0, lambda: calls.append(1) or course)
+        again = cached_seed_cases(EXERCISES, 0, lambda: calls.append(1) or course)
         assert calls == [1] and len(again.problems) == len(course.problems)
-        assert json.loads(path.read_text())["stamp"] == compiled_module.stamp(EXERCISES, 0)
+        assert json.loads(path.read_text())["stamp"] == seed_cache_module.stamp(EXERCISES, 0)
         path.write_text(json.dumps({"format": 1, "stamp": "another grader"}))
-        compiled(EXERCISES, 0, lambda: calls.append(2) or course)
+        cached_seed_cases(EXERCISES, 0, lambda: calls.append(2) or course)
         assert calls == [1, 2]
 
     def test_only_the_graders_user_can_read_it(self, cache):
         """It holds hidden cases and quiz answers: folder 0700, file 0600."""
         course = load_course(EXERCISES)
-        compiled(EXERCISES, 0, lambda: course)
+        cached_seed_cases(EXERCISES, 0, lambda: course)
         (path,) = cache.glob("*.json")
         assert stat.S_IMODE(cache.stat().st_mode) == 0o700
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
-    def test_only_the_latest_compiled_courses_are_kept(self, cache):
-        """Every change of the files makes a new compiled assignment; the oldest go."""
+    def test_only_the_latest_prepared_courses_are_kept(self, cache):
+        """Every change of the files makes a new seed cache; the oldest go."""
         course = load_course(EXERCISES)
         cache.mkdir(mode=0o700)
-        for i in range(compiled_module.KEEP + 3):
+        for i in range(seed_cache_module.KEEP + 3):
             old = cache / f"{i:08x}-0.json"
             old.write_text("{}")
             os.utime(old, ns=(i * 10**9, i * 10**9))
-        compiled(EXERCISES, 0, lambda: course)
+        cached_seed_cases(EXERCISES, 0, lambda: course)
         kept = {p.name for p in cache.glob("*-*.json")}
-        assert len(kept) == compiled_module.KEEP
-        assert f"{compiled_module.KEEP + 2:08x}-0.json" in kept and "00000000-0.json" not in kept
+        assert len(kept) == seed_cache_module.KEEP
+        assert f"{seed_cache_module.KEEP + 2:08x}-0.json" in kept and "00000000-0.json" not in kept
 
     def test_an_unwritable_cache_still_grades(self, tmp_path, monkeypatch):
         """No cache can be written (a file where the folder should be): grading goes on."""
@@ -203,11 +203,11 @@ class TestNeverStale:
         """A uid with no HOME and no password entry (some containers): nothing is kept, grades go on."""
         monkeypatch.delenv(CACHE_ENV, raising=False)
         monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-        monkeypatch.setattr(compiled_module.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
+        monkeypatch.setattr(seed_cache_module.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
             RuntimeError("Could not determine home directory."))))
         runner = CliRunner()
-        compiled_out = runner.invoke(main, ["--course", str(EXERCISES), "compile"])
-        assert compiled_out.exit_code == 0 and compiled_out.stdout.endswith(
+        prepared_out = runner.invoke(main, ["--course", str(EXERCISES), "compile"])
+        assert prepared_out.exit_code == 0 and prepared_out.stdout.endswith(
             "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)\n")
         result = runner.invoke(main, ["--course", str(EXERCISES), "grade", str(SOLUTIONS), "--format", "json",
                                       "--problem", "softmax"])
@@ -215,14 +215,14 @@ class TestNeverStale:
         assert result.exit_code == 0 and data["score"] == data["max_score"] == 10
 
 
-class TestCompileCommand:
-    def test_compile_prepares_every_case_once(self, cache):
-        """`mha compile` says what it prepared; the grade after it loads nothing."""
+class TestPrepareCommand:
+    def test_prepare_prepares_every_case_once(self, cache):
+        """`mha prepare` says what it prepared; the grade after it loads nothing."""
         result = CliRunner().invoke(main, ["--course", str(EXERCISES), "compile"])
         course = load_course(EXERCISES)
         cases = sum(len(p.cases) for p in course.problems)
         assert result.exit_code == 0
-        assert result.stdout == (f"compiled {len(course.problems)} problem(s), {cases} cases and "
+        assert result.stdout == (f"prepared {len(course.problems)} problem(s), {cases} cases and "
                                  f"{len(course.quiz.items)} quiz items into {cache}\n")
         assert len(list(cache.glob("*.json"))) == 1
 

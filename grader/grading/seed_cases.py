@@ -1,13 +1,13 @@
-"""Fixtures: a seed's cases and quiz items computed ahead by the reference, as plain JSON.
+"""Seed cases: a seed's cases and quiz items computed ahead by the reference, as plain JSON.
 
-Public fixtures are what the student bundle's `mha check` needs. One JSON file per seed
+Public seed cases are what the student bundle's `mha check` needs. One JSON file per seed
 holds, for every problem, its rendered text, comparison and public cases (inputs, expected
 answers, and what each named mistake's bug answers), and for the quiz, each public
 item with its numbers and feedback and each hidden item without its answer. Hidden cases,
 hidden answers, the reference and the bugs never go in.
 
-Full fixtures (`hidden=True`) hold every case and every answer, without the texts: the
-autograder's compiled assignment (compiled.py), which only the grader's user can read.
+Full seed cases (`hidden=True`) hold every case and every answer, without the texts: the
+autograder's seed cache (seed_cache.py), which only the grader's user can read.
 """
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ from ..errors import SubmissionError
 
 FORMAT = 3
 READABLE = (2, FORMAT)  # format 2 names the seed's label and a mistake's function "variant"
-# In the student bundle, the fixtures live inside its grader package (grader/_fixtures/), so
+# In the student bundle, the seed cases live inside its grader package (grader/_seed_cases/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
-BUNDLE_FOLDER = "_fixtures"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
+BUNDLE_FOLDER = "_seed_cases"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
 INDEX = "index.json"
 
 
@@ -130,7 +130,7 @@ def _item_from(data: dict) -> Draw:
 
 
 def _function_data(fn: FunctionSpec) -> dict:
-    """A function's declaration as plain data (the fixtures carry it: the bundle has no course code)."""
+    """A function's declaration as plain data (the seed cases carry it: the bundle has no course code)."""
     return {"name": fn.name, "signature": fn.signature, "returns": fn.returns.value, "outputs": list(fn.outputs),
             "params": [{"name": p.name, "kind": p.kind.value, "default": p.default, "required": p.required}
                        for p in fn.params]}
@@ -143,7 +143,7 @@ def _function_from(data: dict) -> FunctionSpec:
 
 
 def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
-    """The public fixtures of one seed, or with `hidden` the full ones (autograder side: runs
+    """The public seed cases of one seed, or with `hidden` the full ones (autograder side: runs
     the reference and the bugs)."""
     from ..course.quiz import draw as quiz_draw
     from ..course.render import render_problem
@@ -192,12 +192,12 @@ def _mistake(data: dict) -> Mistake:
     return Mistake(**data)
 
 
-class Fixtures:
-    """One seed's fixtures, loaded for checking (student side: no reference needed)."""
+class SeedCases:
+    """One seed's prepared cases, loaded for checking (student side: no reference needed)."""
 
     def __init__(self, data: dict, path: Path):
         if not isinstance(data, dict) or data.get("format") not in READABLE:
-            raise SubmissionError(f"{path}: not a fixtures file of this version of mha-exercises")
+            raise SubmissionError(f"{path}: not a seed cases file of this version of mha-exercises")
         self.path = path
         self.title: str = data["title"]
         self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
@@ -208,11 +208,11 @@ class Fixtures:
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
 
     @classmethod
-    def load(cls, path: Path) -> Fixtures:
+    def load(cls, path: Path) -> SeedCases:
         try:
             return cls(json.loads(Path(path).read_text(encoding="utf-8")), Path(path))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SubmissionError(f"{path}: cannot read the fixtures ({exc})") from None
+            raise SubmissionError(f"{path}: cannot read the seed cases ({exc})") from None
 
     @staticmethod
     def _problem(p: dict):
