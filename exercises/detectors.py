@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.attention.patterns import head_weights, pair_head_weights
+from grader.grading.head_pattern import head_weights, pair_head_weights
 
 DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
 

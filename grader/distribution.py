@@ -2,11 +2,11 @@
 from the installed distribution's metadata: pyproject.toml is their one source.
 
 The exports that write package metadata of their own (exports/wheel.py, the student bundle's
-pyproject.toml in classroom/release.py) take every fact from here. The one fact an installed
+pyproject.toml in classroom/bundles.py) take every fact from here. The one fact an installed
 package does not record, the build requirement, is BUILD_REQUIRES; tests/test_metadata.py checks
 every fact here against pyproject.toml.
 
-The student bundle (classroom/release.py, exports/wheel.py) is the same distribution, versioned
+The student bundle (classroom/bundles.py, exports/wheel.py) is the same distribution, versioned
 `<version>+student`: both install the import package `grader`, so pip must see one distribution
 and replace one install with the other whole, never lay one's files over the other's.
 

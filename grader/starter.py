@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .attention.api import FunctionSpec
+from .course.functions import FunctionSpec
 from .course.model import MAX_WRITTEN, QuizKind
 from .paths import SUBMISSION_NAME
 

@@ -240,8 +240,8 @@ def test_grade_loads_no_code_of_other_commands(tmp_path):
     import sys
     code = ("import json, sys; from grader.cli.commands import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.batch', 'grader.cli.export', "
-            "'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.release'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m in ('grader.cli.grade_all', 'grader.cli.export', "
+            "'grader.cli.release', 'grader.classroom.batch', 'grader.classroom.bundles'))))")
     out = subprocess.run([sys.executable, "-c", code, "--course", str(ROOT / "exercises"), "grade",
                           str(ROOT / "solutions"), "--format", "json", "--output", str(tmp_path / "r.json"),
                           "--problem", "softmax"], capture_output=True, text=True, timeout=120)

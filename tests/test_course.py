@@ -53,10 +53,9 @@ class TestCourseCode:
     def test_the_grader_holds_no_course(self):
         """No table of functions, no reference, no mistakes, no answer functions left in the grader package."""
         package = Path(grader.__file__).parent
-        names = {p.name for p in package.rglob("*.py") if "_assignment" not in p.parts}
+        names = {p.name for p in package.rglob("*.py") if "_course" not in p.parts}
         assert not names & {"reference.py", "mistakes.py", "mistakes_flagship.py", "detectors.py", "quiz_answers.py"}
-        from grader.attention import api
-        from grader.course import quiz
+        from grader.course import functions as api, quiz
         assert not hasattr(api, "FUNCTIONS") and not hasattr(quiz, "ANSWER_FUNCTIONS")
 
     def test_a_course_outside_the_repository_grades_its_own_function(self, entropy, tmp_path):
@@ -258,7 +257,7 @@ class TestRoster:
 
     def test_an_sid_roster_takes_the_named_column(self, tmp_path):
         """With seed_key sid, the sid column of a Gradescope roster export."""
-        from grader.classroom.release import read_roster
+        from grader.classroom.bundles import read_roster
         roster = tmp_path / "roster.csv"
         roster.write_text("Full Name,Email,SID\nAnn Lee,ann@example.edu,2024001\nBen Ong,ben@example.edu,2024002\n")
         assert read_roster(roster, "sid") == ["2024001", "2024002"]

@@ -1,4 +1,4 @@
-"""The student notebook export, and notebooks as submissions (grader.grading.notebook)."""
+"""The student notebook export, and notebooks as submissions (grader.grading.notebook_submission)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from grader.errors import ExitCode
-from grader.exports import notebook as exporter
-from grader.grading.notebook import ANSWERS_TAG, CHECK_TAG, definitions, extract_answers, extract_source
+from grader.exports import jupyter as exporter
+from grader.grading.notebook_submission import ANSWERS_TAG, CHECK_TAG, definitions, extract_answers, extract_source
 
 from ._student_models import assert_models_shipped, load_in
 from ._submissions import solution_functions
@@ -70,7 +70,7 @@ class TestDefinitions:
     def test_keeps_definitions_and_drops_scratch_work(self):
         """Imports, defs and assignments stay; calls, magics, tools and API-calling assignments go."""
         source = ("import numpy as np\nimport otter\ngrader = otter.Notebook('a.ipynb')\n"
-                  "from grader.grading.notebook import check\n!mha check softmax\n%timeit 1\nEPS = 1e-9\n"
+                  "from grader.grading.notebook_submission import check\n!mha check softmax\n%timeit 1\nEPS = 1e-9\n"
                   "x = softmax(np.ones(3))\n\n@staticmethod\ndef softmax(s):\n    return s\nprint(softmax(1))\n")
         assert definitions(source) == "import numpy as np\nEPS = 1e-9\n@staticmethod\ndef softmax(s):\n    return s"
 
@@ -234,7 +234,7 @@ class TestBrokenCell:
 
     def test_a_redefined_function_is_graded_on_the_cell_that_parses(self, course, tmp_path):
         """A broken cell that redefines a function another cell defines costs nothing (the kernel keeps the other)."""
-        from grader.grading.notebook import notebook_parts
+        from grader.grading.notebook_submission import notebook_parts
         cells = [{"cell_type": "code", "metadata": {}, "source": "def f(x):\n    return x\n"},
                  {"cell_type": "code", "metadata": {}, "source": "def f(x):\n    return x +\n"},
                  {"cell_type": "code", "metadata": {}, "source": "def g(:\n    pass\n"}]

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from grader.attention import patterns
-from grader.classroom.release import STUDENT_MODULES
+from grader.classroom.bundles import STUDENT_MODULES
 from grader.course.render import render_prompt
+from grader.grading import head_pattern as patterns
 from grader.grading.checks import check
 from grader.grading.diagnosis import wrong_answer
 from grader.grading.grade import grade

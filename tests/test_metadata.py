@@ -12,7 +12,7 @@ import pytest
 
 import grader
 from grader import distribution
-from grader.classroom.release import write_student
+from grader.classroom.bundles import write_student
 from grader.exports import wheel
 
 from .conftest import ROOT

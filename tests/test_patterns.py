@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.attention.patterns import direct_head_weights
+from grader.grading.head_pattern import direct_head_weights
 
 from .conftest import COURSE as ref
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.classroom import release as release_module
-from grader.classroom.release import STUDENT_MODULES, student_package
+from grader.classroom import bundles as release_module
+from grader.classroom.bundles import STUDENT_MODULES, student_package
 from grader.cli.commands import main
 from grader.errors import InternalError
 from grader.exports import wheel
@@ -148,10 +148,10 @@ class TestAllowList:
         assert not any(name.startswith("grader/") for name in student_wheel if "dist-info" in name)
 
     def test_a_new_module_is_not_shipped(self, tmp_path, monkeypatch):
-        """A module added to the package (here grader/attention/solutions.py) is left out until it is listed."""
+        """A module added to the package (here grader/course/solutions.py) is left out until it is listed."""
         package = tmp_path / "grader"
         shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "_course"))
-        (package / "attention" / "solutions.py").write_text("def softmax(x):\n    return x\n")
+        (package / "course" / "solutions.py").write_text("def softmax(x):\n    return x\n")
         monkeypatch.setattr(release_module, "PACKAGE", package)
         files = student_package()
         assert set(files) == set(STUDENT_MODULES) and "attention/solutions.py" not in files

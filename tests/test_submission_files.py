@@ -111,7 +111,7 @@ def _notebook_answers_link(edge_course: EdgeCourse, folder: Path) -> None:
 
 CODE, QUIZ = ("code",), ("quiz",)
 ATTACKS = (
-    Attack("code_to_reference", _link("attention.py", lambda c: PACKAGE / "attention" / "reference.py"), CODE,
+    Attack("code_to_reference", _link("attention.py", lambda c: PACKAGE / "course" / "reference.py"), CODE,
            f"attention.py {LINKED}"),
     Attack("code_to_solutions", _link("attention.py", lambda c: c.base / "solutions" / "attention.py"), CODE,
            f"attention.py {LINKED}"),
@@ -205,7 +205,7 @@ def test_gradescope_run_autograder_refuses_links(edge_course, tmp_path, course):
     the reference and answers.yaml linked to /etc/shadow score 0 each, with a results.json."""
     from .test_export_gradescope import autograder, run_autograder
     root = autograder(tmp_path, course, None)
-    (root / "submission" / "attention.py").symlink_to(root / "source" / "grader" / "attention" / "reference.py")
+    (root / "submission" / "attention.py").symlink_to(root / "source" / "grader" / "course" / "reference.py")
     (root / "submission" / "answers.yaml").symlink_to(SHADOW)
     data = run_autograder(root, {})
     assert data["score"] == 0 and {t["score"] for t in data["tests"]} == {0}

@@ -499,5 +499,5 @@ def doctor() -> None:
         click.echo(warning, err=True)
 
 
-main.lazy = {"grade-all": (".batch", "grade_all"), "export": (".export", "export"),
+main.lazy = {"grade-all": (".grade_all", "grade_all"), "export": (".export", "export"),
              "release": (".release", "release"), "new": (".new", "new")}

@@ -100,8 +100,8 @@ def notebook(obj: Ctx, out: Path) -> None:
     Example:
       mha export notebook --out attention.ipynb
     """
-    from ..classroom.release import copy_models
-    from ..exports import notebook as exporter
+    from ..classroom.bundles import copy_models
+    from ..exports import jupyter as exporter
     course = obj.course()
     _write(out, exporter.render(course))
     if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in

@@ -27,7 +27,7 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     Example:
       MHA_COURSE_SECRET=... mha release --out release --roster roster.csv
     """
-    from ..classroom.release import read_roster, release as run_release
+    from ..classroom.bundles import read_roster, release as run_release
     try:
         course = obj.course()
         settings = obj.settings()

@@ -23,8 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
 from ..errors import SpecError, SpecErrors
+from .functions import FunctionSpec, Param, ParamKind, ReturnKind
 
 __all__ = ["CODE_KEY", "RETURN_KINDS", "CourseCode", "load_code", "read_code", "course_of", "code_path",
            "course_function", "parse_function", "check_reference"]

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import ParamKind
+from .functions import ParamKind
 
 RANDOM_KINDS = ("normal", "uniform", "simplex")
 MASK_KINDS = ("causal", "full", "random")

@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..attention.api import FunctionSpec, ReturnKind
 from ..errors import SpecError, SpecErrors
 from . import generators as gen
 from .code import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
+from .functions import FunctionSpec, ReturnKind
 from .model import Case, CompareKind, Comparison, Course, Mistake, Problem, Quiz, Visibility
 from .quiz import load_quiz
 from .yamlio import line_of

@@ -7,7 +7,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..attention.api import FunctionSpec
+from .functions import FunctionSpec
 
 
 class Visibility(Enum):

@@ -1,7 +1,7 @@
 """GitHub Classroom: a starter repository with `.github/workflows/classroom.yml` for the autograding reporter.
 
 A GitHub Classroom starter repository is a student bundle: every student gets a copy and can
-read all of it. So it holds what `mha release` gives a student (`classroom.release.write_student`:
+read all of it. So it holds what `mha release` gives a student (`classroom.bundles.write_student`:
 stubs and a blank answers template made from the course, ASSIGNMENT.md, the public seed cases and
 the student package, built from an allow-list of modules, for `mha check`; the trained models'
 .npz files) and the workflow, and nothing of the course's code, hidden cases or quiz key.
@@ -192,7 +192,7 @@ def write(out: Path, course: Course, *, install: str | None = None, vendor_grade
     `vendor_grader` the whole grader's wheel in .mha/; returns the paths written. Refuses
     (SubmissionError) without a place to install the grader from (`check_source`), and a folder
     whose .mha/ still holds a grader from an earlier export when none is vendored now."""
-    from ..classroom.release import write_student
+    from ..classroom.bundles import write_student
     from ..paths import write_atomically
     from . import wheel
     check_source(install, vendor_grader, token_secret)

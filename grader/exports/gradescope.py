@@ -89,7 +89,7 @@ def build(course: Course, secret: str | None, wheels: Mapping[str, bytes], pytho
     (reports/gradescope.py)."""
     if hidden not in HIDDEN_CHOICES:
         raise ValueError(f"hidden must be one of {', '.join(HIDDEN_CHOICES)} (got {hidden!r})")
-    from ..classroom.release import write_autograder
+    from ..classroom.bundles import write_autograder
     from . import wheel
     from .wheelhouse import offline_requirements, pip_wheel
     pip = pip_wheel(wheels)

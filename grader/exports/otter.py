@@ -271,7 +271,7 @@ def write(out: Path, course: Course, solutions: Path) -> list[Path]:
     student, data = wheel.build_student(course)
     write_atomically(out / student, data)
     write_atomically(out / REQUIREMENTS, requirements())
-    from ..classroom.release import copy_models
+    from ..classroom.bundles import copy_models
     written += copy_models(course.root, out)
     written += [out / student, out / name, out / REQUIREMENTS]
     path = out / NOTEBOOK_NAME

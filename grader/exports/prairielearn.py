@@ -298,7 +298,7 @@ def _course(course: Course) -> dict[str, str]:
 
 def _server_files(course: Course, wheels: Mapping[str, bytes], python: str) -> dict[str, str | bytes]:
     """serverFilesCourse/mha: the wheels, the course and grade.sh, as the Gradescope zip holds them."""
-    from ..classroom.release import write_autograder
+    from ..classroom.bundles import write_autograder
     from . import wheel
     from .wheelhouse import offline_requirements, pip_wheel
     pip = pip_wheel(wheels)

@@ -11,7 +11,7 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 
 `build_student(assignment)`: `mha_exercises-<version>+student-py3-none-any.whl` (the same
 distribution, so pip replaces one install with the other whole), what students
-may have: the modules of the student bundle (`classroom.release.STUDENT_MODULES`, an allow-list:
+may have: the modules of the student bundle (`classroom.bundles.STUDENT_MODULES`, an allow-list:
 no reference, no bugs (its known-wrong implementations), no loader, no quiz key) and the otter
 checks, no course, and the default seed's public seed cases (`grader/_seed_cases/default.json`: public cases with their expected
 answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
@@ -111,7 +111,7 @@ def build_student(course) -> tuple[str, bytes]:
     """(file name, wheel bytes) of the student package: pruned, no course, public seed cases."""
     import json
 
-    from ..classroom.release import student_package
+    from ..classroom.bundles import student_package
     from ..course.quiz import DEFAULT_SEED
     from ..grading.seed_cases import build as build_seed_cases
     files = {f"grader/{name}": data for name, data in sorted(student_package(STUDENT_EXTRA).items())}

@@ -176,7 +176,7 @@ def _check_shapes(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]
 
 def _check_head(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str]) -> Verdict:
     """`expected` is seq_len; the weights are computed by the reference from the student's matrices."""
-    from ..attention.patterns import head_weights
+    from .head_pattern import head_weights
 
     seq_len = int(expected)
     if not isinstance(got, (tuple, list)) or len(got) != 2:

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import ReturnKind
+from ..course.functions import ReturnKind
 from ..course.model import Mistake, Problem
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form

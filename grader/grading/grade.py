@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..attention.api import ReturnKind
+from ..course.functions import ReturnKind
 from ..course.model import Course, Draw, Problem
 from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import ReturnKind
+from ..course.functions import ReturnKind
 from ..course.model import CompareKind, Problem
 from .checks import as_array
 from .results import WeightGrid
@@ -61,7 +61,7 @@ def weight_grids(problem: Problem, expected: Any, got: Any) -> tuple[WeightGrid,
             arr = as_array(got[k])
             return () if arr is None else _pairs(arr, np.asarray(expected[k], dtype=np.float64))
         if fn.returns is ReturnKind.HEAD and problem.compare.kind is CompareKind.HEAD_PATTERN:
-            from ..attention.patterns import head_weights
+            from .head_pattern import head_weights
             seq_len = int(expected)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return ()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import FunctionSpec, ReturnKind
+from ..course.functions import FunctionSpec, ReturnKind
 from ..course.model import Case, Draw, Problem, QuizItem
 from ..course.seeds import DEFAULT_SEED
 from ..errors import InternalError, SpecError

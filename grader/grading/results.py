@@ -1,9 +1,11 @@
-"""Results of grading: plain frozen data that reporters read. Scoring lives here, once."""
+"""Results of grading: plain frozen data that reporters read; the scores by the rules of scoring.py."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+from .scoring import points_earned, weighted_share
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
@@ -119,12 +121,11 @@ class ProblemResult:
 
     @property
     def fraction(self) -> float:
-        total = sum(c.weight for c in self.cases)
-        return sum(c.weight * c.earned for c in self.cases) / total if total else 0.0
+        return weighted_share((c.weight, c.earned) for c in self.cases)
 
     @property
     def score(self) -> float:
-        return round(self.max_score * self.fraction, 4)
+        return points_earned(self.max_score, self.fraction)
 
     @property
     def passed(self) -> bool:

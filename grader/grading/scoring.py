@@ -1,4 +1,8 @@
-"""One scoring rule per quiz item kind, the same for `mha grade` and every platform export.
+"""Every scoring rule, the same for `mha grade` and every platform export.
+
+- a problem (or an item graded by cases): its points times the weighted share of its cases
+  earned, where a case earns 1 when it passes and else its partial credit (or 0); rounded to
+  4 decimals. A submission's score is the sum over the problems and items it counts.
 
 - multiple choice: all or nothing.
 - multiple answers ("partial credit with penalty", as Canvas scores it): each true statement
@@ -19,7 +23,8 @@ from collections.abc import Iterable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
-__all__ = ["STEP", "MAX_CHOICES", "decimal", "numeric_range", "in_range", "choices_credit", "choice_fraction"]
+__all__ = ["STEP", "MAX_CHOICES", "decimal", "numeric_range", "in_range", "choices_credit", "choice_fraction",
+           "weighted_share", "points_earned"]
 
 STEP = Decimal("0.0001")  # Canvas keeps 4 decimals of a numeric answer
 MAX_CHOICES = 10          # Moodle's grade list holds 1/n for n up to 10
@@ -55,3 +60,15 @@ def choices_credit(chosen: Iterable[str], correct: Iterable[str]) -> Fraction:
 def choice_fraction(correct: bool, n_correct: int) -> Fraction:
     """A choice's share of the points on platforms that add per-choice shares (Moodle, QTI)."""
     return Fraction(1 if correct else -1, n_correct)
+
+
+def weighted_share(cases: Iterable[tuple[float, float]]) -> float:
+    """The weighted share earned over (weight, earned) pairs; 0 when they weigh nothing."""
+    pairs = list(cases)
+    total = sum(w for w, _ in pairs)
+    return sum(w * e for w, e in pairs) / total if total else 0.0
+
+
+def points_earned(points: float, share: float) -> float:
+    """A problem's score: its points times the share earned, to 4 decimals."""
+    return round(points * share, 4)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention.api import FunctionSpec, Param, ParamKind, ReturnKind
+from ..course.functions import FunctionSpec, Param, ParamKind, ReturnKind
 from ..course.model import (
     Case,
     Choice,

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
-from .notebook import MAX_BYTES as NOTEBOOK_BYTES, BrokenCell, notebook_parts
+from .notebook_submission import MAX_BYTES as NOTEBOOK_BYTES, BrokenCell, notebook_parts
 from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
@@ -46,7 +46,7 @@ class SubmissionFiles:
 def read_submission(path: Path) -> SubmissionFiles:
     """SUBMISSION is a .py file, a folder holding attention.py, or a Jupyter notebook (.ipynb, or
     a folder holding exactly one and no attention.py), whose definitions are extracted (see
-    grader.grading.notebook). The folder named, or holding the file named, is the user's own
+    grader.grading.notebook_submission). The folder named, or holding the file named, is the user's own
     path (links allowed); everything in it is a student file."""
     path = Path(path)
     try:

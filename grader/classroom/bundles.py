@@ -47,10 +47,10 @@ from ..paths import PACKAGE, write_atomically
 STUDENT_MODULES = (
     "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
     "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
-    "attention/__init__.py", "attention/api.py", "attention/patterns.py",
+    "course/functions.py", "grading/head_pattern.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
-    "grading/seed_cases.py", "grading/grade.py", "grading/grids.py", "grading/notebook.py", "grading/prepared.py",
+    "grading/seed_cases.py", "grading/grade.py", "grading/grids.py", "grading/notebook_submission.py", "grading/prepared.py",
     "grading/results.py",
     "grading/scoring.py", "grading/student_files.py", "grading/submission.py",
     "reports/__init__.py", "reports/html.py", "reports/terminal.py", "reports/text.py",

@@ -10,7 +10,7 @@ NOTEBOOK.ipynb` grades the saved notebook's definitions and, from those cells, i
 from __future__ import annotations
 
 from ..course.model import Course
-from ..grading.notebook import ANSWERS_TAG, CHECK_TAG
+from ..grading.notebook_submission import ANSWERS_TAG, CHECK_TAG
 from .pysource import split_module, stub, student_module
 
 __all__ = ["render"]
