@@ -8,7 +8,7 @@ Prints, all measured in the same run, each figure the median of several repetiti
 compared commands interleaved, so a noisy machine slows both alike):
 
 (a) cold `mha grade` of one submission, `python -c "import numpy"`, and their ratio (with the
-    assignment compiled, and, once per round, with an empty seed cache);
+    seed cache filled, and, once per round, with an empty seed cache);
 (b) `mha check` latency;
 (c) `mha grade-all` throughput on N generated submissions (correct, buggy, empty, slow), in
     submissions per second, beside a naive loop of one `mha grade` per submission, sequential
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     use_course(args.exercises, args.solutions)
 
     # `pip install` byte-compiles a package; an editable install run with PYTHONDONTWRITEBYTECODE
-    # set (as in some containers) would compile the grader's sources on every command instead
+    # set (as in some containers) would turn the grader's sources into bytecode on every command instead
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "grader")], check=True)
     scratch = Path(tempfile.mkdtemp(prefix="mha-bench-"))
     try:
@@ -344,7 +344,7 @@ def report(args, scratch: Path) -> None:
 
     # (a) and (b), interleaved. The seed cache (grader/grading/seed_cache.py) lives in a cache of this
     # run: built once here, as `mha prepare` or the first grade builds it; timed without it too.
-    os.environ["MHA_CACHE_DIR"] = str(scratch / "compiled")  # every command below uses it
+    os.environ["MHA_CACHE_DIR"] = str(scratch / "seed-cache")  # every command below uses it
     env = dict(os.environ)
     run([*MHA, "--course", str(EXERCISES), "prepare"])
     first = iter(range(1 << 30))

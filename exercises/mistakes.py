@@ -342,4 +342,4 @@ def mha_mask_ignored(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, use_mask=False)
 
 
-__all__ = ["BUGS", "bug", "variant", *BUGS]  # the course module (course.py) exports each by name
+__all__ = ["BUGS", "bug", "variant", *BUGS]  # each by name, for course.py (variant: the older name of bug)

@@ -74,7 +74,7 @@ def _instructor_source(root: Path | None) -> str | None:
 def student_module(course) -> str:
     """attention.py as students get it: one stub per graded function of the course, generated from
     its declarations; from the instructor's own attention.py in the course folder (which may be
-    fully implemented) only the docstrings and imports are taken. `assignment`: an Assignment, or
+    fully implemented) only the docstrings and imports are taken. `course`: a Course, or
     anything with `title`, `problems` (with id, title, function) and `root` (None: no instructor file)."""
     module_doc, imports, docs = _instructor_parts(_instructor_source(getattr(course, "root", None)))
     parts = [_docstring(module_doc or DEFAULT_MODULE_DOC.format(title=course.title), "")]

@@ -93,6 +93,18 @@ def hoist(args: list[str], options: frozenset[str]) -> list[str]:
     return front + rest
 
 
+class Aliased(click.Option):
+    """An option whose first name is its only documented one: the others are older names, still
+    accepted and never shown in help."""
+
+    def get_help_record(self, ctx: click.Context):
+        shown, self.opts = self.opts, self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown
+
+
 class Group(click.Group):
     """Maps any error that escapes a command to its exit code: never a bare traceback.
 

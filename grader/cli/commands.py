@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, GraderError, InternalError, SubmissionError
-from .base import CONTEXT, Group, echo_report, fail, traceback_option
+from .base import CONTEXT, Aliased, Group, echo_report, fail, traceback_option
 
 
 class Ctx:
@@ -127,16 +127,16 @@ def _student_options(command):
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.option("--course", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+@click.option("--course", "--exercises", "--assignment", cls=Aliased,  # the older names: hidden aliases
+              type=click.Path(file_okay=False, path_type=Path),
+              default=None, metavar="DIR",
               help="The course folder (the one holding assignment.yaml). Without it: $MHA_COURSE, else the "
                    "working folder or the nearest one above it with assignment.yaml or exercises/, else "
                    "the course packaged with mha (`mha list` says which one it uses).")
-@click.option("--exercises", "--assignment", "course_alias", type=click.Path(file_okay=False, path_type=Path),
-              default=None, hidden=True, help="Older names of --course, still accepted.")
 @click.version_option(package_name="mha-exercises")
 @traceback_option
 @click.pass_context
-def main(ctx: click.Context, course: Path | None, course_alias: Path | None, traceback: bool) -> None:
+def main(ctx: click.Context, course: Path | None, traceback: bool) -> None:
     """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
 
     \b
@@ -144,7 +144,7 @@ def main(ctx: click.Context, course: Path | None, course_alias: Path | None, tra
       mha check                 # check exercises/attention.py on the public cases
       mha grade solutions       # grade a submission on every case
     """
-    ctx.obj = Ctx(course if course is not None else course_alias)
+    ctx.obj = Ctx(course)
 
 
 COURSE_OPTIONS = frozenset({"--course", "--exercises", "--assignment"})  # --course and its older names

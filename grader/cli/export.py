@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import InternalError, SpecError, SubmissionError
+from .base import Aliased
 from .commands import CONTEXT, Ctx
 
 _OUT_DIR = click.Path(file_okay=False, path_type=Path)
@@ -36,9 +37,10 @@ def _quiz(obj: Ctx):
 def _draw_options(command):
     command = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Seed of the questions' numbers (with --draws: of the first draw).")(command)
-    return click.option("--draws", "--variants", "draws", type=click.IntRange(min=2, max=100), default=None, metavar="N",
-                        help="Make N randomized draws of every item with params (default: one version; "
-                             "--variants is its older name).")(command)
+    return click.option("--draws", "--variants", "draws", cls=Aliased,  # --variants: its older name
+                        type=click.IntRange(min=2, max=100), default=None,
+                        metavar="N", help="Make N randomized draws of every item with params (default: one "
+                                          "version).")(command)
 
 
 @click.group(context_settings=CONTEXT)
@@ -228,9 +230,10 @@ def _python_version(python: str | None) -> str:
                    "[default: this Python's version].")
 @click.option("--image", default="prairielearn/grader-python", show_default=True,
               help="Docker image of the external grader (Linux x86_64, with python3 of the --python version).")
-@click.option("--draws", "--variants", "draws", type=click.IntRange(min=1, max=100), default=10, show_default=True,
+@click.option("--draws", "--variants", "draws", cls=Aliased,  # --variants: its older name
+              type=click.IntRange(min=1, max=100), default=10, show_default=True,
               metavar="N", help="Precomputed draws of each question with numbers; PrairieLearn's variant_seed picks "
-                                "one (--variants is its older name).")
+                                "one.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the first draw.")
 @click.pass_obj

@@ -27,7 +27,7 @@ import sys
 __all__ = ["main", "student", "command_of"]
 
 EARLY_START = frozenset({"check", "grade"})  # commands that run student code at once
-OPTIONS_WITH_VALUE = frozenset({"--course", "--exercises", "--assignment"})  # the group's options that take a value
+OPTIONS_WITH_VALUE = frozenset({"--course", "--exercises", "--assignment"})  # with their older names
 
 
 def command_of(argv: list[str]) -> str | None:

@@ -88,7 +88,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT  # the venv and the seed cache go with the job
 MHA="${{MHA_BIN:-}}"
 if [ -z "$MHA" ]; then
-  # Every job starts from a fresh container: install (no bytecode compiled ahead: it costs more than it saves).
+  # Every job starts from a fresh container: install (no bytecode written ahead: it costs more than it saves).
   "$PYTHON" -m venv --without-pip "$WORK/venv" || not_graded "cannot make a virtual environment with $PYTHON"
   "$WORK/venv/bin/python" "$HERE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
     --no-compile --no-index --find-links "$HERE/wheels" {requirements} >"$WORK/install.log" 2>&1 \\

@@ -101,7 +101,7 @@ def cached_seed_cases(root: Path, seed: int, load_course: Callable[[], object] |
 def _build(root: Path, seed: int, load_course: Callable[[], object] | None,
            valid_then: Callable[..., dict] | None, course_stamp: str | None) -> dict:
     def prepare(course) -> dict:
-        return build(course, seed, "compiled", hidden=True)
+        return build(course, seed, "cached", hidden=True)
     if load_course is not None:
         return prepare(load_course())
     if valid_then is None:
@@ -120,7 +120,7 @@ def _prune(folder: Path, keep: int) -> None:
 
 
 def _seed_cases(data: dict) -> SeedCases:
-    return SeedCases(data, Path("<compiled>"))
+    return SeedCases(data, Path("<seed cache>"))
 
 
 def _validation_marker(root: Path, course_stamp: str | None) -> tuple[Path, str] | None:

@@ -187,8 +187,8 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
 def _mistake(data: dict) -> Mistake:
     """A named mistake as stored; format 2 names its function "variant"."""
     data = dict(data)
-    if "variant" in data:
-        data["bug"] = data.pop("variant")
+    if "variant" in data:  # format 2
+        data["bug"] = data.pop("variant")  # format 2
     return Mistake(**data)
 
 
