@@ -1,13 +1,16 @@
 """The placeholders `mha new problem` writes, and the errors that refuse a course still holding one.
 
 The scaffold (cli/new.py) writes its title, prompt, reference and stub from the texts here, so
-the loader recognises exactly what it wrote: a line of text that starts with TODO, a reference
-whose source still carries MARK, a stub whose docstring starts with TODO.
+the loader recognises exactly what it wrote: a line of the title or prompt that starts with TODO,
+a reference whose source still carries MARK or whose docstring is still REFERENCE_DOC, a stub
+whose docstring is still STUB_DOC. Only the scaffold's own docstrings count: a TODO an instructor
+or a student writes in a docstring of their own is theirs.
 """
 from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -38,11 +41,15 @@ def reference_placeholder(name: str, fn: Callable, code: Path | None) -> SpecErr
     """The error for a reference left as the scaffold wrote it (its body, or else its docstring),
     at the line of its `def` in the file that defines it; None when it was edited."""
     try:
-        lines, start = inspect.getsourcelines(fn)
         source = inspect.getsourcefile(fn)
+        doc_left = inspect.getdoc(fn) == REFERENCE_DOC.format(id=name)
+        if source is not None:
+            linecache.checkcache(source)  # the course code may have changed since this process read it
+        # the whole file first: finding no MARK there spares finding the function's own lines
+        if source is None or not (doc_left or any(MARK in line for line in linecache.getlines(source))):
+            return None
+        lines, start = inspect.getsourcelines(fn)
     except (OSError, TypeError):
-        return None
-    if source is None:
         return None
     file = Path(source)
     if code is not None and file.resolve() == Path(code).resolve():
@@ -52,7 +59,7 @@ def reference_placeholder(name: str, fn: Callable, code: Path | None) -> SpecErr
     if any(MARK in line for line in lines):
         return SpecError(str(file), start, f"the reference {name}() is still the {MARK}: "
                          "write the real computation")
-    if (inspect.getdoc(fn) or "").startswith(TODO):
+    if doc_left:
         return SpecError(str(file), start, f"the docstring of the reference {name}() is still the {MARK}: "
                          "say what it computes")
     return None
@@ -60,7 +67,7 @@ def reference_placeholder(name: str, fn: Callable, code: Path | None) -> SpecErr
 
 def stub_placeholders(stubs: Path, names: Iterable[str]) -> list[SpecError]:
     """An error for each stub among `names` in the course's `stubs` file (attention.py, the starter
-    students see) whose docstring is still the scaffold's TODO; read, never run."""
+    students see) whose docstring is still the scaffold's; read, never run."""
     try:
         tree = ast.parse(stubs.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
@@ -70,4 +77,4 @@ def stub_placeholders(stubs: Path, names: Iterable[str]) -> list[SpecError]:
                       "say what the student writes")
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name in wanted
-            and (ast.get_docstring(node) or "").startswith(TODO)]
+            and ast.get_docstring(node) == STUB_DOC]
