@@ -243,6 +243,25 @@ def _function(node: Mapping[str, Any], path: Path, course: CourseCode, errors: E
     return fn
 
 
+def _cases(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: Errors,
+           params: set[str], course: CourseCode) -> list[Case]:
+    """The problem's cases, each checked against `fn`; the invalid ones are left out (their errors recorded)."""
+    if not isinstance(node, list) or not node:
+        errors.at(line, f"'cases' must be a non-empty list (got {got(node)})")
+        return []
+    cases: list[Case] = []
+    names: set[str] = set()
+    for i, item in enumerate(node):
+        case = _case(item, line_of(node, i), problem_id, fn, errors, params, course)
+        if case is None:
+            continue
+        if case.name in names:
+            errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
+        names.add(case.name)
+        cases.append(case)
+    return cases
+
+
 def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
     """Load one problem file (with the code of `course`, by default the course folder holding its
     problems/); raises SpecErrors listing everything wrong with it."""
@@ -284,22 +303,8 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
             if name not in params:
                 errors.at(line_of(node, "prompt"), f"'prompt' uses {{{name}}}, which is not a param "
                           f"(params: {', '.join(sorted(params)) or 'none defined'}; write {{{{ and }}}} for literal braces)")
-    cases_node = node["cases"]
-    cases: list[Case] = []
-    if fn is None:
-        pass
-    elif not isinstance(cases_node, list) or not cases_node:
-        errors.at(line_of(node, "cases"), f"'cases' must be a non-empty list (got {got(cases_node)})")
-    else:
-        names: set[str] = set()
-        for i, item in enumerate(cases_node):
-            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params, course)
-            if case is None:
-                continue
-            if case.name in names:
-                errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
-            names.add(case.name)
-            cases.append(case)
+    cases = _cases(node["cases"], line_of(node, "cases"), problem_id, fn, errors, params, course) \
+        if fn is not None else []  # without the function, nothing can say what a case's args must be
     if errors.items or fn is None or compare is None or title is None or prompt is None or points is None:
         raise SpecErrors(errors.items)
     return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
