@@ -1,6 +1,7 @@
 """Errors the grader raises, each carrying the exit code the CLI turns it into."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -34,13 +35,20 @@ class SpecError(GraderError, ValueError):
 
 
 class SpecErrors(GraderError, ValueError):
-    """Several SpecErrors found in one pass; printed one per line."""
+    """Several SpecErrors found in one pass; printed one per line, sorted by file and then line."""
 
     exit_code = ExitCode.INVALID_SPEC
 
-    def __init__(self, errors: list[SpecError]):
-        self.errors = list(errors)
+    def __init__(self, errors: Iterable[SpecError]):
+        self.errors = sorted_errors(errors)
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+def sorted_errors(errors: Iterable[SpecError]) -> list[SpecError]:
+    """`errors` by file and then line, an error without a line after those with one in its file
+    (found order kept among equals), each told once."""
+    unique = list({str(e): e for e in errors}.values())  # dicts keep the first-found order
+    return sorted(unique, key=lambda e: (e.path, e.line is None, e.line or 0))
 
 
 class SubmissionError(GraderError, ValueError):

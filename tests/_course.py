@@ -1,6 +1,7 @@
 """A course built from nothing, outside the repository: one problem on a function of its own
 (attention_entropy), its reference, a named mistake, and a numeric quiz item with an answer
-function. Shared by tests/test_course.py (in-process) and tests/test_packaging.py (the wheel)."""
+function. Shared by tests/test_course.py (in-process) and tests/test_packaging.py (the wheel);
+fill_placeholders writes what `mha new problem` leaves as placeholders (tests/test_validate_all.py)."""
 from __future__ import annotations
 
 import textwrap
@@ -107,3 +108,22 @@ def write_submission(folder: Path, source: str, answer: float | None) -> Path:
     if answer is not None:
         (folder / "answers.yaml").write_text(f"uniform_row: {answer}\n")
     return folder
+
+
+def replace_once(path: Path, old: str, new: str) -> None:
+    """Replace the first `old` in the file at `path` by `new`; `old` must be there."""
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def fill_placeholders(root: Path, problem_id: str) -> None:
+    """Write what `mha new problem` left as placeholders: the title, the prompt, the reference and the stub."""
+    replace_once(root / "problems" / f"{problem_id}.yaml", "title: TODO a short title", "title: A copy of x")
+    replace_once(root / "problems" / f"{problem_id}.yaml", "  TODO what the student computes, with a worked example.",
+                 "  Return a float64 copy of x: [1, 2] gives [1.0, 2.0].")
+    code = root / "course.py"
+    replace_once(code, f'"""TODO what {problem_id} computes', f'"""A float64 copy of x ({problem_id})')
+    replace_once(code, "return x.copy()  # placeholder from `mha new problem`: replace with the real computation",
+                 "return x.copy()")
+    replace_once(root / "attention.py", '"""TODO what the student writes."""', '"""Return a float64 copy of x."""')

@@ -20,7 +20,7 @@ from grader.course.loader import load_course
 from grader.course.quiz import draw
 from grader.errors import ExitCode, SpecErrors
 
-from ._course import BUGGY, CORRECT, build_course, write_submission
+from ._course import BUGGY, CORRECT, build_course, fill_placeholders, write_submission
 from .conftest import EXERCISES, SOLUTIONS, copy_course_code
 
 # the line of the case whose key the tests spoil, read from the shipped file (its prompt may grow)
@@ -320,7 +320,8 @@ class TestInit:
 class TestNewProblem:
     def test_a_course_from_nothing_validates_and_grades(self, tmp_path):
         """`mha new problem ID` in an empty folder writes assignment.yaml, the problem with its
-        `function:` block, the reference and the stub: the course validates, the stub scores 0."""
+        `function:` block, the reference and the stub: refused while they are placeholders, the
+        course validates once they are written, and the stub scores 0."""
         course_dir = tmp_path / "mine"
         result = run("--course", str(course_dir), "new", "problem", "row_sums")
         assert result.exit_code == 0, result.output
@@ -329,6 +330,10 @@ class TestNewProblem:
         assert "raise NotImplementedError" in (course_dir / "attention.py").read_text()
         assert "code: course.py" in (course_dir / "assignment.yaml").read_text()
         assert run("--course", str(course_dir), "new", "problem", "second").exit_code == 0
+        refused = run("validate", str(course_dir))
+        assert refused.exit_code == ExitCode.INVALID_SPEC and len(refused.stderr.splitlines()) == 8  # 4 a problem
+        fill_placeholders(course_dir, "row_sums")
+        fill_placeholders(course_dir, "second")
         validated = run("validate", str(course_dir))
         assert validated.exit_code == 0 and validated.stdout.startswith("OK: 2 problem(s), 4 cases")
         graded = run("--course", str(course_dir), "grade", str(course_dir / "attention.py"), "--format", "json")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import ExitCode, GraderError, InternalError, SubmissionError
+from ..errors import ExitCode, GraderError, InternalError, SpecErrors, SubmissionError
 from .base import CONTEXT, Aliased, Group, echo_report, fail, traceback_option
 
 
@@ -313,31 +313,33 @@ def _emit(report: str, output: Path | None) -> None:
 def validate(obj: Ctx, path: Path | None) -> None:
     """Validate problem files: every error as `file:line: message`; exit 3 if any.
 
-    PATH is an course folder (default: the current one) or a single problem file.
-    Explicit `expect` values are also checked against the reference.
+    PATH is a course folder (default: the current one) or a single problem file. One run
+    reports every error of every file, sorted by file and line: keys, names, explicit `expect`
+    values checked against the reference, the quiz's numbers, and the placeholders `mha new
+    problem` leaves until they are written.
 
     \b
     Example:
       mha validate exercises/problems/softmax.yaml
     """
-    from ..course.loader import load_course, load_problem
-    from ..course.quiz import check_quiz
-    from ..grading.validation import check_against_reference
+    from ..course.loader import load_problem
+    from ..grading.validation import course_errors, reference_errors
     quiz = None
     try:
         if path is not None and path.is_file():
             from ..course.code import course_of
             home = path.resolve().parent.parent  # a problem file inside a course's problems/, else the located course
             problems = [load_problem(path, course_of(home if (home / "assignment.yaml").is_file() else obj.root))]
+            errors = reference_errors(problems)
         else:
             root = path if path is not None else obj.root
             if path is not None and path.name == "problems" and not (root / "assignment.yaml").exists():
                 root = path.parent
-            course = load_course(root)
-            problems, quiz = list(course.problems), course.quiz
-        check_against_reference(problems)
-        if quiz is not None:
-            check_quiz(quiz)
+            course, errors = course_errors(root)
+            if course is not None:
+                problems, quiz = list(course.problems), course.quiz
+        if errors:
+            raise SpecErrors(errors)
     except GraderError as exc:
         fail(exc)
     cases = [c for p in problems for c in p.cases]

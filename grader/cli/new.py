@@ -1,25 +1,29 @@
 """`mha new problem ID`: scaffold a problem on a new function of the course."""
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import click
 
+from ..course import placeholders
 from ..errors import GraderError, SubmissionError
 from .base import CONTEXT, Group, fail
 from .commands import Ctx
 
+# The placeholders {title}, {prompt}, {doc} and {mark} are filled from course/placeholders.py, which
+# `mha validate` recognises them by: it refuses each until it is written.
 PROBLEM = """\
 id: {id}
-title: TODO a short title
+title: {title}
 points: 10
 function:
   signature: {id}(x) -> ndarray
   params: {{x: array}}        # array | mask | int | bool
   returns: array             # array | int | shapes | head | head_pair | [name, ...] for a tuple of arrays
 prompt: |
-  TODO what the student computes, with a worked example.
+  {prompt}
 mistakes: []                 # {{id, message, bug: a wrong function of {code}}}
 cases:
   - name: worked example
@@ -34,9 +38,16 @@ cases:
 REFERENCE = '''
 
 def {id}(x):
-    """TODO the reference of {id}: float64, pure (graded problems compare against it)."""
+    """{doc}"""
     x = np.asarray(x, dtype=np.float64)
-    return x.copy()  # replace with the real computation
+    return x.copy()  # {mark}: replace with the real computation
+'''
+
+STUB = '''
+
+def {id}(x):
+    """{doc}"""
+    raise NotImplementedError("{id}: not implemented yet (see `mha show {id}`)")
 '''
 
 
@@ -106,14 +117,35 @@ def scaffold(root: Path, problem_id: str) -> list[Path]:
     if CODE_KEY not in node:
         lines.insert(0, f"{CODE_KEY}: {code_name}")
     problem_file.parent.mkdir(exist_ok=True)
-    problem_file.write_text(PROBLEM.format(id=problem_id, code=code_name), encoding="utf-8")
+    problem_file.write_text(PROBLEM.format(id=problem_id, code=code_name, title=placeholders.TITLE,
+                                           prompt=placeholders.PROMPT), encoding="utf-8")
     start = "" if code.is_file() else '"""The course\'s own code: references, named mistakes, quiz answer functions."""\n' \
                                        "import numpy as np\n"
+    if not _binds_np((code.read_text(encoding="utf-8") if code.is_file() else "") + start):
+        start += "\nimport numpy as np  # the reference below needs it; this module binds no `np` of its own\n"
     with open(code, "a", encoding="utf-8") as handle:
-        handle.write(start + REFERENCE.format(id=problem_id))
+        handle.write(start + REFERENCE.format(id=problem_id, doc=placeholders.REFERENCE_DOC.format(id=problem_id),
+                                               mark=placeholders.MARK))
     listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
     stub_file = root / SUBMISSION_NAME
     with open(stub_file, "a", encoding="utf-8") as handle:
-        handle.write(f"\n\ndef {problem_id}(x):\n    \"\"\"TODO what the student writes.\"\"\"\n"
-                     f"    raise NotImplementedError(\"{problem_id}: not implemented yet (see `mha show {problem_id}`)\")\n")
+        handle.write(STUB.format(id=problem_id, doc=placeholders.STUB_DOC))
     return [problem_file, code, stub_file, listing]
+
+
+def _binds_np(source: str) -> bool:
+    """Whether the module `source` binds `np` at top level itself (a star import may or may not, so
+    it does not count); a module that cannot be parsed counts as binding nothing."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                any((alias.asname or alias.name.split(".")[0]) == "np" for alias in node.names):
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "np" for t in targets):
+                return True
+    return False

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, SpecErrors
+from ..paths import SUBMISSION_NAME
 from . import generators as gen
 from .code import CODE_KEY, CourseCode, check_reference, code_path, course_of, parse_function, read_code
 from .fields import Errors, got, load_mapping, number_field, text_field, unknown_keys
 from .functions import FunctionSpec, ReturnKind
 from .model import Case, CompareKind, Comparison, Course, Mistake, Problem, Quiz, Visibility
+from .placeholders import reference_placeholder, stub_placeholders, text_placeholder
 from .quiz import load_quiz
 from .yamlio import line_of
 
@@ -232,9 +234,32 @@ def _function(node: Mapping[str, Any], path: Path, course: CourseCode, errors: E
                       f"unknown function {fn_name!r} (declared by the course: {known}; or declare it with a "
                       "'function:' block of signature, params, returns)")
     if fn is not None:
-        check_reference(fn, course.get(fn.name), course.path or Path("course.py"),
+        reference = course.get(fn.name)
+        check_reference(fn, reference, course.path or Path("course.py"),
                         lambda message: errors.at(line_of(node, "function" if "function" in node else "id"), message))
+        left = None if reference is None else reference_placeholder(fn.name, reference, course.path)
+        if left is not None:
+            errors.items.append(left)
     return fn
+
+
+def _cases(node: Any, line: int | None, problem_id: str, fn: FunctionSpec, errors: Errors,
+           params: set[str], course: CourseCode) -> list[Case]:
+    """The problem's cases, each checked against `fn`; the invalid ones are left out (their errors recorded)."""
+    if not isinstance(node, list) or not node:
+        errors.at(line, f"'cases' must be a non-empty list (got {got(node)})")
+        return []
+    cases: list[Case] = []
+    names: set[str] = set()
+    for i, item in enumerate(node):
+        case = _case(item, line_of(node, i), problem_id, fn, errors, params, course)
+        if case is None:
+            continue
+        if case.name in names:
+            errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
+        names.add(case.name)
+        cases.append(case)
+    return cases
 
 
 def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
@@ -245,23 +270,25 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
     if course is None:
         course = course_of(path.parent.parent)
     node = load_mapping(path, "a problem file")
-    unknown_keys(node, PROBLEM_KEYS, "a problem", errors)
-    for key in REQUIRED_PROBLEM_KEYS:
-        if key not in node:
-            errors.at(1, f"missing required key {key!r}")
-    if errors.items:
+    unknown_keys(node, PROBLEM_KEYS, "a problem", errors)  # reported, and the rest still checked
+    missing = [key for key in REQUIRED_PROBLEM_KEYS if key not in node]
+    for key in missing:
+        errors.at(1, f"missing required key {key!r}")
+    if missing:
         raise SpecErrors(errors.items)
     problem_id = node["id"]
     if problem_id != path.stem:
         errors.at(line_of(node, "id"), f"'id' must equal the file name {path.stem!r} (got {got(problem_id)})")
-    fn = _function(node, path, course, errors)
-    if fn is None:
-        raise SpecErrors(errors.items)
+    fn = _function(node, path, course, errors)  # None: the fields that need it (compare, cases) are not checked
     title = text_field(node, "title", errors)
     prompt = text_field(node, "prompt", errors)
+    for key, value in (("title", title), ("prompt", prompt)):
+        left = text_placeholder(key, value)
+        if left is not None:
+            errors.at(line_of(node, key), left)
     points = number_field(node, "points", errors, positive=True)
     timeout = number_field(node, "timeout", errors, positive=True) if "timeout" in node else None
-    compare = _compare(node.get("compare"), line_of(node, "compare"), fn, errors)
+    compare = _compare(node.get("compare"), line_of(node, "compare"), fn, errors) if fn is not None else None
     hints = node.get("hints", [])
     if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
         errors.at(line_of(node, "hints"), f"'hints' must be a list of text (got {got(hints)})")
@@ -276,21 +303,9 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
             if name not in params:
                 errors.at(line_of(node, "prompt"), f"'prompt' uses {{{name}}}, which is not a param "
                           f"(params: {', '.join(sorted(params)) or 'none defined'}; write {{{{ and }}}} for literal braces)")
-    cases_node = node["cases"]
-    cases: list[Case] = []
-    if not isinstance(cases_node, list) or not cases_node:
-        errors.at(line_of(node, "cases"), f"'cases' must be a non-empty list (got {got(cases_node)})")
-    else:
-        names: set[str] = set()
-        for i, item in enumerate(cases_node):
-            case = _case(item, line_of(cases_node, i), problem_id, fn, errors, params, course)
-            if case is None:
-                continue
-            if case.name in names:
-                errors.at(line_of(item, "name"), f"duplicate case name {case.name!r}")
-            names.add(case.name)
-            cases.append(case)
-    if errors.items or title is None or prompt is None or points is None:
+    cases = _cases(node["cases"], line_of(node, "cases"), problem_id, fn, errors, params, course) \
+        if fn is not None else []  # without the function, nothing can say what a case's args must be
+    if errors.items or fn is None or compare is None or title is None or prompt is None or points is None:
         raise SpecErrors(errors.items)
     return Problem(id=problem_id, title=title, points=points, function=fn, prompt=prompt.strip() + "\n",
                    compare=compare, cases=tuple(cases), hints=tuple(h.strip() for h in hints),
@@ -299,18 +314,33 @@ def load_problem(path: Path, course: CourseCode | None = None) -> Problem:
 
 
 def load_course(root: Path) -> Course:
-    """Load `root/assignment.yaml` and the problems it lists from `root/problems/`."""
+    """Load `root/assignment.yaml` and the problems it lists from `root/problems/`; SpecErrors
+    with everything wrong in any of its files, sorted by file and line."""
+    course, found = read_course(root)
+    if found or course is None:
+        raise SpecErrors(found)
+    return course
+
+
+def read_course(root: Path) -> tuple[Course | None, list[SpecError]]:
+    """The course at `root` with what of it loads (the problems and the quiz that have no errors),
+    and every error found in its files; None for the course when nothing of it can load (no
+    assignment.yaml, or course code that fails). `mha validate` runs the later checks on the parts
+    that load, so one run reports everything."""
     root = Path(root)
     path = root / "assignment.yaml"
     if not path.is_file():
-        raise SpecErrors([SpecError(str(path), None, "assignment file not found")])
+        return None, [SpecError(str(path), None, "assignment file not found")]
     errors = Errors(path)
-    node = load_mapping(path, "assignment.yaml")
+    try:
+        node = load_mapping(path, "assignment.yaml")
+    except SpecErrors as exc:
+        return None, exc.errors
     unknown_keys(node, ASSIGNMENT_KEYS, "assignment.yaml", errors)
     title = text_field(node, "title", errors) if "title" in node else root.name
     course = _course(node, root, errors)
     if course is None:
-        raise SpecErrors(errors.items)
+        return None, errors.items
     entries = node.get("problems")
     if not isinstance(entries, list) or not entries:
         errors.at(line_of(node, "problems" if "problems" in node else None, default=1),
@@ -352,9 +382,11 @@ def load_course(root: Path) -> Course:
             errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
     quiz = _quiz(node, root, errors, problem_errors, seen, course) if "quiz" in node else None
     _check_shared(problems, quiz, problem_errors)
-    if errors.items or problem_errors or title is None:
-        raise SpecErrors(errors.items + problem_errors)
-    return Course(title=title, root=root, problems=tuple(problems), quiz=quiz, code=course.path)
+    if (root / SUBMISSION_NAME).is_file():
+        problem_errors.extend(stub_placeholders(root / SUBMISSION_NAME, seen))
+    loaded = Course(title=title if title is not None else root.name, root=root, problems=tuple(problems),
+                    quiz=quiz, code=course.path)
+    return loaded, errors.items + problem_errors
 
 
 def _course(node: Mapping[str, Any], root: Path, errors: Errors) -> CourseCode | None:

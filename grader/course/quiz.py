@@ -57,7 +57,7 @@ from .model import (
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Draw", "load_quiz", "draw_params",
-           "fill", "draw", "render_item", "answer_key", "answers_template", "check_quiz"]
+           "fill", "draw", "render_item", "answer_key", "answers_template", "check_quiz", "quiz_errors"]
 
 DEFAULT_SEED = 0  # the seed everyone gets until a per-student one is passed
 QUIZ_KEYS = {"title", "items"}
@@ -425,6 +425,13 @@ def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:
     An item's numbers depend on its params alone, so each set of params is computed once: every
     set the item can draw when there are at most CHECKED_PARAMS of them, else those `seeds` draw.
     A set that fails is reported as the first of `seeds` to draw it would see it."""
+    errors = quiz_errors(quiz, seeds)
+    if errors:
+        raise SpecErrors(errors)
+
+
+def quiz_errors(quiz: Quiz, seeds: Iterable[int] = range(64)) -> list[SpecError]:
+    """What check_quiz refuses, as a list (empty when every item's numbers are right)."""
     seeds = tuple(seeds)
     errors: list[SpecError] = []
     for item in quiz.items:
@@ -437,8 +444,7 @@ def check_quiz(quiz: Quiz, seeds: Iterable[int] = range(64)) -> None:
         if failed:
             drawn = (failed.get(_key(draw_params(item, seed))) for seed in seeds)
             errors.append(next((e for e in drawn if e is not None), next(iter(failed.values()))))
-    if errors:
-        raise SpecErrors(errors)
+    return errors
 
 
 CHECKED_PARAMS = 256  # an item with more sets of params than this is checked on the sets the seeds draw

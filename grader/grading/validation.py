@@ -2,6 +2,9 @@
 
 `load_valid` is what every command that grades, releases or exports loads: the assignment as
 `mha validate` accepts it, or SpecErrors; a key that disagrees with the reference is never used.
+`course_errors` is what both report: the errors of every file and of every check that can run
+(a problem that fails to load cannot run its cases, but every other problem's cases still run),
+in one list sorted by file and line.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..course.model import Course, Problem
-from ..errors import SpecError, SpecErrors
+from ..errors import SpecError, SpecErrors, sorted_errors
 from .checks import check
 from .prepared import build_args, literal_expected, reference_answer
 
@@ -20,7 +23,14 @@ T = TypeVar("T")
 def check_against_reference(problems: Iterable[Problem], keys_only: bool = False) -> None:
     """Every `expect` must match the reference, and every `raises` case must raise in it; without
     `keys_only`, the reference must also answer every other case (grading checks that as it
-    prepares them)."""
+    prepares them). SpecErrors lists every case that does not."""
+    errors = reference_errors(problems, keys_only)
+    if errors:
+        raise SpecErrors(errors)
+
+
+def reference_errors(problems: Iterable[Problem], keys_only: bool = False) -> list[SpecError]:
+    """What check_against_reference refuses, as a list (empty when every case agrees)."""
     errors: list[SpecError] = []
     for problem in problems:
         fn = problem.function
@@ -45,8 +55,22 @@ def check_against_reference(problems: Iterable[Problem], keys_only: bool = False
                 if not verdict.passed:
                     errors.append(SpecError(str(problem.path), case.line,
                                             f"case {case.name!r}: 'expect' disagrees with the reference ({verdict.detail})"))
-    if errors:
-        raise SpecErrors(errors)
+    return errors
+
+
+def course_errors(root: Path, keys_only: bool = False) -> tuple[Course | None, list[SpecError]]:
+    """The course at `root` (None when nothing of it loads) and everything wrong with it, sorted by
+    file and line: the errors of every file, then the reference's answers to the cases of every
+    problem that loaded (only those with `expect` or `raises` when `keys_only`) and the numbers of
+    the quiz when it loaded."""
+    from ..course.loader import read_course
+    from ..course.quiz import quiz_errors
+    course, errors = read_course(root)
+    if course is not None:
+        errors = errors + reference_errors(course.problems, keys_only)
+        if course.quiz is not None:
+            errors += quiz_errors(course.quiz)
+    return course, sorted_errors(errors)
 
 
 def load_valid(root: Path):
@@ -60,18 +84,16 @@ def valid_then(root: Path, use: Callable[[Course], T], course_stamp: str | None 
     caller has it (seed_cache.stamp with no seed).
 
     A course not validated since it last changed has its keys checked against the reference, and
-    its quiz checked, before `use` runs: a wrong key's errors come first, as in `mha validate`. (The
-    check runs the reference on the cases with an `expect` or `raises` only, a few milliseconds;
-    the imports it needs are the ones `use` needs anyway.)"""
+    its quiz checked, before `use` runs: every error of its files and keys is raised at once, as
+    `mha validate` reports them. (The check runs the reference on the cases with an `expect` or
+    `raises` only, a few milliseconds; the imports it needs are the ones `use` needs anyway.)"""
     from ..course.loader import load_course
-    from ..course.quiz import check_quiz
     from .seed_cache import mark_validated, validated
-    course = load_course(root)
     if validated(root, course_stamp):  # unchanged since it last passed (the seed cache keeps that note)
-        return use(course)
-    check_against_reference(course.problems, keys_only=True)
-    if course.quiz is not None:
-        check_quiz(course.quiz)
+        return use(load_course(root))
+    course, errors = course_errors(root, keys_only=True)
+    if errors or course is None:
+        raise SpecErrors(errors)
     result = use(course)
     mark_validated(root, course_stamp)
     return result
