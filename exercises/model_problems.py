@@ -279,7 +279,7 @@ def ablation_previous_only(X, readings, W_O, W_U, tokens):
 
 # --- quiz answers: numbers of the student's own model ---------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _index() -> dict:
     data = json.loads((MODELS / "index.json").read_text(encoding="utf-8"))
     return {m["name"]: m for m in data["models"]}

@@ -17,7 +17,7 @@ from .conftest import ROOT
 
 @pytest.fixture(scope="module")
 def worker():
-    """_worker.py loaded as a module (its start-up only runs as a script)."""
+    """worker.py loaded as a module (its start-up only runs as a script)."""
     spec = importlib.util.spec_from_file_location("mha_worker_under_test", ROOT / "grader" / "sandbox" / "worker.py")
     module = importlib.util.module_from_spec(spec)
     argv, sys.argv = sys.argv, ["_worker.py"]

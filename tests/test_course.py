@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,16 @@ class TestCourseCode:
         assert not names & {"reference.py", "mistakes.py", "mistakes_flagship.py", "detectors.py", "quiz_answers.py"}
         from grader.course import functions as api, quiz
         assert not hasattr(api, "FUNCTIONS") and not hasattr(quiz, "ANSWER_FUNCTIONS")
+
+    def test_the_course_module_holds_every_name_its_neighbours_export(self):
+        """course.py imports each name in its neighbours' `__all__` (a new bug or detector is found by name)."""
+        module = read_code(EXERCISES / "course.py").module
+        package = module.__name__.rpartition(".")[0]
+        neighbours = ("detectors", "mistakes", "mistakes_flagship", "model_problems", "quiz_answers", "reasoning",
+                      "reference")
+        missing = [f"{name}.{item}" for name in neighbours for item in sys.modules[f"{package}.{name}"].__all__
+                   if getattr(module, item, None) is not getattr(sys.modules[f"{package}.{name}"], item)]
+        assert missing == []
 
     def test_a_course_outside_the_repository_grades_its_own_function(self, entropy, tmp_path):
         """Validated; a correct submission gets full marks, the buggy one fails with its named mistake."""

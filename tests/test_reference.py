@@ -1,7 +1,12 @@
-"""The reference agrees with an independent loop implementation and with the maths' properties."""
+"""The reference agrees with an independent loop implementation, with torch's multi-head attention
+(recorded in tests/oracle/, and live where torch is installed) and with the maths' properties."""
 from __future__ import annotations
 
+import importlib.util
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,6 +100,74 @@ class TestMultiHeadAttention:
         ref_out, ref_w = ref.multi_head_attention(X, wq, wk, wv, wo, h)
         np.testing.assert_allclose(out[0].numpy(), ref_out, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(w[0].numpy(), ref_w, rtol=1e-10, atol=1e-12)
+
+
+ORACLE = Path(__file__).resolve().parent / "oracle" / "torch_mha.npz"
+RECORDER = ORACLE.parent / "record_torch.py"
+CLOSE = {"rtol": 1e-10, "atol": 1e-12}
+
+
+def recorded(path: Path = ORACLE) -> dict[str, np.ndarray]:
+    """The arrays of a recording of record_torch.py: inputs, torch's answers and its version."""
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def reference_answers(r: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The course reference's answers to the recorded inputs, keyed as torch's are in the file."""
+    heads = dict(zip(r["cases"].tolist(), r["heads"].tolist()))
+    W = [r[name] for name in ("W_Q", "W_K", "W_V", "W_O")]
+    X, x_q, x_kv = r["X"], r["x_q"], r["x_kv"]
+    found = {}
+    for case, mask in (("self", None), ("causal", ref.causal_mask(len(X))), ("one_head", None)):
+        found[f"{case}.output"], found[f"{case}.weights"] = ref.multi_head_attention(X, *W, heads[case], mask=mask)
+    found["cross.output"], found["cross.averaged"] = ref.attention_layer(x_q, x_kv, *W, heads["cross"])
+    found["cross.per_head"] = ref.attention_layer(x_q, x_kv, *W, heads["cross"], average_weights=False)[1]
+    found["padded.output"], found["padded.weights"] = ref.padded_batch_attention(x_kv, *W, heads["padded"],
+                                                                                 key_mask=r["key_mask"])
+    return found
+
+
+class TestRecordedTorch:
+    """The reference against torch.nn.MultiheadAttention's answers recorded by tests/oracle/record_torch.py:
+    runs everywhere, torch installed or not."""
+
+    def test_the_recording_answers_every_case(self):
+        """The file holds torch's answer to every case the reference is compared on, recorded by torch 2.x."""
+        r = recorded()
+        assert r["cases"].tolist() == ["self", "causal", "one_head", "cross", "padded"]
+        assert sorted(set(reference_answers(r)) - set(r)) == []
+        assert str(r["torch_version"]).startswith("2.")
+
+    @pytest.mark.parametrize("answer", sorted(reference_answers(recorded())))
+    def test_the_reference_gives_torchs_recorded_answer(self, answer):
+        """Each output and weight array of the reference equals torch's, in shape and value."""
+        r = recorded()
+        ours = reference_answers(r)[answer]
+        assert ours.shape == r[answer].shape
+        np.testing.assert_allclose(ours, r[answer], **CLOSE)
+
+    def test_a_known_mistake_disagrees_with_the_recording(self):
+        """The comparison tells a wrong layer apart: scaling by sqrt(d_model) misses torch's output."""
+        r = recorded()
+        W = [r[name] for name in ("W_Q", "W_K", "W_V", "W_O")]
+        wrong, _ = ref.mha_scaled_by_sqrt_d_model(r["X"], *W, 2)
+        assert not np.allclose(wrong, r["self.output"], **CLOSE)
+
+    def test_torch_records_the_same_answers_when_installed(self, tmp_path):
+        """Recorded afresh by the installed torch (in its own process), every array equals the committed one."""
+        if importlib.util.find_spec("torch") is None:
+            pytest.skip("torch is not installed: the recording above still checked the reference")
+        fresh = tmp_path / "torch_mha.npz"
+        subprocess.run([sys.executable, str(RECORDER), "--out", str(fresh)], check=True, timeout=300,
+                       capture_output=True)
+        now, committed = recorded(fresh), recorded()
+        assert sorted(now) == sorted(committed)
+        for name in sorted(set(committed) - {"torch_version"}):
+            if committed[name].dtype.kind == "f":
+                np.testing.assert_allclose(now[name], committed[name], **CLOSE, err_msg=name)
+            else:
+                np.testing.assert_array_equal(now[name], committed[name], err_msg=name)
 
 
 class TestSoftmax:

@@ -154,7 +154,7 @@ class TestAllowList:
         (package / "course" / "solutions.py").write_text("def softmax(x):\n    return x\n")
         monkeypatch.setattr(release_module, "PACKAGE", package)
         files = student_package()
-        assert set(files) == set(STUDENT_MODULES) and "attention/solutions.py" not in files
+        assert set(files) == set(STUDENT_MODULES) and "course/solutions.py" not in files
 
     def test_a_listed_module_that_is_missing_is_named(self, tmp_path, monkeypatch):
         """A listed module the installation lacks is an InternalError naming it, not a bundle without it."""

@@ -151,7 +151,9 @@ def loss_and_grads(params: dict[str, np.ndarray], tokens: np.ndarray, n_heads: i
     f = forward(params, tokens, n_heads)
     loss, dlogits = cross_entropy(f["logits"], targets(tokens))             # (N, T, 2V)
     N, T, D = f["X"].shape
-    rows = lambda a: a.reshape(N * T, a.shape[-1])                          # (N*T, width)
+    def rows(a: np.ndarray) -> np.ndarray:
+        return a.reshape(N * T, a.shape[-1])                                # (N*T, width)
+
     g = {"W_U": rows(f["R"]).T @ rows(dlogits)}
     dR = dlogits @ params["W_U"].T                                          # (N, T, D)
     g["W_O"] = rows(f["Z"]).T @ rows(dR)

@@ -1,7 +1,7 @@
 """`mha grade-all`: grade a whole class, then write the gradebook, feedback and item analysis.
 
-Registered on `mha` by the last line of `cli.py`. Plotting (matplotlib) is imported only by the
-class report, after every submission is graded.
+Registered on `mha` as a lazy command (`main.lazy` in commands.py). Plotting (matplotlib) is
+imported only by the class report, after every submission is graded.
 """
 from __future__ import annotations
 

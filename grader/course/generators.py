@@ -221,6 +221,20 @@ def draw_params(params: Mapping[str, Any], problem_id: str, seed: int) -> dict[s
     return draw_shared(params, f"params/{problem_id}/{seed}", seed)
 
 
+def distinct_seeds(params_of: Callable[[int], Mapping[str, Any]], count: int, seed: int) -> list[int]:
+    """Up to `count` seeds from `seed` on whose params (`params_of(seed)`) differ: fewer when the
+    params have fewer values than that within 100 tries a seed wanted."""
+    seeds, seen = [], set()
+    for candidate in range(seed, seed + 100 * count):
+        drawn = tuple(sorted(params_of(candidate).items()))
+        if drawn not in seen:
+            seen.add(drawn)
+            seeds.append(candidate)
+            if len(seeds) == count:
+                break
+    return seeds
+
+
 # {name} in a prompt or feedback text is a param; {{ and }} are literal braces. Nothing is evaluated.
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
 

@@ -38,9 +38,9 @@ class _TooManyValues(Exception):
         self.line, self.message = line, message
 
 
-class _Repr(reprlib.Repr):
+class BriefRepr(reprlib.Repr):
     """reprlib that also cuts the line-tracking containers short (the built-in repr of a list
-    built from aliases writes out every repetition)."""
+    built from aliases writes out every repetition, so an alias bomb would be expanded in full)."""
 
     def repr_YList(self, obj, level):
         return self.repr_list(obj, level)
@@ -49,7 +49,7 @@ class _Repr(reprlib.Repr):
         return self.repr_dict(obj, level)
 
 
-_brief_repr = _Repr()
+_brief_repr = BriefRepr()
 _brief_repr.maxstring, _brief_repr.maxother, _brief_repr.maxlist, _brief_repr.maxdict = 40, 40, 4, 4
 _brief_repr.maxlevel = 2
 

@@ -84,10 +84,15 @@ def test_cases(problem: Problem) -> list[tuple[Case, float, str]]:
 
 def test_file(problem: Problem) -> str:
     """The exception-format test file of one problem."""
-    parts = [_HEADER.format(id=problem.id, title=problem.title)]
-    for case, points, body in test_cases(problem):
-        parts.append(f"\n@test_case(name={f'{problem.id}: {case.name}'!r}, points={points!r}, hidden={case.hidden!r})\n"
-                     + body)
+    return _test_file(problem.id, problem.title, [(f"{problem.id}: {case.name}", points, case.hidden, body)
+                                                  for case, points, body in test_cases(problem)])
+
+
+def _test_file(id: str, title: str, tests: list[tuple[str, float, bool, str]]) -> str:
+    """The header, then each test function (name, points, hidden, source) under its @test_case."""
+    parts = [_HEADER.format(id=id, title=title)]
+    for name, points, hidden, body in tests:
+        parts.append(f"\n@test_case(name={name!r}, points={points!r}, hidden={hidden!r})\n" + body)
     return "\n".join(parts)
 
 
@@ -108,11 +113,8 @@ def quiz_cases(item: QuizItem) -> list[tuple[int, float, str]]:
 
 def quiz_test_file(item: QuizItem) -> str:
     """The exception-format test file of one quiz item."""
-    parts = [_HEADER.format(id=item.id, title=item.title)]
-    for part, points, body in quiz_cases(item):
-        parts.append(f"\n@test_case(name={f'{item.id}: part {part}'!r}, points={points!r}, hidden={item.hidden!r})\n"
-                     + body)
-    return "\n".join(parts)
+    return _test_file(item.id, item.title, [(f"{item.id}: part {part}", points, item.hidden, body)
+                                            for part, points, body in quiz_cases(item)])
 
 
 def _docstring_split(source: str) -> tuple[list[str], list[str]]:

@@ -129,10 +129,6 @@ def _inert(text: str) -> str:
     return text.replace("{", "&#123;").replace("}", "&#125;")
 
 
-def _attr(text: str) -> str:
-    return _inert(html.escape(text, quote=True))
-
-
 def _json(data) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
@@ -149,15 +145,7 @@ def code_seeds(problem: Problem, count: int, seed: int) -> list[int]:
     from ..course import generators as gen
     if not problem.params:
         return list(range(seed, seed + count))
-    seeds, seen = [], set()
-    for candidate in range(seed, seed + 100 * count):
-        drawn = tuple(sorted(gen.draw_params(problem.params, problem.id, candidate).items()))
-        if drawn not in seen:
-            seen.add(drawn)
-            seeds.append(candidate)
-            if len(seeds) == count:
-                break
-    return seeds
+    return gen.distinct_seeds(lambda s: gen.draw_params(problem.params, problem.id, s), count, seed)
 
 
 def _code_question(course: Course, problem: Problem, stubs: str, image: str, draws: int,

@@ -25,6 +25,7 @@ import html
 from decimal import ROUND_HALF_EVEN
 from xml.etree import ElementTree as ET
 
+from ..course.generators import distinct_seeds
 from ..course.model import Quiz, QuizItem, QuizKind
 from ..course.quiz import DEFAULT_SEED, Draw, draw
 from ..errors import SpecError
@@ -76,15 +77,7 @@ def _points(x: float) -> str:
 
 def draw_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
     """Up to `count` seeds from `seed` on whose params differ (fewer if the item has fewer)."""
-    seeds, seen = [], set()
-    for candidate in range(seed, seed + 100 * count):
-        params = tuple(sorted(draw(item, candidate).params.items()))
-        if params not in seen:
-            seen.add(params)
-            seeds.append(candidate)
-            if len(seeds) == count:
-                break
-    return seeds
+    return distinct_seeds(lambda s: draw(item, s).params, count, seed)
 
 
 def numeric_range(v: Draw, path: str = "quiz.yaml") -> tuple[str, str, str]:

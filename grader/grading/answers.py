@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..course.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
-from ..course.yamlio import line_of, load_yaml
+from ..course.yamlio import BriefRepr, line_of, load_yaml
 from ..errors import SpecError
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
@@ -36,15 +35,7 @@ MAX_VALUES = 1 << 16
 NOT_ANSWERED = "not answered yet"
 
 
-class _Repr(reprlib.Repr):
-    """reprlib for parsed YAML: its line-tracking containers must be cut short too, or an alias
-    bomb would be expanded in full by the built-in repr."""
-
-    repr_YList = reprlib.Repr.repr_list
-    repr_YMap = reprlib.Repr.repr_dict
-
-
-_repr = _Repr()
+_repr = BriefRepr()
 _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 40, 40, 4, 4, 2
 
 

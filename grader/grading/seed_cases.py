@@ -93,10 +93,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _choice_public(c: Choice) -> dict:
-    return plain(c)
-
-
 def _item_data(v: Draw, keep_answers: bool = False) -> dict:
     """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
     `keep_answers`: the autograder's own copy)."""
