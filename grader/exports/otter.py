@@ -254,8 +254,16 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
 
 
 def write(out: Path, course: Course, solutions: Path) -> list[Path]:
-    """Write the test files and the master notebook into `out`; returns the paths written."""
+    """Write the test files and the master notebook into `out`, built beside it and moved in whole;
+    returns the paths written."""
+    from ..outputs import staged_folder
     out = Path(out)
+    with staged_folder(out, merge=True) as staged:
+        written = _write_into(staged, course, solutions)
+    return [out / path.relative_to(staged) for path in written]
+
+
+def _write_into(out: Path, course: Course, solutions: Path) -> list[Path]:
     written = []
     for problem in course.problems:
         path = out / "tests" / f"{problem.id}.py"
@@ -266,7 +274,7 @@ def write(out: Path, course: Course, solutions: Path) -> list[Path]:
         write_atomically(path, quiz_test_file(item))
         written.append(path)
     from . import wheel
-    name, data = wheel.build(course.root)
+    name, data = wheel.build(course)
     write_atomically(out / name, data)
     student, data = wheel.build_student(course)
     write_atomically(out / student, data)
