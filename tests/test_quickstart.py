@@ -214,3 +214,27 @@ class TestNewCourse:
         assert "1 problem(s)" in result.output
         assert not [p for p in course.rglob("*") if p.is_file() and "TODO" in p.read_text()]
         assert (course / "course.yaml").stat().st_mode & 0o777 == 0o600
+
+
+class TestStudentReadme:
+    def test_the_readme_names_the_courses_own_problems(self, quick_start):
+        """The new course's student README shows its own problem and names no problem of another course."""
+        home, _ = quick_start
+        readme = (home / COURSE / "dist" / "student" / "README.md").read_text()
+        assert "mha show softmax --student YOUR_EMAIL" in readme and "mha show softmax " in readme
+        assert "attention_budget" not in readme and "answers.yaml (public cases)" not in readme
+
+    def test_the_examples_follow_the_course(self):
+        """Another first problem and a quiz: the README's examples are that problem and a quiz item with numbers."""
+        import dataclasses
+
+        from grader.classroom.bundles import student_readme
+        from grader.course.loader import load_course
+
+        from .conftest import EXERCISES
+        course = load_course(EXERCISES)
+        course = dataclasses.replace(course, problems=course.problems[2:])
+        readme = student_readme(course, personal=True)
+        assert f"mha show {course.problems[0].id} " in readme and "mha show softmax" not in readme
+        first_with_numbers = next(i.id for i in course.quiz.items if i.params)
+        assert f"mha show {first_with_numbers} --student YOUR_EMAIL" in readme

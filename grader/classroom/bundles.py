@@ -165,7 +165,9 @@ def _commands(rows: list[tuple[str, str]]) -> str:
 def student_readme(course: Course, personal: bool, seed_key: str = DEFAULT_KEY) -> str:
     """The student bundle's README.md; its examples name the course's own first problem and quiz item."""
     problem = course.problems[0].id
-    item = course.quiz.items[0].id if course.quiz and course.quiz.items else problem
+    items = list(course.quiz.items) if course.quiz else []
+    # the personal example: an item whose numbers are the student's own, when the quiz has one
+    item = next((i.id for i in items if i.params), items[0].id if items else problem)
     commands = _commands([("mha list", "problems and quiz items" if course.quiz else "the problems"),
                           (f"mha show {problem}", "one problem's prompt"),
                           ("mha check", "check attention.py and answers.yaml (public cases)" if course.quiz

@@ -142,7 +142,7 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
 REQUIREMENTS = "requirements.txt"
 MODELS = "models"  # the trained models' weights, beside the notebook: where grader.trained.load_model looks
 STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
-                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"softmax\")` then "
+                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"{problem}\")` then "
                  "checks one problem on its public cases.")
 
 
@@ -223,7 +223,7 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
         cells.append(cell)
 
     add(new_raw_cell, _config(course), "config")
-    add(new_markdown_cell, f"# {course.title}\n\n{STUDENT_SETUP}", "title")
+    add(new_markdown_cell, f"# {course.title}\n\n{STUDENT_SETUP.format(problem=course.problems[0].id)}", "title")
     add(new_code_cell, solutions.imports or "import numpy as np", "imports")
     for problem in course.problems:
         fn = problem.function
