@@ -11,6 +11,7 @@ file a copy missed.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -98,6 +99,7 @@ def staged_folder(target: Path, merge: bool = False) -> Iterator[Path]:
     if target.exists() and not (merge and target.is_dir()):
         raise SubmissionError(f"{target} already exists; remove it or choose another --out")
     parent = target.absolute().parent
+    made = [folder for folder in (parent, *parent.parents) if not folder.exists()]  # removed again on failure
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staged = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
@@ -117,3 +119,8 @@ def staged_folder(target: Path, merge: bool = False) -> Iterator[Path]:
         raise InternalError(f"cannot write {target}: {one_line(exc)}{left}") from exc
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+        for folder in made:  # the folders made for `target`, when it did not come to be
+            if target.exists():
+                break
+            with contextlib.suppress(OSError):
+                folder.rmdir()

@@ -124,7 +124,7 @@ def _course(tmp_path: Path) -> Path:
 
 class TestReleaseFailure:
     def test_a_failed_copy_leaves_nothing_and_says_one_line(self, tmp_path, monkeypatch):
-        """A copy failing midway: exit 4, one line naming what failed, no bundle and no temporary folder left."""
+        """A copy failing midway: exit 4, one line naming what failed, no bundle, temporary or parent folder left."""
         course = _course(tmp_path)
         (course / "course.yaml").unlink()
         from grader.classroom import bundles
@@ -138,7 +138,7 @@ class TestReleaseFailure:
             return real(src, dst, *args, **kwargs)
 
         monkeypatch.setattr(bundles.shutil, "copyfile", failing)
-        result = CliRunner().invoke(main, ["--course", str(course), "release", "--out", str(tmp_path / "out")],
+        result = CliRunner().invoke(main, ["--course", str(course), "release", "--out", str(tmp_path / "a" / "b" / "out")],
                                     env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == 4, result.output
         assert len(result.output.strip().splitlines()) == 1, result.output
