@@ -25,6 +25,7 @@ from grader.exports.markup import to_html
 from grader.exports.qti import draw_seeds
 from grader.grading.answers import grade_item
 from grader.grading.grade import grade
+from grader.starter import student_module
 
 from ._install import clean_env
 from .conftest import EXERCISES, SOLUTIONS
@@ -190,8 +191,7 @@ class TestCourseFolder:
             page = (course_dir / "questions" / problem.id / "question.html").read_text()
             assert '<pl-file-editor file-name="attention.py"' in page and 'source-file-name="attention.py"' in page
             assert "<pl-external-grader-results>" in page
-            assert (course_dir / "questions" / problem.id / "attention.py").read_text() == \
-                (EXERCISES / "attention.py").read_text()
+            assert (course_dir / "questions" / problem.id / "attention.py").read_text() == student_module(course)
         assert len(uuids) == len(course.problems)
         wheels = {p.name.split("-")[0] for p in (course_dir / "serverFilesCourse" / "mha" / "wheels").iterdir()}
         assert wheels == {"mha_exercises", "numpy", "pyyaml", "click", "pip"}

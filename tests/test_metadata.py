@@ -13,6 +13,7 @@ import pytest
 import grader
 from grader import distribution
 from grader.classroom.bundles import write_student
+from grader.course.loader import load_course
 from grader.exports import wheel
 
 from .conftest import ROOT
@@ -91,7 +92,7 @@ class TestExports:
     def test_wheel_metadata(self, pyproject):
         """The grader wheel the exports ship: METADATA and entry_points.txt say what pyproject.toml says."""
         project = pyproject["project"]
-        name, data = wheel.build(ROOT / "exercises")
+        name, data = wheel.build(load_course(ROOT / "exercises"))
         assert name == f"mha_exercises-{project['version']}-py3-none-any.whl"
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             info = f"mha_exercises-{project['version']}.dist-info"

@@ -6,8 +6,10 @@ student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the g
              (public cases with expected answers precomputed by the reference; installed with
              the package, so `mha` finds them from any folder); models/, the course's trained
              model files (*.npz) if it has any.
-autograder/  the full grader package, the course (hidden cases, quiz key) and, when a course
-             secret is known, course.yaml (mode 0600) so per-student seeds can be graded.
+autograder/  the full grader package, the course's own files (`course.manifest.course_files`:
+             what assignment.yaml declares and its code uses, hidden cases and quiz key
+             included, never the rest of the folder) and, when a course secret is known,
+             course.yaml (mode 0600) so per-student seeds can be graded.
 
 With a course secret every student is graded on their own numbers, so a release then needs the
 roster: one seed cases file per student (`mha check --student ID` picks it, and refuses to check
@@ -84,9 +86,7 @@ Install once (Python >= 3.10), then work in this folder:
 
 ```sh
 pip install .
-mha list                      # problems and quiz items
-mha show softmax              # one problem's prompt
-mha check                     # check attention.py and answers.yaml (public cases)
+{commands}
 ```
 {personal}
 Write your code in `attention.py` and your quiz answers in `answers.yaml`; submit both.
@@ -98,7 +98,7 @@ Every student has their own numbers, and you are graded on yours. Give your {key
 instructor has it) to every command, or set it once in `MHA_STUDENT`:
 
 ```sh
-mha show attention_budget --student YOUR_{KEY}
+mha show {example} --student YOUR_{KEY}
 mha check --student YOUR_{KEY}          # or: export MHA_STUDENT=YOUR_{KEY}; mha check
 ```
 """
@@ -156,6 +156,28 @@ def read_roster(path: Path, key: str = DEFAULT_KEY) -> list[str]:
     return ids
 
 
+def _commands(rows: list[tuple[str, str]]) -> str:
+    """Shell lines with their comments lined up."""
+    width = max(len(command) for command, _ in rows) + 2
+    return "\n".join(f"{command:<{width}}# {comment}" for command, comment in rows)
+
+
+def student_readme(course: Course, personal: bool, seed_key: str = DEFAULT_KEY) -> str:
+    """The student bundle's README.md; its examples name the course's own first problem and quiz item."""
+    problem = course.problems[0].id
+    items = list(course.quiz.items) if course.quiz else []
+    # the personal example: an item whose numbers are the student's own, when the quiz has one
+    item = next((i.id for i in items if i.params), items[0].id if items else problem)
+    commands = _commands([("mha list", "problems and quiz items" if course.quiz else "the problems"),
+                          (f"mha show {problem}", "one problem's prompt"),
+                          ("mha check", "check attention.py and answers.yaml (public cases)" if course.quiz
+                           else "check attention.py (public cases)")])
+    words = {"key": seed_key, "KEY": seed_key.upper(), "example": item}
+    return STUDENT_README.format(
+        title=course.title, commands=commands, personal=PERSONAL_README.format(**words) if personal else "",
+        numbers=" (with example numbers: see above for yours)" if personal else "")
+
+
 def _assignment_markdown(seed_cases: dict, note: str = "") -> str:
     parts = [f"# {seed_cases['title']}\n\n{note}".rstrip() + "\n"]
     parts += [p["text"] for p in seed_cases["problems"]]
@@ -211,9 +233,7 @@ def write_student(course: Course, out: Path, roster: list[str], secret: str | No
     words = {"key": seed_key, "KEY": seed_key.upper()}
     write_atomically(out / "ASSIGNMENT.md",
                      _assignment_markdown(default, PERSONAL_MARKDOWN.format(**words) if personal else ""))
-    write_atomically(out / "README.md", STUDENT_README.format(
-        title=course.title, personal=PERSONAL_README.format(**words) if personal else "",
-        numbers=" (with example numbers: see above for yours)" if personal else ""))
+    write_atomically(out / "README.md", student_readme(course, personal, seed_key))
     write_atomically(out / "pyproject.toml", STUDENT_PYPROJECT.format(
         distribution=installed.DISTRIBUTION, version=installed.student_version(), title=course.title,
         seed_cases=BUNDLE_FOLDER,
@@ -244,7 +264,9 @@ def _write_json(path: Path, data: dict) -> str:
 
 
 def write_autograder(course: Course, out: Path, secret: str | None) -> None:
-    """The autograder bundle: the whole package, the course with its hidden cases, the secret."""
+    """The autograder bundle: the whole package, the course's own files (its manifest, with the hidden
+    cases), and the secret where one is given."""
+    from ..course.manifest import course_files
     out.mkdir(parents=True)
     _copy_package(out / "grader")
     repo_pyproject = PACKAGE.parent / "pyproject.toml"
@@ -253,8 +275,9 @@ def write_autograder(course: Course, out: Path, secret: str | None) -> None:
     shutil.copyfile(PACKAGE.parent / "README.md", out / "README.md") if (PACKAGE.parent / "README.md").is_file() \
         else (out / "README.md").write_text("# mha-exercises autograder\n")
     exercises = out / "exercises"
-    shutil.copytree(course.root, exercises,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "course.yaml"))
+    for relative in course_files(course):  # never the folder whole: what else lies there is not the course's
+        (exercises / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(course.root / relative, exercises / relative)
     if secret:  # the secret, and which id of a student picks their numbers (as the instructor chose)
         key = course_settings(course.root, {}).seed_key
         config = exercises / "course.yaml"
@@ -264,9 +287,12 @@ def write_autograder(course: Course, out: Path, secret: str | None) -> None:
 
 def release(course: Course, out: Path, roster: list[str], secret: str | None,
             seed_key: str = DEFAULT_KEY) -> dict:
-    """Write out/student and out/autograder; refuses to overwrite an existing folder, and refuses a
-    course secret without a roster (the students would see numbers that grading does not use)."""
+    """Write out/student and out/autograder, both or neither (built beside `out`, then moved in); refuses
+    to overwrite an existing folder, and refuses a course secret without a roster (the students would
+    see numbers that grading does not use)."""
+    from ..outputs import refuse_reading
     out = Path(out)
+    refuse_reading(course, [out / "student", out / "autograder"], into=out)
     for part in ("student", "autograder"):
         if (out / part).exists():
             raise SubmissionError(f"{out / part} already exists; remove it or choose another --out")
@@ -276,6 +302,8 @@ def release(course: Course, out: Path, roster: list[str], secret: str | None,
         raise SubmissionError(f"with a course secret each student is graded on their own numbers: give --roster "
                               f"FILE (each student's {seed_key}, one per line) so the student bundle holds them; "
                               "without per-student numbers, release with no secret")
-    seed_cases = write_student(course, out / "student", roster, secret, seed_key)
-    write_autograder(course, out / "autograder", secret)
+    from ..outputs import staged_folder
+    with staged_folder(out, merge=True) as staged:  # both bundles, or nothing
+        seed_cases = write_student(course, staged / "student", roster, secret, seed_key)
+        write_autograder(course, staged / "autograder", secret)
     return {"student": out / "student", "autograder": out / "autograder", "seed_cases": seed_cases}

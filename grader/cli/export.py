@@ -27,8 +27,15 @@ def _write(path: Path, data: str | bytes, private: bool = False) -> None:
     click.echo(f"wrote {path}", err=True)
 
 
-def _quiz(obj: Ctx):
+def _refuse_reading(course, *targets: Path, what: str = "--out") -> None:
+    """An output the export would read from (the course folder, a folder of its files) is refused."""
+    from ..outputs import refuse_reading
+    refuse_reading(course, targets, what)
+
+
+def _quiz(obj: Ctx, out: Path):
     course = obj.course()
+    _refuse_reading(course, out)
     if course.quiz is None:
         raise SpecError(str(course.root / "assignment.yaml"), None, "this assignment has no quiz to export")
     return course.quiz
@@ -74,6 +81,7 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
     """
     from ..exports import otter as exporter
     course = obj.course()
+    _refuse_reading(course, out)
     solutions = solutions or course.root.parent / "solutions" / "attention.py"
     if not solutions.is_file():
         raise SubmissionError(f"{solutions}: no model answers there (give them with --solutions)")
@@ -105,13 +113,18 @@ def notebook(obj: Ctx, out: Path) -> None:
     from ..classroom.bundles import copy_models
     from ..exports import jupyter as exporter
     course = obj.course()
+    _refuse_reading(course, out)
     _write(out, exporter.render(course))
     if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in
         return
+    there = set((out.parent / "models").glob("*"))
     try:
         models = copy_models(course.root, out.parent)
-    except OSError as exc:
-        raise InternalError(f"cannot write into {out.parent / 'models'}: {exc.strerror or exc}") from exc
+    except OSError as exc:  # the notebook without its models would not run: take back what was written
+        for path in [out, *(set((out.parent / "models").glob("*")) - there)]:
+            path.unlink(missing_ok=True)
+        raise InternalError(f"cannot write into {out.parent / 'models'}: {exc.strerror or exc}; nothing was "
+                            "written") from exc
     if models:
         click.echo(f"wrote {len(models)} model files into {models[0].parent}: give them to students with the "
                    "notebook, in a models/ folder beside it", err=True)
@@ -154,6 +167,9 @@ def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str
     """
     from ..exports import github_classroom as exporter
     course = obj.course()  # an invalid course is refused first (exit 3)
+    _refuse_reading(course, out)
+    if grader_wheel is not None:
+        _refuse_reading(course, grader_wheel, what="--grader-wheel")
     exporter.check_source(install, vendor_grader, token_secret)
     if grader_wheel is not None and grader_wheel.resolve().is_relative_to(out.resolve()):
         raise SubmissionError(f"--grader-wheel {grader_wheel} is inside the starter repository {out}: students "
@@ -168,7 +184,7 @@ def github_classroom(obj: Ctx, out: Path, install: str | None, token_secret: str
         click.echo(exporter.VENDOR_WARNING, err=True)
     if grader_wheel is not None:
         from ..exports import wheel
-        name, data = wheel.build(course.root)
+        name, data = wheel.build(course)
         _write(grader_wheel / name, data)
 
 
@@ -184,7 +200,7 @@ def qti(obj: Ctx, out: Path, draws: int | None, seed: int) -> None:
       mha export qti --out quiz.zip --draws 5
     """
     from ..exports import qti as exporter
-    _write(out, exporter.render(_quiz(obj), draws=draws, seed=seed))
+    _write(out, exporter.render(_quiz(obj, out), draws=draws, seed=seed))
 
 
 @export.command(context_settings=CONTEXT)
@@ -199,7 +215,7 @@ def moodle(obj: Ctx, out: Path, draws: int | None, seed: int) -> None:
       mha export moodle --out quiz.xml --draws 5
     """
     from ..exports import moodle as exporter
-    _write(out, exporter.render(_quiz(obj), draws=draws, seed=seed))
+    _write(out, exporter.render(_quiz(obj, out), draws=draws, seed=seed))
 
 
 def _wheels(python: str) -> dict[str, bytes]:
@@ -253,6 +269,7 @@ def prairielearn(obj: Ctx, out: Path, python: str | None, image: str, draws: int
     from ..exports import prairielearn as exporter
     python = _python_version(python)
     course = obj.course()
+    _refuse_reading(course, out)
     files = exporter.build(course, _wheels(python), python, image=image, draws=draws, seed=seed)
     try:
         written = exporter.write(out, files)
@@ -296,10 +313,17 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
     from ..exports import gradescope as exporter
     python = _python_version(python)
     course = obj.course()
+    rubric_path = out.with_name(out.stem + "-written-rubric.md")
+    _refuse_reading(course, out, rubric_path)
     wheels = _wheels(python)
     secret = course_secret(course.root, os.environ)
     _write(out, exporter.build(course, secret, wheels, python, hidden=hidden_visibility),
            private=secret is not None)
     rubric = exporter.written_rubric(course)
     if rubric:  # written items: graded by hand in Gradescope, with this rubric
-        _write(out.with_name(out.stem + "-written-rubric.md"), rubric)
+        try:
+            _write(rubric_path, rubric)
+        except InternalError:  # both files or neither
+            if out.is_file():
+                out.unlink()
+            raise

@@ -1,4 +1,5 @@
-"""`mha new problem ID`: scaffold a problem on a new function of the course."""
+"""`mha new course DIR`: start a course that validates; `mha new problem ID`: scaffold a problem on a new
+function of the course."""
 from __future__ import annotations
 
 import ast
@@ -53,12 +54,32 @@ def {id}(x):
 
 @click.group(cls=Group, context_settings=CONTEXT)
 def new() -> None:
-    """Scaffold course material.
+    """Start a course, or scaffold a problem in one.
 
     \b
     Example:
+      mha new course my-course && cd my-course
       mha new problem attention_entropy
     """
+
+
+@new.command(context_settings=CONTEXT)
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--title", default=None, help="The course's title (default: from the folder's name).")
+def course(folder: Path, title: str | None) -> None:
+    """Start a course in DIR (new or empty): assignment.yaml, one worked problem (softmax) with
+    its reference in course.py, the instructor's attention.py stub, and course.yaml with a fresh
+    course secret, so each student gets numbers of their own. It passes `mha validate` as it is.
+
+    \b
+    Example:
+      mha new course my-course --title "Attention, week 3"
+    """
+    try:
+        written = start_course(folder, title)
+    except GraderError as exc:
+        fail(exc)
+    click.echo(f"started the course {folder} ({len(written)} files); next: cd {folder} && mha validate")
 
 
 @new.command(context_settings=CONTEXT)
@@ -76,7 +97,8 @@ def problem(obj: Ctx, problem_id: str) -> None:
     root, reason = obj.located
     try:
         if reason == "packaged":  # never the course installed with the package
-            raise SubmissionError("no course here: give its folder with --course DIR (it may not exist yet)")
+            raise SubmissionError("no course here: start one with `mha new course DIR`, then run this in DIR "
+                                  "(or give its folder with --course DIR)")
         written = scaffold(root, problem_id)
     except GraderError as exc:
         fail(exc)
@@ -149,3 +171,120 @@ def _binds_np(source: str) -> bool:
             if any(isinstance(t, ast.Name) and t.id == "np" for t in targets):
                 return True
     return False
+# ------------------------------------------------------------------ a course from nothing
+
+COURSE_ASSIGNMENT = """\
+title: {title}
+code: course.py
+problems:
+  - softmax
+"""
+
+COURSE_PROBLEM = """\
+id: softmax
+title: A numerically stable softmax
+points: 10
+function:
+  signature: softmax(scores) -> ndarray
+  params: {scores: array}
+  returns: array
+prompt: |
+  Attention turns a row of raw scores into weights that are non-negative and add up to 1:
+
+      softmax(s)_j = exp(s_j) / (exp(s_1) + ... + exp(s_T))
+
+  Worked example: the scores [1, 2, 3] become [0.090, 0.245, 0.665].
+
+  **Task.** Implement `softmax(scores)` for an array of any shape: every slice along the last
+  axis becomes a probability distribution. It must stay finite for scores as large as 1e4
+  (subtract each row's largest score first: softmax is unchanged by a shift).
+hints:
+  - Reduce along the last axis with keepdims=True, so the result broadcasts against every row.
+mistakes:
+  - id: softmax-overflow
+    message: >-
+      exp of a large score overflows to inf, and inf / inf is nan. Subtract each row's maximum
+      before exp: softmax is unchanged by a shift.
+    bug: softmax_without_max
+cases:
+  - name: worked example
+    visibility: public
+    args: {scores: [1, 2, 3]}
+    expect: [0.09003057, 0.24472847, 0.66524096]
+  - name: one distribution per row
+    visibility: public
+    args: {scores: [[0, 1, 2], [3, 3, 3], [5, 0, -5]]}
+  - name: huge scores
+    visibility: hidden
+    args: {scores: {random: normal, shape: [4, 6], scale: 1.0e+4}}
+"""
+
+COURSE_CODE = '''"""The course's own code: the reference of every graded function, and the named mistakes
+(known-wrong implementations) its problems' `mistakes[].bug` name."""
+import numpy as np
+
+
+def softmax(scores):
+    """Softmax along the last axis, shifted by each row's maximum so nothing overflows."""
+    scores = np.asarray(scores, dtype=np.float64)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_without_max(scores):
+    """The mistake softmax-overflow: no shift, so exp overflows for large scores."""
+    e = np.exp(np.asarray(scores, dtype=np.float64))
+    return e / e.sum(axis=-1, keepdims=True)
+'''
+
+COURSE_STUB = '''"""Your implementations. Replace each `raise NotImplementedError(...)` with your code, then
+run `mha check` for feedback; `mha show PROBLEM` prints the full task."""
+import numpy as np
+
+
+def softmax(scores):
+    """Softmax along the last axis (see `mha show softmax`)."""
+    raise NotImplementedError("softmax: not implemented yet (see `mha show softmax`)")
+'''
+
+COURSE_GITIGNORE = """\
+# The course secret, and what a course folder holds but never ships (releases, submissions, reports)
+course.yaml
+dist/
+submissions/
+graded/
+__pycache__/
+"""
+
+
+def start_course(folder: Path, title: str | None = None) -> list[Path]:
+    """Write a course that validates into `folder` (new or empty); returns the files written.
+    SubmissionError when `folder` holds anything: nothing is written then."""
+    import json
+    import os
+    import secrets
+
+    from ..paths import write_atomically
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise SubmissionError(f"{folder} already exists and is not an empty folder: start the course in a new one")
+    name = folder.resolve().name
+    title = (title or name.replace("-", " ").replace("_", " ").strip().capitalize() or "My course").strip()
+    if "\n" in title:
+        raise SubmissionError("--title must be one line")
+    files = {
+        "assignment.yaml": COURSE_ASSIGNMENT.format(title=json.dumps(title)),
+        "problems/softmax.yaml": COURSE_PROBLEM,
+        "course.py": COURSE_CODE,
+        "attention.py": COURSE_STUB,
+        ".gitignore": COURSE_GITIGNORE,
+        "course.yaml": f"# Keep this file private: it picks each student's numbers.\n"
+                       f"secret: {secrets.token_urlsafe(24)}\n",
+    }
+    written = []
+    for relative, text in files.items():
+        path = folder / relative
+        write_atomically(path, text, mode=0o600 if relative == "course.yaml" else None)
+        written.append(path)
+    os.chmod(folder / "course.yaml", 0o600)
+    return written

@@ -11,7 +11,8 @@ from .commands import CONTEXT, Ctx, fail
 
 @click.command(context_settings=CONTEXT)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder to write student/ and autograder/ into (they must not exist yet).")
+              help="Folder to write student/ and autograder/ into (they must not exist yet): anywhere but the course "
+                   "folder itself or a folder it reads from, such as problems/ (dist/ inside it is fine).")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Each student's id (their email, or sid with 'seed_key: sid' in course.yaml), one per "
                    "line, or a CSV whose header names that column: a seed cases file per student. Required "
@@ -36,6 +37,7 @@ def release(obj: Ctx, out: Path, roster: Path | None) -> None:
     except GraderError as exc:
         fail(exc)
     except OSError as exc:
-        fail(GraderError(f"cannot write the bundles: {exc}"))
+        from ..outputs import one_line
+        fail(GraderError(f"cannot write the bundles: {one_line(exc)}"))
     click.echo(f"student bundle:    {written['student']} ({len(written['seed_cases'])} seed cases file(s))")
     click.echo(f"autograder bundle: {written['autograder']}")

@@ -213,8 +213,10 @@ def write(out: Path, course: Course, *, install: str | None = None, vendor_grade
     files[out / WORKFLOW_PATH] = render(course, install=install.strip() if install else vendored_install(),
                                         token_secret=token_secret, fractional=fractional)
     if vendor_grader:
-        name, data = wheel.build(course.root)
+        name, data = wheel.build(course)
         files[out / VENDOR / name] = data
-    for path, content in files.items():
-        write_atomically(path, content)
+    from ..outputs import staged_folder
+    with staged_folder(out, merge=True) as staged:  # every file, or none: built beside `out`, then moved in
+        for path, content in files.items():
+            write_atomically(staged / path.relative_to(out), content)
     return list(files)

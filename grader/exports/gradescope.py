@@ -99,7 +99,7 @@ def build(course: Course, secret: str | None, wheels: Mapping[str, bytes], pytho
         exercises = bundle / "exercises"
         files: dict[str, str | bytes] = {str(p.relative_to(bundle)): p.read_bytes()
                                          for p in sorted(exercises.rglob("*")) if p.is_file()}
-    own, data = wheel.build(course.root)
+    own, data = wheel.build(course)
     all_wheels = {**wheels, own: data}
     files.update({f"wheels/{name}": content for name, content in all_wheels.items()})
     requirements = offline_requirements(wheels, own)

@@ -144,7 +144,7 @@ def _solution_cell(stub_source: str, solution_source: str) -> str:
 REQUIREMENTS = "requirements.txt"
 MODELS = "models"  # the trained models' weights, beside the notebook: where grader.trained.load_model looks
 STUDENT_SETUP = ("Before you start, install the checking tools once, in the folder of this notebook: "
-                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"softmax\")` then "
+                 "`pip install otter-grader mha_exercises-*+student-*.whl`. `grader.check(\"{problem}\")` then "
                  "checks one problem on its public cases.")
 
 
@@ -225,7 +225,7 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
         cells.append(cell)
 
     add(new_raw_cell, _config(course), "config")
-    add(new_markdown_cell, f"# {course.title}\n\n{STUDENT_SETUP}", "title")
+    add(new_markdown_cell, f"# {course.title}\n\n{STUDENT_SETUP.format(problem=course.problems[0].id)}", "title")
     add(new_code_cell, solutions.imports or "import numpy as np", "imports")
     for problem in course.problems:
         fn = problem.function
@@ -256,8 +256,16 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
 
 
 def write(out: Path, course: Course, solutions: Path) -> list[Path]:
-    """Write the test files and the master notebook into `out`; returns the paths written."""
+    """Write the test files and the master notebook into `out`, built beside it and moved in whole;
+    returns the paths written."""
+    from ..outputs import staged_folder
     out = Path(out)
+    with staged_folder(out, merge=True) as staged:
+        written = _write_into(staged, course, solutions)
+    return [out / path.relative_to(staged) for path in written]
+
+
+def _write_into(out: Path, course: Course, solutions: Path) -> list[Path]:
     written = []
     for problem in course.problems:
         path = out / "tests" / f"{problem.id}.py"
@@ -268,7 +276,7 @@ def write(out: Path, course: Course, solutions: Path) -> list[Path]:
         write_atomically(path, quiz_test_file(item))
         written.append(path)
     from . import wheel
-    name, data = wheel.build(course.root)
+    name, data = wheel.build(course)
     write_atomically(out / name, data)
     student, data = wheel.build_student(course)
     write_atomically(out / student, data)

@@ -296,7 +296,7 @@ def _server_files(course: Course, wheels: Mapping[str, bytes], python: str) -> d
         files: dict[str, str | bytes] = {
             f"serverFilesCourse/mha/{p.relative_to(bundle).as_posix()}": p.read_bytes()
             for p in sorted((bundle / "exercises").rglob("*")) if p.is_file()}
-    own, data = wheel.build(course.root)
+    own, data = wheel.build(course)
     for name, content in {**wheels, own: data}.items():
         files[f"serverFilesCourse/mha/wheels/{name}"] = content
     requirements = offline_requirements(wheels, own)
@@ -311,12 +311,8 @@ def build(course: Course, wheels: Mapping[str, bytes], python: str, *, image: st
 
     `wheels`: the dependencies and pip for CPython `python` on Linux x86_64 (`wheelhouse.download`);
     `draws`: how many precomputed draws each quiz item with params offers."""
-    from ..paths import SUBMISSION_NAME
-    stubs_path = course.root / SUBMISSION_NAME
-    stubs = stubs_path.read_text(encoding="utf-8") if stubs_path.is_file() else ""
-    if not stubs:
-        from .pysource import stub
-        stubs = "import numpy as np\n\n\n" + "\n\n\n".join(stub(p.function) for p in course.problems) + "\n"
+    from .pysource import student_module
+    stubs = student_module(course)  # made from the course: the instructor's attention.py may be solved
     files: dict[str, str | bytes] = dict(_course(course))
     for problem in course.problems:
         files.update(_code_question(course, problem, stubs, image, draws, seed))
@@ -328,19 +324,20 @@ def build(course: Course, wheels: Mapping[str, bytes], python: str, *, image: st
 
 
 def write(out: Path, files: Mapping[str, str | bytes]) -> list[Path]:
-    """Write the course folder into `out` (refused when `out` holds anything); grade.sh executable."""
+    """Write the course folder into `out` (refused when `out` holds anything), built beside it and moved
+    in whole; grade.sh executable."""
     import os
 
     from ..errors import SubmissionError
+    from ..outputs import staged_folder
     from ..paths import write_atomically
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SubmissionError(f"{out} already exists and is not an empty folder; remove it or choose another --out")
-    written = []
-    for name in sorted(files):
-        path = out / name
-        write_atomically(path, files[name])
-        if name.endswith(".sh"):
-            os.chmod(path, 0o755)
-        written.append(path)
-    return written
+    with staged_folder(out, merge=True) as staged:  # the whole course folder, or nothing
+        for name in sorted(files):
+            path = staged / name
+            write_atomically(path, files[name])
+            if name.endswith(".sh"):
+                os.chmod(path, 0o755)
+    return [out / name for name in sorted(files)]

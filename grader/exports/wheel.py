@@ -1,11 +1,12 @@
 """A wheel of this grader, built from the running package: what exports ship so that a
 platform installs exactly this grader, offline, without this repository or a package index.
 
-`build(course_root)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
+`build(course)` returns (file name, bytes) of `mha_exercises-<version>-py3-none-any.whl`:
 every file of the installed `grader` package (no caches, no packaged course of its own),
-the course at `course_root` as the packaged one (`grader/_course`, with its course
-code; course.yaml left out: a secret never goes into a package; so are the instructor's own
-attention.py and answers.yaml, which may hold the answers), and the dist-info pip needs (METADATA with the light
+the course's own files as the packaged course (`grader/_course`: its manifest,
+`course.manifest.course_files`, so never course.yaml, as a secret never goes into a package, nor
+the instructor's own attention.py and answers.yaml, which may hold the answers, nor anything
+else lying in the course folder), and the dist-info pip needs (METADATA with the light
 dependencies, WHEEL, entry_points.txt, the license, RECORD). It works from a checkout and from an
 installed wheel alike, and is deterministic: the same files give byte-identical bytes.
 
@@ -23,6 +24,7 @@ import hashlib
 from pathlib import Path
 
 from .. import distribution as installed
+from ..course.model import Course
 from ..distribution import DISTRIBUTION
 from ..grading.otter_checks import STUDENT_SEED_CASES as SEED_CASES  # where otter_checks finds the public seed cases
 from ..paths import PACKAGE
@@ -98,12 +100,13 @@ def _wheel(version: str, files: dict[str, bytes], scripts: bool) -> tuple[str, b
     return filename(version), zip_bytes(files)
 
 
-def build(course_root: Path) -> tuple[str, bytes]:
-    """(file name, wheel bytes) of the grader with `course_root` as its packaged course."""
+def build(course: Course) -> tuple[str, bytes]:
+    """(file name, wheel bytes) of the grader with `course` as its packaged course: the files of its
+    manifest (`course.manifest.course_files`), never the rest of its folder."""
+    from ..course.manifest import course_files
     files = _package_files(PACKAGE, "grader", _SKIP)
-    # the instructor's own attention.py and answers.yaml may hold the answers: `mha init` makes students' from the course
-    files.update(_package_files(Path(course_root), "grader/_course",
-                                {"__pycache__", "course.yaml", "attention.py", "answers.yaml"}))
+    for relative in course_files(course):
+        files[f"grader/_course/{relative.as_posix()}"] = (Path(course.root) / relative).read_bytes()
     return _wheel(_version(), files, scripts=True)
 
 
