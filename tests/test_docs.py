@@ -143,7 +143,9 @@ def command_problem(words: list[str]) -> str | None:
     options that may follow a command) does not have."""
     from grader.cli.commands import main
     command: click.Command = main
-    ctx = click.Context(main, info_name="mha")
+    # main's own context settings (-h beside --help): click caches each command's help option on first
+    # use, so a context without them would leave `mha ... -h` unknown for the tests that follow
+    ctx = main.make_context("mha", [], resilient_parsing=True)
     root = _options(main, ctx)
     named = ["mha"]
     rest = iter(words)

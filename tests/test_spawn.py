@@ -276,9 +276,10 @@ class TestCommandLine:
         from grader.grading.seed_cache import CACHE_ENV
         monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
         calls = []
-        real_prestart, real_load = spawn.prestart, grader.course.loader.load_course
+        real_prestart, real_read = spawn.prestart, grader.course.loader.read_course
         monkeypatch.setattr(spawn, "prestart", lambda: (calls.append("zygote"), real_prestart())[1])
-        monkeypatch.setattr(grader.course.loader, "load_course", lambda root: (calls.append("load"), real_load(root))[1])
+        # an unvalidated course is read (and checked) through read_course, which load_course calls too
+        monkeypatch.setattr(grader.course.loader, "read_course", lambda root: (calls.append("load"), real_read(root))[1])
         result = cli("grade", str(ROOT / "solutions"), "--format", "json", "--problem", "softmax")
         assert result.exit_code == 0
         assert calls[:2] == ["zygote", "load"]
