@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow  # runs every platform's grader (otter, a GitHub w
 PARTIAL = {
     "Canvas (QTI)": "the concept quiz only; the code is graded on another platform",
     "Moodle XML": "the concept quiz only; the code is graded on another platform",
+    "Autolab": "the code only (its handin is one file); each problem scores as `mha grade` (test_export_autolab.py)",
 }
 
 

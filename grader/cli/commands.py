@@ -193,10 +193,11 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(
-                  ["text", "json", "gradescope", "junit", "github", "html", "prairielearn"]),
+                  ["text", "json", "gradescope", "junit", "github", "html", "prairielearn", "autolab"]),
               default="text", show_default=True,
               help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
-                   "PrairieLearn results.json, or an HTML page (the text report with pictures of the attention "
+                   "PrairieLearn results.json, Autolab's feedback and scores line, or an HTML page (the text report with "
+                   "pictures of the attention "
                    "weights).")
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")

@@ -53,7 +53,7 @@ def _draw_options(command):
 @click.group(context_settings=CONTEXT)
 def export() -> None:
     """Export the course for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
-    Canvas, Moodle.
+    Canvas, Moodle, Autolab.
 
     \b
     Example:
@@ -327,3 +327,40 @@ def gradescope(obj: Ctx, out: Path, python: str | None, hidden_visibility: str) 
             if out.is_file():
                 out.unlink()
             raise
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True,
+              help="Folder to write autograde.tar, autograde-Makefile and assessment.yml into (new or empty).")
+@click.option("--python", "python", default=None, metavar="X.Y",
+              help="Python version of the Autolab grading image (its python3): the wheels in the tar are for it "
+                   "[default: this Python's version].")
+@click.pass_obj
+def autolab(obj: Ctx, out: Path, python: str | None) -> None:
+    """Write an Autolab autograder: autograde.tar and autograde-Makefile, as Tango runs them.
+
+    Tango copies both and the student's attention.py into an empty job folder and runs make: the
+    tar installs this grader from its own wheels (no network) and grades the file, printing the
+    feedback and, last, the scores line with one key per problem. assessment.yml lists those
+    problems and their points for the assessment's configuration. The handin is one file, so the
+    quiz goes to a quiz platform (mha export qti or moodle). Tango names no student, so everyone
+    is graded on the default numbers.
+
+    \b
+    Example:
+      mha export autolab --out autolab --python 3.11
+    """
+    from ..exports import autolab as exporter
+    from ..outputs import staged_folder
+    python = _python_version(python)
+    course = obj.course()
+    _refuse_reading(course, out)
+    tar, makefile, config = exporter.build(course, _wheels(python), python)
+    try:
+        with staged_folder(out) as staged:
+            (staged / "autograde.tar").write_bytes(tar)
+            (staged / "autograde-Makefile").write_text(makefile)
+            (staged / "assessment.yml").write_text(config)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {out}/autograde.tar, autograde-Makefile and assessment.yml", err=True)

@@ -10,7 +10,8 @@ import importlib
 from ..grading.results import GradeResult
 
 MODULES = {"text": "text", "json": "json_report", "gradescope": "gradescope", "junit": "junit", "github": "github",
-           "html": "html", "prairielearn": "prairielearn"}
+           "html": "html", "prairielearn": "prairielearn",
+           "autolab": "autolab"}
 FORMATS = tuple(MODULES)
 
 
