@@ -16,6 +16,11 @@ compared commands interleaved, so a noisy machine slows both alike):
     slices run between the batches);
 (d) `otter run` on the same submission through `mha export otter` and `otter assign`, when
     otter-grader is installed and `mha export otter` exists (skipped with a message otherwise);
+(f) the floor: the same class graded with no isolation at all, a measurement only (never a mode of
+    `mha`): each student's attention.py executed in this process and its functions called on the
+    same prepared cases of that student's seed, judged by the same code; every batch figure is
+    also given as a ratio to it, and the batch's CPU is split per submission into the grader, the
+    student processes and the kernel;
 (e) peak memory of the batch, in two more (untimed) runs, on N and on N / 4 submissions: the
     whole process tree (the grader, its zygote and every student process), sampled every 20 ms
     from /proc/PID/smaps_rollup (PSS: shared pages counted once, split among the processes
@@ -119,12 +124,23 @@ def make_class(n: int) -> list[Student]:
 
 
 def write_class(students: list[Student], folder: Path) -> None:
+    """Each student's folder; with a course secret, answers.yaml holds the right answers for their seed."""
+    quiz = None
+    if SECRET:
+        from grader.course.loader import load_course
+        quiz = load_course(EXERCISES).quiz
     for student in students:
         home = folder / student.name
         home.mkdir(parents=True)
         if student.source is not None:
             (home / "attention.py").write_text(student.source)
-        shutil.copyfile(ANSWERS, home / "answers.yaml")
+        if quiz is not None:
+            from grader.course.quiz import answer_key, answers_template
+            from grader.course.seeds import student_seed
+            key = answer_key(quiz, student_seed(SECRET, student.name))
+            (home / "answers.yaml").write_text(answers_template(quiz, key))
+        else:
+            shutil.copyfile(ANSWERS, home / "answers.yaml")
 
 
 # ---------------------------------------------------------------- memory of a process tree
@@ -164,6 +180,7 @@ class TreeMemory:
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval = pid, interval
         self.peak_pss = self.peak_rss = self.most_processes = self.samples = 0
+        self.own_cpu = 0.0  # user + system seconds of the process itself (not its children), last seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -175,6 +192,12 @@ class TreeMemory:
             self.peak_pss = max(self.peak_pss, sum(s[0] for s in sizes))
             self.peak_rss = max(self.peak_rss, sum(s[1] for s in sizes))
             self.most_processes = max(self.most_processes, len(pids))
+            try:
+                with open(f"/proc/{self.pid}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                self.own_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                pass
             self.samples += 1
             self._stop.wait(self.interval)
 
@@ -191,6 +214,8 @@ class Batch:
     max_rss_one_mb: float   # the largest single process (getrusage via wait4)
     most_processes: int
     samples: int
+    cpu: tuple[float, float] = (0.0, 0.0)  # user and system seconds of the whole tree (wait4's rusage)
+    own_cpu: float = 0.0   # the grader process alone (sampled runs only)
 
 
 def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
@@ -206,11 +231,16 @@ def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
     return [sys.executable, "-c", code, str(EXERCISES), str(folder), str(out), str(jobs)]
 
 
+SECRET: str | None = None  # the course secret of the run (--secret): per-student seeds
+
+
 def grade_all(folder: Path, out: Path, jobs: int, *, sample: bool = False) -> Batch:
     """One `mha grade-all` run; with `sample`, the memory of its process tree is sampled (which
     costs CPU: the timed runs are not sampled)."""
     shutil.rmtree(out, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if k != "MHA_COURSE_SECRET"}
+    if SECRET:
+        env["MHA_COURSE_SECRET"] = SECRET
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
         proc = subprocess.Popen(grade_all_command(folder, out, jobs), cwd=ROOT, env=env,
@@ -224,10 +254,11 @@ def grade_all(folder: Path, out: Path, jobs: int, *, sample: bool = False) -> Ba
         stderr = errors.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"grade-all failed ({os.waitstatus_to_exitcode(status)}):\n{stderr[-2000:]}")
+    cpu = (usage.ru_utime, usage.ru_stime)
     if memory is None:
-        return Batch(seconds, 0, 0, usage.ru_maxrss / 1024, 0, 0)
+        return Batch(seconds, 0, 0, usage.ru_maxrss / 1024, 0, 0, cpu)
     return Batch(seconds, memory.peak_pss / 1024, memory.peak_rss / 1024, usage.ru_maxrss / 1024,
-                 memory.most_processes, memory.samples)
+                 memory.most_processes, memory.samples, cpu, memory.own_cpu)
 
 
 def check_results(students: list[Student], out: Path) -> dict[str, int]:
@@ -256,6 +287,77 @@ def naive_loop(students: list[Student], folder: Path, scratch: Path) -> float:
         run([*MHA, "--course", str(EXERCISES), "grade", str(path), "--format", "json",
              "--output", str(scratch / f"{student.name}.json")])
     return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- the floor (a measurement only)
+
+class InProcess:
+    """Stands in for the sandbox's session in the floor only: the submission executed in this
+    process, each function called on each case's arguments (a copy), no limits, no isolation."""
+
+    def __init__(self, data: bytes, limits=None, *, private=()) -> None:
+        from grader.sandbox.runs import LoadFailure
+        self.load_failure, self.left_behind, self.earlier_left_behind = None, False, False
+        self.namespace: dict = {"__name__": "attention"}
+        try:
+            exec(compile(data, "attention.py", "exec"), self.namespace)  # the benchmark's own class, never a student's
+        except Exception as exc:
+            self.load_failure = LoadFailure("import", f"{type(exc).__name__}: {exc}")
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def run(self, function: str, args, seconds: float, then=None):
+        import copy
+
+        from grader.sandbox.runs import CaseRun, RunStatus, StudentError
+        from grader.sandbox.session import ProblemRun
+        called = self.namespace.get(function)
+        if not callable(called):
+            return ProblemRun(tuple(CaseRun(RunStatus.NO_FUNCTION) for _ in args), rest=CaseRun(RunStatus.NO_FUNCTION))
+        runs = []
+        for case in args:
+            try:
+                value = called(*copy.deepcopy(list(case)))
+            except Exception as exc:
+                error = StudentError(type(exc).__name__, tuple(c.__name__ for c in type(exc).__mro__), str(exc))
+                runs.append(CaseRun(RunStatus.RAISED, error=error))
+            else:
+                runs.append(CaseRun(RunStatus.RETURNED, value=value))
+        return ProblemRun(tuple(runs))
+
+
+def floor(students: list[Student], folder: Path) -> tuple[float, dict[str, float]]:
+    """Seconds to grade the class with no isolation (each student's seed cases prepared first, as
+    the batch finds them in its cache), and each student's score."""
+    from grader.course.seeds import student_seed
+    from grader.grading import grade as grading
+    from grader.grading.grade import grade_seed_cases
+    from grader.grading.seed_cache import cached_seed_cases
+    from grader.grading.validation import valid_then
+    seeds = {s.name: student_seed(SECRET or None, s.name) for s in students}
+    cases = {seed: cached_seed_cases(EXERCISES, seed, valid_then=valid_then) for seed in set(seeds.values())}
+    from grader.classroom.batch import discover, read_files
+    found = {s.student: s for s in discover(folder)}
+    real, grading.WatchedSession = grading.WatchedSession, InProcess  # type: ignore[misc,assignment]
+    scores = {}
+    try:
+        start = time.perf_counter()
+        for student in students:  # the files read as the batch reads them
+            files = read_files(found[student.name])
+            scores[student.name] = grade_seed_cases(cases[seeds[student.name]], files, include_hidden=True).score
+        seconds = time.perf_counter() - start
+    finally:
+        grading.WatchedSession = real  # type: ignore[misc]
+    return seconds, scores
+
+
+def batch_scores(students: list[Student], out: Path) -> dict[str, float]:
+    return {s.name: json.loads((out / "results" / f"{s.name}.json").read_text())["result"]["score"]
+            for s in students}
 
 
 # ---------------------------------------------------------------- otter
@@ -306,10 +408,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-otter", action="store_true", help="skip (d)")
     parser.add_argument("--course", type=Path, default=EXERCISES,
                         help="the course graded [exercises/]: two versions of the grader compare best on one course")
+    parser.add_argument("--secret", default="benchmark-course-secret",
+                        help="course secret, so every student has their own numbers [a fixed one]; '' for one seed")
     parser.add_argument("--solutions", type=Path, default=SOLUTION.parent,
                         help="its model attention.py and answers.yaml [solutions/]")
     args = parser.parse_args(argv)
-    use_course(args.exercises, args.solutions)
+    global SECRET
+    SECRET = args.secret or None
+    use_course(args.course, args.solutions)
 
     # `pip install` byte-compiles a package; an editable install run with PYTHONDONTWRITEBYTECODE
     # set (as in some containers) would turn the grader's sources into bytecode on every command instead
@@ -391,14 +497,28 @@ def report(args, scratch: Path) -> None:
     small = grade_all(quarter, scratch / "graded-quarter", args.jobs, sample=True)
     rate = args.n / batch.seconds
     naive_rate = len(sample) / naive_s
-    print(f"(c) `mha grade-all --jobs {args.jobs}` on N = {args.n} ({', '.join(f'{v} {k}' for k, v in kinds.items())}; "
+    seeded = " with a course secret (a seed per student)" if SECRET else ""
+    print(f"(c) `mha grade-all --jobs {args.jobs}` on N = {args.n}{seeded} ({', '.join(f'{v} {k}' for k, v in kinds.items())}; "
           f"graded: {', '.join(f'{v} {k}' for k, v in sorted(statuses.items()))})")
     print(f"    {batch.seconds:.2f} s = {rate:6.1f} submissions/s   (median of {args.batch_repeat}: "
-          f"{', '.join(f'{b.seconds:.2f}' for b in batches)} s)   target >= 40/s: {verdict(rate >= 40)}")
+          f"{', '.join(f'{b.seconds:.2f}' for b in batches)} s)   target >= 60/s: {verdict(rate >= 60)}")
     print(f"    naive loop (`mha grade` per submission, sequential, {len(sample)} of the {args.n}, between the "
           f"batches): {naive_s:.1f} s = {naive_rate:.2f} submissions/s")
     speedup = rate / naive_rate
     print(f"    ratio                                 {speedup:7.1f} x   target >= 10: {verdict(speedup >= 10)}")
+    floor_s, floor_scores = floor(students, folder)
+    floor_rate = args.n / floor_s
+    same = floor_scores == batch_scores(students, out)
+    user, system = sampled.cpu
+    print(f"(f) the floor (no isolation: functions called in one process, judged the same way): "
+          f"{floor_s:.2f} s = {floor_rate:6.1f} submissions/s; scores {'equal to' if same else 'DIFFERENT from'} "
+          "the batch's")
+    print(f"    grade-all / floor: {rate / floor_rate:.3f} of the floor's rate ({batch.seconds / floor_s:.1f} x its time)")
+    grader_ms = sampled.own_cpu / args.n * 1000
+    print(f"    CPU per submission in the batch (the sampled run): {(user + system) / args.n * 1000:.1f} ms: the grader "
+          f"process {grader_ms:.1f}, student processes and zygote {user / args.n * 1000 - grader_ms:.1f} (user, "
+          f"about), the kernel {system / args.n * 1000:.1f} (system, the whole tree); the floor: "
+          f"{floor_s / args.n * 1000:.1f} ms")
     print(f"(e) peak memory of the batch, a further run sampled every 20 ms ({sampled.samples} samples, "
           f"{sampled.seconds:.1f} s; up to {sampled.most_processes} processes at once: "
           "grader, zygote, students):")
