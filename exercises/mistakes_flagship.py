@@ -133,31 +133,36 @@ def ablation_rescaled(weights, values, W_O):
 
 # --- count_routing_distributions -------------------------------------------------------------
 
-def _layer(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def _layer(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """The right count's factors: layers, batch, heads, queries."""
     return num_layers * batch * num_heads * num_queries
 
 
 @_bug
-def count_value_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_value_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """One distribution per value coordinate: the right count times d_v."""
     return _layer(num_heads, d_v, num_queries, num_keys, d_k, num_layers, batch) * d_v
 
 
 @_bug
-def count_key_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_key_width(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """One distribution per query/key coordinate: the right count times d_k (d_k is d_v when not given)."""
     return _layer(num_heads, d_v, num_queries, num_keys, d_k, num_layers, batch) * (d_v if d_k is None else d_k)
 
 
 @_bug
-def count_per_key(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_per_key(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """One distribution per key position instead of per query position."""
     return num_layers * batch * num_heads * (num_queries if num_keys is None else num_keys)
 
 
 @_bug
-def count_weights(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_weights(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """Counts every weight (every allowed query-key pair) instead of every softmax row."""
     m = num_queries if num_keys is None else num_keys
     pairs = int(ref.causal_mask(num_queries, m).sum()) if causal else num_queries * m
@@ -165,31 +170,36 @@ def count_weights(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_la
 
 
 @_bug
-def count_ignoring_queries(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_ignoring_queries(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """One distribution per head, whatever the number of queries."""
     return num_layers * batch * num_heads
 
 
 @_bug
-def count_ignoring_layers(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_ignoring_layers(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """Counts one layer, however many layers run."""
     return batch * num_heads * num_queries
 
 
 @_bug
-def count_ignoring_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_ignoring_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """Counts one sequence, however many sequences the batch holds."""
     return num_layers * num_heads * num_queries
 
 
 @_bug
-def count_ignoring_layers_and_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_ignoring_layers_and_batch(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """Counts one layer of one sequence: heads times queries."""
     return num_heads * num_queries
 
 
 @_bug
-def count_causal_triangle(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False):
+def count_causal_triangle(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1, causal=False,
+        num_kv_heads=None):
     """With a causal mask, counts n(n+1)/2 per head (the allowed query-key pairs of an n x n
     triangle) instead of n rows; without one, the right count."""
     per_head = num_queries * (num_queries + 1) // 2 if causal else num_queries

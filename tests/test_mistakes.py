@@ -207,6 +207,15 @@ BUGS = [
             e = np.exp(x - x.max(axis=-1, keepdims=True))
             return (e / e.sum(axis=-1, keepdims=True)).astype(np.float16)
     """),
+    Bug("scaled_dot_product_attention", "mask-tested-with-if", """
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            scores = Q @ K.T / np.sqrt(K.shape[-1])
+            if mask:
+                scores = np.where(mask, scores, -1e9)
+            w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            w = w / w.sum(axis=-1, keepdims=True)
+            return w @ V, w
+    """),
 ]
 
 

@@ -20,8 +20,9 @@ together, never against one case alone:
 - a *detector* explains a failing case it recognizes and is neutral elsewhere; it only looks at
   an answer the comparison found of the expected form (a wrong shape is told as such, at the
   cost of a shape check, whatever the answer's size);
-- two mistakes of no problem file are recognized from the run itself: `assert` where a
-  ValueError is expected, and float16 answers that are right to float16 precision.
+- three mistakes of no problem file are recognized from the run itself: `assert` where a
+  ValueError is expected, float16 answers that are right to float16 precision, and a mask
+  tested as a truth value (`if mask:`), which numpy refuses for an array.
 
 A mistake is a candidate when it explains at least one failing case and nothing contradicts
 it. The one named is, in this order: the candidate that accounts for every failing case
@@ -63,8 +64,8 @@ from .results import CaseResult, CaseStatus, ProblemResult
 from .student_files import PARSE_BYTES, open_folder, read_student_file
 
 __all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
-           "FLOAT16_ANSWER", "SEVERAL_CAUSES", "several_causes", "not_explained", "name_mistakes", "read_source",
-           "calls", "failing_callees", "point_at_callees"]
+           "FLOAT16_ANSWER", "MASK_TESTED_AS_TRUTH", "SEVERAL_CAUSES", "several_causes", "not_explained",
+           "name_mistakes", "read_source", "calls", "failing_callees", "point_at_callees"]
 
 ASSERT_INSTEAD_OF_RAISE = Mistake(
     id="assert-instead-of-raise", bug="",
@@ -75,7 +76,13 @@ FLOAT16_ANSWER = Mistake(
     id="float16-answer", bug="",
     message="Your answer is a float16 array: its values are right to about 3 significant digits, which "
             "is all float16 keeps. Compute and return float32 or float64 (np.asarray(x, dtype=np.float64)).")
-GENERIC_MISTAKES = (ASSERT_INSTEAD_OF_RAISE, FLOAT16_ANSWER)
+MASK_TESTED_AS_TRUTH = Mistake(
+    id="mask-tested-with-if", bug="",
+    message="Your code asks whether the mask is true (`if mask:`, `mask and ...`, `not mask`): numpy refuses "
+            "that for an array of more than one element, so every case with a mask raises ValueError ('the "
+            "truth value of an array ... is ambiguous'). Ask whether a mask was given: `if mask is not None:`.")
+GENERIC_MISTAKES = (ASSERT_INSTEAD_OF_RAISE, FLOAT16_ANSWER, MASK_TESTED_AS_TRUTH)
+_AMBIGUOUS = "truth value of an array with more than one element is ambiguous"
 
 SEVERAL_CAUSES = "Several causes fit these failures"  # how the note naming them begins
 
@@ -174,6 +181,18 @@ def _raised_alike(wrong: Any, run: CaseRun) -> bool:
     return run.error.type == kind and len(said) >= min(len(message), 40) and said == message[:len(said)]
 
 
+def _mask_refused(problem: Problem, prepared: Any, run: CaseRun) -> bool:
+    """The case gives an array as the `mask` argument and the student's code raised numpy's
+    "truth value ... is ambiguous" ValueError: the mask was tested as a truth value."""
+    names = [p.name for p in problem.function.params]
+    if "mask" not in names or run.status is not RunStatus.RAISED or run.error is None:
+        return False
+    at = names.index("mask")
+    mask = prepared.args[at] if at < len(prepared.args) else None
+    return (isinstance(mask, np.ndarray) and mask.size > 1 and "ValueError" in run.error.bases
+            and _AMBIGUOUS in run.error.message)
+
+
 def _is_float16(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         return value.dtype == np.float16
@@ -198,6 +217,8 @@ def _fit(mistake: Mistake, problem: Problem, prepared: Any, run: CaseRun, result
         raised = run.error.bases if run.status is RunStatus.RAISED and run.error is not None else ()
         return Fit.EXPLAINS if (not result.passed and prepared.case.raises and "AssertionError" in raised) \
             else Fit.NEUTRAL
+    if mistake is MASK_TESTED_AS_TRUTH:
+        return Fit.EXPLAINS if not result.passed and _mask_refused(problem, prepared, run) else Fit.NEUTRAL
     if mistake is FLOAT16_ANSWER:
         if result.passed or prepared.case.raises or run.status is not RunStatus.RETURNED \
                 or not _is_float16(run.value):
