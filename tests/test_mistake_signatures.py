@@ -112,3 +112,40 @@ def test_a_mask_tested_with_if_is_named(cli, tmp_path):
     assert {c.get("mistake") for c in failing} == {"mask-tested-with-if"}, failing
     text = cli("grade", str(path), "--problem", "scaled_dot_product_attention")
     assert "if mask is not None" in text.stdout
+
+
+VIT_LAYER = '''
+import numpy as np
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads):
+    # a ViT-style layer: no mask parameter, every head scaled by the model width
+    n, d_model = X.shape
+    d_k = d_model // num_heads
+    q = (X @ W_Q).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    k = (X @ W_K).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    v = (X @ W_V).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    att = q @ k.transpose(0, 2, 1) / np.sqrt(d_model)
+    att = np.exp(att - att.max(axis=-1, keepdims=True))
+    att = att / att.sum(axis=-1, keepdims=True)
+    out = (att @ v).transpose(1, 0, 2).reshape(n, d_model)
+    return out @ W_O, att
+'''
+
+
+def test_a_layer_without_mask_support_is_named_where_it_can_be(cli, tmp_path):
+    """A real-code-style layer with a catalogued bug and no mask parameter: the mistake is named on
+    the unmasked cases, and the masked ones are said to fail for another reason (no mask taken)."""
+    import json
+    path = tmp_path / "attention.py"
+    path.write_text(VIT_LAYER)
+    result = cli("grade", str(path), "--format", "json", "--problem", "multi_head_attention")
+    cases = json.loads(result.stdout)["problems"][0]["cases"]
+    masked = [c for c in cases if "mask" in c["name"]]
+    unmasked_failing = [c for c in cases if "mask" not in c["name"] and c["status"] != "passed"]
+    assert masked and unmasked_failing
+    assert {c.get("mistake") for c in unmasked_failing} == {"mha-scaled-by-d-model"}
+    assert all(c.get("mistake") is None and c["status"] == "error" for c in masked)
+    text = cli("grade", str(path), "--problem", "multi_head_attention").stdout
+    assert "they fail for another reason: your code takes no mask" in " ".join(text.split())
+    assert "second cause" not in text

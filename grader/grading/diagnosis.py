@@ -94,11 +94,35 @@ def several_causes(fits: Sequence[tuple[Mistake, Sequence[str]]]) -> str:
             "Check each against your code.")
 
 
-def not_explained(mistake: Mistake, cases: Sequence[str], second: Mistake | None = None) -> str:
+def not_explained(mistake: Mistake, cases: Sequence[str], second: Mistake | None = None,
+                  otherwise: str = "") -> str:
     """The note listing the failing cases a named mistake does not explain, and the mistake that
-    explains them when one does."""
-    cause = f"{second.id} fits them: a second mistake" if second is not None else "look there for a second cause"
+    explains them when one does, or the other reason they fail when it is known (`otherwise`)."""
+    cause = (f"{second.id} fits them: a second mistake" if second is not None
+             else f"they fail for another reason: {otherwise}" if otherwise else "look there for a second cause")
     return f"{mistake.id} does not explain {_names([repr(c) for c in cases])}: {cause}."
+
+
+def _other_reason(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun], rest: Iterable[int]) -> str:
+    """Why the cases `rest` fail when every one of them raised the same kind of error: a function
+    that takes no mask, given one, says so; "" when they fail in different ways or return answers."""
+    errors = [runs[i].error for i in rest]
+    if not errors or any(e is None for e in errors) or any(runs[i].status is not RunStatus.RAISED for i in rest):
+        return ""
+    kinds = {e.type for e in errors if e is not None}
+    if len(kinds) != 1:
+        return ""
+    kind = kinds.pop()
+    names = [p.name for p in problem.function.params]
+    if kind == "TypeError" and "mask" in names:
+        at = names.index("mask")
+        if all(at < len(prepared[i].args) and prepared[i].args[at] is not None for i in rest):
+            return "your code takes no mask, so every case given one raises TypeError"
+    # a built-in exception's name only: the student's own class names and messages (hidden cases'
+    # among them) stay out of this note
+    import builtins
+    named = kind if isinstance(getattr(builtins, kind, None), type) else "an exception"
+    return f"your code raised {named} on {'it' if len(errors) == 1 else 'them'}"
 
 
 # a float16 answer is "right to float16 precision" within these (float16 has an 11-bit significand)
@@ -331,8 +355,9 @@ def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
                 return Diagnosis(mistake, explained)
             # a second candidate that explains exactly the rest is the second mistake
             second = next((c[0] for c in candidates if c[1] == rest), None)
+            otherwise = "" if second is not None else _other_reason(problem, prepared, runs, sorted(rest))
             return Diagnosis(mistake, explained, not_explained(mistake, [results[i].name for i in sorted(rest)],
-                                                               second))
+                                                               second, otherwise))
         candidates = top  # two that fit equally well: both are named below
         break
     fitting = sorted(candidates, key=rank, reverse=True)[:2]
