@@ -362,9 +362,10 @@ def init(obj: Ctx, folder: Path, force: bool) -> None:
     Example:
       mha init my-work && cd my-work && mha check
     """
+    from ..paths import STUDENT_MARKER, STUDENT_MARKER_TEXT
     from ..starter import starter_files, write_starters
     try:
-        written = write_starters(starter_files(obj.course()), folder, force)
+        written = write_starters({**starter_files(obj.course()), STUDENT_MARKER: STUDENT_MARKER_TEXT}, folder, force)
     except GraderError as exc:
         fail(exc)
     click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
