@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-import pytest
-
 from grader.course.model import QuizKind
 from grader.paths import STUDENT_MARKER
 from grader.pytest_plugin import pytest_collect_file

@@ -356,7 +356,8 @@ def validate(obj: Ctx, path: Path | None) -> None:
 @click.pass_obj
 def init(obj: Ctx, folder: Path, force: bool) -> None:
     """Write a student's starter files into FOLDER (default: the current one): attention.py with
-    a stub per problem and a blank answers.yaml, made from the course.
+    a stub per problem and a blank answers.yaml, made from the course, and .mha, which lets
+    `pytest` there run the checks of `mha check` (docs/students.md).
 
     \b
     Example:
