@@ -136,7 +136,10 @@ class ProblemsFile(_StudentFile):
         lines = _definitions(self.path)
         for problem, prepared in checks.seed_cases.problems:
             for case in (p.case for p in prepared if not p.case.hidden):
-                yield CaseItem.from_parent(self, name=f"test_{problem.id}[{_safe(case.name)}]", checks=checks,
+                name = f"test_{problem.id}[{_safe(case.name)}]"
+                # the id as a string, which pytest parses as it parses the ids `--lf` stored (with
+                # the part in brackets as parameters); built from the name alone, they would differ
+                yield CaseItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", checks=checks,
                                            graded_id=problem.id, case_name=case.name,
                                            line=lines.get(problem.function.name))
 

@@ -43,15 +43,16 @@ def student_folder(cli, tmp_path: Path, source: str | None = None, answers: bool
     return folder
 
 
-def run_pytest(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
-    """pytest run in `folder` as a student runs it; (the process, test name -> its failure text or
-    None when it passed), read from pytest's JUnit XML."""
+def run_pytest(folder: Path, *args: str, cache: bool = False) -> tuple[subprocess.CompletedProcess,
+                                                                       dict[str, str | None]]:
+    """pytest run in `folder` as a student runs it (`cache`: with its cache, as `--lf` needs); (the
+    process, test name -> its failure text or None when it passed), read from pytest's JUnit XML."""
     report = folder.parent / "report.xml"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "COLUMNS", "LINES")) and k not in ("MHA_COURSE", "MHA_EXERCISES")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(folder),
-                           f"--junitxml={report}", *args], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pytest", *([] if cache else ["-p", "no:cacheprovider"]),
+                           "--rootdir", str(folder), f"--junitxml={report}", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
     tests: dict[str, str | None] = {}
     if report.is_file():
         for case in ET.parse(report).iter("testcase"):
@@ -109,6 +110,29 @@ class TestAStudentFolder:
         assert done.returncode == 1
         assert [name for name, failure in tests.items() if failure is not None] == list(tests)[:1]
         assert "1 failed" in done.stdout
+
+    def test_lf_reruns_what_failed(self, cli, tmp_path):
+        """`--lf` after a run with one bug runs that problem's tests only, which fail again."""
+        source = solution_source() + "\n\n" + (SUBMISSIONS / f"{BUG}.py").read_text()
+        folder = student_folder(cli, tmp_path, source, answers=True)
+        _, first = run_pytest(folder, cache=True)
+        done, again = run_pytest(folder, "--lf", cache=True)
+        assert sorted(again) == sorted(name for name, failure in first.items() if failure is not None)
+        assert again and all(failure is not None for failure in again.values())
+        assert done.returncode == 1
+
+    def test_an_import_failure_is_told_by_every_test(self, cli, course, tmp_path):
+        """attention.py with a syntax error: every case fails with the line and a caret, as
+        `mha check` says it once; the quiz items are graded as usual."""
+        source = solution_source() + "\n\ndef broken(:\n    pass\n"
+        done, tests = run_pytest(student_folder(cli, tmp_path, source, answers=True))
+        line = source.count("\n", 0, source.index("def broken(")) + 1
+        cases = [name for name, checked in expected_tests(course).items() if name.startswith(f"test_{checked}[")]
+        assert done.returncode == 1
+        for name in cases:
+            assert f"FAIL  attention.py has a syntax error on line {line}" in tests[name]
+            assert f"{line} | def broken(:" in tests[name]
+        assert sorted(name for name, failure in tests.items() if failure is None) == sorted(set(tests) - set(cases))
 
     def test_xdist_runs_the_same_tests(self, cli, course, tmp_path):
         """With pytest-xdist (`-n 2`) every test runs once and the model answers pass."""
