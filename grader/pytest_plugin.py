@@ -18,43 +18,51 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
+# Loaded by every pytest run where the package is installed (this project's suite too): only the
+# base layer is imported up front, the grader itself once a student folder is found.
 from .errors import GraderError
 from .paths import STUDENT_MARKER, SUBMISSION_NAME
 
-# Loaded by every pytest run where the package is installed (this project's suite too): only the
-# base layer is imported up front, the grader itself once a student folder is found.
+if TYPE_CHECKING:
+    from .grading.results import GradeResult, ProblemResult
+    from .grading.seed_cases import SeedCases
 
 __all__ = ["pytest_collect_file", "CaseItem", "QuizItemTest"]
 
 
 @dataclass
 class _Folder:
-    """One student folder: its course's public seed cases, and the submission graded once on the
-    problems and quiz items of every test selected in this session."""
+    """One student folder in one pytest session: its course's seed cases, and the submission's
+    result, filled in by the first test that runs (each pytest-xdist worker grades on its own)."""
 
     folder: Path
     root: Path
-    seed_cases: Any
-    result: Any = None
+    seed_cases: SeedCases
+    result: GradeResult | None = None
     error: GraderError | None = None
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, ProblemResult] = field(default_factory=dict)
 
     @classmethod
     def load(cls, folder: Path) -> _Folder:
         """The course `mha check` run in `folder` would use, with the default seed's cases prepared
         (from the seed cache when current)."""
         from .course.seeds import student_seed
+        from .errors import SpecError
         from .grading.seed_cache import cached_seed_cases
         from .grading.validation import valid_then
-        from .paths import locate_course
-        root, _ = locate_course(start=folder)
+        from .paths import ASSIGNMENT_FILE, locate_course
+        root, reason = locate_course(start=folder)
+        if not (root / ASSIGNMENT_FILE).is_file():
+            raise SpecError(str(root / ASSIGNMENT_FILE), None,
+                            f"assignment file not found (folder chosen by {reason}); name the course folder "
+                            "(the one holding assignment.yaml) with MHA_COURSE=DIR")
         return cls(folder, root, cached_seed_cases(root, student_seed(None, None), valid_then=valid_then))
 
-    def outcome(self, session: pytest.Session, graded_id: str) -> tuple[Any, Any]:
+    def outcome(self, session: pytest.Session, graded_id: str) -> tuple[GradeResult, ProblemResult]:
         """(the grade result, the ProblemResult of `graded_id`): the first call grades every problem
         and quiz item that a selected test of this folder checks, in one sandbox run."""
         if self.result is None and self.error is None:
@@ -69,12 +77,12 @@ class _Folder:
                 self.error = exc
             else:
                 self.results = {p.id: p for p in self.result.problems}
-        if self.error is not None:
+        if self.result is None:
             raise _Failed([f"`mha check` could not grade {self.folder}: {self.error}"])
         return self.result, self.results[graded_id]
 
 
-_FOLDERS = pytest.StashKey[dict[Path, Any]]()
+_FOLDERS = pytest.StashKey[dict[Path, "_Folder | GraderError"]]()
 
 
 def _checks(config: pytest.Config, folder: Path) -> _Folder:
@@ -167,7 +175,6 @@ class _Failed(Exception):
 
     def __init__(self, lines: list[str]):
         super().__init__(textwrap.dedent("\n".join(lines)))  # the report's indent, without its heading
-        self.lines = lines
 
 
 class _Check(pytest.Item):
@@ -177,7 +184,8 @@ class _Check(pytest.Item):
         super().__init__(**kwargs)
         self.checks, self.graded_id, self.line = checks, graded_id, line
 
-    def _lines(self, result, problem) -> list[str] | None:
+    def _lines(self, result: GradeResult, problem: ProblemResult) -> list[str] | None:
+        """What `mha check` says of this check when it failed; None when it passed."""
         raise NotImplementedError
 
     def runtest(self) -> None:
@@ -202,7 +210,7 @@ class CaseItem(_Check):
         super().__init__(**kwargs)
         self.case_name = case_name
 
-    def _lines(self, result, problem) -> list[str] | None:
+    def _lines(self, result: GradeResult, problem: ProblemResult) -> list[str] | None:
         from .reports.text import one_case_lines
         case = next(c for c in problem.cases if c.name == self.case_name)
         return None if case.passed else one_case_lines(result, problem, case)
@@ -211,6 +219,6 @@ class CaseItem(_Check):
 class QuizItemTest(_Check):
     """One public quiz item: fails with its block of `mha check`."""
 
-    def _lines(self, result, problem) -> list[str] | None:
+    def _lines(self, result: GradeResult, problem: ProblemResult) -> list[str] | None:
         from .reports.text import one_case_lines
         return None if problem.passed else one_case_lines(result, problem, problem.cases[0])

@@ -43,13 +43,16 @@ def student_folder(cli, tmp_path: Path, source: str | None = None, answers: bool
     return folder
 
 
-def run_pytest(folder: Path, *args: str, cache: bool = False) -> tuple[subprocess.CompletedProcess,
-                                                                       dict[str, str | None]]:
-    """pytest run in `folder` as a student runs it (`cache`: with its cache, as `--lf` needs); (the
-    process, test name -> its failure text or None when it passed), read from pytest's JUnit XML."""
+def run_pytest(folder: Path, *args: str, cache: bool = False,
+               course: Path | None = None) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
+    """pytest run in `folder` as a student runs it (`cache`: with its cache, as `--lf` needs;
+    `course`: as MHA_COURSE); (the process, test name -> its failure text or None when it passed),
+    read from pytest's JUnit XML."""
     report = folder.parent / "report.xml"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "COLUMNS", "LINES")) and k not in ("MHA_COURSE", "MHA_EXERCISES")}
+    if course is not None:
+        env["MHA_COURSE"] = str(course)
     done = subprocess.run([sys.executable, "-m", "pytest", *([] if cache else ["-p", "no:cacheprovider"]),
                            "--rootdir", str(folder), f"--junitxml={report}", *args], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -139,6 +142,16 @@ class TestAStudentFolder:
         done, tests = run_pytest(student_folder(cli, tmp_path, solution_source(), answers=True), "-n", "2")
         assert done.returncode == 0, done.stdout + done.stderr
         assert sorted(tests) == sorted(expected_tests(course))
+
+
+    def test_a_course_not_found_is_a_collection_error_saying_so(self, cli, tmp_path):
+        """MHA_COURSE naming a folder without assignment.yaml: both files fail to collect, each
+        naming the missing file and how the folder was chosen (pytest's exit 2)."""
+        done, _ = run_pytest(student_folder(cli, tmp_path), course=tmp_path / "nowhere")
+        assert done.returncode == 2
+        said = f"{tmp_path / 'nowhere' / 'assignment.yaml'}: assignment file not found (folder chosen by MHA_COURSE)"
+        assert done.stdout.count(said) == 2
+        assert "ERROR answers.yaml" in done.stdout and "ERROR attention.py" in done.stdout
 
 
 class TestNowhereElse:
