@@ -11,6 +11,13 @@ from .errors import OutputError
 
 PACKAGE = Path(__file__).resolve().parent  # the grader package's own folder
 SUBMISSION_NAME = "attention.py"
+# Written by `mha init` beside the starter files: the folder is a student's, so pytest runs the
+# checks of `mha check` there (grader/pytest_plugin.py) and nowhere else.
+STUDENT_MARKER = ".mha"
+STUDENT_MARKER_TEXT = """\
+# Written by `mha init`: this folder holds a student's work. With this file here, `pytest` (and an
+# editor's test panel) runs the checks of `mha check`, one test per public case and quiz item.
+"""
 
 
 COURSE_ENV = "MHA_COURSE"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -177,6 +178,50 @@ class TestProblems:
                           stdout="\033[2Jcleared\n")
         report = text.render(GradeResult("t", "a.py", (p,)), PLAIN)
         assert "| ?[2Jcleared" in report and "\033" not in report
+
+
+class TestOneCase:
+    """text.one_case_lines: one case as `mha check` words it, for the pytest plugin's tests."""
+
+    def test_a_named_mistake_follows_the_case(self):
+        """A wrong answer: the case's lines of the report, then its likely mistake (no hint)."""
+        result = buggy_result()
+        softmax = result.problems[0]
+        assert text.one_case_lines(result, softmax, softmax.cases[1], PLAIN) == [
+            "      FAIL  one distribution per row: wrong values",
+            "            inputs: scores=float64 array of shape (3, 3)",
+            "            9 of 9 element(s) differ; worst at [2, 0]: got 0.468311, expected",
+            "              0.993262",
+            "      likely mistake (softmax-wrong-axis): Your weights are normalized down the",
+            "        first axis, so each column sums to 1 instead of each row."]
+
+    def test_without_a_named_mistake_the_hint(self):
+        """A wrong answer no mistake explains gets the problem's first hint, as in the report."""
+        result = buggy_result()
+        softmax = result.problems[0]
+        plain = replace(softmax.cases[2], mistake=None, mistake_message="")
+        lines = text.one_case_lines(result, softmax, plain, PLAIN)
+        assert lines[0] == "      FAIL  heads and queries: wrong values"
+        assert lines[-1] == "      hint: Which axis do your max and sum run over?"
+        assert not any("likely mistake" in line for line in lines)
+
+    def test_an_import_failure_is_its_line_and_caret(self):
+        """A case that could not run because attention.py did not import: the import failure, with
+        its line and a caret, and nothing of the case."""
+        result = syntax_error_result()
+        assert text.one_case_lines(result, result.problems[0], result.problems[0].cases[0], PLAIN) == golden("""
+            FAIL  attention.py has a syntax error on line 14
+                  '(' was never closed
+                  14 |     e = np.exp((x - x.max(axis=-1, keepdims=True))
+                     |                ^
+            """).splitlines()
+
+    def test_a_quiz_item_is_its_block(self):
+        """A quiz item is its block of the report, header first."""
+        result = syntax_error_result()
+        head_count = next(p for p in result.problems if p.id == "head_count")
+        assert text.one_case_lines(result, head_count, head_count.cases[0], PLAIN) == [
+            "FAIL  head_count: Head count  [0/2]", "      not answered yet"]
 
 
 class TestWrapping:

@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 # A module may import from its own layer or from a lower one (higher number = higher layer).
 LAYERS = {"errors": 0, "paths": 0, "distribution": 0, "sandbox": 1, "trained": 1, "course": 2, "starter": 2, "outputs": 2,
           "grading": 3,
-          "reports": 4, "exports": 4, "classroom": 4, "notebook": 4, "cli": 5, "__main__": 6}
+          "reports": 4, "exports": 4, "classroom": 4, "notebook": 4, "cli": 5, "pytest_plugin": 5,
+          "__main__": 6}
 # The one import against the flow, each with why: a failed otter test reports what `mha check` would say.
 UPWARD = {("grader.grading.otter_checks", "grader.reports.text")}
 

@@ -357,15 +357,17 @@ def validate(obj: Ctx, path: Path | None) -> None:
 @click.pass_obj
 def init(obj: Ctx, folder: Path, force: bool) -> None:
     """Write a student's starter files into FOLDER (default: the current one): attention.py with
-    a stub per problem and a blank answers.yaml, made from the course.
+    a stub per problem and a blank answers.yaml, made from the course, and .mha, which lets
+    `pytest` there run the checks of `mha check` (docs/students.md).
 
     \b
     Example:
       mha init my-work && cd my-work && mha check
     """
+    from ..paths import STUDENT_MARKER, STUDENT_MARKER_TEXT
     from ..starter import starter_files, write_starters
     try:
-        written = write_starters(starter_files(obj.course()), folder, force)
+        written = write_starters({**starter_files(obj.course()), STUDENT_MARKER: STUDENT_MARKER_TEXT}, folder, force)
     except GraderError as exc:
         fail(exc)
     click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")

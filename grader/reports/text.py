@@ -24,7 +24,7 @@ from ..grading.results import (
 )
 from .terminal import Style, grid_lines, wrap
 
-__all__ = ["render", "first_fix", "problem_lines", "case_lines", "feedback", "why"]
+__all__ = ["render", "first_fix", "problem_lines", "case_lines", "one_case_lines", "feedback", "why"]
 
 MARK = {"pass": "PASS", "fail": "FAIL", "todo": "TODO"}
 NOT_IMPLEMENTED = "not implemented yet: the function still raises NotImplementedError"
@@ -101,13 +101,11 @@ def _not_run(result: GradeResult) -> list[ProblemResult]:
     return [p for p in result.problems if not p.quiz and p.cases and all(c.summary == NOT_IMPORTED for c in p.cases)]
 
 
-def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unrun: list[ProblemResult]) -> None:
-    """The import failure, once: what happened, the line with a caret, and what the problems
-    it kept from running (`unrun`, of `problems`) cost."""
+def _import_failure(out: _Out, error: LoadError) -> None:
+    """What stopped attention.py's import: a FAIL line, the message, the line with a caret."""
     what = {"syntax": "has a syntax error", "timeout": "took too long to import",
             "crashed": "stopped the process while being imported"}.get(error.kind, f"raised {error.kind} while being imported")
     where = f" on line {error.line}" if error.line else ""
-    out.lines.append("")
     out.marked("fail", f"attention.py {what}{where}", hanging="      ")
     if error.message and error.kind != "timeout":
         out.text(error.message, IND)
@@ -116,6 +114,13 @@ def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unru
         out.lines.append(f"{IND}{number} | {error.source}")
         if error.column and error.kind == "syntax":
             out.lines.append(f"{IND}{' ' * len(number)} | {' ' * (error.column - 1)}" + out.style.paint("^", "fail"))
+
+
+def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unrun: list[ProblemResult]) -> None:
+    """The import failure, once: what happened, the line with a caret, and what the problems
+    it kept from running (`unrun`, of `problems`) cost."""
+    out.lines.append("")
+    _import_failure(out, error)
     points = sum(p.max_score for p in unrun)
     if len(unrun) == len(problems):
         out.text(f"No problem could run, so none was checked ({len(problems)} problems, 0 of {_pts(points)} points). "
@@ -176,6 +181,12 @@ def _failing_cases(out: _Out, failing: list[CaseResult], public: list[CaseResult
     _hidden_line(out, [c for c in rest if c.hidden and c.status is CaseStatus.FAILED], hidden_total)
 
 
+def _hint_helps(failing: Sequence[CaseResult]) -> bool:
+    """The problem's hint is worth showing: some case gave a wrong answer or raised (not one that
+    returned None, which its own line explains), and no named mistake says more."""
+    return any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR) and c.summary != RETURNED_NONE for c in failing)
+
+
 def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     score = f"[{_pts(p.score)}/{_pts(p.max_score)}]"
     if p.passed:
@@ -206,8 +217,7 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
-    if show_hints and p.hints and not named and any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR)
-                                                    and c.summary != RETURNED_NONE for c in failing):
+    if show_hints and p.hints and not named and _hint_helps(failing):
         out.labelled("hint:", p.hints[0], "code")
     if p.stdout.strip():
         out.lines.append(f"{IND}your code printed:")
@@ -366,6 +376,26 @@ def case_lines(case: CaseResult, style: Style | None = None) -> list[str]:
     _case(out, case)
     if case.mistake:
         out.labelled(f"likely mistake ({case.mistake}):", case.mistake_message, "mistake")
+    return out.lines
+
+
+def one_case_lines(result: GradeResult, problem: ProblemResult, case: CaseResult,
+                   style: Style | None = None) -> list[str]:
+    """One case of `problem` as `mha check` words it, for a runner that reports each case on its
+    own (the pytest plugin): what stopped attention.py's import, or the problem's note when it is
+    the case's cause; the case; its likely mistake, else the problem's first hint. A quiz item is
+    its block of the report."""
+    if problem.quiz:
+        return problem_lines(problem, style)
+    out = _Out(style or UNWRAPPED, grid_lines)
+    if result.load_error is not None and case.summary == NOT_IMPORTED:
+        _import_failure(out, result.load_error)
+        return out.lines
+    if problem.message and problem.message != case.summary and not case.passed:
+        out.text(problem.message, IND)
+    out.lines += case_lines(case, style)
+    if not case.passed and not case.mistake and problem.hints and _hint_helps([case]):
+        out.labelled("hint:", problem.hints[0], "code")
     return out.lines
 
 
