@@ -46,6 +46,7 @@ from .mistakes import (
     mha_split_without_transpose,
     mha_transpose_3d,
     mha_weights_averaged,
+    mha_weights_scaled_by_d_model,
     mha_without_output_projection,
     parameter_count_without_biases,
     parameter_count_without_output_projection,
@@ -54,6 +55,7 @@ from .mistakes import (
     softmax_over_first_axis,
     softmax_whole_array_sum,
     softmax_without_max,
+    split_heads_batched_reshape_first,
     split_heads_no_transpose,
     split_heads_reshape_only,
     variant,  # the older name of bug

@@ -342,4 +342,24 @@ def mha_mask_ignored(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, use_mask=False)
 
 
+@bug
+def mha_weights_scaled_by_d_model(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Takes each head's softmax of the raw scores, then divides the weights by sqrt(d_model): the
+    scale lands after the softmax (rows no longer sum to 1) and uses the model's width."""
+    q, k, v = (ref.split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))  # (h, n, d_k)
+    _, weights = _read(q @ k.transpose(0, 2, 1), v, mask)                    # (h, n, n)
+    weights = weights / math.sqrt(X.shape[1])
+    return ref.merge_heads(weights @ v) @ W_O, weights
+
+
+@bug
+def split_heads_batched_reshape_first(X, num_heads):
+    """A batched tutorial's split on one sequence: reshape to (1, h, n, d_k) first, then swap the
+    head and position axes, giving (1, n, h, d_k), numbers cut across positions."""
+    n, d_model = X.shape
+    if num_heads < 1 or d_model % num_heads:
+        raise ValueError("the mistake does not apply: not divisible")
+    return X.reshape(1, num_heads, n, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
 __all__ = ["BUGS", "bug", "variant", *BUGS]  # each by name, for course.py (variant: the older name of bug)

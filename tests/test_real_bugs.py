@@ -33,6 +33,8 @@ NEW = {
     "bug_reading_outputs_averaged": {"multi_head_reading": "reading-outputs-averaged"},
     "bug_count_layers_batch": {"count_routing_distributions": "ignores-layers-and-batch"},
     "bug_count_causal_triangle": {"count_routing_distributions": "counts-causal-triangle"},
+    "bug_mha_vit_weights_scaled": {"multi_head_attention": "mha-weights-scaled-after-softmax"},
+    "bug_split_heads_tutorial": {"split_heads": "split-heads-batched-reshape"},
 }
 KNOWN = {
     "bug_mha_vit_scale": {"multi_head_attention": "mha-scaled-by-d-model"},
