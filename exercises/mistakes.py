@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -362,4 +363,74 @@ def split_heads_batched_reshape_first(X, num_heads):
     return X.reshape(1, num_heads, n, d_model // num_heads).transpose(0, 2, 1, 3)
 
 
-__all__ = ["BUGS", "bug", "variant", *BUGS]  # each by name, for course.py (variant: the older name of bug)
+# --- multi-head attention as steps: two bugs of different steps compose ----------------------
+#
+# A student's layer can get two steps wrong at once (every head scaled by sqrt(d_model) *and* the
+# heads merged without the transpose); no one bug matches it. Each bug below that changes one
+# step of the layer says which (`steps`), and `combine_bugs` runs the layer with both changes:
+# the grader tries those pairs when no single mistake explains a problem's failures.
+
+def _scale_d_model(d_k: int, d_model: int) -> float:
+    return math.sqrt(d_model)
+
+
+def _softmax_over_queries(scores):
+    return np.swapaxes(ref.softmax(np.swapaxes(scores, -1, -2)), -1, -2)  # each key's column sums to 1
+
+
+def _merge_reshape(H):
+    return H.reshape(H.shape[1], -1)  # (h, n, d) straight to (n, h * d): no transpose
+
+
+STEPS: dict[str, dict[str, Any]] = {  # bug -> the steps it does differently (see run_steps)
+    "mha_scaled_by_sqrt_d_model": {"scale": _scale_d_model},
+    "mha_without_output_projection": {"project": False},
+    "mha_split_without_transpose": {"split": _reshape_split},
+    "mha_merge_without_transpose": {"merge": _merge_reshape},
+    "mha_mask_ignored": {"use_mask": False},
+    "mha_softmax_over_queries": {"softmax": _softmax_over_queries},
+}
+
+
+def run_steps(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, *, split=ref.split_heads, scale=None,
+              use_mask=True, softmax=ref.softmax, merge=ref.merge_heads, project=True):
+    """Multi-head attention step by step, any step replaceable: split the projections into heads,
+    divide the scores by `scale(d_k, d_model)` (default sqrt(d_k)), mask, softmax, read, merge,
+    project with W_O."""
+    q, k, v = (split(X @ W, num_heads) for W in (W_Q, W_K, W_V))           # (h, n, d_k)
+    d_k, d_model = q.shape[-1], X.shape[1]
+    scores = q @ k.transpose(0, 2, 1) / (math.sqrt(d_k) if scale is None else scale(d_k, d_model))
+    if mask is not None and use_mask:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores)                                               # (h, n, n)
+    merged = merge(weights @ v)                                             # (n, d_model)
+    return (merged @ W_O if project else merged), weights
+
+
+def combine_bugs(first: Callable, second: Callable) -> Callable | None:
+    """The layer with both bugs' steps done their way, or None when they are not two different
+    steps of it (the grader's hook for two mistakes at once)."""
+    a, b = STEPS.get(getattr(first, "__name__", "")), STEPS.get(getattr(second, "__name__", ""))
+    if a is None or b is None or set(a) & set(b):
+        return None
+    steps: dict[str, Any] = {**a, **b}
+    several = "merge" in steps
+
+    # a mask left out changes nothing where no mask is given: there the pair is the other bug alone
+    def both(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+        if several:
+            _several_heads(num_heads)  # with one head the merge has nothing to interleave
+        return run_steps(X, W_Q, W_K, W_V, W_O, num_heads, mask, **steps)
+    both.__name__ = f"{first.__name__}+{second.__name__}"
+    return both
+
+
+@bug
+def mha_softmax_over_queries(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Normalizes each head's scores over the queries (axis -2) instead of over the keys: each key's
+    column of weights sums to 1, no query's row does."""
+    return run_steps(X, W_Q, W_K, W_V, W_O, num_heads, mask, softmax=_softmax_over_queries)
+
+
+# each by name, for course.py (variant: the older name of bug)
+__all__ = ["BUGS", "STEPS", "bug", "combine_bugs", "run_steps", "variant", *BUGS]

@@ -207,6 +207,21 @@ BUGS = [
             e = np.exp(x - x.max(axis=-1, keepdims=True))
             return (e / e.sum(axis=-1, keepdims=True)).astype(np.float16)
     """),
+    Bug("multi_head_attention", "mha-softmax-over-queries", """
+        def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+            n, d_model = X.shape
+            d_k = d_model // num_heads
+            Q = (X @ W_Q).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            K = (X @ W_K).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            V = (X @ W_V).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_k)
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))   # inline, over the queries
+            weights = weights / weights.sum(axis=1, keepdims=True)
+            heads = weights @ V
+            return heads.transpose(1, 0, 2).reshape(n, d_model) @ W_O, weights
+    """),
     Bug("scaled_dot_product_attention", "mask-tested-with-if", """
         def scaled_dot_product_attention(Q, K, V, mask=None):
             scores = Q @ K.T / np.sqrt(K.shape[-1])

@@ -24,6 +24,12 @@ together, never against one case alone:
   ValueError is expected, float16 answers that are right to float16 precision, and a mask
   tested as a truth value (`if mask:`), which numpy refuses for an array.
 
+**Two at once.** When no single mistake accounts for every failing case, the course code may
+say which two of a problem's bugs can run together (its `combine_bugs(first, second)` hook returns
+the function with both mistakes, or None): each such pair is weighed as one mistake that names
+both ("a + b"), so a layer scaled by sqrt(d_model) *and* merged without the transpose is told
+both. No pair is tried when one mistake explains everything, or without course code.
+
 A mistake is a candidate when it explains at least one failing case and nothing contradicts
 it. The one named is, in this order: the candidate that accounts for every failing case
 (explained or excused) and explains the most of them (then the most exactly); else the one
@@ -63,7 +69,7 @@ from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
 from .student_files import PARSE_BYTES, open_folder, read_student_file
 
-__all__ = ["Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
+__all__ = ["BOTH", "Fit", "Diagnosis", "diagnose", "wrong_answer", "GENERIC_MISTAKES", "ASSERT_INSTEAD_OF_RAISE",
            "FLOAT16_ANSWER", "MASK_TESTED_AS_TRUTH", "SEVERAL_CAUSES", "several_causes", "not_explained",
            "name_mistakes", "read_source", "calls", "failing_callees", "point_at_callees"]
 
@@ -149,7 +155,7 @@ def wrong_answer(mistake: Mistake, args: tuple[Any, ...], code: Path | None) -> 
     """What the mistake's bug (a function of the course code `code`) answers on these
     inputs (raises if it does not apply, or if the mistake is a detector)."""
     from ..course.code import course_function
-    fn = None if mistake.detector else course_function(code, mistake.bug)
+    fn = None if mistake.detector else _COMPOSED.get(mistake.bug) or course_function(code, mistake.bug)
     if fn is None:
         raise LookupError(f"{mistake.bug!r} is not a bug of the course code")
     with np.errstate(all="ignore"):
@@ -166,7 +172,7 @@ def _bug_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool
     raises does not apply; its answer is then (exception type name, message)."""
     key = ("bug", mistake.id)
     if key not in prepared.computed:
-        if prepared.wrong_answers is not None:  # computed ahead (seed cache, student bundle)
+        if prepared.wrong_answers is not None and mistake.bug not in _COMPOSED:  # computed ahead (seed cache)
             known = dict(prepared.wrong_answers)
             applies, wrong = mistake.id in known, known.get(mistake.id)
             if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (seed_cases.py)
@@ -314,6 +320,35 @@ def _where_defined(wrong: Any, got: Any, parts: Sequence[str]) -> Any:
     return np.where(finite, g, w)
 
 
+_COMPOSED: dict[str, Any] = {}  # "bug+bug" -> the layer with both bugs' steps (the course's combine_bugs)
+BOTH = " + "  # joins the ids of two mistakes named together
+
+
+def _pairs(problem: Problem) -> list[Mistake]:
+    """Every two of the problem's bugs that the course code can run together (its `combine_bugs`
+    hook, given two bugs, returns the function with both mistakes, or None), as one mistake each
+    that names both. None without course code (a student bundle) or without the hook."""
+    from ..course.code import course_function
+    combine = course_function(problem.code, "combine_bugs")
+    if combine is None:
+        return []
+    bugs = [m for m in problem.mistakes if not m.detector]
+    found = []
+    for i, first in enumerate(bugs):
+        for second in bugs[i + 1:]:
+            name = f"{first.bug}+{second.bug}@{problem.code}"  # the course's own: two courses may share names
+            if name not in _COMPOSED:
+                a, b = course_function(problem.code, first.bug), course_function(problem.code, second.bug)
+                try:
+                    _COMPOSED[name] = combine(a, b) if a is not None and b is not None else None
+                except Exception:
+                    _COMPOSED[name] = None
+            if _COMPOSED[name] is not None:
+                found.append(Mistake(id=f"{first.id}{BOTH}{second.id}", bug=name,
+                                     message=f"Two mistakes at once. {first.message} And: {second.message}"))
+    return found
+
+
 def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
              results: Sequence[CaseResult]) -> Diagnosis:
     """The one mistake the problem's cases show together, or a note naming the several that fit."""
@@ -321,27 +356,38 @@ def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
                         and r.status is not CaseStatus.NOT_IMPLEMENTED)
     if not failing:
         return Diagnosis()
-    candidates = []  # (mistake, explained, explained exactly, excused)
-    for mistake in (*problem.mistakes, *GENERIC_MISTAKES):
-        fits: dict[Fit, set[int]] = {fit: set() for fit in Fit}
-        for i, (case, run, result) in enumerate(zip(prepared, runs, results)):
-            try:
-                fit = _fit(mistake, problem, case, run, result)
-            except Exception:  # an answer of a form the mistake cannot weigh: no evidence either way
-                fit = Fit.NEUTRAL
-            fits[fit].add(i)
-            if fit is Fit.CONTRADICTS:
-                break
-        explained = frozenset((fits[Fit.EXPLAINS] | fits[Fit.LOOSE]) & failing)
-        if explained and not fits[Fit.CONTRADICTS]:
-            candidates.append((mistake, explained, len(fits[Fit.EXPLAINS]), frozenset(fits[Fit.EXCUSED])))
+    def weigh(mistakes: Iterable[Mistake]) -> list:
+        found = []  # (mistake, explained, explained exactly, excused)
+        for mistake in mistakes:
+            fits: dict[Fit, set[int]] = {fit: set() for fit in Fit}
+            for i, (case, run, result) in enumerate(zip(prepared, runs, results)):
+                try:
+                    fit = _fit(mistake, problem, case, run, result)
+                except Exception:  # an answer of a form the mistake cannot weigh: no evidence either way
+                    fit = Fit.NEUTRAL
+                fits[fit].add(i)
+                if fit is Fit.CONTRADICTS:
+                    break
+            explained = frozenset((fits[Fit.EXPLAINS] | fits[Fit.LOOSE]) & failing)
+            if explained and not fits[Fit.CONTRADICTS]:
+                found.append((mistake, explained, len(fits[Fit.EXPLAINS]), frozenset(fits[Fit.EXCUSED])))
+        return found
+
+    def accounts(c) -> bool:
+        return c[1] | c[3] >= failing
+
+    candidates = weigh((*problem.mistakes, *GENERIC_MISTAKES))
+    if not any(accounts(c) for c in candidates):
+        both = [c for c in weigh(_pairs(problem)) if accounts(c)]  # two mistakes at once
+        if both:
+            candidates = both
     if not candidates:
         return Diagnosis()
 
     def rank(c):
         return len(c[1]), c[2]
 
-    complete = [c for c in candidates if c[1] | c[3] >= failing]
+    complete = [c for c in candidates if accounts(c)]
     most = [c for c in candidates if 2 * len(c[1]) > len(failing)]
     for group in (complete, most, candidates if len(candidates) == 1 else []):
         if not group:

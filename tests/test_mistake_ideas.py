@@ -1,0 +1,79 @@
+"""Mistakes as ideas: two at once in one function, and a building block's mistake written inline."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from grader.grading.diagnosis import BOTH
+from grader.grading.grade import grade
+
+from .conftest import SOLUTIONS
+
+HEAD = '''
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    n, d_model = X.shape
+    d_k = d_model // num_heads
+    Q = (X @ W_Q).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    K = (X @ W_K).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    V = (X @ W_V).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+'''
+SCORES = {"right": "    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_k)\n",
+          "d_model": "    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_model)\n"}
+MASK = {"right": "    if mask is not None:\n        scores = np.where(mask, scores, -np.inf)\n",
+        "ignored": ""}
+SOFTMAX = ("    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+           "    weights = weights / weights.sum(axis=-1, keepdims=True)\n")
+MERGE = {"right": "    return (weights @ V).transpose(1, 0, 2).reshape(n, d_model) @ W_O, weights\n",
+         "reshape": "    return (weights @ V).reshape(n, d_model) @ W_O, weights\n",
+         "no_projection": "    return (weights @ V).transpose(1, 0, 2).reshape(n, d_model), weights\n"}
+
+
+def layer(scores="right", mask="right", merge="right") -> str:
+    return HEAD + SCORES[scores] + MASK[mask] + SOFTMAX + MERGE[merge]
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    def run(source: str):
+        path = tmp_path_factory.mktemp("ideas") / "attention.py"
+        path.write_text((SOLUTIONS / "attention.py").read_text() + "\n\n" + textwrap.dedent(source))
+        result = grade(course, path)
+        return next(p for p in result.problems if p.id == "multi_head_attention")
+    return run
+
+
+class TestTwoAtOnce:
+    @pytest.mark.parametrize("parts, named", [
+        ({"scores": "d_model", "merge": "reshape"}, ("mha-scaled-by-d-model", "mha-merge-without-transpose")),
+        ({"scores": "d_model", "merge": "no_projection"}, ("mha-scaled-by-d-model", "mha-no-output-projection")),
+        ({"mask": "ignored", "merge": "reshape"}, ("mha-merge-without-transpose", "mha-mask-ignored")),
+    ])
+    def test_two_catalogued_mistakes_in_one_function_are_both_named(self, graded, parts, named):
+        """Written as a student would, with two steps wrong: one name holding both mistakes, on every
+        failing case it explains, and no 'several causes' note."""
+        problem = graded(layer(**parts))
+        assert len(problem.mistakes) == 1
+        assert set(problem.mistakes[0].split(BOTH)) == set(named)
+        named_on = [c for c in problem.cases if c.mistake == problem.mistakes[0]]
+        assert any(c.hidden for c in named_on) and any(not c.hidden for c in named_on)
+        assert all(c.passed or c.mistake == problem.mistakes[0] for c in problem.cases)
+
+    @pytest.mark.parametrize("parts, named", [
+        ({"scores": "d_model"}, "mha-scaled-by-d-model"),
+        ({"merge": "reshape"}, "mha-merge-without-transpose"),
+    ])
+    def test_one_mistake_alone_is_still_named_alone(self, graded, parts, named):
+        """A single step wrong keeps its own name: no pair is tried when one mistake explains all."""
+        assert graded(layer(**parts)).mistakes == (named,)
+
+    def test_the_right_layer_names_nothing(self, graded):
+        problem = graded(layer())
+        assert problem.passed and problem.mistakes == ()
+
+
+def test_softmax_over_the_queries_inline_is_named_in_multi_head_attention(graded):
+    """softmax's mistake (over the query axis) written inline in multi-head attention's own code,
+    not through the student's softmax: named there."""
+    source = layer().replace("axis=-1", "axis=1")
+    assert graded(source).mistakes == ("mha-softmax-over-queries",)
