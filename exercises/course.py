@@ -15,6 +15,8 @@ from .detectors import (
     detector,
     head_attends_to_itself,
     head_attends_to_next,
+    heads_repeat_one_wide_head,
+    heads_repeat_their_average,
     pair_heads_same_pattern,
     pair_heads_swapped,
     pair_one_head_does_both,

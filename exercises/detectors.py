@@ -13,6 +13,8 @@ import numpy as np
 
 from grader.grading.head_pattern import head_weights, pair_head_weights
 
+from . import reference as ref
+
 DETECTORS: dict[str, Callable[[tuple, Any], bool]] = {}
 
 
@@ -89,6 +91,38 @@ def parameter_count_grows_with_heads(args, got) -> bool:
         weights = per_head * h * d * d + (4 - per_head) * d * d
         counts.update({weights + 4 * d, weights + per_head * h * d + (4 - per_head) * d} if bias else {weights})
     return got in counts
+
+
+# --- multi-head attention: one pattern copied into every head ---------------------------------
+
+def _every_head(args: tuple, got: Any, pattern: np.ndarray) -> bool:
+    """The answer's weights are (h, n, n) with h >= 2 and every head holds `pattern` (n, n)."""
+    num_heads = int(args[5])
+    weights = np.asarray(got[1], dtype=np.float64)
+    if num_heads < 2 or weights.shape != (num_heads, *pattern.shape):
+        return False
+    return bool(np.allclose(weights, pattern[None], rtol=1e-6, atol=1e-9))
+
+
+def _layer(args: tuple, num_heads: int) -> np.ndarray:
+    """The right (h, n, n) weights of the layer the case describes, with `num_heads` heads."""
+    X, W_Q, W_K, W_V, W_O = (np.asarray(a, dtype=np.float64) for a in args[:5])
+    mask = args[6] if len(args) > 6 else None
+    return ref.multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask)[1]
+
+
+@detector
+def heads_repeat_one_wide_head(args, got) -> bool:
+    """Every head returns the pattern of one head over the full width (one wide head's weights
+    repeated, or broadcast, into the (h, n, n) shape)."""
+    return _every_head(args, got, _layer(args, 1)[0])
+
+
+@detector
+def heads_repeat_their_average(args, got) -> bool:
+    """Every head returns the mean of the right heads' patterns (averaged after a right layer,
+    then repeated into the (h, n, n) shape)."""
+    return _every_head(args, got, _layer(args, int(args[5])).mean(axis=0))
 
 
 # --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------

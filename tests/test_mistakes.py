@@ -222,6 +222,32 @@ BUGS = [
             heads = weights @ V
             return heads.transpose(1, 0, 2).reshape(n, d_model) @ W_O, weights
     """),
+    Bug("multi_head_attention", "mha-one-wide-head-in-every-head", """
+        def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+            n, d_model = X.shape
+            Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+            s = Q @ K.T / np.sqrt(d_model)
+            if mask is not None:
+                s = np.where(mask, s, -np.inf)
+            w = np.exp(s - s.max(axis=-1, keepdims=True))
+            w /= w.sum(axis=-1, keepdims=True)
+            return (w @ V) @ W_O, np.repeat(w[None], num_heads, axis=0)   # one pattern per head slot
+    """),
+    Bug("multi_head_attention", "mha-average-in-every-head", """
+        def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+            n, d_model = X.shape
+            d_k = d_model // num_heads
+            Q = (X @ W_Q).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            K = (X @ W_K).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            V = (X @ W_V).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+            s = Q @ K.transpose(0, 2, 1) / np.sqrt(d_k)
+            if mask is not None:
+                s = np.where(mask, s, -np.inf)
+            w = np.exp(s - s.max(axis=-1, keepdims=True))
+            w /= w.sum(axis=-1, keepdims=True)
+            out = (w @ V).transpose(1, 0, 2).reshape(n, d_model) @ W_O
+            return out, np.broadcast_to(w.mean(axis=0), w.shape).copy()   # the heads' mean, per head
+    """),
     Bug("scaled_dot_product_attention", "mask-tested-with-if", """
         def scaled_dot_product_attention(Q, K, V, mask=None):
             scores = Q @ K.T / np.sqrt(K.shape[-1])
