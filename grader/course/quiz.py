@@ -16,16 +16,18 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
         - {value: W, mistake: counted_value_width, feedback: Why W is wrong.}
       hint: Shown after a wrong answer that no known-wrong value explains.
 
-Choice items list `choices:` of {text, correct, feedback, mistake}; every wrong choice names its
-misconception in `mistake`. Each student sees and answers the choices in an order of their own,
-lettered a, b, c... in that order (`choice_order`: from their seed, so only with a course secret;
-the default seed keeps the file's order). `shuffle: false` pins an item's choices in the file's
-order for everyone, for options that refer to each other or are ordered on purpose. A `written` item asks for a few
+Choice items list `choices:` of {text, correct, feedback, mistake}, lettered as `choice_order` says;
+every wrong choice names its misconception in `mistake`. A `written` item asks for a few
 sentences and lists a `rubric:` of {points, text} whose points add up to the item's: it is
 collected with the submission and graded by hand, never counted in the automatic score. No number is ever evaluated from text:
 an answer is computed by a named function of the course's code (assignment.yaml `code:`), called
 with the item's params as keyword arguments.
 Grading a student's answers lives in grader.grading.answers.
+
+Each student sees and answers a choice item's options in an order of their own, lettered a, b,
+c... in that order (`choice_order`: from their seed, so only with a course secret; the default
+seed keeps the file's order). `shuffle: false` pins an item's choices in the file's order for
+everyone, for options that refer to each other or are ordered on purpose.
 """
 from __future__ import annotations
 
