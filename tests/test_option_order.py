@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -153,6 +156,25 @@ class TestShownInTheStudentsOrder:
             shown[who] = [line.strip() for line in result.stdout.splitlines() if line.startswith("  ") and ") " in line]
             assert shown[who] == [f"{c.letter}) {c.text}" for c in draw(item, seeds[who]).choices]
         assert shown[ANN] != shown[BOB]
+
+    def test_the_student_bundle_shows_each_student_their_letters(self, course, seeds, tmp_path):
+        """A release with a roster: the bundle's own `mha show ITEM --student` prints each student's order,
+        and its ASSIGNMENT.md says that its letters are an example."""
+        roster = tmp_path / "roster.csv"
+        roster.write_text(f"email\n{ANN}\n{BOB}\n")
+        result = mha("release", "--out", str(tmp_path / "r"), "--roster", str(roster))
+        assert result.exit_code == 0, result.output
+        student = tmp_path / "r" / "student"
+        env = {**{k: v for k, v in os.environ.items() if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT")},
+               "PYTHONPATH": str(student)}
+        item = course.quiz.item("precise_claim")
+        for who in (ANN, BOB):
+            shown = subprocess.run([sys.executable, "-m", "grader", "show", item.id, "--student", who], cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=120, env=env)
+            assert shown.returncode == 0, shown.stderr[-2000:]
+            lines = [line.strip() for line in shown.stdout.splitlines() if line.startswith("  ") and ") " in line]
+            assert lines == [f"{c.letter}) {c.text}" for c in draw(item, seeds[who]).choices]
+        assert "the numbers and letters below are an example" in (student / "ASSIGNMENT.md").read_text()
 
     def test_student_notebook_has_the_students_letters(self, course, seeds, tmp_path):
         """`mha export notebook --student` writes that student's order, which differs from the default's."""
