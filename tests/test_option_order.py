@@ -118,6 +118,16 @@ class TestGradedInTheStudentsLetters:
                 assert (scores[item.id][0] == item.points) == same, item.id
             assert sum(score for score, _ in scores.values()) < points / 2
 
+    def test_gradescope_reads_the_submitters_letters(self, tmp_path, keys, choice_items):
+        """The Gradescope autograder's `mha grade --gradescope-metadata`: the submitter's own letters score full."""
+        metadata = tmp_path / "submission_metadata.json"
+        metadata.write_text(json.dumps({"users": [{"email": BOB, "name": "Bob"}]}))
+        folder = _answers(tmp_path / "submission", keys[BOB])
+        result = mha("grade", str(folder), "--gradescope-metadata", str(metadata), "--format", "json",
+                     *(x for i in choice_items for x in ("--problem", i.id)))
+        assert result.exit_code == 0, result.output
+        assert all(score == full for score, full in _scores(result.stdout).values())
+
     def test_check_reads_the_public_items_in_the_students_letters(self, tmp_path, keys, choice_items):
         """`mha check --student`: own letters pass every public choice item; the other student's fail some."""
         public = [i.id for i in choice_items if not i.hidden]
