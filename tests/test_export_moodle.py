@@ -71,7 +71,7 @@ class TestRender:
                 continue
             q = by_name[item.id]
             assert q.findtext("single") == ("true" if item.kind is QuizKind.MULTIPLE_CHOICE else "false")
-            assert q.findtext("shuffleanswers") in ("true", "false")
+            assert q.findtext("shuffleanswers") == ("true" if item.shuffle else "false")  # Moodle shuffles
             answers = _answers(q)
             assert len(answers) == len(item.choices) and all(fb for _, _, fb, _ in answers)
             for (fraction, _, feedback, _), choice in zip(answers, item.choices):

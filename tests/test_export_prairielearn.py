@@ -238,7 +238,8 @@ def render_page(page: str, params: dict) -> str:
 
 
 def pl_score(tag: str, attrs: dict, answers: list[dict], correct_answer, submitted) -> float:
-    """PrairieLearn's score of `submitted` (keys a, b... in fixed order, or a number)."""
+    """PrairieLearn's score of `submitted` (keys a, b... for the pl-answers in the file's order, whatever order
+    PrairieLearn shows them in; or a number)."""
     if tag == "pl-number-input":
         assert attrs["comparison"] == "relabs"
         rtol, atol = float(attrs["rtol"]), float(attrs["atol"])
@@ -288,11 +289,13 @@ def test_quiz_scored_by_prairielearn_rules_equals_mha(course_dir, course):
         for index, seed in enumerate(seeds):
             data = {"params": {}, "correct_answers": {}, "variant_seed": index}
             server.generate(data)
-            v = draw(item, seed)
+            v = draw(item, seed, student_order=False)  # PrairieLearn orders the choices for each student
             assert data["params"]["prompt"] == to_html(v.prompt)
             parser = _Elements()
             parser.feed(render_page((folder / "question.html").read_text(), data["params"]))
             tag, attrs = parser.element
+            if tag != "pl-number-input":
+                assert attrs["order"] == ("random" if item.shuffle else "fixed"), item.id
             correct = data["correct_answers"].get("answer")
             for submitted in _tries(v):
                 ours = grade_item(v, submitted, None, include_hidden=True).fraction

@@ -75,6 +75,7 @@ items:
 SMALL_MARKDOWN = """\
 Quiz title: Small quiz
 Quiz description: Small quiz: exported by mha-exercises.
+Shuffle answers: true
 
 Title: Add
 Points: 2
@@ -206,6 +207,15 @@ class TestStructureLikeText2qti:
         """The manifest matches too, but for text2qti's lifeCycle date (left out: re-exports stay identical)."""
         ours = _kinds(_files(qti.render(small_quiz, draws=2)))
         assert _shape(ours["manifest"]) == _shape(text2qti_package["manifest"], skip="lifeCycle")
+
+    def test_answers_shuffled_as_text2qti_writes_it(self, small_quiz, text2qti_package):
+        """shuffle_answers is on, written as text2qti writes "Shuffle answers: true": Canvas orders the
+        choices for each student; no item is pinned, so no render_choice carries a shuffle attribute."""
+        ours = _kinds(_files(qti.render(small_quiz)))
+        for meta in (ours["meta"], text2qti_package["meta"]):
+            assert ET.fromstring(meta).findtext("{*}shuffle_answers") == "true"
+        assert all("shuffle" not in e.attrib for e in ET.fromstring(ours["questions"]).iter()
+                   if _local(e.tag) == "render_choice")
 
     def test_same_question_types_and_points(self, small_quiz, text2qti_package):
         """numerical, multiple choice, multiple answers and essay questions with the same points."""

@@ -169,3 +169,26 @@ class TestSchema:
         jsonschema.validate(doc(variant="f"), schema)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(doc(bug="f", variant="f"), schema)
+
+    def test_shipped_quiz_matches_the_quiz_schema(self):
+        """quiz.schema.json accepts the shipped quiz, pinned item (`shuffle: false`) included."""
+        jsonschema = pytest.importorskip("jsonschema")
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "course" / "quiz.schema.json").read_text())
+        quiz = json.loads(json.dumps(load_yaml(EXERCISES / "quiz.yaml")))
+        assert any(item.get("shuffle") is False for item in quiz["items"])
+        jsonschema.validate(quiz, schema)
+
+    @pytest.mark.parametrize("change,words", [({"colour": "red"}, "colour"), ({"shuffle": "no"}, "'no'"),
+                                              ({"kind": "numeric", "answer": 1, "feedback": "f", "choices": None},
+                                               "should not be valid")])
+    def test_quiz_schema_refuses_what_the_loader_refuses(self, change, words):
+        """An unknown key, a `shuffle` that is not true or false, and `shuffle` on a numeric item are refused."""
+        jsonschema = pytest.importorskip("jsonschema")
+        schema = json.loads((Path(__file__).parent.parent / "grader" / "course" / "quiz.schema.json").read_text())
+        item = {"id": "pick", "title": "t", "kind": "multiple_choice", "points": 1, "visibility": "public",
+                "prompt": "p", "shuffle": False, "choices": [{"text": "a", "correct": True, "feedback": "f"},
+                                                             {"text": "b", "feedback": "f", "mistake": "m"}]}
+        jsonschema.validate({"items": [item]}, schema)
+        item = {k: v for k, v in {**item, **change}.items() if v is not None}
+        with pytest.raises(jsonschema.ValidationError, match=words):
+            jsonschema.validate({"items": [item]}, schema)

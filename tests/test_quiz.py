@@ -105,7 +105,11 @@ class TestLoadQuiz:
          ":5: 'kind' must be one of multiple_choice, multiple_answers, numeric, written (got 'essay')"),
         ("    title: Pick one\n", "    title: Pick one\n    colour: red\n",
          ":5: unknown key 'colour' in a quiz item (allowed: answer, choices, feedback, hint, id, kind, params, "
-         "points, prompt, rubric, title, tolerance, visibility, wrong)"),
+         "points, prompt, rubric, shuffle, title, tolerance, visibility, wrong)"),
+        ("    title: Pick one\n", "    title: Pick one\n    shuffle: sometimes\n",
+         ":5: 'shuffle' must be true or false (got 'sometimes')"),
+        ("    answer: one_head_distributions\n", "    answer: one_head_distributions\n    shuffle: false\n",
+         ":25: 'shuffle' does not apply to a numeric item (only to multiple_choice and multiple_answers items)"),
         ("visibility: public", "visibility: secret", ":7: 'visibility' must be public or hidden (got 'secret')"),
         ("        mistake: wrong_pick\n", "        correct: true\n",
          ":9: a multiple_choice item needs exactly one correct choice (got 2: a, b)"),

@@ -103,7 +103,7 @@ class TestLoad:
         ("        text: Names the cost.", "        text: x\n        weight: 2",
          ":27: unknown key 'weight' in a rubric entry (allowed: points, text)"),
         ("    rubric:\n", "    rubric: []\n    old_rubric:\n", ":23: unknown key 'old_rubric' in a quiz item "
-         "(allowed: answer, choices, feedback, hint, id, kind, params, points, prompt, rubric, title, tolerance, "
+         "(allowed: answer, choices, feedback, hint, id, kind, params, points, prompt, rubric, shuffle, title, tolerance, "
          "visibility, wrong)"),
         ("    prompt: Say why.\n", "    prompt: Say why.\n    hint: Think.\n",
          ":22: 'hint' does not apply to a written item"),

@@ -94,16 +94,17 @@ Write your code in `attention.py` and your quiz answers in `answers.yaml`; submi
 the folder you run it in (or `--path FILE`) and the `answers.yaml` beside it.
 """
 PERSONAL_README = """
-Every student has their own numbers, and you are graded on yours. Give your {key} (as your
-instructor has it) to every command, or set it once in `MHA_STUDENT`:
+Every student has their own numbers and their own order of each quiz item's choices, and you
+are graded on yours: answer with the letters that `mha show ITEM --student` gives you. Give your
+{key} (as your instructor has it) to every command, or set it once in `MHA_STUDENT`:
 
 ```sh
 mha show {example} --student YOUR_{KEY}
 mha check --student YOUR_{KEY}          # or: export MHA_STUDENT=YOUR_{KEY}; mha check
 ```
 """
-PERSONAL_MARKDOWN = ("> Every student has their own numbers: the numbers below are an example. "
-                     "`mha show ITEM --student YOUR_{KEY}` shows yours.\n\n")
+PERSONAL_MARKDOWN = ("> Every student has their own numbers and their own order of the choices: the numbers "
+                     "and letters below are an example. `mha show ITEM --student YOUR_{KEY}` shows yours.\n\n")
 
 
 _LOOKS_LIKE = {"email": re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[^@\s,;]+$"),

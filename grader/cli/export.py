@@ -98,23 +98,27 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
 
 @export.command(context_settings=CONTEXT)
 @click.option("--out", type=_OUT_FILE, required=True, help="The notebook to write (.ipynb).")
+@click.option("--student", default=None, metavar="ID",
+              help="Make the notebook for this student: their numbers and their order of the choices (their "
+                   "seed, from the course secret) [default: the default seed, one notebook for all].")
 @click.pass_obj
-def notebook(obj: Ctx, out: Path) -> None:
+def notebook(obj: Ctx, out: Path, student: str | None) -> None:
     """Write a student notebook: each prompt, a stub cell and a check cell per problem.
 
     The trained models' weights (*.npz) go into models/ beside the notebook, where the notebook's
     `load_model` finds them. Students submit the notebook; `mha grade NOTEBOOK.ipynb` grades its
-    definitions.
+    definitions (with `--student ID`, on that student's numbers and letters).
 
     \b
     Example:
       mha export notebook --out attention.ipynb
+      MHA_COURSE_SECRET=... mha export notebook --out s1234.ipynb --student s1234
     """
     from ..classroom.bundles import copy_models
     from ..exports import jupyter as exporter
     course = obj.course()
     _refuse_reading(course, out)
-    _write(out, exporter.render(course))
+    _write(out, exporter.render(course, obj.seed(student)))
     if not out.is_file():  # written to a device or a stream (/dev/stdout): no folder to put models/ in
         return
     there = set((out.parent / "models").glob("*"))

@@ -114,7 +114,8 @@ NumberSource = float | str
 
 @dataclass(frozen=True)
 class Choice:
-    """One choice of a choice item; `letter` is its position (a, b, c...) in the file."""
+    """One choice of a choice item. `letter` is its position (a, b, c...): in the file for the item
+    itself, in the student's own order for a seed's draw (quiz.choice_order)."""
 
     letter: str
     text: str
@@ -168,6 +169,7 @@ class QuizItem:
     line: int | None = None
     code: Path | None = None       # the course code holding the answer functions
     rubric: tuple[RubricEntry, ...] = ()  # written items: what a grader looks for
+    shuffle: bool = True           # choice items: False pins the choices in the file's order for everyone
 
     @property
     def hidden(self) -> bool:
@@ -223,7 +225,7 @@ class Draw:
     seed: int
     params: Mapping[str, int]
     prompt: str
-    choices: tuple[Choice, ...]     # text and feedback with the params filled in
+    choices: tuple[Choice, ...]     # text and feedback with the params filled in, in the seed's own order
     answer: float | None            # numeric items
     feedback: str
     wrong: tuple[DrawnWrongValue, ...]

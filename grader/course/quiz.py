@@ -16,13 +16,18 @@ A quiz file is a mapping with an optional `title` and a list of `items`:
         - {value: W, mistake: counted_value_width, feedback: Why W is wrong.}
       hint: Shown after a wrong answer that no known-wrong value explains.
 
-Choice items list `choices:` of {text, correct, feedback, mistake}, lettered a, b, c... in order;
+Choice items list `choices:` of {text, correct, feedback, mistake}, lettered as `choice_order` says;
 every wrong choice names its misconception in `mistake`. A `written` item asks for a few
 sentences and lists a `rubric:` of {points, text} whose points add up to the item's: it is
 collected with the submission and graded by hand, never counted in the automatic score. No number is ever evaluated from text:
 an answer is computed by a named function of the course's code (assignment.yaml `code:`), called
 with the item's params as keyword arguments.
 Grading a student's answers lives in grader.grading.answers.
+
+Each student sees and answers a choice item's options in an order of their own, lettered a, b,
+c... in that order (`choice_order`: from their seed, so only with a course secret; the default
+seed keeps the file's order). `shuffle: false` pins an item's choices in the file's order for
+everyone, for options that refer to each other or are ordered on purpose.
 """
 from __future__ import annotations
 
@@ -57,12 +62,12 @@ from .model import (
 from .yamlio import line_of
 
 __all__ = ["DEFAULT_SEED", "ANSWER_FORMS", "Draw", "load_quiz", "draw_params",
-           "fill", "draw", "render_item", "answer_key", "answers_template", "check_quiz", "quiz_errors"]
+           "fill", "choice_order", "draw", "render_item", "answer_key", "answers_template", "check_quiz", "quiz_errors"]
 
 DEFAULT_SEED = 0  # the seed everyone gets until a per-student one is passed
 QUIZ_KEYS = {"title", "items"}
 ITEM_KEYS = {"id", "title", "kind", "points", "visibility", "prompt", "params", "hint",
-             "choices", "answer", "tolerance", "feedback", "wrong", "rubric"}
+             "choices", "answer", "tolerance", "feedback", "wrong", "rubric", "shuffle"}
 REQUIRED_ITEM_KEYS = ("id", "title", "kind", "points", "visibility", "prompt")
 CHOICE_KEYS = {"text", "correct", "feedback", "mistake"}
 WRONG_KEYS = {"value", "feedback", "mistake"}
@@ -252,6 +257,14 @@ def _item(node: Any, line: int | None, errors: Errors, course: CourseCode) -> Qu
     prompt = _feedback_text(node, "prompt", params, errors)
     hint = _feedback_text(node, "hint", params, errors) if "hint" in node else None
     fields: dict[str, Any] = {}
+    if "shuffle" in node:
+        if kind not in (QuizKind.MULTIPLE_CHOICE, QuizKind.MULTIPLE_ANSWERS):
+            errors.at(line_of(node, "shuffle"), f"'shuffle' does not apply to a {kind.value} item "
+                      "(only to multiple_choice and multiple_answers items)")
+        elif not isinstance(node["shuffle"], bool):
+            errors.at(line_of(node, "shuffle"), f"'shuffle' must be true or false (got {got(node['shuffle'])})")
+        else:
+            fields["shuffle"] = node["shuffle"]
     if kind is not QuizKind.WRITTEN and "rubric" in node:
         errors.at(line_of(node, "rubric"), f"'rubric' does not apply to a {kind.value} item (only to written items)")
     if kind is QuizKind.WRITTEN:
@@ -364,13 +377,32 @@ def _numbers(item: QuizItem, params: Mapping[str, int]) -> tuple[float | None, t
                             f"{params}: {type(exc).__name__}: {exc}") from exc
 
 
-def draw(item: QuizItem, seed: int) -> Draw:
-    """Draw the item's params from `seed` and fill in its text and numbers."""
+def choice_order(item: QuizItem, seed: int) -> tuple[int, ...]:
+    """The order in which the student of `seed` sees the item's choices: for their a, b, c..., the
+    position of each in the file. The file's order for the default seed (without a course secret
+    every student has it: one order for all) and for an item with `shuffle: false`; otherwise a
+    permutation decided by the item's id and the seed alone, so every command that shows or grades
+    the item for that seed agrees. Ranked by a hash rather than drawn from a generator, so no
+    library's change of its random streams can ever change a student's letters."""
+    positions = tuple(range(len(item.choices)))
+    if seed == DEFAULT_SEED or not item.shuffle or len(positions) < 2:
+        return positions
+    import hashlib  # here, not at the top: the default seed needs none of it
+    return tuple(sorted(positions, key=lambda i: hashlib.sha256(f"choices/{item.id}/{seed}/{i}".encode()).digest()))
+
+
+def draw(item: QuizItem, seed: int, *, student_order: bool = True) -> Draw:
+    """Draw the item's params from `seed` and fill in its text and numbers. The choices come in the
+    seed's own order (`choice_order`), lettered a, b, c... in it; each keeps its text, feedback and
+    misconception. `student_order=False` keeps the file's order: for the platforms' exports, whose
+    own engines shuffle the choices for each student."""
     params = draw_params(item, seed)
     answer, values = _numbers(item, params)
     wrong = tuple(DrawnWrongValue(value=value, feedback=fill(w.feedback, params), mistake=w.mistake, line=w.line)
                   for w, value in zip(item.wrong, values))
     choices = tuple(replace(c, text=fill(c.text, params), feedback=fill(c.feedback, params)) for c in item.choices)
+    if student_order:
+        choices = tuple(replace(choices[i], letter=LETTERS[k]) for k, i in enumerate(choice_order(item, seed)))
     return Draw(item=item, seed=seed, params=params, prompt=fill(item.prompt, params), choices=choices,
                    answer=answer, feedback=fill(item.feedback, params), wrong=wrong,
                    hint=fill(item.hint, params) if item.hint else None)

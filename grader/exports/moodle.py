@@ -18,6 +18,10 @@ UTF-8, a `<quiz>` root, a category, then one `<question>` per item, each with `<
 
 With `draws`, the draws of each item with params go into a subcategory named after the
 item, for a "random question from category" slot in the Moodle quiz.
+
+Choices are written in the file's order with `<shuffleanswers>` on, so Moodle shows them to each
+student in an order of its own (with the quiz's "Shuffle within questions", on by default); an
+item with `shuffle: false` keeps its order (`<shuffleanswers>` off).
 """
 from __future__ import annotations
 
@@ -112,7 +116,7 @@ def _question(root: ET.Element, v: Draw, name: str) -> None:
     single = item.kind is QuizKind.MULTIPLE_CHOICE
     right = sum(c.correct for c in v.choices)
     _sub(question, "single", "true" if single else "false")
-    _sub(question, "shuffleanswers", "false")  # the choices were written in an order
+    _sub(question, "shuffleanswers", "true" if item.shuffle else "false")
     _sub(question, "answernumbering", "abc")
     _sub(question, "showstandardinstruction", "0")
     for tag, text in (("correctfeedback", "Your answer is correct."),
@@ -142,13 +146,14 @@ def render(quiz: Quiz, *, draws: int | None = None, seed: int = DEFAULT_SEED) ->
     root = ET.Element("quiz")
     _category(root, quiz.title)
     for item in quiz.items:
-        if not (draws and item.params):
-            _question(root, draw(item, seed), _name(item, draw(item, seed), False))
+        if not (draws and item.params):  # the file's order: Moodle shuffles for each student
+            v = draw(item, seed, student_order=False)
+            _question(root, v, _name(item, v, False))
     for item in quiz.items:
         if draws and item.params:
             _category(root, f"{quiz.title}/{item.id}")
             for s in draw_seeds(item, draws, seed):
-                v = draw(item, s)
+                v = draw(item, s, student_order=False)
                 _question(root, v, _name(item, v, True))
     ET.indent(root, "  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -10,8 +10,10 @@ Layout (`build` returns it as {relative path: content}; `write` puts it in a fol
   (the prompt, a `pl-file-editor` preloaded with the assignment's attention.py stubs, and
   `pl-external-grader-results`), `attention.py` (those stubs) and `tests/problem` (the id the
   entry point grades);
-- `questions/quiz_<item>/`: `info.json`, `question.html` with `pl-multiple-choice`,
-  `pl-checkbox` (`partial-credit="net-correct"`: this package's multiple-answers rule) or
+- `questions/quiz_<item>/`: `info.json`, `question.html` with `pl-multiple-choice` or
+  `pl-checkbox` (`partial-credit="net-correct"`: this package's multiple-answers rule), whose
+  choices PrairieLearn shows to each student in an order of its own (`order="random"`;
+  `order="fixed"` for an item with `shuffle: false`), or
   `pl-number-input` (`comparison="relabs"`, `rtol="0"`, `atol` the half-width of the range
   `mha grade` accepts, around its midpoint), and `server.py`, whose `generate()` picks one of
   the item's precomputed draws from PrairieLearn's `variant_seed`, so each student's draw has
@@ -225,8 +227,10 @@ def _written_question(course: Course, item: QuizItem) -> dict[str, str]:
 
 def _quiz_question(course: Course, item: QuizItem, draws: int, seed: int) -> dict[str, str]:
     seeds = draw_seeds(item, draws, seed) if item.params else [seed]
-    table = [_draw_data(draw(item, s)) for s in seeds]
-    first = draw(item, seeds[0])
+    # the file's order in every draw: the answers' letters must mean the same choices in all of them,
+    # and PrairieLearn shuffles for each student
+    table = [_draw_data(draw(item, s, student_order=False)) for s in seeds]
+    first = draw(item, seeds[0], student_order=False)
     info = {"uuid": _uid(course.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
             "tags": ["mha", "quiz", item.kind.value, item.visibility.value], "type": "v3"}
     hidden = item.hidden
@@ -242,7 +246,8 @@ def _quiz_question(course: Course, item: QuizItem, draws: int, seed: int) -> dic
             correct = ' correct="true"' if choice.correct else ""
             feedback = "" if hidden else f' feedback="{{{{params.feedback_{choice.letter}}}}}"'
             answers.append(f"  <pl-answer{correct}{feedback}>{{{{{{params.choice_{choice.letter}}}}}}}</pl-answer>")
-        element = "\n".join([f'<{tag} answers-name="answer" order="fixed"{credit}{badge}>', *answers, f"</{tag}>"])
+        order = "random" if item.shuffle else "fixed"
+        element = "\n".join([f'<{tag} answers-name="answer" order="{order}"{credit}{badge}>', *answers, f"</{tag}>"])
     note = ("<p><em>Hidden item: its answer is recorded now and graded with no feedback.</em></p>\n"
             if hidden else "")
     page = f"""<pl-question-panel>

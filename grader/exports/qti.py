@@ -17,6 +17,12 @@ that many draws with distinct numbers. Written items are `essay_question`s, grad
 Canvas (SpeedGrader), with the rubric as the question's general feedback (which Canvas also
 shows the student once the quiz is submitted).
 Identifiers are hashes of the quiz, item and draw, so re-exports are byte-identical.
+
+The choices are written in the file's order and the quiz's `shuffle_answers` is on: Canvas shows
+them to each student in an order of its own, as `mha` does with a course secret. An item with
+`shuffle: false` gets `render_choice shuffle="No"`, QTI's mark for choices kept in order. Canvas'
+classic quizzes read only the quiz-wide switch, so they shuffle such an item too
+(docs/platforms.md says what to do about it).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from xml.etree import ElementTree as ET
 
 from ..course.generators import distinct_seeds
 from ..course.model import Quiz, QuizItem, QuizKind
-from ..course.quiz import DEFAULT_SEED, Draw, draw
+from ..course.quiz import DEFAULT_SEED, Draw, draw, draw_params
 from ..errors import SpecError
 from ..grading.scoring import MAX_CHOICES, STEP, choice_fraction, decimal, numeric_range as scoring_range
 from .archive import zip_bytes
@@ -77,7 +83,7 @@ def _points(x: float) -> str:
 
 def draw_seeds(item: QuizItem, count: int, seed: int) -> list[int]:
     """Up to `count` seeds from `seed` on whose params differ (fewer if the item has fewer)."""
-    return distinct_seeds(lambda s: draw(item, s).params, count, seed)
+    return distinct_seeds(lambda s: draw_params(item, s), count, seed)
 
 
 def numeric_range(v: Draw, path: str = "quiz.yaml") -> tuple[str, str, str]:
@@ -167,8 +173,9 @@ def _item(parent: ET.Element, v: Draw, title: str, path: str) -> float:
             _feedback(element, "general_incorrect_fb", incorrect)
         return item.points
     cardinality = "Single" if item.kind is QuizKind.MULTIPLE_CHOICE else "Multiple"
+    pinned = {} if item.shuffle else {"shuffle": "No"}  # the quiz shuffles every other item's choices
     render_choice = _sub(_sub(presentation, "response_lid", ident="response1", rcardinality=cardinality),
-                         "render_choice")
+                         "render_choice", **pinned)
     for choice, cid in zip(v.choices, choice_ids):
         response = _sub(render_choice, "response_label", ident=cid)
         _sub(_sub(response, "material"), "mattext", to_html(choice.text), texttype="text/html")
@@ -250,11 +257,11 @@ def _assessment(quiz: Quiz, assessment_id: str, draws: int | None, seed: int) ->
             _sub(selection, "selection_number", "1")
             _sub(_sub(selection, "selection_extension"), "points_per_item", _points(item.points))
             for s in draw_seeds(item, draws, seed):
-                v = draw(item, s)
+                v = draw(item, s, student_order=False)  # Canvas shuffles for each student
                 _item(group, v, _draw_title(item, v), path)
             total += item.points
         else:
-            total += _item(section, draw(item, seed), item.title, path)
+            total += _item(section, draw(item, seed, student_order=False), item.title, path)
     return root, total
 
 
@@ -262,7 +269,7 @@ def _meta(quiz: Quiz, assessment_id: str, points: float) -> ET.Element:
     quiz_el = ET.Element("quiz", {"identifier": assessment_id, **_META_NS})
     _sub(quiz_el, "title", quiz.title)
     _sub(quiz_el, "description", to_html(f"{quiz.title}: exported by mha-exercises."))
-    settings = [("shuffle_answers", "false"), ("scoring_policy", "keep_highest"), ("hide_results", ""),
+    settings = [("shuffle_answers", "true"), ("scoring_policy", "keep_highest"), ("hide_results", ""),
                 ("quiz_type", "assignment"), ("points_possible", repr(float(points))),
                 ("require_lockdown_browser", "false"), ("require_lockdown_browser_for_results", "false"),
                 ("require_lockdown_browser_monitor", "false"), ("lockdown_browser_monitor_data", None),
