@@ -28,8 +28,8 @@ from grader.course.model import CompareKind
 from grader.course.seeds import DEFAULT_SEED, student_seed, student_token
 from grader.grading.grade import ON_SUBMISSION, grade, grade_seed_cases
 from grader.grading.results import CaseStatus
-from grader.paths import PACKAGE
 from grader.grading.seed_cases import BUNDLE_FOLDER, FORMAT, SeedCases, build, decode, withheld
+from grader.paths import PACKAGE
 
 from .conftest import EXERCISES, SOLUTIONS
 from .test_mistakes import BUGS, buggy_submission

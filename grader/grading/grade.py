@@ -99,9 +99,9 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
                           **base)
     parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
     if prepared.form is not None:  # a withheld case: its form is checked here, its value on submission
-        verdict = check_form(problem.compare, prepared.form, run.value, parts)
-        if not verdict.passed:
-            return CaseResult(status=CaseStatus.FAILED, summary=verdict.kind, detail=verdict.detail, **base)
+        form = check_form(problem.compare, prepared.form, run.value, parts)
+        if not form.passed:
+            return CaseResult(status=CaseStatus.FAILED, summary=form.kind, detail=form.detail, **base)
         return CaseResult(status=CaseStatus.ON_SUBMISSION, summary=ON_SUBMISSION,
                           detail=ON_SUBMISSION_DETAIL.format(describe(run.value)), **base)
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)

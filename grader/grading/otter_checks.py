@@ -129,8 +129,8 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
                course_dir: str | os.PathLike | None = None) -> None:
     """Grade `fn` on one case; AssertionError with the feedback when it fails."""
     from ..grading.grade import judge
-    from ..reports.text import case_lines
     from ..grading.results import CaseStatus
+    from ..reports.text import case_lines
     problem, prepared = _case(problem_id, case_name, course_dir)
     result = judge(problem, prepared, _run(fn, prepared.args))
     if result.status is CaseStatus.ON_SUBMISSION:  # a withheld case: the form is right, the value is graded later

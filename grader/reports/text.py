@@ -336,10 +336,11 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     done_q = sum(p.passed for p in counted)
     quiz_part = f" and {done_q} of {len(counted)} quiz items" if counted else ""
     out.lines.append("")
-    later = sum(len(_on_submission(p)) for p in problems)
+    graded_later = sum(len(_on_submission(p)) for p in problems)
     out.text(f"Score: {_pts(result.score)}/{_pts(result.max_score)} ({result.percent:.0f}%), {done_p} of {len(problems)} "
              f"problems{quiz_part} fully correct" + ("" if result.include_hidden else " (public cases only)")
-             + (f"; {later} case{'s' if later > 1 else ''} graded on submission" if later else ""), role="bold")
+             + (f"; {graded_later} case{'s' if graded_later > 1 else ''} graded on submission" if graded_later else ""),
+             role="bold")
 
 
 UNWRAPPED = Style(width=100_000)  # for platforms that wrap text themselves (Gradescope, GitHub, otter)
