@@ -411,7 +411,7 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         out.heading("Problems")
         passed = [p for p in ran if p.passed and not _on_submission(p)]
         for p in ran:
-            if not (p in passed and len(passed) > 1):
+            if not (len(passed) > 1 and any(p is q for q in passed)):
                 _problem(out, p, show_hints)
         if len(passed) > 1:  # a right problem needs no feedback: one line for all (every one not named above)
             out.marked("pass", f"the {len(passed)} other problems: every case right" if len(passed) < len(ran)
