@@ -1,5 +1,5 @@
 """`reveal: false`: a public case whose answer the student must work out shows what was got, never
-the expected answer, in `mha grade`, in the student bundle's seed cases and in every problem that uses it."""
+the expected answer, in `mha grade`, in every problem that uses it, and is not in the student bundle's seed cases."""
 from __future__ import annotations
 
 import re
@@ -8,8 +8,9 @@ import pytest
 
 from grader.course.loader import load_problem
 from grader.errors import SpecErrors
-from grader.grading.grade import UNREVEALED, grade, judge
+from grader.grading.grade import ON_SUBMISSION, ON_SUBMISSION_DETAIL, UNREVEALED, grade, judge
 from grader.grading.prepared import prepare
+from grader.grading.results import CaseStatus
 from grader.grading.seed_cases import SeedCases, build
 from grader.sandbox.session import CaseRun, RunStatus
 
@@ -98,12 +99,17 @@ class TestFeedback:
 
 class TestSeedCases:
     def test_student_seed_cases_keep_reveal(self, course):
-        """The student bundle's seed cases carry `reveal`, so `mha check` hides the same answers."""
+        """The student bundle's seed cases carry `reveal` and hold no unrevealed answer: `mha check`
+        checks its form and says it is graded on submission, whatever the value."""
         seed_cases = SeedCases(build(course, 0, "default"), path=None)
         problem, prepared = next((p, c) for p, c in seed_cases.problems if p.id == "count_routing_distributions")
-        assert prepared and all(not c.case.reveal for c in prepared)
-        run = CaseRun(status=RunStatus.RETURNED, value=prepared[0].expected + 1)
-        assert "not shown" in judge(problem, prepared[0], run).detail
+        assert prepared and all(not c.case.reveal and c.expected is None and c.form == {} for c in prepared)
+        for value in (3, 10**6):
+            result = judge(problem, prepared[0], CaseRun(status=RunStatus.RETURNED, value=value))
+            assert (result.status, result.summary) == (CaseStatus.ON_SUBMISSION, ON_SUBMISSION)
+            assert result.detail == ON_SUBMISSION_DETAIL.format(f"the int {value}")
+        result = judge(problem, prepared[0], CaseRun(status=RunStatus.RETURNED, value="24"))
+        assert (result.status, result.summary) == (CaseStatus.FAILED, "wrong type")
         softmax = next(p for p, _ in seed_cases.problems if p.id == "softmax")
         assert all(c.reveal for c in softmax.cases)
 

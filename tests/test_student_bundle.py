@@ -41,6 +41,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/cascade.py", "reference_text", "grader.course.code"),  # only with course code (problem.code)
     ("grading/seed_cases.py", "build", "grader.course.quiz"),
     ("grading/seed_cases.py", "build", "grader.course.render"),
+    ("grading/seed_cases.py", "_shown_params", "grader.course.generators"),  # called by build only
     ("grading/prepared.py", "build_args", "grader.course.generators"),
     ("grading/prepared.py", "course_fn", "grader.course.code"),  # a case input the course computes
     ("grading/prepared.py", "reference_answer", "grader.course.code"),

@@ -3,9 +3,11 @@
 student/     attention.py stubs, answers.yaml template, ASSIGNMENT.md, and the grader modules
              listed in STUDENT_MODULES (an allow-list), whose `mha check` needs no reference,
              solutions or hidden cases, with its seed cases in grader/_seed_cases/<seed>.json
-             (public cases with expected answers precomputed by the reference; installed with
-             the package, so `mha` finds them from any folder); models/, the course's trained
-             model files (*.npz) if it has any.
+             (public cases with expected answers precomputed by the reference, but a withheld
+             case, whose value the grader never shows, with the form of its answer only;
+             installed with the package, so `mha` finds them from any folder); models/, the
+             course's trained model files (*.npz) if it has any. docs/instructors.md lists it
+             file by file.
 autograder/  the full grader package, the course's own files (`course.manifest.course_files`:
              what assignment.yaml declares and its code uses, hidden cases and quiz key
              included, never the rest of the folder) and, when a course secret is known,

@@ -2,7 +2,8 @@
 
 The bundle has no reference, no bugs (known-wrong implementations), no hidden cases and no quiz
 answer key: every expected answer was computed by the instructor's `mha release` and stored in
-grader/_seed_cases/*.json, installed with the package.
+grader/_seed_cases/*.json, installed with the package, but for the withheld cases, whose value
+the grader never shows: their form is checked here, their value on submission.
 Student code still runs in the same sandbox as in the autograder.
 """
 from __future__ import annotations

@@ -14,8 +14,9 @@ installed wheel alike, and is deterministic: the same files give byte-identical 
 distribution, so pip replaces one install with the other whole), what students
 may have: the modules of the student bundle (`classroom.bundles.STUDENT_MODULES`, an allow-list:
 no reference, no bugs (its known-wrong implementations), no loader, no quiz key) and the otter
-checks, no course, and the default seed's public seed cases (`grader/_seed_cases/default.json`: public cases with their expected
-answers precomputed) for the otter export's student checks (`grading/otter_checks.py`).
+checks, no course, and the default seed's public seed cases (`grader/_seed_cases/default.json`: public cases
+with their expected answers precomputed, a withheld case with the form of its answer only) for the otter
+export's student checks (`grading/otter_checks.py`).
 """
 from __future__ import annotations
 

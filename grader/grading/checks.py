@@ -15,7 +15,7 @@ from ..course.model import CompareKind, Comparison
 from ..sandbox.codec import Opaque
 from .results import RETURNED_NONE
 
-__all__ = ["Verdict", "check", "describe", "as_array", "FORM_FAILURES", "RETURNED_NONE", "wrong_form"]
+__all__ = ["Verdict", "check", "check_form", "describe", "as_array", "FORM_FAILURES", "RETURNED_NONE", "wrong_form"]
 
 # the kinds of failure a check finds before looking at any value: the answer is not of the
 # form the case expects (a tuple of two arrays of the case's shape, a dict with given keys)
@@ -227,6 +227,37 @@ def check(cmp: Comparison, expected: Any, got: Any, parts: Sequence[str] = ()) -
     if got is None:
         return Verdict(False, RETURNED_NONE, "the function returned None: does it end with `return` and the answer?")
     return _CHECKS[cmp.kind](cmp, expected, got, parts)
+
+
+def check_form(cmp: Comparison, form: dict, got: Any, parts: Sequence[str] = ()) -> Verdict:
+    """Whether `got` has the `form` (seed_cases.form_of) of an answer whose value is not known
+    here (a withheld case of the student bundle): its type and the shape of each array, the
+    keys of a dict of shapes and that each holds a tuple of ints; never a value. The failures
+    are those `check` finds first, worded alike."""
+    if got is None:
+        return Verdict(False, RETURNED_NONE, "the function returned None: does it end with `return` and the answer?")
+    if cmp.kind is CompareKind.EQUAL and as_int(got) is None:
+        return Verdict(False, "wrong type", f"expected an int, got {describe(got)}")
+    if cmp.kind is CompareKind.SHAPES:
+        keys = form.get("keys", ())
+        if not isinstance(got, dict):
+            return Verdict(False, "wrong type", f"expected a dict with keys {', '.join(keys)}, got {describe(got)}")
+        for key in keys:
+            if key not in got:
+                return Verdict(False, "missing key", f"the dict has no key {key!r}")
+            if as_shape(got[key]) is None:
+                return Verdict(False, f"{key}: wrong type", f"{key}: expected a tuple of ints, got {describe(got[key])}")
+    if cmp.kind is CompareKind.ALLCLOSE:
+        shapes = [tuple(s) for s in form.get("arrays", ())]
+        if parts and (not isinstance(got, (tuple, list)) or len(got) != len(parts)):
+            return Verdict(False, "wrong type", f"expected a tuple ({', '.join(parts)}), got {describe(got)}")
+        for name, shape, value in zip(parts or ("",), shapes, got if parts else (got,)):
+            arr, said = as_array(value), f"{name}: " if name else ""
+            if arr is None:
+                return Verdict(False, f"{said}wrong type", f"{said}expected an array of shape {shape}, got {describe(value)}")
+            if arr.shape != shape:
+                return Verdict(False, f"{said}wrong shape", f"{said}expected shape {shape}, got shape {arr.shape}")
+    return Verdict.ok()
 
 
 # --- a designed two-head layer (two_head_layer): head 0 previous-token, head 1 sink ----------

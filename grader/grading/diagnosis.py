@@ -353,7 +353,7 @@ def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
              results: Sequence[CaseResult]) -> Diagnosis:
     """The one mistake the problem's cases show together, or a note naming the several that fit."""
     failing = frozenset(i for i, r in enumerate(results) if not r.passed
-                        and r.status is not CaseStatus.NOT_IMPLEMENTED)
+                        and r.status not in (CaseStatus.NOT_IMPLEMENTED, CaseStatus.ON_SUBMISSION))
     if not failing:
         return Diagnosis()
     def weigh(mistakes: Iterable[Mistake]) -> list:
@@ -482,7 +482,8 @@ def _failing(problems: Sequence[Problem], results: Sequence[ProblemResult]) -> d
     function_of = {p.id: p.function.name for p in problems}
     must_raise = {(p.id, c.name) for p in problems for c in p.cases if c.raises}
     return {function_of[r.id]: r for r in results if r.id in function_of
-            and any(not c.passed and (r.id, c.name) not in must_raise for c in r.cases)}
+            and any(not c.passed and c.status is not CaseStatus.ON_SUBMISSION and (r.id, c.name) not in must_raise
+                    for c in r.cases)}
 
 
 def failing_callees(problems: Sequence[Problem], results: Sequence[ProblemResult],

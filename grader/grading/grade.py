@@ -19,7 +19,7 @@ from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
 from .answers import grade_draws
 from .cascade import grade_behind_helpers
-from .checks import Verdict, check, describe
+from .checks import Verdict, check, check_form, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
 from .prepared import PreparedCase, PreparedCases, prepare, summarize_inputs
@@ -31,6 +31,11 @@ LEFT_BEHIND = ("it left processes running after it returned (they were stopped):
                "every process it starts")
 # what a failing public case with `reveal: false` shows instead of expected vs got
 UNREVEALED = "got {}; this answer is yours to work out, so the expected value is not shown"
+# what a withheld case of the student bundle (its expected value is not there) shows when the
+# answer has the right form: its value is graded when the work is submitted
+ON_SUBMISSION = "graded on submission"
+ON_SUBMISSION_DETAIL = ("got {}, of the right form; the value is graded on submission (its expected value is not "
+                        "in your copy of the assignment)")
 
 
 def _exception_kind(bases: tuple[str, ...]) -> str:
@@ -93,6 +98,12 @@ def _judged(problem: Problem, prepared: PreparedCase, run: CaseRun) -> CaseResul
                           else f"expected {case.raises} to be raised, but it returned {describe(run.value)}",
                           **base)
     parts = fn.outputs if fn.returns is ReturnKind.ARRAY_PAIR else ()
+    if prepared.form is not None:  # a withheld case: its form is checked here, its value on submission
+        form = check_form(problem.compare, prepared.form, run.value, parts)
+        if not form.passed:
+            return CaseResult(status=CaseStatus.FAILED, summary=form.kind, detail=form.detail, **base)
+        return CaseResult(status=CaseStatus.ON_SUBMISSION, summary=ON_SUBMISSION,
+                          detail=ON_SUBMISSION_DETAIL.format(describe(run.value)), **base)
     verdict: Verdict = check(problem.compare, prepared.expected, run.value, parts)
     if verdict.passed:
         return CaseResult(status=CaseStatus.PASSED, **base)
@@ -129,9 +140,11 @@ def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Seq
     results = tuple(_judged(problem, p, r) for p, r in zip(prepared, runs))
     diagnosis = diagnose(problem, prepared, runs, results)
     results = name_mistakes(results, diagnosis)
+    # every case graded on submission: nothing of the problem is scored here
+    counted = not results or any(r.status is not CaseStatus.ON_SUBMISSION for r in results)
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
                          hints=problem.hints, message=_problem_message(results, session, runs) or diagnosis.note,
-                         stdout=shown[:4000])
+                         stdout=shown[:4000], counted=counted)
 
 
 class WatchedSession(Session):

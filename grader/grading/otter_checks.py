@@ -129,9 +129,13 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
                course_dir: str | os.PathLike | None = None) -> None:
     """Grade `fn` on one case; AssertionError with the feedback when it fails."""
     from ..grading.grade import judge
+    from ..grading.results import CaseStatus
     from ..reports.text import case_lines
     problem, prepared = _case(problem_id, case_name, course_dir)
     result = judge(problem, prepared, _run(fn, prepared.args))
+    if result.status is CaseStatus.ON_SUBMISSION:  # a withheld case: the form is right, the value is graded later
+        print(f"{problem_id}, {case_name}: {result.detail}")
+        return
     if not result.passed:
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))
 

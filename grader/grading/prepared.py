@@ -34,6 +34,9 @@ class PreparedCase:
     # None: run the course code's bugs when a case fails
     wrong_answers: tuple[tuple[str, Any], ...] | None = None
     inputs: str | None = None  # summarize_inputs of a public case, computed once (None: not yet)
+    # a withheld case of a student's seed cases (seed_cases.withheld): the form of its answer
+    # (seed_cases.form_of), whose value is not known here (`expected` is None); None: it is
+    form: dict | None = None
     # wrong answers computed on demand (wrong_answers is None), kept for the next student of a batch
     computed: dict = field(default_factory=dict, compare=False, repr=False)
 

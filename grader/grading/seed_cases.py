@@ -4,7 +4,11 @@ Public seed cases are what the student bundle's `mha check` needs. One JSON file
 holds, for every problem, its rendered text, comparison and public cases (inputs, expected
 answers, and what each named mistake's bug answers), and for the quiz, each public
 item with its numbers and feedback and each hidden item without its answer. Hidden cases,
-hidden answers, the reference and the bugs never go in.
+hidden answers, the reference and the bugs never go in. Nor does the expected answer of a
+*withheld* case (`withheld`): a public case whose expected value the grader never shows (one
+with `reveal: false`, or one compared by shapes, whose answer is its form). It goes in with its
+inputs and the form of its answer only (`form_of`), so `mha check` checks the type and shape and
+says that the value is graded on submission.
 
 Full seed cases (`hidden=True`) hold every case and every answer, without the texts: the
 autograder's seed cache (seed_cache.py), which only the grader's user can read.
@@ -37,8 +41,8 @@ from ..course.model import (
 )
 from ..errors import SubmissionError
 
-FORMAT = 3
-READABLE = (2, FORMAT)  # format 2 names the seed's label and a mistake's function "variant"
+FORMAT = 4  # format 4: a withheld case holds its form, never its expected answer
+READABLE = (2, 3, FORMAT)  # format 2 names the seed's label and a mistake's function "variant"
 # In the student bundle, the seed cases live inside its grader package (grader/_seed_cases/), so
 # they are installed with it and found from any folder; index.json says whose numbers they hold.
 BUNDLE_FOLDER = "_seed_cases"  # the folder the otter export's student wheel uses too (grading/otter_checks.py)
@@ -93,14 +97,23 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _shown_params(v: Draw) -> dict[str, int]:
+    """The params a hidden item's text shows; the others (a product of two, say) may be its answer."""
+    from ..course.generators import PLACEHOLDER  # instructor side: the bundle's seed cases are built here
+    texts = (v.item.prompt, *(c.text for c in v.item.choices))
+    named = {m.group(1) for text in texts for m in PLACEHOLDER.finditer(text) if m.group(1)}
+    return {k: value for k, value in v.params.items() if k in named}
+
+
 def _item_data(v: Draw, keep_answers: bool = False) -> dict:
-    """A quiz item as the bundle stores it: hidden items lose their answer and feedback (unless
-    `keep_answers`: the autograder's own copy)."""
+    """A quiz item as the bundle stores it: hidden items lose their answer, feedback, hint and the
+    params their text does not show (unless `keep_answers`: the autograder's own copy)."""
     item = replace(v.item, prompt=v.prompt, params={}, code=None)  # numbers resolved: no course code needed
     if v.item.hidden and not keep_answers:
         choices = tuple(replace(c, correct=False, feedback="", mistake=None) for c in v.choices)
-        item = replace(item, choices=choices, answer=None, feedback="", wrong=(), hint=v.hint)
-        v = replace(v, item=item, choices=choices, answer=None, feedback="", wrong=())
+        item = replace(item, choices=choices, answer=None, feedback="", wrong=(), hint=None)
+        v = replace(v, item=item, choices=choices, answer=None, feedback="", wrong=(), hint=None,
+                    params=_shown_params(v))
     else:
         item = replace(item, choices=v.choices, answer=v.answer, feedback=v.feedback, wrong=v.wrong, hint=v.hint)
         v = replace(v, item=item)
@@ -138,6 +151,41 @@ def _function_from(data: dict) -> FunctionSpec:
     return FunctionSpec(data["name"], params, ReturnKind(data["returns"]), data["signature"], tuple(data["outputs"]))
 
 
+def withheld(problem: Problem, case: Case) -> bool:
+    """Whether the grader never shows this case's expected value, so a student's seed cases hold
+    its form only: `reveal: false`, or a comparison by shapes (the shapes are the answer, and a
+    wrong shape is told without the right one). A case that must raise shows what it expects
+    ("should raise ValueError"), and a designed head's expected value is an input (its seq_len)."""
+    if case.raises or problem.compare.kind in (CompareKind.HEAD_PATTERN, CompareKind.HEAD_PAIR):
+        return False
+    return not case.reveal or problem.compare.kind is CompareKind.SHAPES
+
+
+def form_of(problem: Problem, expected: Any) -> dict:
+    """The form of an expected answer, with no value in it: the shape of each array (an array's
+    shape is not its values), the keys of a dict of shapes (named in the prompt; the shapes
+    themselves are the answer), nothing for an integer (its type is the form)."""
+    kind = problem.compare.kind
+    if kind is CompareKind.ALLCLOSE:
+        arrays = expected if problem.function.returns is ReturnKind.ARRAY_PAIR else (expected,)
+        return {"arrays": [list(np.shape(a)) for a in arrays]}
+    if kind is CompareKind.SHAPES:
+        return {"keys": [str(k) for k in expected]}
+    return {}
+
+
+def _case_data(case: Case, prepared, binary: bool) -> dict:
+    return {"name": case.name, "visibility": case.visibility.value, "weight": case.weight, "raises": case.raises,
+            "reveal": case.reveal, "inputs": prepared.inputs, "args": [encode(a, binary) for a in prepared.args]}
+
+
+def _withheld_case(problem: Problem, case: Case, prepared) -> dict:
+    """A withheld case as a student's seed cases hold it: its inputs and the form of its answer,
+    without the expected answer and without the bugs' answers (a bug's answer can equal the
+    right one, or differ from it in one entry)."""
+    return {**_case_data(case, prepared, False), "form": form_of(problem, prepared.expected), "wrong_answers": []}
+
+
 def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
     """The public seed cases of one seed, or with `hidden` the full ones (autograder side: runs
     the reference and the bugs)."""
@@ -150,6 +198,9 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
         cases = []
         for case in problem.visible_cases(include_hidden=hidden):
             prepared = prepare(problem, case, seed)
+            if not hidden and withheld(problem, case):
+                cases.append(_withheld_case(problem, case, prepared))
+                continue
             wrong = []
             for mistake in problem.mistakes:
                 try:
@@ -157,10 +208,7 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
                 except Exception as exc:  # the bug does not apply to these inputs (or is a detector)
                     if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
                         wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
-            cases.append({"name": case.name, "visibility": case.visibility.value, "weight": case.weight,
-                          "raises": case.raises, "reveal": case.reveal, "inputs": prepared.inputs,
-                          "args": [encode(a, hidden) for a in prepared.args],
-                          "expected": encode(prepared.expected, hidden),
+            cases.append({**_case_data(case, prepared, hidden), "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
         problems.append({
             "id": problem.id, "title": problem.title, "points": problem.points,
@@ -220,9 +268,9 @@ class SeedCases:
             case = Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
                         weight=c["weight"], raises=c["raises"], reveal=c.get("reveal", True))
             cases.append(case)
-            prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c["expected"]),
+            prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c.get("expected")),
                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
-                                         inputs=c.get("inputs")))
+                                         inputs=c.get("inputs"), form=c.get("form")))
         problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=_function_from(p["function"]),
                           prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
                           mistakes=tuple(_mistake(m) for m in p["mistakes"]), timeout=p["timeout"],

@@ -81,7 +81,7 @@ def first_fix(problem: ProblemResult, limit: int = 90) -> str:
         return "not implemented yet"
     if problem.message:
         return _first_sentence(problem.message, limit)
-    failing = [c for c in problem.cases if not c.passed]
+    failing = [c for c in problem.cases if not c.passed and c.status is not CaseStatus.ON_SUBMISSION]
     named = next((c for c in failing if c.mistake), None)
     if named is not None:
         head = f"likely {named.mistake}: "
@@ -185,18 +185,30 @@ def _hint_helps(failing: Sequence[CaseResult]) -> bool:
     """The problem's hint is worth showing: some case gave a wrong answer or raised (not one that
     returned None, which its own line explains), and no named mistake says more."""
     return any(c.status in (CaseStatus.FAILED, CaseStatus.ERROR) and c.summary != RETURNED_NONE for c in failing)
+def _on_submission(p: ProblemResult) -> list[str]:
+    """The names of the problem's cases whose value is graded on submission (the student bundle's withheld cases)."""
+    return [c.name for c in p.cases if c.status is CaseStatus.ON_SUBMISSION]
+
+
+def _on_submission_line(out: _Out, p: ProblemResult) -> None:
+    names = _on_submission(p)
+    if names:
+        out.text(f"graded on submission ({len(names)} of {len(p.cases)}, the form of each answer is right; "
+                 f"their expected values are not in your copy): " + "; ".join(names), IND, SUB)
 
 
 def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
-    score = f"[{_pts(p.score)}/{_pts(p.max_score)}]"
+    score = f"[{_pts(p.score)}/{_pts(p.max_score)}]" if p.counted else "[graded on submission]"
     if p.passed:
         out.marked("pass", f"{p.id}: {p.title}  {score}")
+        _on_submission_line(out, p)
         return
     if p.not_implemented:
         out.marked("todo", f"{p.id}: {p.title}  {score}  not implemented yet")
         return
     out.marked("fail", f"{p.id}: {p.title}  {score}")
-    failing = [c for c in p.cases if not c.passed]
+    _on_submission_line(out, p)
+    failing = [c for c in p.cases if not c.passed and c.status is not CaseStatus.ON_SUBMISSION]
     # one cause for every failing case (an import failure, a missing function): told once
     one_cause = len(failing) > 1 and len({c.summary for c in failing}) == 1 and (
         failing[0].summary == RETURNED_NONE or all(c.status is not CaseStatus.FAILED for c in failing))
@@ -296,9 +308,10 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     out.heading("Summary")
     unrun = _not_run(result)
     ran = [p for p in problems if all(p is not u for u in unrun)]
-    passed = [p for p in ran if p.passed]
+    passed = [p for p in ran if p.passed and not _on_submission(p)]
+    later = [p for p in ran if p.passed and _on_submission(p)]  # right so far, the rest graded on submission
     # what to fix first, then what is done (several right problems on one line)
-    rows = [p for p in ran if not p.passed] + (passed if len(passed) < 2 else [])
+    rows = [p for p in ran if not p.passed] + later + (passed if len(passed) < 2 else [])
     done = f"{len(passed)} problems" if len(passed) > 1 else ""
     width = max([len(p.id) for p in rows] + [len(done)], default=4)
     room = out.style.width - (8 + width + 2 + 7 + 2)
@@ -307,8 +320,9 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
                            f"points: fix attention.py line {result.load_error.line or '?'} first", "  ", "        ")
     for p in rows:
         mark = "pass" if p.passed else "todo" if p.not_implemented else "fail"
-        score = f"{_pts(p.score)}/{_pts(p.max_score)}"
-        fix = "" if p.passed else "  " + first_fix(p, room)
+        score = f"{_pts(p.score)}/{_pts(p.max_score)}" if p.counted else "-"
+        fix = ("  " + first_fix(p, room) if not p.passed
+               else f"  {len(_on_submission(p))} of {len(p.cases)} cases graded on submission" if _on_submission(p) else "")
         out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
     if done:
         score = f"{_pts(sum(p.score for p in passed))}/{_pts(sum(p.max_score for p in passed))}"
@@ -326,12 +340,14 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     hidden = len(quiz) - len(counted)
     if hidden and not any(p.cases[0].status is CaseStatus.RECORDED for p in quiz):  # else the quiz said it
         out.text(f"{hidden} hidden quiz item(s) are graded later and not in this score", "  ")
-    done_p = sum(p.passed for p in problems)
+    done_p = sum(p.passed and not _on_submission(p) for p in problems)
     done_q = sum(p.passed for p in counted)
     quiz_part = f" and {done_q} of {len(counted)} quiz items" if counted else ""
     out.lines.append("")
+    graded_later = sum(len(_on_submission(p)) for p in problems)
     out.text(f"Score: {_pts(result.score)}/{_pts(result.max_score)} ({result.percent:.0f}%), {done_p} of {len(problems)} "
-             f"problems{quiz_part} fully correct" + ("" if result.include_hidden else " (public cases only)"),
+             f"problems{quiz_part} fully correct" + ("" if result.include_hidden else " (public cases only)")
+             + (f"; {graded_later} case{'s' if graded_later > 1 else ''} graded on submission" if graded_later else ""),
              role="bold")
 
 
@@ -356,7 +372,7 @@ def why(problem: ProblemResult) -> str:
         return ""
     if problem.not_implemented:
         return NOT_IMPLEMENTED
-    failing = next(c for c in problem.cases if not c.passed)
+    failing = next(c for c in problem.cases if not c.passed and c.status is not CaseStatus.ON_SUBMISSION)
     return problem.message or failing.summary or failing.status.value
 
 
@@ -421,9 +437,9 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
         _load_error(out, error, problems, unrun)
     if ran:
         out.heading("Problems")
-        passed = [p for p in ran if p.passed]
+        passed = [p for p in ran if p.passed and not _on_submission(p)]
         for p in ran:
-            if not (p.passed and len(passed) > 1):
+            if not (len(passed) > 1 and any(p is q for q in passed)):
                 _problem(out, p, show_hints)
         if len(passed) > 1:  # a right problem needs no feedback: one line for all (every one not named above)
             out.marked("pass", f"the {len(passed)} other problems: every case right" if len(passed) < len(ran)
