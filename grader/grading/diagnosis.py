@@ -328,6 +328,8 @@ def _pairs(problem: Problem) -> list[Mistake]:
     """Every two of the problem's bugs that the course code can run together (its `combine_bugs`
     hook, given two bugs, returns the function with both mistakes, or None), as one mistake each
     that names both. None without course code (a student bundle) or without the hook."""
+    if problem.code is None:  # a student bundle: no course code, and no module to read it with
+        return []
     from ..course.code import course_function
     combine = course_function(problem.code, "combine_bugs")
     if combine is None:
