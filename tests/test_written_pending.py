@@ -180,13 +180,13 @@ def _rows(path: Path) -> list[dict[str, str]]:
 class TestWrittenScores:
     def test_the_gradebook_gains_the_hand_scores(self, class_graded, tmp_path):
         """written.csv with its points filled in, read back: a column per written item and a total with
-        them, given only where every one of the student's hand scores is."""
+        them, given only where every one of the student's hand scores is; written.csv keeps them."""
         folder, out = class_graded
         shutil.copytree(out, tmp_path / "out")
         before = _rows(out / "gradebook.csv")
         assert not any(item in before[0] for item in WRITTEN) and "total_with_written" not in before[0]
-        filled = tmp_path / "scores.csv"
-        rows = _rows(out / "written.csv")
+        filled = tmp_path / "out" / "written.csv"  # filled in where grade-all wrote it, and read from there
+        rows = _rows(filled)
         given = {("alice", "why_several_heads"): "2", ("alice", "why_sqrt_dk"): "1.5", ("alice", "why_w_o"): "1",
                  ("bob", "why_w_o"): "0"}
         for row in rows:
@@ -205,6 +205,8 @@ class TestWrittenScores:
         bob_total = book["bob"]["total"]
         assert [book["bob"][i] for i in (*WRITTEN, "total_with_written")] == ["", "", "0", ""]
         assert float(bob_total) < 243  # no answers.yaml: the quiz is not answered; the written items no zero
+        kept = {(r["student"], r["item"]): r["points"] for r in _rows(filled)}
+        assert kept == {(r["student"], r["item"]): given.get((r["student"], r["item"]), "") for r in rows}
 
     @pytest.mark.parametrize("line, message", [
         ("carol,why_w_o,1", "unknown student 'carol' (no submission of theirs was graded)"),

@@ -179,7 +179,7 @@ def _write_reports(course, rows, out: Path, plotter=None, hand=None):
     items = [*course.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows,
                     written=[i.id for i in quiz_items if i.manual], hand=hand)
-    _write_written(out, [i for i in quiz_items if i.manual], rows)
+    _write_written(out, [i for i in quiz_items if i.manual], rows, hand)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
     written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
                                  messages=mistake_messages(course))
@@ -189,14 +189,15 @@ def _write_reports(course, rows, out: Path, plotter=None, hand=None):
     return analysis
 
 
-def _write_written(out: Path, items, rows) -> None:
-    """written.html and written.csv: every student's written answers, for grading by hand."""
+def _write_written(out: Path, items, rows, hand=None) -> None:
+    """written.html and written.csv: every student's written answers, for grading by hand (the
+    csv keeps the hand scores given, so --written-scores OUT/written.csv is never emptied)."""
     from ..paths import write_atomically
     from ..reports import written
     if not items:
         return
     write_atomically(out / written.FILES[0], written.render_html(items, rows))
-    write_atomically(out / written.FILES[1], written.render_csv(items, rows))
+    write_atomically(out / written.FILES[1], written.render_csv(items, rows, hand))
 
 
 def _summary(rows, resumed: int, analysis, out: Path) -> None:

@@ -10,8 +10,8 @@
                                 its partial credit with penalty comes out as `mha grade`'s
     OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only);
                                 a written item is a manual question (`manual: true`: no tests, its
-                                points given by hand on Gradescope from otter's PDF), a Markdown
-                                answer cell whose solution is the rubric (removed for students)
+                                points given by hand), a Markdown answer cell whose solution is the
+                                rubric (removed from the students' copy)
     OUT/<wheel>                 this grader as a wheel, the course packaged in it (`wheel.py`),
                                 for the autograder only (`autograder_files`)
     OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
