@@ -57,6 +57,16 @@ class SubmissionError(GraderError, ValueError):
     exit_code = ExitCode.USAGE
 
 
+class ScoresError(GraderError, ValueError):
+    """A file of hand scores (`grade-all --written-scores`) is invalid: one `file:line: message` per fault."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, errors: Iterable[str]):
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
 class OutputError(GraderError, ValueError):
     """A result cannot go where it was asked to (a link, a FIFO, a device that is not a character device)."""
 

@@ -73,7 +73,7 @@ def make_course() -> EdgeCourse:
     os.chmod(exercises / "course.yaml", 0o644)  # readable by anyone until the grader protects the folder
     course = load_course(exercises)
     return EdgeCourse(base, exercises, secret, {p.id: p.points for p in course.problems},
-                  {i.id: 0.0 if i.manual else i.points for i in course.quiz.items},  # written: graded by hand
+                  {i.id: i.points for i in course.quiz.items if not i.manual},  # written: pending, by hand
                   answer_key(course.quiz, DEFAULT_SEED))
 
 
@@ -170,8 +170,8 @@ def grade(edge_course: EdgeCourse, submission: Path, *extra: str, output: Path |
 
 
 def scores(data: dict) -> dict[str, float]:
-    """A Gradescope results.json's score per problem or quiz item."""
-    return {test["tags"][0]: test["score"] for test in data["tests"]}
+    """A Gradescope results.json's score per problem or quiz item (a written item's test has none: pending)."""
+    return {test["tags"][0]: test["score"] for test in data["tests"] if "score" in test}
 
 
 def deserved(edge_course: EdgeCourse, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:

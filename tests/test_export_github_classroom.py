@@ -302,7 +302,7 @@ class TestReportsAgree:
         """One testsuite per problem; its score property and failure count agree with Gradescope."""
         root = ET.fromstring(half_done_reports["junit"])
         gradescope = _by_id(half_done_reports["gradescope"])
-        suites = {s.get("name"): s for s in root.iter("testsuite")}
+        suites = {s.get("name"): s for s in root.iter("testsuite") if s.get("skipped") != "1"}  # written: pending
         assert set(suites) == set(gradescope)
         for name, suite in suites.items():
             score, max_score = gradescope[name]
@@ -310,7 +310,7 @@ class TestReportsAgree:
             assert value == f"{score:g}/{max_score:g}"
             assert int(suite.get("failures")) == len(suite.findall("testcase/failure"))
             assert (int(suite.get("failures")) == 0) == (score == max_score)
-        assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in suites.values())
+        assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in root.iter("testsuite"))
 
 
 class TestJunitEscaping:

@@ -310,13 +310,14 @@ class TestCheckAnswer:
             check_answer("widen_values", "a", course_dir=EXERCISES)
         assert str(caught.value) == "widen_values: not right (failed)"
 
-    def test_written_items_are_not_exported(self, course, tmp_path):
-        """Written items are graded by hand: no otter test file, no notebook question."""
+    def test_written_items_are_manual_questions(self, course, tmp_path):
+        """Written items are graded by hand: no otter test file, a manual question in the notebook."""
         from .conftest import SOLUTIONS
         exporter.write(tmp_path, course, SOLUTIONS / "attention.py")
         written = [i.id for i in course.quiz.items if i.manual]
         assert written and not any((tmp_path / "tests" / f"{i}.py").exists() for i in written)
-        assert all(f'"{i}-begin"' not in (tmp_path / exporter.NOTEBOOK_NAME).read_text() for i in written)
+        cells = {c["id"]: "".join(c["source"]) for c in json.loads((tmp_path / exporter.NOTEBOOK_NAME).read_text())["cells"]}
+        assert all(cells[f"{i}-begin"] == f"# BEGIN QUESTION\nname: {i}\npoints: 2\nmanual: true" for i in written)
 
 
 class TestCheckCase:

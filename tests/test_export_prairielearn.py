@@ -360,7 +360,7 @@ def test_written_item_is_graded_by_hand(course_dir, course):
         assert '<pl-rich-text-editor file-name="answer.html"></pl-rich-text-editor>' in page
         graders = page.split("<pl-manual-grading-only>")[1].split("</pl-manual-grading-only>")[0]
         assert all(html.escape(r.text) in graders and r.text not in page.replace(graders, "") for r in item.rubric)
-        assert "gradingMethod" not in json.loads((folder / "info.json").read_text())  # manualPoints decide
+        assert json.loads((folder / "info.json").read_text())["gradingMethod"] == "Manual"  # and manualPoints
 
 
 def test_draw_seeds_give_students_other_numbers(course_dir, course):

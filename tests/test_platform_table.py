@@ -31,7 +31,8 @@ PARTIAL = {
 
 
 # A written answer: recorded on every platform and graded by hand there, so it is in no platform's
-# automatic fraction (0 of 0 points on Gradescope, no GitHub step, manualPoints on PrairieLearn).
+# automatic fraction (a test with no score on Gradescope, no GitHub step, manualPoints on PrairieLearn,
+# a manual question in otter).
 WRITTEN_ANSWER = 'why_w_o: "W_O mixes the heads\' slices of the output."\n'
 
 
@@ -50,7 +51,7 @@ def _mha(folder: Path) -> float:
 
 def _gradescope(tmp: Path, course, files: dict[str, str]) -> float:
     result = run_autograder(autograder(tmp, course, secret=None), files)
-    return result["score"] / sum(t["max_score"] for t in result["tests"])
+    return result["score"] / sum(t.get("max_score", 0) for t in result["tests"])  # written: no score, pending
 
 
 def _prairielearn(tmp: Path, course, files: dict[str, str]) -> float:

@@ -172,40 +172,42 @@ class TestReports:
     def test_text_report_says_recorded_without_echoing(self, hostile_result):
         """`mha grade` lists the written items under their own heading, without their text."""
         out = text.render(hostile_result)
-        assert "Written answers (graded by hand, not in this score)" in out
+        assert "Written answers: plus 6 points graded by hand (pending, not in this score)" in out
         assert re.search(r"\nrecorded: why_several_heads \(\d+ characters\), why_sqrt_dk \(\d+ characters\), "
                          r"why_w_o \(\d+ characters\)\n", re.sub(r"\n +", " ", out))
         assert "PASS  why_w_o" not in out  # a recorded text is not a passed test
         assert "<script>" not in out and "Score: 189/189" not in out.replace(
             f"Score: {hostile_result.score:g}/{hostile_result.max_score:g}", "")
 
-    def test_gradescope_test_shows_the_text_fenced_at_zero_points(self, hostile_result):
-        """Gradescope: a 0-of-0 test that shows the text in a code block nothing can close."""
+    def test_gradescope_test_shows_the_text_fenced_without_a_score(self, hostile_result):
+        """Gradescope: a test with no score (pending) that shows the text in a code block nothing can close."""
         data = gradescope.as_dict(hostile_result)
         test = next(t for t in data["tests"] if t["name"].startswith("why_w_o:"))
-        assert test["score"] == test["max_score"] == 0 and test["visibility"] == "visible"
-        assert test["output"].startswith("Recorded, graded by hand (2 points, given by your instructor).")
+        assert "score" not in test and "max_score" not in test and test["visibility"] == "visible"
+        assert test["output"].startswith("Pending: graded by hand (2 points, given by your instructor).")
         assert test["output"].endswith(f"\n````\n{HOSTILE}\n````")
         assert data["score"] == hostile_result.max_score
 
     def test_json_carries_the_text_for_the_class_report(self, hostile_result):
-        """The JSON report marks written items manual and carries their text."""
+        """The JSON report marks written items manual and pending (no score) and carries their text."""
         item = next(p for p in json_report.as_dict(hostile_result)["problems"] if p["id"] == "why_w_o")
         assert item["manual"] is True and item["written"] == HOSTILE
+        assert (item["status"], item["score"]) == ("pending", None)
 
-    def test_github_and_junit_leave_them_out(self, hostile_result):
-        """GitHub's points and JUnit's pass/fail have nothing to say about a hand-graded text."""
+    def test_github_leaves_them_out_and_junit_skips_them(self, hostile_result):
+        """GitHub's points have nothing to say about a hand-graded text; JUnit skips it, without its text."""
         names = [t["name"] for t in github.as_dict(hostile_result)["tests"]]
         assert names and not any(n.startswith("why_") for n in names)
         assert github.as_dict(hostile_result)["status"] == "pass"
         xml = junit.render(hostile_result)
-        assert "why_w_o" not in xml and "<script>" not in xml
+        assert '<testcase classname="why_w_o" name="written answer" time="0">\n      <skipped message="pending' in xml
+        assert "<script>" not in xml and "Score: 189" not in xml
 
 
 class TestGradescopeExport:
     def test_run_autograder_records_the_text_and_scores_the_rest(self, tmp_path):
-        """The zip's run_autograder, as Gradescope runs it: the written answer shown fenced at 0 of 0,
-        every automatic point earned, the same total as without the written answers."""
+        """The zip's run_autograder, as Gradescope runs it: the written answer shown fenced with no score
+        (pending), every automatic point earned, the same total as without the written answers."""
         from .test_export_gradescope import autograder, run_autograder
         course = load_course(EXERCISES)
         root = autograder(tmp_path, course, secret=None)
@@ -214,9 +216,9 @@ class TestGradescopeExport:
                                        "answers.yaml": answers})
         assert result["score"] == course.max_score
         test = next(t for t in result["tests"] if t["name"].startswith("why_w_o:"))
-        assert (test["score"], test["max_score"], test["tags"]) == (0, 0, ["why_w_o", "graded_by_hand"])
+        assert "score" not in test and "max_score" not in test and test["tags"] == ["why_w_o", "graded_by_hand"]
         assert test["output"].endswith(f"\n````\n{HOSTILE}\n````")
-        assert sum(t["max_score"] for t in result["tests"]) == course.max_score
+        assert sum(t.get("max_score", 0) for t in result["tests"]) == course.max_score
 
     def test_rubric_for_the_instructor(self):
         """written_rubric: each written item's prompt, points and rubric, for grading by hand."""

@@ -24,7 +24,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -226,7 +226,9 @@ def result_record(submission: Submission, result: GradeResult, status: str, seed
 def row_of(record: dict) -> StudentRow:
     """The small per-student row the gradebook and the item analysis need."""
     problems = record["result"]["problems"]
-    return StudentRow(record["student"], {p["id"]: float(p["score"]) for p in problems}, status=record["status"],
+    # a written item's score is null (pending: graded by hand), never a zero in the gradebook
+    return StudentRow(record["student"], {p["id"]: float(p["score"]) for p in problems if p["score"] is not None},
+                      status=record["status"],
                       mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]},
                       written={p["id"]: p["written"] for p in problems if isinstance(p.get("written"), str)})
 
@@ -454,16 +456,31 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
             proc.join()
 
 
-def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow]) -> None:
+TOTAL_WITH_WRITTEN = "total_with_written"  # the gradebook's column of the total with the hand scores
+
+
+def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow],
+                    written: Sequence[str] = (), hand: Mapping[str, Mapping[str, float]] | None = None) -> None:
     """gradebook.csv: student, status, each item's score, total; one row per student, by id.
 
-    A student whose grading failed (status error) has blank scores, not zeros."""
+    A student whose grading failed (status error) has blank scores, not zeros. With `hand` (the
+    hand scores of the written items `written`, by student: `--written-scores`), each written
+    item has a column of its own after the total, blank where no score was given, and
+    total_with_written adds them to the total once every one of a student's is given (blank
+    until then: a total without some of them would read as a grade)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "status", *item_ids, "total"])
+    extra = [*written, TOTAL_WITH_WRITTEN] if hand is not None else []
+    writer.writerow(["student", "status", *item_ids, "total", *extra])
     for row in sorted(rows, key=lambda r: r.student):
         scores = [row.scores.get(i, 0.0) for i in item_ids]
         shown = [""] * (len(scores) + 1) if row.status == ERROR else \
             [f"{s:g}" for s in scores] + [f"{round(sum(scores), 4):g}"]
+        if hand is not None:
+            given = hand.get(row.student, {})
+            by_hand = [given.get(i) for i in written]
+            complete = row.status != ERROR and all(s is not None for s in by_hand)
+            shown += ["" if s is None else f"{s:g}" for s in by_hand]
+            shown.append(f"{round(sum(scores) + sum(s or 0.0 for s in by_hand), 4):g}" if complete else "")
         writer.writerow([row.student, row.status, *shown])
     write_atomically(path, buffer.getvalue())

@@ -65,10 +65,14 @@ def _progress(total: int, wanted: bool | None) -> Iterator[Callable]:
 @click.option("--progress/--no-progress", default=None,
               help="Show progress on stderr: a bar on a terminal, one line per student otherwise "
                    "[default: a bar when stderr is a terminal].")
+@click.option("--written-scores", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A CSV file of hand scores for the written items (columns student, item, score; the "
+                   "written.csv of a previous run, its points filled in, will do): the gradebook gets a "
+                   "column per written item and total_with_written.")
 @limit_options
 @click.pass_obj
 def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: bool, progress: bool | None,
-              limits) -> None:
+              written_scores: Path | None, limits) -> None:
     """Grade every student's submission in SUBMISSIONS; write a gradebook, feedback and an item analysis.
 
     SUBMISSIONS holds one folder (with attention.py and answers.yaml) or one <student>.py per
@@ -76,15 +80,18 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     submissions (all of them with --force). Each student's seed comes from the course secret
     (MHA_COURSE_SECRET or course.yaml). Exit 0 when everything was written, 2 for a bad
     SUBMISSIONS folder, 3 for invalid problem files, 4 if the grader failed on some submission
-    (the others are still graded and reported).
+    (the others are still graded and reported). Written items are never scored here: their
+    answers go to written.html and written.csv for grading by hand, and --written-scores adds
+    the hand scores to the gradebook (a bad row is an error naming its file and line, exit 2).
 
     \b
     Example:
       mha grade-all submissions/ --out graded/ --jobs 4 --timeout 5
+      mha grade-all submissions/ --out graded/ --written-scores graded/written.csv
     """
     from ..classroom import batch
     from ..classroom.class_report import Plotter
-    plotter = None
+    plotter = hand = None
     try:
         course = obj.course()
         seed_of = _seeds(obj.root)
@@ -105,6 +112,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if not found:
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
+        hand = _hand_scores(course, written_scores, [s.student for s in found])
         rows, resumed, failures = [], 0, []
         plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
         try:
@@ -121,7 +129,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                             click.echo(outcome.traceback.rstrip("\n"), err=True)
             _write_error_log(out, failures)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = _write_reports(course, rows, out, plotter)
+            report = _write_reports(course, rows, out, plotter, hand)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
@@ -130,6 +138,10 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
         if plotter is not None:
             plotter.close()
     _summary(rows, resumed, report, out)
+    if hand is not None:
+        given = sum(len(scores) for scores in hand.values())
+        click.echo(f"hand scores: {given} written answer(s) scored by hand, in the gradebook's written columns "
+                   "and total_with_written")
 
 
 ERROR_LOG = "grader-errors.log"  # in --out: the traceback of every submission the grader failed on
@@ -149,15 +161,25 @@ def _write_error_log(out: Path, failures) -> None:
     click.echo(f"the grader's tracebacks: {log}", err=True)
 
 
-def _write_reports(course, rows, out: Path, plotter=None):
+def _hand_scores(course, path: Path | None, students: list[str]) -> dict[str, dict[str, float]] | None:
+    """The written items' hand scores from --written-scores, checked before anything is graded."""
+    if path is None:
+        return None
+    from ..classroom.written_scores import read_written_scores
+    quiz_items = course.quiz.items if course.quiz else ()
+    return read_written_scores(path, set(students), {i.id: float(i.points) for i in quiz_items if i.manual})
+
+
+def _write_reports(course, rows, out: Path, plotter=None, hand=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
     from ..classroom.batch import ERROR, write_gradebook
     quiz_items = course.quiz.items if course.quiz else ()
     items = [*course.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
-    write_gradebook(out / "gradebook.csv", [i.id for i in items], rows)
-    _write_written(out, [i for i in quiz_items if i.manual], rows)
+    write_gradebook(out / "gradebook.csv", [i.id for i in items], rows,
+                    written=[i.id for i in quiz_items if i.manual], hand=hand)
+    _write_written(out, [i for i in quiz_items if i.manual], rows, hand)
     analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
     written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
                                  messages=mistake_messages(course))
@@ -167,14 +189,15 @@ def _write_reports(course, rows, out: Path, plotter=None):
     return analysis
 
 
-def _write_written(out: Path, items, rows) -> None:
-    """written.html and written.csv: every student's written answers, for grading by hand."""
+def _write_written(out: Path, items, rows, hand=None) -> None:
+    """written.html and written.csv: every student's written answers, for grading by hand (the
+    csv keeps the hand scores given, so --written-scores OUT/written.csv is never emptied)."""
     from ..paths import write_atomically
     from ..reports import written
     if not items:
         return
     write_atomically(out / written.FILES[0], written.render_html(items, rows))
-    write_atomically(out / written.FILES[1], written.render_csv(items, rows))
+    write_atomically(out / written.FILES[1], written.render_csv(items, rows, hand))
 
 
 def _summary(rows, resumed: int, analysis, out: Path) -> None:

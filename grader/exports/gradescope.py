@@ -115,9 +115,10 @@ def written_rubric(course: Course) -> str:
     if not items:
         return ""
     lines = [f"# {course.title}: written answers, graded by hand", "",
-             "The autograder records each student's text in the test named after the item (0 of 0 points) and",
-             "never scores it. In Gradescope, enable manual grading and add one question per item below, with",
-             "its points and rubric.", ""]
+             "The autograder records each student's text in the test named after the item, a test with no",
+             "score (pending, never a zero) that the autograder total leaves out. In Gradescope, enable manual",
+             "grading and add one manually graded question per item below, with its points and rubric: its",
+             "points are added to the autograder's.", ""]
     for item in items:
         lines += [f"## {item.id}: {item.title} ({item.points:g} points)", "", item.prompt.strip(), "", "Rubric:", ""]
         lines += [f"- {r.points:g} point{'' if r.points == 1 else 's'}: {r.text}" for r in item.rubric]

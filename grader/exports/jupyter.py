@@ -6,14 +6,16 @@ same course always gives a byte-identical notebook. The check cells are tagged
 After the problems comes the concept quiz: per item its prompt and choices, and a raw cell tagged
 `mha-answers` holding the item's answers.yaml line, for the student to fill in. `mha grade
 NOTEBOOK.ipynb` grades the saved notebook's definitions and, from those cells, its quiz answers.
+A written item's answer cell is a manually graded answer for nbgrader too (`metadata.nbgrader`:
+grade and solution, its points): its points are given by hand, never by `mha grade`.
 """
 from __future__ import annotations
 
-from ..course.model import Course
+from ..course.model import Course, QuizItem
 from ..grading.notebook_submission import ANSWERS_TAG, CHECK_TAG
 from .pysource import split_module, stub, student_module
 
-__all__ = ["render"]
+__all__ = ["manual_grading", "render"]
 
 INTRO = """\
 # {title}
@@ -43,6 +45,12 @@ def _cell(kind, source: str, cell_id: str, tags: tuple[str, ...] = ()):
     return cell
 
 
+def manual_grading(item: QuizItem) -> dict:
+    """nbgrader's metadata of a manually graded answer cell: a written item's points, given by hand."""
+    return {"grade": True, "solution": True, "locked": False, "points": item.points,
+            "grade_id": f"{item.id}-answer", "schema_version": 3}
+
+
 def _quiz_cells(quiz, seed: int) -> list:
     """The quiz: an intro, then per item its Markdown prompt and its answer cell (raw, tagged)."""
     from nbformat.v4 import new_markdown_cell, new_raw_cell
@@ -54,10 +62,14 @@ def _quiz_cells(quiz, seed: int) -> list:
         v = draw(item, seed)
         choices = "".join(f"\n- **{c.letter})** {c.text}" for c in v.choices)
         note = " Hidden: graded when you submit." if item.hidden else ""
+        if item.manual:
+            note += " Graded by hand by your instructor: pending until then, never scored by `mha grade`."
         cells.append(_cell(new_markdown_cell, f"### {item.title} ({item.points:g} points)\n\n{v.prompt.rstrip()}\n"
                                               f"{choices}\n\nAnswer with {ANSWER_FORMS[item.kind]}.{note}",
                            f"{item.id}-question"))
         cells.append(_cell(new_raw_cell, f"{item.id}: ", f"{item.id}-answer", (ANSWERS_TAG,)))
+        if item.manual:  # a manually graded answer for nbgrader too
+            cells[-1]["metadata"]["nbgrader"] = manual_grading(item)
     return cells
 
 

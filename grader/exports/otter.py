@@ -8,7 +8,10 @@
                                 hand), answered in the notebook as a variable named after the
                                 item; a multiple-answers item is one test per true statement, so
                                 its partial credit with penalty comes out as `mha grade`'s
-    OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only)
+    OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only);
+                                a written item is a manual question (`manual: true`: no tests, its
+                                points given by hand), a Markdown answer cell whose solution is the
+                                rubric (removed from the students' copy)
     OUT/<wheel>                 this grader as a wheel, the course packaged in it (`wheel.py`),
                                 for the autograder only (`autograder_files`)
     OUT/<student wheel>         the student package (`wheel.build_student`: no reference, no hidden
@@ -207,6 +210,21 @@ def _quiz_cells(add, item: QuizItem) -> None:
     add(new_raw_cell, "# END QUESTION", f"{item.id}-end")
 
 
+def _written_cells(add, item: QuizItem) -> None:
+    """A written item as an otter manual question: its prompt, then a Markdown answer cell whose
+    solution (the rubric, for the instructor's copy only) `otter assign` replaces with a blank."""
+    from nbformat.v4 import new_markdown_cell, new_raw_cell
+    add(new_raw_cell, f"# BEGIN QUESTION\nname: {item.id}\npoints: {item.points:g}\nmanual: true", f"{item.id}-begin")
+    add(new_markdown_cell, f"## {item.title} ({item.points:g} points, graded by hand)\n\n{item.prompt.rstrip()}\n\n"
+                           "Write your answer in the cell below, in your own words: your instructor grades it by "
+                           "hand (pending until then; no test scores it).", f"{item.id}-prompt")
+    add(new_raw_cell, "# BEGIN SOLUTION", f"{item.id}-solution-begin")
+    rubric = "\n".join(f"- {r.points:g} point{'' if r.points == 1 else 's'}: {r.text}" for r in item.rubric)
+    add(new_markdown_cell, f"Rubric ({item.points:g} points, graded by hand):\n\n{rubric}", f"{item.id}-solution")
+    add(new_raw_cell, "# END SOLUTION", f"{item.id}-solution-end")
+    add(new_raw_cell, "# END QUESTION", f"{item.id}-end")
+
+
 def master_notebook(course: Course, solutions_path: Path) -> str:
     """The `otter assign` master notebook as JSON text: config, then per problem its prompt,
     the stub with the model answer marked as solution, and its test cells."""
@@ -247,6 +265,8 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
         add(new_raw_cell, "# END QUESTION", f"{problem.id}-end")
     for item in quiz_items(course):
         _quiz_cells(add, item)
+    for item in (i for i in course.quiz.items if i.manual) if course.quiz else ():
+        _written_cells(add, item)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},

@@ -204,7 +204,8 @@ def _written_question(course: Course, item: QuizItem) -> dict[str, str]:
     with the rubric inside pl-manual-grading-only, which graders see and students never do."""
     from .qti import rubric_html
     info = {"uuid": _uid(course.title, "quiz", item.id), "title": item.title, "topic": "Multi-head attention",
-            "tags": ["mha", "quiz", item.kind.value], "type": "v3", "singleVariant": True}
+            "tags": ["mha", "quiz", item.kind.value], "type": "v3", "singleVariant": True,
+            "gradingMethod": "Manual"}
     page = f"""<pl-question-panel>
 <h3>{_inert(html.escape(item.title))} ({item.points:g} points, graded by hand)</h3>
 {_inert(to_html(item.prompt))}

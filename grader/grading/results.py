@@ -143,6 +143,11 @@ class ProblemResult:
     def mistakes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.mistake for c in self.cases if c.mistake))
 
+    @property
+    def pending(self) -> bool:
+        """A written item: its points are given by hand, so here it has no score at all (not 0)."""
+        return self.manual
+
 
 @dataclass(frozen=True)
 class GradeResult:
@@ -184,3 +189,8 @@ class GradeResult:
     @property
     def percent(self) -> float:
         return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+    @property
+    def pending_points(self) -> float:
+        """The points of the written items, which a grader gives by hand: in no automatic score."""
+        return round(sum(p.max_score for p in self.problems if p.pending), 4)

@@ -43,13 +43,17 @@ def _test(problem: ProblemResult, name: str, visibility: str) -> dict:
 
 
 def _written_test(problem: ProblemResult, name: str) -> dict:
-    """A written item: its text shown to the student and the instructor as recorded, for grading by hand."""
+    """A written item: its text shown to the student and the instructor as recorded, for grading by
+    hand in a manually graded question of its own. The test has no `score` or `max_score` (a message,
+    not a zero: Gradescope adds the hand-given points from that question); it fails only when there
+    is nothing to grade (no answer, or one of the wrong form)."""
     case = problem.cases[0]
-    body = (f"Recorded, graded by hand ({problem.max_score:g} points, given by your instructor).\n\n"
-            + fenced(problem.written) if problem.written is not None else case.summary)
-    return {"name": name, "score": 0.0, "max_score": 0.0, "status": "passed" if problem.written else "failed",
-            "visibility": "visible", "output": body if problem.written is not None else fenced(body),
-            "output_format": "md", "tags": [problem.id, "graded_by_hand"]}
+    if problem.written is not None:
+        return {"name": name, "visibility": "visible", "output_format": "md", "tags": [problem.id, "graded_by_hand"],
+                "output": f"Pending: graded by hand ({problem.max_score:g} points, given by your instructor).\n\n"
+                          + fenced(problem.written)}
+    return {"name": name, "status": "failed", "visibility": "visible", "output_format": "md",
+            "tags": [problem.id, "graded_by_hand"], "output": fenced(case.summary)}
 
 
 def _split(problem: ProblemResult) -> tuple[ProblemResult | None, ProblemResult | None]:
@@ -68,7 +72,7 @@ def _tests(result: GradeResult, hidden: str) -> tuple[list[dict], float, float, 
     tests, seen, seen_max, recorded = [], 0.0, 0.0, []
     for p in result.problems:
         title = f"{p.id}: {p.title}"
-        if p.manual:  # graded by hand in Gradescope: 0 of 0 points here
+        if p.pending:  # graded by hand in Gradescope: no points here
             tests.append(_written_test(p, title))
             continue
         public, secret = _split(p) if hidden != "visible" else (p, None)
@@ -97,6 +101,9 @@ def as_dict(result: GradeResult, hidden: str = "visible") -> dict:
         summary = (f"Visible tests: {seen:.4g}/{seen_max:.4g}. Recorded and graded, with results shown {when}: "
                    f"the hidden cases of {problems} problem(s) and {len(items)} hidden quiz item(s)"
                    + (f" ({', '.join(items)})." if items else "."))
+    if result.pending_points:
+        summary += (f"\n\nPlus {result.pending_points:g} points for the written answers, graded by hand: "
+                    "pending, not in this score.")
     if result.messages:
         summary += "\n\n" + fenced("\n".join(result.messages))
     return {

@@ -1,4 +1,9 @@
-"""The package's own machine-readable report: every problem and case, hidden details omitted."""
+"""The package's own machine-readable report: every problem and case, hidden details omitted.
+
+A written item is graded by hand, so it has no score here: `"status": "pending"` and
+`"score": null` (never 0, which a script summing the report would take for a grade), and the
+top-level `pending_points` says how many points are still to be given by hand, outside
+`score` and `max_score`."""
 from __future__ import annotations
 
 import json
@@ -14,6 +19,7 @@ def as_dict(result: GradeResult) -> dict:
         "max_score": result.max_score,
         "execution_time": result.execution_time,
         "status": result.status.value,
+        "pending_points": result.pending_points,
         "messages": list(result.messages),
         "problems": [
             {
@@ -25,7 +31,8 @@ def as_dict(result: GradeResult) -> dict:
                      "inputs": c.inputs, "mistake": c.mistake}
                     for c in p.cases
                 ],
-                **({"manual": True, "written": p.written} if p.manual else {}),
+                **({"manual": True, "status": "pending", "score": None, "passed": None, "written": p.written}
+                   if p.pending else {}),
             }
             for p in result.problems
         ],

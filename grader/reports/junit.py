@@ -3,7 +3,9 @@
 A wrong answer is a `failure`; a case the code could not run (an exception, a time-out, a
 crash, a file that cannot be imported) is an `error`. Messages about the submission as a whole
 (a syntax error with its line, an unusable submission) come first, as the testsuite
-"submission"; a case that failed because of one repeats it in its message."""
+"submission"; a case that failed because of one repeats it in its message. A written item is
+graded by hand: its testcase is `skipped` (pending), never a pass or a failure, and its text
+stays out of the XML."""
 from __future__ import annotations
 
 import re
@@ -59,13 +61,24 @@ def _submission_suite(suites: ET.Element, result: GradeResult) -> tuple[int, int
     return 1, int(stopped)
 
 
+def _pending_suite(suites: ET.Element, problem: ProblemResult) -> None:
+    """A written item: one skipped testcase saying its points are given by hand."""
+    suite = ET.SubElement(suites, "testsuite", name=problem.id, tests="1", failures="0", errors="0", skipped="1",
+                          time="0")
+    element = ET.SubElement(suite, "testcase", classname=problem.id, name=_clean(problem.cases[0].name), time="0")
+    ET.SubElement(element, "skipped", message=_clean(f"pending: graded by hand ({problem.max_score:g} points); "
+                                                     f"{problem.cases[0].summary}"))
+
+
 def render(result: GradeResult) -> str:
     suites = ET.Element("testsuites", name=_clean(result.title))
     tests = failures = errors = 0
     if result.messages:
         tests, errors = _submission_suite(suites, result)
     for problem in result.problems:
-        if problem.manual:  # a written item is graded by hand: nothing passed or failed here
+        if problem.pending:  # a written item is graded by hand: nothing passed or failed here
+            _pending_suite(suites, problem)
+            tests += 1  # JUnit counts a skipped test among the tests
             continue
         kinds = [_kind(c) for c in problem.cases if not c.passed]
         suite = ET.SubElement(suites, "testsuite", name=problem.id, tests=str(len(problem.cases)),
@@ -79,6 +92,7 @@ def render(result: GradeResult) -> str:
     suites.set("tests", str(tests))
     suites.set("failures", str(failures))
     suites.set("errors", str(errors))
+    suites.set("skipped", str(sum(p.pending for p in result.problems)))
     suites.set("time", f"{result.execution_time:.3f}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -37,6 +37,8 @@ def as_dict(result: GradeResult) -> dict:
     tests = [_test(p, c) for p in counted for c in p.cases]
     score = result.score / result.max_score if result.max_score else 0.0
     lines = [f"Score: {result.score:g}/{result.max_score:g} ({result.percent:.0f}%)."]
+    if result.pending_points:  # PrairieLearn grades the written items as questions of their own
+        lines.append(f"Plus {result.pending_points:g} points for the written answers, graded by hand: pending.")
     lines += [one_line(m) for m in result.messages]
     for problem in counted:
         lines += problem_lines(problem)

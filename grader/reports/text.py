@@ -287,8 +287,10 @@ def _quiz(out: _Out, items: list[ProblemResult]) -> None:
 
 
 def _written(out: _Out, items: list[ProblemResult]) -> None:
-    """Written items: whether each was recorded; the text itself is the grader's to read, not echoed."""
-    out.heading("Written answers (graded by hand, not in this score)")
+    """Written items: whether each was recorded; the text itself is the grader's to read, not echoed.
+    Their points are pending, never a zero: the heading says how many are still to be given by hand."""
+    out.heading(f"Written answers: plus {_pts(sum(p.max_score for p in items))} points graded by hand "
+                "(pending, not in this score)")
     recorded = [p for p in items if p.cases[0].status not in (CaseStatus.ERROR, CaseStatus.NOT_ANSWERED)]
     blank = [p for p in items if p.cases[0].status is CaseStatus.NOT_ANSWERED]
     for p in items:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..classroom.analysis import StudentRow
 from ..course.model import QuizItem
@@ -59,12 +59,18 @@ def _cell(text: str) -> str:
     return "'" + text if text.startswith(_FORMULA) else text
 
 
-def render_csv(items: Sequence[QuizItem], students: Sequence[StudentRow]) -> str:
-    """student, item, answer, points (blank: the grader's to fill in); one row per student and item."""
+def render_csv(items: Sequence[QuizItem], students: Sequence[StudentRow],
+               hand: Mapping[str, Mapping[str, float]] | None = None) -> str:
+    """student, item, answer, points (blank: the grader's to fill in), max_points; one row per student
+    and item. `hand`: the hand scores already given (`--written-scores`), kept in the points column,
+    so a written.csv read back and written again loses none of them."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "item", "answer", "points", "max_points"])
     for row in sorted(students, key=lambda r: r.student):
+        given = (hand or {}).get(row.student, {})
         for item in items:
-            writer.writerow([_cell(row.student), item.id, _cell(row.written.get(item.id, "")), "", f"{item.points:g}"])
+            points = f"{given[item.id]:g}" if item.id in given else ""
+            writer.writerow([_cell(row.student), item.id, _cell(row.written.get(item.id, "")), points,
+                             f"{item.points:g}"])
     return buffer.getvalue()
