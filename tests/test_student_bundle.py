@@ -38,7 +38,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/answers.py", "grade_quiz", "grader.course.quiz"),
     ("grading/diagnosis.py", "wrong_answer", "grader.course.code"),
     ("grading/diagnosis.py", "_fit", "grader.course.code"),  # only with course code (problem.code)
-    ("grading/cascade.py", "reference_text", "grader.course.code"),  # only with course code (problem.code)
+    ("grading/cascade.py", "helper_references", "grader.course.code"),  # only with course code (problem.code)
     ("grading/seed_cases.py", "build", "grader.course.quiz"),
     ("grading/seed_cases.py", "build", "grader.course.render"),
     ("grading/prepared.py", "build_args", "grader.course.generators"),

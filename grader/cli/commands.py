@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 from pathlib import Path
@@ -248,8 +249,13 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             from ..grading.grade import grade_seed_cases, known_ids
             from ..sandbox.isolation import private_paths
             known_ids(seed_cases, problem_ids)
+            if obj.gradescope_metadata is not None and os.geteuid() == 0:
+                # it holds earlier submissions' results, hidden feedback and all: the student uid (an
+                # "other") may not read it (in namespaces it is not in its file system anyway)
+                from ..sandbox.isolation import protect
+                protect((obj.gradescope_metadata,))
             result = grade_seed_cases(seed_cases, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
-                                    private=private_paths(obj.root))
+                                      private=private_paths(obj.root))
             if fmt == "gradescope":
                 from ..reports import gradescope
                 report = gradescope.render(result, hidden_visibility)

@@ -6,8 +6,9 @@ Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResu
 from __future__ import annotations
 
 import builtins
+import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from ..course.functions import ReturnKind
 from ..course.model import Course, Draw, Problem
 from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
-from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
+from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session, StandIns
 from .answers import grade_draws
-from .cascade import grade_behind_helpers
+from .cascade import answer, grade_behind_helpers
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
@@ -335,8 +336,8 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                         for p in problems)
         if load_error is None:
             again = grade_behind_helpers(problems, results, source, files.source.data or b"", cases, limits, start,
-                                         lambda data, group, chosen, left: _graded_again(data, group, chosen, left,
-                                                                                         private))
+                                         lambda data, group, chosen, left, helpers: _graded_again(
+                                             data, group, chosen, left, private, helpers))
             results = point_at_callees(problems, results, source, again)
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
@@ -350,10 +351,12 @@ def _left_out(problem: Problem, cell) -> str:
 
 
 def _graded_again(submission: bytes, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
-                  limits: Limits, private: Sequence[Path]) -> tuple[ProblemResult, ...] | None:
-    """`problems` graded on `submission` (cascade.py: the student's code with reference helpers)
-    in a fresh session; None when it did not import."""
-    with WatchedSession(submission, limits, private=private) as session:
+                  limits: Limits, private: Sequence[Path], helpers: Mapping[str, Callable]) -> \
+        tuple[ProblemResult, ...] | None:
+    """`problems` graded on `submission` in a fresh session whose student process calls the grader
+    for `helpers` (cascade.py: {name: the course's reference}); None when it did not import."""
+    stand_ins = StandIns(tuple(helpers), functools.partial(answer, helpers))
+    with WatchedSession(submission, limits, private=private, stand_ins=stand_ins) as session:
         results = run_problems(problems, cases, session, limits)
         return None if session.load_failure is not None else results
 
