@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader.grading.cascade import answer, helper_references
+from grader.grading.cascade import ReferenceServer, helper_references
 from grader.grading.checks import check
 from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
@@ -240,13 +240,13 @@ def probe(x):
         """The student process of a re-run, looking for the course's softmax (every code object it holds,
         its modules, inspect.getsource, __code__ and __globals__ of its helper), finds none: its softmax
         is a stand-in, answered with the reference's numbers by the grader."""
-        from grader.sandbox.session import Session, StandIns
+        from grader.sandbox.session import Limits, Session, StandIns
         references = helper_references(COURSE_CODE.path, ["softmax"])
         assert references is not None
         x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
         source = self.PROBE.format(root=str(EXERCISES.resolve())).encode()
-        stand_ins = StandIns(("softmax",), lambda name, args, kwargs: answer(references, name, args, kwargs))
-        with Session(source, stand_ins=stand_ins) as session:
+        with ReferenceServer(COURSE_CODE.path, ["softmax"], Limits()) as server, \
+                Session(source, stand_ins=StandIns(("softmax",), server)) as session:
             run = session.run("probe", [(x,)], 10.0)
         value = run.cases[0].value
         assert run.cases[0].status.name == "RETURNED", run.cases[0]
@@ -258,7 +258,7 @@ def probe(x):
         the grader computes nothing for it."""
         from grader.sandbox.session import CALL_DIM, Session, StandIns
         seen = []
-        stand_ins = StandIns(("softmax",), lambda name, args, kwargs: seen.append(name))
+        stand_ins = StandIns(("softmax",), lambda name, args, kwargs, deadline: seen.append(name))
         source = f"""
 import numpy as np
 def probe(x):
@@ -275,6 +275,17 @@ def probe(x):
         told = run.cases[0].value
         assert told[0].startswith("softmax: an array of shape (2, 257)") and told[1].startswith("softmax: a object")
         assert seen == []
+
+    def test_a_call_the_reference_cannot_afford_costs_only_that_call(self):
+        """Arguments within the bounds that would take the course's code too far (a routing count over
+        65536 heads, queries and keys): the reference's own process hits its memory limit or the
+        deadline, and the call is refused; the grader computes nothing of it."""
+        import time
+
+        from grader.sandbox.session import CallRefused, Limits
+        with ReferenceServer(COURSE_CODE.path, ["count_routing_distributions"], Limits()) as server:
+            with pytest.raises(CallRefused, match="the course's count_routing_distributions"):
+                server("count_routing_distributions", [65536, 65536, 65536], {}, time.monotonic() + 5)
 
     def test_a_rerun_that_fails_on_purpose_tells_no_hidden_count(self, course, write_submission):
         """A caller that fails whenever its softmax is not its own (the re-run) is graded again on the public

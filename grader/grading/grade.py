@@ -6,9 +6,8 @@ Data flows one way: problems -> cases -> sandbox runs -> verdicts -> ProblemResu
 from __future__ import annotations
 
 import builtins
-import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session, StandIns
 from .answers import grade_draws
-from .cascade import answer, grade_behind_helpers
+from .cascade import ReferenceServer, grade_behind_helpers
 from .checks import Verdict, check, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
@@ -336,8 +335,8 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                         for p in problems)
         if load_error is None:
             again = grade_behind_helpers(problems, results, source, files.source.data or b"", cases, limits, start,
-                                         lambda data, group, chosen, left, helpers: _graded_again(
-                                             data, group, chosen, left, private, helpers))
+                                         lambda data, group, chosen, left, server: _graded_again(
+                                             data, group, chosen, left, private, server))
             results = point_at_callees(problems, results, source, again)
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
@@ -351,11 +350,10 @@ def _left_out(problem: Problem, cell) -> str:
 
 
 def _graded_again(submission: bytes, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
-                  limits: Limits, private: Sequence[Path], helpers: Mapping[str, Callable]) -> \
-        tuple[ProblemResult, ...] | None:
+                  limits: Limits, private: Sequence[Path], server: ReferenceServer) -> tuple[ProblemResult, ...] | None:
     """`problems` graded on `submission` in a fresh session whose student process calls the grader
-    for `helpers` (cascade.py: {name: the course's reference}); None when it did not import."""
-    stand_ins = StandIns(tuple(helpers), functools.partial(answer, helpers))
+    for the functions `server` answers (cascade.py); None when it did not import."""
+    stand_ins = StandIns(server.names, server)
     with WatchedSession(submission, limits, private=private, stand_ins=stand_ins) as session:
         results = run_problems(problems, cases, session, limits)
         return None if session.load_failure is not None else results

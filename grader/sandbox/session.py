@@ -16,6 +16,8 @@ answer and writes it back on the worker's stdin. Only the answer crosses, never 
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import selectors
@@ -35,7 +37,7 @@ import numpy as np
 
 from ..errors import InternalError
 from ..paths import remove_tree
-from .codec import ANSWER, DecodeError, Opaque, clean_text, decode_value, encode_arg, read_event
+from .codec import ALLOWED_DTYPES, ANSWER, DecodeError, Opaque, clean_text, decode_value, encode_arg, read_event
 from .isolation import Isolation
 from .limits import Limits
 from .runs import CaseRun, LoadFailure, RunStatus, StudentError
@@ -55,10 +57,12 @@ CALL_INT = 1 << 16
 @dataclass(frozen=True)
 class StandIns:
     """Functions of the submission the grader answers for: `names`, bound to stand-ins in the
-    student process, and `answer(name, args, kwargs)`, run in the grader on the decoded arguments."""
+    student process, and `answer(name, args, kwargs, deadline)`, given the decoded, bounded
+    arguments and the problem's deadline, which returns the answer as `plain` JSON (or raises
+    CallRefused)."""
 
     names: tuple[str, ...]
-    answer: Callable[[str, list, dict], Any]
+    answer: Callable[[str, list, dict, float], Any]
 
 
 class CallRefused(ValueError):
@@ -95,8 +99,9 @@ def _bounded(value: Any, budget: list[int], depth: int = 0) -> Any:
     return value
 
 
-def _reply_value(value: Any, depth: int = 0) -> Any:
-    """An answer as the JSON the worker's `decode_reply` reads; CallRefused for what it cannot carry."""
+def plain(value: Any, depth: int = 0) -> Any:
+    """Arrays, numbers, strings and sequences of them as JSON (case inputs' form, sequences tagged):
+    what `from_plain` and the worker's `decode_reply` read; CallRefused for anything else."""
     if depth > 8:
         raise CallRefused("an answer nested too deeply")
     if isinstance(value, np.generic):
@@ -108,13 +113,35 @@ def _reply_value(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
-        return {"list" if isinstance(value, list) else "tuple": [_reply_value(v, depth + 1) for v in value]}
+        return {"list" if isinstance(value, list) else "tuple": [plain(v, depth + 1) for v in value]}
     if isinstance(value, dict):
-        return {"dict": [[_reply_value(k, depth + 1), _reply_value(v, depth + 1)] for k, v in value.items()]}
+        return {"dict": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in value.items()]}
     raise CallRefused(f"an answer of type {type(value).__name__}")
 
 
-def answer_call(stand_ins: StandIns | None, event: dict) -> bytes:
+def from_plain(data: Any, depth: int = 0) -> Any:
+    """The value `plain` wrote (arrays of the codec's dtypes only); DecodeError for anything else."""
+    if depth > 8:
+        raise DecodeError("nested too deeply")
+    if isinstance(data, dict):
+        if "nd" in data:
+            dtype, shape, raw = data.get("dtype"), data.get("shape"), data.get("nd")
+            if dtype not in ALLOWED_DTYPES or not isinstance(shape, list) or not isinstance(raw, str):
+                raise DecodeError("bad array")
+            try:
+                return np.frombuffer(base64.b64decode(raw, validate=True), dtype=dtype).reshape(shape).copy()
+            except (ValueError, TypeError, binascii.Error):
+                raise DecodeError("bad array") from None
+        for tag, kind in (("list", list), ("tuple", tuple)):
+            if isinstance(data.get(tag), list):
+                return kind(from_plain(x, depth + 1) for x in data[tag])
+        if isinstance(data.get("dict"), list):
+            return {from_plain(k, depth + 1): from_plain(v, depth + 1) for k, v in data["dict"]}
+        raise DecodeError("unknown value")
+    return data
+
+
+def answer_call(stand_ins: StandIns | None, event: dict, deadline: float) -> bytes:
     """The line to write back to the student process for its `call` event: {"reply": id, "ok":
     true, "value": ...}, or "ok": false with a fixed sentence (never what the reference raised)."""
     call = event.get("call")
@@ -139,11 +166,7 @@ def answer_call(stand_ins: StandIns | None, event: dict) -> bytes:
         budget = [CALL_ELEMENTS]
         _bounded(values, budget)
         _bounded(list(keywords.values()), budget)
-        try:
-            result = stand_ins.answer(name, values, keywords)
-        except Exception:  # the reference refused these arguments: the call fails, its reason stays here
-            raise CallRefused(f"the course's {name} could not answer these arguments") from None
-        line = json.dumps({"reply": call, "ok": True, "value": _reply_value(result)})
+        line = json.dumps({"reply": call, "ok": True, "value": stand_ins.answer(name, values, keywords, deadline)})
         if len(line) > MAX_MESSAGE:
             raise CallRefused("an answer too large to send")
     except CallRefused as exc:
@@ -486,7 +509,7 @@ class Session:
                 break
             kind = event.get("event")
             if kind == "call":  # a stand-in waits for the grader's answer (StandIns)
-                worker.send(answer_call(self.stand_ins, event))
+                worker.send(answer_call(self.stand_ins, event, deadline))
                 continue
             if kind in ("done", "no_function", "case") and event.get("seq") != seq:
                 continue

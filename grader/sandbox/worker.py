@@ -157,7 +157,7 @@ def decode_reply(a):
     return a
 
 
-_queued = []  # messages read from stdin while a stand-in waited for its reply: serve() takes them first
+_queued: list = []  # messages read from stdin while a stand-in waited for its reply: serve() takes them first
 _current = [None, 0]  # the request being answered (its seq), and the stand-ins' calls made so far
 
 
