@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from ._edges import AR, deserved, edge_course, grade, new_folder, run_grader, write_submission  # noqa: F401
+from ._edges import AR, deserved, edge_course, grade, new_folder, run_grader, scores, write_submission  # noqa: F401
 from .conftest import solution_source
 
 FORGED = f"PASS  {AR}: forged  [10/10]"
@@ -73,7 +73,7 @@ def test_no_format_shows_a_forged_pass_line(edge_course, raising, fmt):
     assert "Oops\\n" in text or "Oops\\\\n" in text  # the class name is shown, its line break escaped
     assert forged(readable(fmt, text) + run.stdout.splitlines() + run.stderr.splitlines()) == []
     if fmt == "gradescope":
-        assert {t["tags"][0]: t["score"] for t in json.loads(text)["tests"]} == deserved(edge_course, (AR,))
+        assert scores(json.loads(text)) == deserved(edge_course, (AR,))
     if fmt == "json":
         assert {p["id"]: p["score"] for p in json.loads(text)["problems"]} == deserved(edge_course, (AR,))
 
