@@ -44,7 +44,6 @@ from grader.course.loader import load_course
 from grader.sandbox.isolation import CLAIMS, NAMESPACES_ENV, PACKAGE, RETIRED, SANDBOX_IDS, SHARED_DIRS
 from grader.sandbox.session import Limits, RunStatus, Session
 
-from ._edges import scores
 from .conftest import (
     ROOT,
     installation_in_tmp,
@@ -528,6 +527,7 @@ def check_outcome(hostile: Hostile, edge_course: EdgeCourse, outcome: Outcome | 
     data = read_results(outcome.output)
     lost = set(edge_course.points) if "*" in hostile.loses else set(hostile.loses)
     deserved = {p: 0.0 if p in lost else points for p, points in edge_course.points.items()} | dict(hostile.scored)
+    from ._edges import scores  # _edges imports this module
     assert scores(data) == deserved
     assert data["score"] == sum(deserved.values())
     report = data["output"] + "\n".join(t["output"] for t in data["tests"])

@@ -148,8 +148,11 @@ class ReferenceServer:
             self.close()
             self._broken = True
             raise CallRefused(f"the course's {name} did not answer in time")
-        message = json.loads(reply)
-        if not message.get("ok"):
+        try:
+            message = json.loads(reply)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict) or message.get("ok") is not True or "value" not in message:
             raise CallRefused(f"the course's {name} could not answer these arguments")
         return message["value"]
 
