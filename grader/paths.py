@@ -23,6 +23,7 @@ STUDENT_MARKER_TEXT = """\
 COURSE_ENV = "MHA_COURSE"
 COURSE_ENV_ALIAS = "MHA_EXERCISES"  # its older name, still read (never documented as current)
 ASSIGNMENT_FILE = "assignment.yaml"
+PACKAGED = "packaged"  # `--course packaged`: the course inside the installed package, whatever is around
 
 
 def packaged_course() -> Path:
@@ -41,12 +42,18 @@ def _found_upwards(start: Path) -> Path | None:
     return None
 
 
-def locate_course(option: Path | None = None, env=None, start: Path | None = None) -> tuple[Path, str]:
+def locate_course(option: Path | str | None = None, env=None, start: Path | None = None) -> tuple[Path, str]:
     """The course folder and why it was chosen, by the one precedence README states:
     `--course` (`option`), then $MHA_COURSE, then the working folder or the nearest folder
     above it that holds assignment.yaml or exercises/assignment.yaml, then the packaged one.
-    The reason is "--course", "MHA_COURSE", "found from the working folder" or "packaged"."""
+    The reason is "--course", "MHA_COURSE", "found from the working folder" or "packaged".
+
+    `option` given as the word "packaged" (the string, not a path such as ./packaged) names the
+    packaged course outright: what a platform's script passes in a folder a student fills, where
+    a lookup from the working folder would find the student's own exercises/."""
     env = os.environ if env is None else env
+    if isinstance(option, str) and option == PACKAGED:
+        return packaged_course(), "packaged"
     if option is not None:
         return Path(option), "--course"
     for name in (COURSE_ENV, COURSE_ENV_ALIAS):

@@ -170,8 +170,14 @@ def grade(edge_course: EdgeCourse, submission: Path, *extra: str, output: Path |
 
 
 def scores(data: dict) -> dict[str, float]:
-    """A Gradescope results.json's score per problem or quiz item (a written item's test has none: pending)."""
-    return {test["tags"][0]: test["score"] for test in data["tests"] if "score" in test}
+    """A Gradescope results.json's score per problem or quiz item (a problem's public test and the
+    test of its hidden cases, shown after the due date by default, added up; a written item's test
+    has no score: pending)."""
+    found: dict[str, float] = {}
+    for test in data["tests"]:
+        if "score" in test:
+            found[test["tags"][0]] = found.get(test["tags"][0], 0.0) + test["score"]
+    return {name: round(score, 6) for name, score in found.items()}
 
 
 def deserved(edge_course: EdgeCourse, lost: tuple[str, ...] = (), quiz: bool = True) -> dict[str, float]:

@@ -31,9 +31,11 @@ def gradescope(path):
 
 class TestGrade:
     def test_solutions_get_full_marks_in_gradescope_format(self, cli, tmp_path):
-        """The model answers score every point; each test is named after its problem id."""
+        """The model answers score every point; each test is named after its problem id (hidden cases
+        inside it, as --hidden-visibility visible lays them out)."""
         out = tmp_path / "r.json"
-        result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
+        result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out),
+                     "--hidden-visibility", "visible")
         assert result.exit_code == 0, result.output
         data = gradescope(out)
         assert data["score"] == sum(t.get("max_score", 0) for t in data["tests"]) > 0

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader.grading.cascade import reference_text
+from grader.grading.cascade import ReferenceServer, helper_references
 from grader.grading.checks import check
 from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
@@ -138,7 +138,7 @@ class TestCascade:
         assert sdpa.score < sdpa.max_score and sdpa.mistakes == ()
         assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
                                 "Graded again with the course's softmax in place of yours, "
-                                "scaled_dot_product_attention passes every case: its own code is right.")
+                                "scaled_dot_product_attention passes every public case: its own code is right.")
         # multi-head attention reaches softmax through scaled_dot_product_attention: the root is
         # named, and both are replaced for the re-run
         assert mha.message.startswith("multi_head_attention calls your softmax, which fails its own cases. "
@@ -160,7 +160,7 @@ class TestCascade:
         result = grade(course, write_submission(with_function(source)),
                        problem_ids=["softmax", "scaled_dot_product_attention"])
         sdpa = result.problems[1]
-        assert sdpa.message.endswith("scaled_dot_product_attention passes every case: its own code is right.")
+        assert sdpa.message.endswith("scaled_dot_product_attention passes every public case: its own code is right.")
         assert "SOFTMAX-IS softmax" in sdpa.stdout  # its own run, with its own softmax
         shown = text.render(result) + json_report.render(result)
         assert "SOFTMAX-IS softmax" in shown and "_mha_course_reference" not in shown
@@ -188,7 +188,7 @@ class TestCascade:
         assert sdpa.score == 0 and sdpa.mistakes == ("attention-no-scale",)
         assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
                                 "Graded again with the course's softmax in place of yours, scaled_dot_product_attention "
-                                "still fails 9 of 9 cases: its own mistake is attention-no-scale.")
+                                "still fails 4 of 4 public cases: its own mistake is attention-no-scale.")
         message = next(m.message for m in course.problem("scaled_dot_product_attention").mistakes
                        if m.id == "attention-no-scale")
         assert {c.mistake_message for c in sdpa.cases if c.mistake} == {message}
@@ -214,14 +214,104 @@ class TestCascade:
               problem_ids=["softmax", "scaled_dot_product_attention", "split_heads"])
         assert seen == [["scaled_dot_product_attention"]]
 
-    def test_the_reference_text_is_course_code_only(self):
-        """What enters the student process for a re-run: the reference functions and the course
-        definitions they use, in one factory; nothing without course code (a student bundle)."""
-        text = reference_text(COURSE_CODE.path, ["softmax"])
-        assert "def softmax(scores)" in text and "softmax, = _mha_course_reference()" in text
-        assert "expected" not in text and "cases" not in text
-        compile(text, "reference", "exec")
-        assert reference_text(None, ["softmax"]) is None
+    PROBE = """
+import gc, inspect, sys
+import numpy as np
+
+def probe(x):
+    course = {root!r}
+    found = []
+    for obj in gc.get_objects():  # every function and code object the process holds
+        code = obj if type(obj).__name__ == "code" else getattr(obj, "__code__", None)
+        if code is not None and course in str(getattr(code, "co_filename", "")):
+            found.append(code.co_name)
+    found += [name for name, module in list(sys.modules.items()) if course in str(getattr(module, "__file__", ""))]
+    try:
+        source = inspect.getsource(softmax)
+    except Exception as exc:
+        source = type(exc).__name__
+    code = softmax.__code__
+    seen = repr(code.co_consts) + repr(code.co_names) + code.co_filename + " ".join(softmax.__globals__)
+    return [sorted(set(found))[:5], course in seen or course in source, "exp" in code.co_names,
+            softmax(x).tolist()]
+"""
+
+    def test_a_rerun_holds_no_course_code(self, tmp_path):
+        """The student process of a re-run, looking for the course's softmax (every code object it holds,
+        its modules, inspect.getsource, __code__ and __globals__ of its helper), finds none: its softmax
+        is a stand-in, answered with the reference's numbers by the grader."""
+        from grader.sandbox.session import Limits, Session, StandIns
+        references = helper_references(COURSE_CODE.path, ["softmax"])
+        assert references is not None
+        x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+        source = self.PROBE.format(root=str(EXERCISES.resolve())).encode()
+        with ReferenceServer(COURSE_CODE.path, ["softmax"], Limits()) as server, \
+                Session(source, stand_ins=StandIns(("softmax",), server)) as session:
+            run = session.run("probe", [(x,)], 10.0)
+        value = run.cases[0].value
+        assert run.cases[0].status.name == "RETURNED", run.cases[0]
+        assert value[:3] == [[], False, False]
+        assert np.allclose(value[3], references["softmax"](x))
+
+    def test_a_stand_in_refuses_arguments_out_of_bounds(self):
+        """A call with an array beyond the grader's bounds, or an object, raises in the student process;
+        the grader computes nothing for it."""
+        from grader.sandbox.session import CALL_DIM, Session, StandIns
+        seen = []
+        stand_ins = StandIns(("softmax",), lambda name, args, kwargs, deadline: seen.append(name))
+        source = f"""
+import numpy as np
+def probe(x):
+    told = []
+    for arg in (np.zeros((2, {CALL_DIM + 1})), object()):
+        try:
+            softmax(arg)
+        except RuntimeError as exc:
+            told.append(str(exc)[:60])
+    return told
+""".encode()
+        with Session(source, stand_ins=stand_ins) as session:
+            run = session.run("probe", [(1.0,)], 10.0)
+        told = run.cases[0].value
+        assert told[0].startswith("softmax: an array of shape (2, 257)") and told[1].startswith("softmax: a object")
+        assert seen == []
+
+    def test_a_call_the_reference_cannot_afford_costs_only_that_call(self):
+        """Arguments within the bounds that would take the course's code too far (a routing count over
+        65536 heads, queries and keys): the reference's own process hits its memory limit or the
+        deadline, and the call is refused; the grader computes nothing of it."""
+        import time
+
+        from grader.sandbox.session import CallRefused, Limits
+        with ReferenceServer(COURSE_CODE.path, ["count_routing_distributions"], Limits()) as server:
+            with pytest.raises(CallRefused, match="the course's count_routing_distributions"):
+                server("count_routing_distributions", [65536, 65536, 65536], {}, time.monotonic() + 5)
+
+    def test_a_rerun_that_fails_on_purpose_tells_no_hidden_count(self, course, write_submission):
+        """A caller that fails whenever its softmax is not its own (the re-run) is graded again on the public
+        cases only: the sentence counts public cases, and no report holds a count over all the cases."""
+        source = self.WRONG_AXIS_SOFTMAX + """
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            if softmax.__code__.co_filename != __file__:
+                raise ValueError("re-run")
+            scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = softmax(scores)
+            return weights @ V, weights
+    """
+        result = grade(course, write_submission(with_function(source)),
+                       problem_ids=["softmax", "scaled_dot_product_attention"])
+        sdpa = result.problems[1]
+        public = sum(not c.hidden for c in sdpa.cases)
+        assert public < len(sdpa.cases)
+        assert sdpa.message.endswith(f"still fails {public} of {public} public cases: check it too.")
+        from grader.reports import github, gradescope, junit
+        shown = text.render(result) + json_report.render(result) + gradescope.render(result, "after_due_date") \
+            + junit.render(result) + github.render(result)
+        total = len(sdpa.cases)
+        assert f"of {total} cases" not in shown and f"of {total} public" not in shown and "re-run" not in shown
+        assert shown.count(f"still fails {public} of {public} public cases") >= 4  # the sentence, in every format
 
     def test_a_callee_failing_only_to_raise_is_not_blamed(self, course, write_submission):
         """split_heads with `assert` fails only its ValueError cases, which no caller's case

@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -64,10 +65,10 @@ def _step_env(step: dict, secrets: dict[str, str]) -> dict[str, str]:
     return {name: value(str(text)) for name, text in step.get("env", {}).items()}
 
 
-def run_workflow(starter: Path, work: Path, files: dict[str, Path],
-                 secrets: dict[str, str] | None = None) -> tuple[float, float, dict[str, float]]:
+def run_workflow(starter: Path, work: Path, files: dict[str, Path], secrets: dict[str, str] | None = None,
+                 plant: Callable[[Path], None] | None = None) -> tuple[float, float, dict[str, float]]:
     """(points, max points, points per step) of the workflow run on the starter repo with `files`
-    and the repository's `secrets`."""
+    and the repository's `secrets`; `plant(checkout)` adds whatever else the student committed."""
     workflow = yaml.safe_load((starter / WORKFLOW_PATH).read_text())
     steps = workflow["jobs"]["run-autograding-tests"]["steps"]
     repo = work / "workspace"
@@ -80,6 +81,8 @@ def run_workflow(starter: Path, work: Path, files: dict[str, Path],
             shutil.copytree(starter, repo)
             for name, source in files.items():
                 shutil.copyfile(source, repo / name)
+            if plant is not None:
+                plant(repo)
         elif uses.startswith("actions/setup-python@"):
             python = fresh_venv(work / "python", link_farm(work / "shared"))
             env["PATH"] = f"{python.parent}:{env['PATH']}"
@@ -126,7 +129,7 @@ class TestStarterRepository:
         steps = yaml.safe_load((repo / WORKFLOW_PATH).read_text())["jobs"]["run-autograding-tests"]["steps"]
         install = next(s for s in steps if s["name"] == "Install the grader")
         assert install["env"] == {SECRET: f"${{{{ secrets.{SECRET} }}}}"}
-        assert install["run"] == f"python -m pip install --disable-pip-version-check ${SECRET}/{wheel.filename()}"
+        assert install["run"] == f"python -I -m pip install --disable-pip-version-check ${SECRET}/{wheel.filename()}"
         assert not list(repo.rglob("*.whl"))
         from grader.starter import starter_files
         made = starter_files(load_course(EXERCISES))  # made from the course, never copied
@@ -157,3 +160,30 @@ class TestStarterRepository:
         repo, _ = starter
         with pytest.raises(AssertionError, match="Install the grader"):
             run_workflow(repo, tmp_path, {}, {SECRET: str(tmp_path / "nowhere")})
+
+
+class TestWhatAStudentCommits:
+    def test_a_course_and_a_pip_package_in_the_checkout_change_nothing(self, starter, tmp_path, course):
+        """A student commits an exercises/ folder (a copy of the course whose course.py and problem files
+        are theirs: every problem worth 100 points) and a pip/ package. The workflow grades with the
+        installed course (--course packaged): the forged course.py is never imported, the points are
+        the instructor's and the stubs score 0; the install step runs pip itself (python -I), so the
+        pip/ package never sees the token."""
+        repo, private = starter
+        marker = tmp_path / "marker"
+
+        def plant(checkout: Path) -> None:
+            forged = checkout / "exercises"
+            shutil.copytree(EXERCISES, forged, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+            code = forged / "course.py"
+            code.write_text(f"open({str(marker)!r}, 'a').write('course.py imported\\n')\n" + code.read_text())
+            for problem in (forged / "problems").glob("*.yaml"):
+                problem.write_text(re.sub(r"(?m)^points: .*$", "points: 100", problem.read_text()))
+            (checkout / "pip").mkdir()
+            (checkout / "pip" / "__init__.py").write_text("")
+            (checkout / "pip" / "__main__.py").write_text(
+                f"import os\nopen({str(marker)!r}, 'a').write('pip/ ran: ' + os.environ.get({SECRET!r}, '') + '\\n')\n")
+
+        points, maximum, _ = run_workflow(repo, tmp_path, {}, {SECRET: str(private)}, plant=plant)
+        assert not marker.exists(), marker.read_text()
+        assert (points, maximum) == (0, course.max_score)

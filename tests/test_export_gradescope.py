@@ -308,3 +308,68 @@ class TestOtherPython:
         message = str(caught.value)
         assert "no wheel of numpy>=1.23,<=" in message and "for Python 3.99" in message
         assert "pip download 'numpy>=1.23,<=" in message and "--python-version 3.99" in message
+
+
+SNOOP = '''
+def softmax(scores):
+    try:
+        with open({path!r}) as handle:
+            seen = handle.read()
+    except OSError as exc:
+        seen = type(exc).__name__
+    raise ValueError("metadata: " + seen[:300])
+'''
+
+
+@pytest.mark.root
+class TestEarlierResults:
+    @pytest.mark.parametrize("namespaces", ["on", "off"])
+    def test_student_code_cannot_read_the_submission_metadata(self, course, namespaces):
+        """Gradescope's submission_metadata.json, readable by anyone as Gradescope leaves it, holds an earlier
+        submission's results with hidden feedback. Student code that opens it (as root with namespaces, and
+        with MHA_NAMESPACES=off as Gradescope's container runs it) gets an error, never its text; the
+        metadata still gives the seed (the course has a secret: a student's own numbers)."""
+        import tempfile
+        top = Path(tempfile.mkdtemp(prefix="mha-gs-"))  # not under pytest's 0700 folder: reachable by others
+        try:
+            top.chmod(0o755)
+            root = autograder(top, course, secret=SECRET)
+            metadata = root / "submission_metadata.json"
+            key = answers_template(course.quiz, answer_key(course.quiz, student_seed(SECRET, "s42@example.edu")))
+            files = {"attention.py": SNOOP.format(path=str(metadata)), "answers.yaml": key}
+            for name, text in files.items():
+                (root / "submission" / name).write_text(text)
+            metadata.write_text(json.dumps({
+                "id": 8, "users": [{"email": "s42@example.edu", "name": "Student", "sid": "s42"}],
+                "previous_submissions": [{"results": {"tests": [{"output": "EARLIER-HIDDEN-FEEDBACK"}]}}]}))
+            metadata.chmod(0o644)
+            for folder in (root, root / "submission"):
+                folder.chmod(0o755)
+            env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": shutil.which("mha"),
+                   "MHA_NAMESPACES": namespaces}
+            env.pop("MHA_COURSE_SECRET", None)
+            done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+            text = (root / "results" / "results.json").read_text()
+            result = json.loads(text)
+            assert "EARLIER-HIDDEN-FEEDBACK" not in text
+            assert "metadata: PermissionError" in text or "metadata: FileNotFoundError" in text
+            assert result["score"] == pytest.approx(course.quiz.max_score)  # the quiz on s42's own numbers
+            assert os.stat(metadata).st_mode & 0o077 == 0
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
+
+
+def test_mha_grade_keeps_hidden_feedback_until_the_due_date_by_default(cli, tmp_path, course):
+    """`mha grade --format gradescope` without --hidden-visibility: as the export, hidden cases and hidden
+    quiz items are tests of their own shown after the due date, and no visible test holds them."""
+    out = tmp_path / "results.json"
+    result = cli("grade", str(SOLUTIONS), "--format", "gradescope", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    tests = json.loads(out.read_text())["tests"]
+    items, cases = _hidden_ids(course)
+    concealed = {t["name"].split(":")[0] for t in tests if t["visibility"] == "after_due_date"}
+    assert concealed == items | {p.id for p in course.problems}
+    shown = "".join(t["output"] for t in tests if t["visibility"] == "visible")
+    assert not any(name in shown for name in cases)

@@ -61,16 +61,22 @@ def question_params(course_dir: Path, qid: str, pl_seed: int) -> dict:
     return data["params"]
 
 
-def grade_job(course_dir: Path, tmp: Path, problem: str, source: str, install: bool = False, pl_seed: int = 0) -> dict:
+def grade_job(course_dir: Path, tmp: Path, problem: str, source: str, install: bool = False, pl_seed: int = 0,
+              student_files: dict[str, str] | None = None, in_student: bool = False) -> dict:
     """One external grading job: /grade laid out as PrairieLearn lays it out (the student's file, the
     question's tests/, the listed serverFilesCourse entries, data.json with the params that server.py
     generated for PrairieLearn's seed `pl_seed`), the entry point run in it with no network; returns results.json.
-    `install`: the entry point installs from its wheels, else it uses this environment's mha (MHA_BIN)."""
+    `install`: the entry point installs from its wheels, else it uses this environment's mha (MHA_BIN).
+    `student_files`: more files the student submitted (relative path: text); `in_student`: the job
+    starts in the student's folder rather than elsewhere."""
     info = json.loads((course_dir / "questions" / problem / "info.json").read_text())
     options = info["externalGradingOptions"]
     grade = tmp / "grade"
     (grade / "student").mkdir(parents=True)
     (grade / "student" / "attention.py").write_text(source)
+    for name, text in (student_files or {}).items():
+        (grade / "student" / name).parent.mkdir(parents=True, exist_ok=True)
+        (grade / "student" / name).write_text(text)
     shutil.copytree(course_dir / "questions" / problem / "tests", grade / "tests")
     for entry in options["serverFilesCourse"]:
         shutil.copytree(course_dir / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
@@ -87,7 +93,7 @@ def grade_job(course_dir: Path, tmp: Path, problem: str, source: str, install: b
         if not install:
             env["MHA_BIN"] = shutil.which("mha") or str(Path(sys.executable).parent / "mha")
         done = subprocess.run([*offline(), entry_point], env=env, capture_output=True, text=True, timeout=600,
-                              cwd=tmp)
+                              cwd=grade / "student" if in_student else tmp)
         assert done.returncode == 0, done.stdout + done.stderr
         assert not any(scratch.iterdir()), sorted(p.name for p in scratch.iterdir())
     finally:
@@ -119,6 +125,19 @@ class TestEntryPoint:
         assert result["tests"] and all(t["points"] == t["max_points"] > 0 for t in result["tests"])
         assert {"name", "points", "max_points", "message", "output"} <= set(result["tests"][0])
         assert any(t["name"].endswith("(hidden)") for t in result["tests"])
+
+    @pytest.mark.slow  # the entry point installs the grader from its wheels
+    def test_a_venv_package_in_the_student_folder_never_runs(self, course_dir, tmp_path):
+        """A job that starts in the student's folder, which holds a venv/ (and pip/) package: the
+        entry point makes its virtual environment with the real venv, and grades the submission."""
+        marker = tmp_path / "marker"
+        planted = f"open({str(marker)!r}, 'a').write(__name__ + ' ran\\n')\n"
+        files = {f"{name}/{part}": planted for name in ("venv", "pip", "ensurepip")
+                 for part in ("__init__.py", "__main__.py")}
+        result = grade_job(course_dir, tmp_path, "softmax", (SOLUTIONS / "attention.py").read_text(), install=True,
+                           student_files=files, in_student=True)
+        assert not marker.exists(), marker.read_text()
+        assert result["gradable"] is True and result["score"] == 1.0
 
     def test_stub_scores_zero(self, course_dir, tmp_path):
         """The editor's own stubs, submitted as they are: gradable, score 0, each case says so."""

@@ -261,6 +261,27 @@ class TestPrecedence:
         assert locate_course(None, {}, tmp_path) == (packaged_course(), "packaged")
         assert (packaged_course() / "assignment.yaml").is_file()
 
+    def test_the_word_packaged_names_the_packaged_course(self, tmp_path):
+        """`--course packaged` wins over MHA_COURSE and an exercises/ in the working folder; `./packaged` is a folder."""
+        (tmp_path / "exercises").mkdir()
+        (tmp_path / "exercises" / "assignment.yaml").write_text("title: x\n")
+        assert locate_course("packaged", {"MHA_COURSE": "/elsewhere"}, tmp_path) == (packaged_course(), "packaged")
+        assert locate_course("./packaged", {}, tmp_path) == (Path("packaged"), "--course")
+
+    def test_cli_takes_course_packaged_in_a_folder_with_another_course(self, tmp_path, monkeypatch):
+        """`mha --course packaged list` in a folder holding an exercises/ (a student's) lists the packaged course."""
+        from click.testing import CliRunner
+
+        from grader.cli.commands import main
+        forged = tmp_path / "exercises"
+        forged.mkdir()
+        (forged / "assignment.yaml").write_text("title: forged\n")
+        monkeypatch.chdir(tmp_path)
+        result = CliRunner().invoke(main, ["--course", "packaged", "list"], env={"MHA_COURSE": ""})
+        assert result.exit_code == 0, result.output
+        assert result.stderr.strip() == f"course: {packaged_course()} (packaged)"
+        assert "forged" not in result.stdout
+
     def test_cli_says_which_course_on_stderr(self, cli):
         """`mha list` prints the chosen folder and the reason on stderr, the listing on stdout."""
         result = cli("list")

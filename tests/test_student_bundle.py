@@ -39,7 +39,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/diagnosis.py", "wrong_answer", "grader.course.code"),
     ("grading/diagnosis.py", "_fit", "grader.course.code"),  # only with course code (problem.code)
     ("grading/diagnosis.py", "_pairs", "grader.course.code"),  # only with course code (problem.code)
-    ("grading/cascade.py", "reference_text", "grader.course.code"),  # only with course code (problem.code)
+    ("grading/cascade.py", "helper_references", "grader.course.code"),  # only with course code (problem.code)
     ("grading/seed_cases.py", "build", "grader.course.quiz"),
     ("grading/seed_cases.py", "build", "grader.course.render"),
     ("grading/seed_cases.py", "_shown_params", "grader.course.generators"),  # called by build only

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from .base import CONTEXT, Aliased, Group, echo_report, fail, traceback_option
 
 
 class Ctx:
-    def __init__(self, course: Path | None):
+    def __init__(self, course: Path | str | None):
         self._course = course
         self._located: tuple[Path, str] | None = None
         self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose seed, when no --student
@@ -128,15 +129,16 @@ def _student_options(command):
 
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.option("--course", "--exercises", "--assignment", cls=Aliased,  # the older names: hidden aliases
-              type=click.Path(file_okay=False, path_type=Path),
+              type=click.Path(file_okay=False, path_type=str),  # a str: `packaged` is not `./packaged`
               default=None, metavar="DIR",
-              help="The course folder (the one holding assignment.yaml). Without it: $MHA_COURSE, else the "
-                   "working folder or the nearest one above it with assignment.yaml or exercises/, else "
-                   "the course packaged with mha (`mha list` says which one it uses).")
+              help="The course folder (the one holding assignment.yaml), or `packaged` for the course "
+                   "packaged with mha, whatever folder it runs in (what exported platform scripts use). "
+                   "Without it: $MHA_COURSE, else the working folder or the nearest one above it with "
+                   "assignment.yaml or exercises/, else the packaged course (`mha list` says which one it uses).")
 @click.version_option(package_name="mha-exercises")
 @traceback_option
 @click.pass_context
-def main(ctx: click.Context, course: Path | None, traceback: bool) -> None:
+def main(ctx: click.Context, course: str | None, traceback: bool) -> None:
     """Exercises on multi-head attention, with instant feedback and a sandboxed grader.
 
     \b
@@ -207,7 +209,8 @@ def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limi
                    "a link, FIFO or device is refused, except a character device such as /dev/stdout.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when the score is below this percentage (the report is still written).")
-@click.option("--hidden-visibility", type=click.Choice(["visible", "after_due_date", "hidden"]), default="visible",
+@click.option("--hidden-visibility", type=click.Choice(["visible", "after_due_date", "hidden"]),
+              default="after_due_date",
               show_default=True,
               help="Gradescope format: what students see of hidden cases and hidden quiz items. visible: inside "
                    "each problem's test; after_due_date or hidden: tests of their own with that Gradescope "
@@ -247,8 +250,13 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
             from ..grading.grade import grade_seed_cases, known_ids
             from ..sandbox.isolation import private_paths
             known_ids(seed_cases, problem_ids)
+            if obj.gradescope_metadata is not None and os.geteuid() == 0:
+                # it holds earlier submissions' results, hidden feedback and all: the student uid (an
+                # "other") may not read it (in namespaces it is not in its file system anyway)
+                from ..sandbox.isolation import protect
+                protect((obj.gradescope_metadata,))
             result = grade_seed_cases(seed_cases, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
-                                    private=private_paths(obj.root))
+                                      private=private_paths(obj.root))
             if fmt == "gradescope":
                 from ..reports import gradescope
                 report = gradescope.render(result, hidden_visibility)

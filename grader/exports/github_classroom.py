@@ -26,13 +26,19 @@ execSync: /bin/sh, the repository as working folder, an environment of PATH and 
 `timeout` minutes; `max-score` is read with parseInt, so each step's points must be whole
 numbers (all or nothing only).
 
-- fractional (the default): each step runs `mha grade . --problem ID --format github` itself
+Every step names the course it grades with, `--course packaged` (the one inside the installed
+grader): the checkout is the student's, and a lookup from the working folder would take an
+`exercises/` folder a student committed, course code and all. pip runs as `python -I -m pip`, so no
+module of the checkout runs in the one step that holds the token; `mha` is a console script, whose
+sys.path starts at its own bin/ folder, never the working folder.
+
+- fractional (the default): each step runs `mha --course packaged grade . --problem ID --format github` itself
   and writes the base64 result to $GITHUB_OUTPUT, so partial credit reaches the reporter and
   the points equal every other platform's. If the grader fails, the step writes an "error"
   result worth 0 instead, so the reporter still runs.
 - all or nothing (`fractional=False`): each step is
   `classroom-resources/autograding-command-grader@v1` running
-  `mha grade . --problem ID --fail-under 100`: full points on exit 0, none otherwise.
+  `mha --course packaged grade . --problem ID --fail-under 100`: full points on exit 0, none otherwise.
 """
 from __future__ import annotations
 
@@ -122,7 +128,7 @@ def _fractional_script(step_id: str, name: str, points: float) -> str:
     error = json.dumps({"version": 1, "status": "error", "max_score": _number(points), "tests": [
         {"name": name, "status": "error", "score": 0,
          "message": "mha grade failed; see the log of this step"}]})
-    return (f"if ! report=$(mha grade . --problem {step_id} --format github); then\n"
+    return (f"if ! report=$(mha --course packaged grade . --problem {step_id} --format github); then\n"
             f"  report={shlex.quote(error)}\n"
             "fi\n"
             'echo "result=$(printf \'%s\' "$report" | base64 -w0)" >> "$GITHUB_OUTPUT"\n')
@@ -143,7 +149,9 @@ def render(course: Course, *, install: str, token_secret: str | None = None, fra
     install_step: dict = {"name": "Install the grader"}
     if token_secret:  # the install step's environment only: the steps that run student code never see it
         install_step["env"] = {token_secret: f"${{{{ secrets.{token_secret} }}}}"}
-    install_step["run"] = f"python -m pip install --disable-pip-version-check {install}"
+    # -I: `python -m` would put the working folder (the student's checkout) first on sys.path, so a
+    # committed pip/ package would run instead of pip, with the token in its environment
+    install_step["run"] = f"python -I -m pip install --disable-pip-version-check {install}"
     job_steps: list[dict] = [
         {"name": "Checkout code", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
@@ -164,7 +172,7 @@ def render(course: Course, *, install: str, token_secret: str | None = None, fra
         else:
             job_steps.append({"name": name, "id": step_id, "uses": COMMAND_GRADER, "with": {
                 "test-name": name, "setup-command": "",
-                "command": f"mha grade . --problem {step_id} --fail-under 100",
+                "command": f"mha --course packaged grade . --problem {step_id} --fail-under 100",
                 "timeout": timeout_minutes, "max-score": _number(points)}})
     job_steps.append({
         "name": "Autograding Reporter", "uses": REPORTER,

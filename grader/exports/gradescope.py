@@ -37,14 +37,14 @@ if ! command -v "$PYTHON" >/dev/null; then
   echo "setup.sh: no $PYTHON on this image; this autograder needs Python $WANT (x86_64)" >&2
   exit 1
 fi
-HAVE=$("$PYTHON" -c 'import sys, platform; print("%d.%d %s" % (sys.version_info[0], sys.version_info[1], platform.machine()))')
+HAVE=$("$PYTHON" -I -c 'import sys, platform; print("%d.%d %s" % (sys.version_info[0], sys.version_info[1], platform.machine()))')
 if [ "$HAVE" != "$WANT x86_64" ]; then
   echo "setup.sh: the wheels in this autograder are for Python $WANT on x86_64, but this image has $HAVE." >&2
   echo "Export it again for the image's Python: mha export gradescope --python ${{HAVE%% *}} --out autograder.zip" >&2
   exit 1
 fi
-"$PYTHON" -m venv --without-pip "$ROOT/venv"
-"$ROOT/venv/bin/python" "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
+"$PYTHON" -I -m venv --without-pip "$ROOT/venv"
+"$ROOT/venv/bin/python" -I "$SOURCE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
   --no-index --find-links "$SOURCE/wheels" {requirements}
 # Every case of the default seed prepared now, in the image: each cold grade reads it.
 "$ROOT/venv/bin/mha" --course "$SOURCE/exercises" prepare
@@ -59,9 +59,15 @@ set -u
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 MHA="${MHA_BIN:-$ROOT/venv/bin/mha}"
 RESULTS="$ROOT/results/results.json"
+METADATA="$ROOT/submission_metadata.json"
 mkdir -p "$ROOT/results"
+# The metadata holds earlier submissions' results, hidden feedback included: root's alone before any
+# student code runs (mha reads it as root; student code runs as another user).
+if [ "$(id -u)" = 0 ] && [ -e "$METADATA" ]; then
+  chown 0:0 "$METADATA" && chmod 0600 "$METADATA"
+fi
 "$MHA" --course "$ROOT/source/exercises" grade "$ROOT/submission" \\
-  --format gradescope --output "$RESULTS" --gradescope-metadata "$ROOT/submission_metadata.json" \\
+  --format gradescope --output "$RESULTS" --gradescope-metadata "$METADATA" \\
   --hidden-visibility HIDDEN_VISIBILITY
 status=$?
 if [ ! -s "$RESULTS" ]; then

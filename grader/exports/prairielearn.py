@@ -80,7 +80,7 @@ not_graded() {{  # $1: a message with no quotes or backslashes
   exit 0
 }}
 command -v "$PYTHON" >/dev/null || not_graded "no $PYTHON in the grading image; this question needs Python $WANT"
-HAVE=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+HAVE=$("$PYTHON" -I -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$HAVE" = "$WANT" ] || not_graded "the wheels of this question are for Python $WANT but the image has $HAVE: \
 export again with mha export prairielearn --python $HAVE"
 # The hidden cases, the reference and the answers stay with root: student code runs as another user.
@@ -88,11 +88,14 @@ chmod -R go-rwx "$ROOT/serverFilesCourse" "$ROOT/tests" 2>/dev/null
 [ -d "$ROOT/data" ] && chmod -R go-rwx "$ROOT/data" 2>/dev/null
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT  # the venv and the seed cache go with the job
+# Run from a folder of our own, and every Python with -I: from the student's folder (a job may
+# start in /grade/student), `python -m venv` would run a student's venv/ package, as root.
+cd "$WORK" || not_graded "cannot enter a temporary folder"
 MHA="${{MHA_BIN:-}}"
 if [ -z "$MHA" ]; then
   # Every job starts from a fresh container: install (no bytecode written ahead: it costs more than it saves).
-  "$PYTHON" -m venv --without-pip "$WORK/venv" || not_graded "cannot make a virtual environment with $PYTHON"
-  "$WORK/venv/bin/python" "$HERE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
+  "$PYTHON" -I -m venv --without-pip "$WORK/venv" || not_graded "cannot make a virtual environment with $PYTHON"
+  "$WORK/venv/bin/python" -I "$HERE/wheels/{pip}/pip" install --quiet --disable-pip-version-check --no-cache-dir \\
     --no-compile --no-index --find-links "$HERE/wheels" {requirements} >"$WORK/install.log" 2>&1 \\
     || not_graded "installing the grader from its wheels failed; see the grading job log"
   MHA="$WORK/venv/bin/mha"

@@ -1,15 +1,22 @@
 """A student's own mistake found behind a broken helper: a failing function that calls the
 student's own failing functions is graded again, in the sandbox like any student run, with the
-course's reference of those functions in their place.
+course's reference answering in their place.
 
-The student's module is run with the helpers' names rebound to the reference: the reference
-functions' source, and the course definitions they use, are appended to a copy of the
-submission inside one factory function, so the student's own globals (`np`, helpers of the
-same name) are untouched and the submission's line numbers stay as they were. The reference is
-trusted course code and holds no case data: beyond the case inputs every run is sent (public
-cases first, in a fresh process), what enters the student process is the text of those
-functions, never an expected answer. The re-run's answers serve the diagnosis only: its score
-is never used and what it prints is never shown.
+The course's code never enters the student process. In the re-run each helper's name in the
+student's module is bound to a stand-in (sandbox/worker.py) that sends the arguments it is
+given, as plain data, to the grader. The grader checks them against fixed bounds
+(sandbox/session.py) and has the course's reference answer them in a `ReferenceServer`: a
+process of its own, started for the re-run, with a memory limit and the problem's deadline, so a
+call that would take the course's code (trusted, but not written for any size a student sends)
+too long or too far costs that call, never the grader. Only the answer goes back. So student code
+that looks at its helper (its `__code__`, its source, its globals) finds the worker's stand-in,
+never course code.
+
+Student code can tell it is being re-run, and choose how it behaves there. So the re-run is
+sent the public cases only: no hidden input enters it, and what it reports (diagnosis.py: "passes
+every public case", "still fails 2 of 4 public cases", a named mistake) is about public cases
+alone, never a verdict or a count over hidden ones. Its score is never used and what it
+prints is never shown.
 
 Cost: only a problem that failed AND calls a failing graded function the student has started
 (not every one a stub) is run again, once per set of helpers replaced, within what is left of
@@ -17,129 +24,49 @@ the submission's time budget.
 """
 from __future__ import annotations
 
-import ast
-import functools
+import json
 import os
+import selectors
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..course.model import Problem
-from ..sandbox.session import Limits
+from ..sandbox.session import MAX_MESSAGE, CallRefused, Limits, from_plain, plain
 from .diagnosis import failing_callees
 from .results import ProblemResult
 
-__all__ = ["reference_text", "with_reference", "grade_behind_helpers"]
+__all__ = ["ReferenceServer", "helper_references", "grade_behind_helpers"]
 
-_FACTORY = "_mha_course_reference"
 _MIN_SECONDS = 2.0  # a re-run with less of the submission's budget left is not started
 
 
-class _Inert(ast.NodeTransformer):
-    """Annotations become strings (never evaluated) and docstrings go: what is left is the code."""
-
-    def _annotation(self, node: ast.expr | None) -> ast.expr | None:
-        return None if node is None else ast.Constant(ast.unparse(node))
-
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        node.annotation = self._annotation(node.annotation)
-        return node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        node.annotation = self._annotation(node.annotation) or ast.Constant("")
-        return self.generic_visit(node)
-
-    def _body(self, node):
-        node = self.generic_visit(node)
-        if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
-                and isinstance(node.body[0].value.value, str):
-            node.body = node.body[1:] or [ast.Pass()]
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        node.returns = self._annotation(node.returns)
-        return self._body(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
-        return self._body(node)
-
-
-def _defines(node: ast.stmt) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-        return {node.name}
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
-        else []
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
-def reference_text(code: Path | None, names: Sequence[str]) -> str | None:
-    """Python text that, appended to a submission, rebinds each of `names` to the course's
-    reference of it; None when the course has no reference module this can be built from."""
-    if code is None:  # no course code (the student bundle, which has no course module either)
+def helper_references(code: Path | None, names: Sequence[str]) -> dict[str, Callable] | None:
+    """The course's reference of each of `names` (the functions the grader answers for in a re-run);
+    None when the course has no code (the student bundle) or lacks one of them."""
+    if code is None:
         return None
     from ..course.code import course_function
-    found = [course_function(code, name) for name in names]
-    functions = [f for f in found if f is not None and hasattr(f, "__code__")]
-    if not functions or len(functions) != len(found):
-        return None
-    files = {f.__code__.co_filename for f in functions}
-    if len(files) != 1:
-        return None
-    path = files.pop()
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return _module_text(path, info.st_mtime_ns, info.st_size, tuple(f.__name__ for f in functions), tuple(names))
-
-
-@functools.lru_cache(maxsize=32)  # once per grader process for each file and set of helpers (a class repeats them)
-def _module_text(path: str, mtime_ns: int, size: int, wanted: tuple[str, ...], names: tuple[str, ...]) -> str | None:
-    """reference_text's text, from the module at `path` (as it is at `mtime_ns` and `size`)."""
-    try:
-        tree = _Inert().visit(ast.parse(Path(path).read_text()))
-    except (OSError, SyntaxError, ValueError):
-        return None
-    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-               and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
-    if any(isinstance(n, ast.ImportFrom) and n.level for n in imports):
-        return None  # a relative import cannot run outside the course package
-    definitions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))]
-    defined = {name: node for node in definitions for name in _defines(node)}
-    if any(name not in defined for name in wanted):
-        return None
-    needed: set[int] = set()
-    todo = [defined[name] for name in wanted]
-    while todo:  # every top-level definition the wanted functions reach by name
-        node = todo.pop()
-        if id(node) in needed:
-            continue
-        needed.add(id(node))
-        if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
+    found = {}
+    for name in names:
+        fn = course_function(code, name)
+        if fn is None:
             return None
-        todo += [defined[n.id] for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defined]
-    body: list[ast.stmt] = [*imports, *(n for n in definitions if id(n) in needed)]
-    body.append(ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in wanted], ast.Load())))
-    factory = ast.FunctionDef(_FACTORY, ast.arguments([], [], None, [], [], None, []), body, [], None)
-    text = "\n\n".join([
-        ast.unparse(ast.fix_missing_locations(ast.Module([factory], []))),
-        f"{', '.join(names)}, = {_FACTORY}()",
-        f"del {_FACTORY}"])
-    return text + "\n" if text.isascii() else None
-
-
-def with_reference(submission: bytes, text: str) -> bytes:
-    """The submission with the reference text appended (its own lines keep their numbers)."""
-    return submission + b"\n\n\n" + text.encode("ascii")
+        found[name] = fn
+    return found
 
 
 def grade_behind_helpers(problems: Sequence[Problem], results: Sequence[ProblemResult], source: str | None,
                          submission: bytes, cases: Callable[[Problem], list], limits: Limits, start: float,
                          run: Callable[..., tuple[ProblemResult, ...] | None]) -> dict[str, ProblemResult]:
-    """Each failing problem that calls the student's failing functions, graded again with the
-    course's reference in their place: problem id -> that run's result. `run(submission,
-    problems, cases, limits)` grades in a fresh sandbox session (None when it could not load)."""
+    """Each failing problem that calls the student's failing functions, graded again on its public
+    cases with the course's reference answering for those functions: problem id -> that run's
+    result. `run(submission, problems, cases, limits, server)` grades in a fresh sandbox session
+    whose student process calls the grader for the functions `server` (a ReferenceServer) answers;
+    None when it could not load."""
     behind = failing_callees(problems, results, source)
     by_function = {p.function.name: p for p in problems}
     result_of = {p.function.name: r for p, r in zip(problems, results) if r.id == p.id}
@@ -147,16 +74,136 @@ def grade_behind_helpers(problems: Sequence[Problem], results: Sequence[ProblemR
     for problem in problems:
         helpers = behind.get(problem.id)
         # helpers not started yet (every one a stub) leave nothing to tell: the pointer says to write them
-        if helpers and not all(result_of[h].not_implemented for h in helpers if h in result_of):
+        if helpers and not all(result_of[h].not_implemented for h in helpers if h in result_of) \
+                and any(not c.hidden for c in problem.cases):
             groups.setdefault(tuple(helpers), []).append(problem)
+
+    def public(problem: Problem) -> list:
+        return [c for c in cases(problem) if not c.case.hidden]
+
     found: dict[str, ProblemResult] = {}
     for names, group in groups.items():
         left = limits.submission_seconds - (time.monotonic() - start)
         code = {by_function[h].code for h in names}
-        text = reference_text(code.pop(), names) if len(code) == 1 else None
-        if text is None or left < _MIN_SECONDS:
+        where = code.pop() if len(code) == 1 else None
+        if where is None or helper_references(where, names) is None or left < _MIN_SECONDS:
             continue
-        again = run(with_reference(submission, text), group, cases, replace(limits, submission_seconds=left))
+        with ReferenceServer(where, names, limits) as server:
+            again = run(submission, group, public, replace(limits, submission_seconds=left), server)
         if again is not None:
             found.update((r.id, r) for r in again)
     return found
+
+
+def answer(references: Mapping[str, Callable], name: str, args: list, kwargs: dict):
+    """The course reference's answer for a stand-in's call (the arguments already decoded and bounded)."""
+    import warnings
+
+    import numpy as np
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return references[name](*args, **kwargs)
+
+
+class ReferenceServer:
+    """The course's reference of `names`, answering a re-run's stand-ins from a process of its own
+    (`python -I -m grader.grading.cascade CODE NAME...`), started at the first call. It runs as the
+    grader's user, with the student process's memory limit; a call it does not answer by the
+    problem's deadline stops it, and every later call of the re-run is refused."""
+
+    def __init__(self, code: Path, names: Sequence[str], limits: Limits):
+        self.code, self.names, self.limits = Path(code), tuple(names), limits
+        self._proc: subprocess.Popen | None = None
+        self._broken = False
+
+    def _start(self) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-I", "-m", __name__, str(self.code), *self.names],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                cwd=self.code.parent, env={"PATH": os.environ.get("PATH", ""),
+                                                           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+        try:
+            import resource
+            memory = self.limits.memory_bytes
+            resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory, memory))
+        except (ImportError, AttributeError, OSError, ValueError):
+            pass  # off Linux: the deadline alone bounds it
+        return proc
+
+    def __call__(self, name: str, args: list, kwargs: dict, deadline: float):
+        """The answer, as `plain` JSON, to `name(*args, **kwargs)`; CallRefused when there is none."""
+        if self._broken or name not in self.names:
+            raise CallRefused(f"the course's {name} cannot answer now")
+        if self._proc is None:
+            self._proc = self._start()
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        line = json.dumps({"name": name, "args": plain(args), "kwargs": plain(kwargs)}).encode() + b"\n"
+        try:
+            proc.stdin.write(line)
+            proc.stdin.flush()
+            reply = self._read_line(proc, deadline)
+        except (OSError, ValueError):
+            reply = None
+        if reply is None:
+            self.close()
+            self._broken = True
+            raise CallRefused(f"the course's {name} did not answer in time")
+        try:
+            message = json.loads(reply)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict) or message.get("ok") is not True or "value" not in message:
+            raise CallRefused(f"the course's {name} could not answer these arguments")
+        return message["value"]
+
+    @staticmethod
+    def _read_line(proc: subprocess.Popen, deadline: float) -> bytes | None:
+        assert proc.stdout is not None
+        data = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while not data.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or len(data) > MAX_MESSAGE or not selector.select(timeout=left):
+                    return None
+                chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    return None
+                data += chunk
+        return data
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None:
+                    stream.close()
+            self._proc = None
+
+    def __enter__(self) -> ReferenceServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve(code: str, names: Sequence[str]) -> None:
+    """The ReferenceServer's process: one JSON line in ({name, args, kwargs} as `plain` wrote
+    them), one out ({ok, value}). What the course's code prints goes to stderr, off the protocol."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    references = helper_references(Path(code), names) or {}
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+            args, kwargs = from_plain(message["args"]), from_plain(message["kwargs"])
+            reply = {"ok": True, "value": plain(answer(references, message["name"], list(args), dict(kwargs)))}
+        except Exception:  # the reference refused these arguments: the call fails, its reason stays here
+            reply = {"ok": False}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2:])

@@ -44,9 +44,10 @@ is read from the submission's source by static inspection (`ast.parse` only: the
 never executed in the grader). When a failing problem's function may call another graded
 function that fails its own cases on valid inputs, the problem says so and points at that
 function first (the root of a chain). Its own mistakes are not taken from this run, which the
-callee may have caused: cascade.py grades it again in the sandbox with the course's reference
-in place of the failing callees, and that run names its own mistake or shows it right. Without
-that run (no course code, as in the student bundle) the pointer stands alone.
+callee may have caused: cascade.py grades it again in the sandbox, on its public cases, with the
+course's reference answering (from the grader) for the failing callees, and that run names its
+own mistake or shows it right on those cases. Without that run (no course code, as in the student
+bundle) the pointer stands alone.
 """
 from __future__ import annotations
 
@@ -509,24 +510,32 @@ def failing_callees(problems: Sequence[Problem], results: Sequence[ProblemResult
 
 
 def _behind(name: str, helpers: Sequence[str], result: ProblemResult, again: ProblemResult | None) -> tuple[str, tuple]:
-    """What the re-run with the reference helpers shows (its sentence, and the cases with the
-    problem's own mistake on the failing ones it explains); ("", cases) without a re-run."""
-    if again is None or len(again.cases) != len(result.cases):
+    """What the re-run with the course's helpers shows (its sentence, and the cases with the
+    problem's own mistake on the failing public ones it explains); ("", cases) without a re-run.
+    The re-run ran the public cases only (cascade.py): its sentence counts those alone, and a hidden
+    case gets no mistake from it."""
+    public = [c.name for c in result.cases if not c.hidden]
+    by_name = {c.name: c for c in again.cases} if again is not None else {}
+    if again is None or not public or sorted(by_name) != sorted(public) or len(again.cases) != len(public):
         return "", result.cases
     instead = f"Graded again with the course's {_names(helpers)} in place of yours, {name}"
     failed = [c for c in again.cases if not c.passed]
     if not failed:
-        return f"{instead} passes every case: its own code is right.", result.cases
+        return f"{instead} passes every public case: its own code is right.", result.cases
+    count = f"{len(failed)} of {len(again.cases)} public cases"
     mistakes = again.mistakes
     if len(mistakes) == 1:
         own = next(c for c in again.cases if c.mistake)
-        cases = tuple(replace(c, mistake=own.mistake, mistake_message=own.mistake_message)
-                      if not c.passed and a.mistake else replace(c, mistake=None, mistake_message="")
-                      for c, a in zip(result.cases, again.cases))
-        return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: its own mistake is {mistakes[0]}.", \
-            cases
+
+        def told(case: CaseResult) -> CaseResult:
+            rerun = by_name.get(case.name)
+            if rerun is not None and not case.passed and rerun.mistake:
+                return replace(case, mistake=own.mistake, mistake_message=own.mistake_message)
+            return replace(case, mistake=None, mistake_message="")
+        return f"{instead} still fails {count}: its own mistake is {mistakes[0]}.", \
+            tuple(told(c) for c in result.cases)
     note = f" {again.message}" if again.message.startswith(SEVERAL_CAUSES) else ""
-    return f"{instead} still fails {len(failed)} of {len(again.cases)} cases: check it too.{note}", result.cases
+    return f"{instead} still fails {count}: check it too.{note}", result.cases
 
 
 def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResult], source: str | None,

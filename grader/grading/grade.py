@@ -16,9 +16,9 @@ from ..course.functions import ReturnKind
 from ..course.model import Course, Draw, Problem
 from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
-from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
+from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session, StandIns
 from .answers import grade_draws
-from .cascade import grade_behind_helpers
+from .cascade import ReferenceServer, grade_behind_helpers
 from .checks import Verdict, check, check_form, describe
 from .diagnosis import diagnose, name_mistakes, point_at_callees
 from .grids import weight_grids
@@ -348,8 +348,8 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                         for p in problems)
         if load_error is None:
             again = grade_behind_helpers(problems, results, source, files.source.data or b"", cases, limits, start,
-                                         lambda data, group, chosen, left: _graded_again(data, group, chosen, left,
-                                                                                         private))
+                                         lambda data, group, chosen, left, server: _graded_again(
+                                             data, group, chosen, left, private, server))
             results = point_at_callees(problems, results, source, again)
     return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
@@ -363,10 +363,11 @@ def _left_out(problem: Problem, cell) -> str:
 
 
 def _graded_again(submission: bytes, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
-                  limits: Limits, private: Sequence[Path]) -> tuple[ProblemResult, ...] | None:
-    """`problems` graded on `submission` (cascade.py: the student's code with reference helpers)
-    in a fresh session; None when it did not import."""
-    with WatchedSession(submission, limits, private=private) as session:
+                  limits: Limits, private: Sequence[Path], server: ReferenceServer) -> tuple[ProblemResult, ...] | None:
+    """`problems` graded on `submission` in a fresh session whose student process calls the grader
+    for the functions `server` answers (cascade.py); None when it did not import."""
+    stand_ins = StandIns(server.names, server)
+    with WatchedSession(submission, limits, private=private, stand_ins=stand_ins) as session:
         results = run_problems(problems, cases, session, limits)
         return None if session.load_failure is not None else results
 

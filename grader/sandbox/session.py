@@ -8,9 +8,16 @@ deleted when it is retired (and, in namespaces, its own /tmp and network namespa
 worker saw (a hidden case's inputs) is left for a later one to report. Workers are forked from
 a zygote that has numpy loaded (see `spawn`). Answers travel on a dedicated pipe; the student's stdout
 and stderr are drained into bounded buffers and never parsed.
+
+A session may answer for some of the submission's functions (`StandIns`, the cascade's re-run in
+grading/cascade.py): the worker binds their names to stand-ins that send a `call` event with the
+arguments as plain data; the grader decodes them, checks them against CALL bounds, computes the
+answer and writes it back on the worker's stdin. Only the answer crosses, never the code.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import selectors
@@ -21,20 +28,150 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import InternalError
 from ..paths import remove_tree
-from .codec import ANSWER, DecodeError, clean_text, decode_value, encode_arg, read_event
+from .codec import ALLOWED_DTYPES, ANSWER, DecodeError, Opaque, clean_text, decode_value, encode_arg, read_event
 from .isolation import Isolation
 from .limits import Limits
 from .runs import CaseRun, LoadFailure, RunStatus, StudentError
 from .spawn import pipe, reap, start_student
 
 MAX_MESSAGE = ANSWER.bytes  # bytes in one answer line (codec.ANSWER bounds the rest)
+
+# What a stand-in's call may ask the grader to compute on (StandIns): a few arguments, small arrays
+# (no dimension above CALL_DIM, CALL_ELEMENTS values in all) and integers of modest size, so an
+# answer computed in the grader's own process costs little time and memory whatever is sent.
+CALL_ARGS = 8
+CALL_ELEMENTS = 1 << 14
+CALL_DIM = 256
+CALL_INT = 1 << 16
+
+
+@dataclass(frozen=True)
+class StandIns:
+    """Functions of the submission the grader answers for: `names`, bound to stand-ins in the
+    student process, and `answer(name, args, kwargs, deadline)`, given the decoded, bounded
+    arguments and the problem's deadline, which returns the answer as `plain` JSON (or raises
+    CallRefused)."""
+
+    names: tuple[str, ...]
+    answer: Callable[[str, list, dict, float], Any]
+
+
+class CallRefused(ValueError):
+    """A stand-in's call the grader does not answer (unknown name, arguments out of bounds...)."""
+
+
+def _bounded(value: Any, budget: list[int], depth: int = 0) -> Any:
+    """`value` (decoded plain data) if it is within the CALL bounds, counting its values against
+    `budget`; CallRefused otherwise."""
+    if depth > 8:
+        raise CallRefused("arguments nested too deeply")
+    if isinstance(value, np.ndarray):
+        if value.ndim > 8 or any(n > CALL_DIM for n in value.shape):
+            raise CallRefused(f"an array of shape {tuple(value.shape)[:9]} (at most {CALL_DIM} along any axis)")
+        budget[0] -= value.size
+    elif isinstance(value, bool) or value is None or isinstance(value, float):
+        budget[0] -= 1
+    elif isinstance(value, int):
+        if abs(value) > CALL_INT:
+            raise CallRefused(f"an integer beyond {CALL_INT}")
+        budget[0] -= 1
+    elif isinstance(value, str):
+        budget[0] -= 1 + len(value) // 8
+    elif isinstance(value, (list, tuple)):
+        budget[0] -= 1
+        for item in value:
+            _bounded(item, budget, depth + 1)
+    elif isinstance(value, Opaque):
+        raise CallRefused(f"a {value.type_name} object, which cannot be passed on as plain data")
+    else:
+        raise CallRefused(f"a {type(value).__name__}, which cannot be passed on as plain data")
+    if budget[0] < 0:
+        raise CallRefused(f"arguments larger than {CALL_ELEMENTS} values in all")
+    return value
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """Arrays, numbers, strings and sequences of them as JSON (case inputs' form, sequences tagged):
+    what `from_plain` and the worker's `decode_reply` read; CallRefused for anything else."""
+    if depth > 8:
+        raise CallRefused("an answer nested too deeply")
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise CallRefused(f"an answer of dtype {value.dtype}")
+        return encode_arg(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple": [plain(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in value.items()]}
+    raise CallRefused(f"an answer of type {type(value).__name__}")
+
+
+def from_plain(data: Any, depth: int = 0) -> Any:
+    """The value `plain` wrote (arrays of the codec's dtypes only); DecodeError for anything else."""
+    if depth > 8:
+        raise DecodeError("nested too deeply")
+    if isinstance(data, dict):
+        if "nd" in data:
+            dtype, shape, raw = data.get("dtype"), data.get("shape"), data.get("nd")
+            if dtype not in ALLOWED_DTYPES or not isinstance(shape, list) or not isinstance(raw, str):
+                raise DecodeError("bad array")
+            try:
+                return np.frombuffer(base64.b64decode(raw, validate=True), dtype=dtype).reshape(shape).copy()
+            except (ValueError, TypeError, binascii.Error):
+                raise DecodeError("bad array") from None
+        for tag, kind in (("list", list), ("tuple", tuple)):
+            if isinstance(data.get(tag), list):
+                return kind(from_plain(x, depth + 1) for x in data[tag])
+        if isinstance(data.get("dict"), list):
+            return {from_plain(k, depth + 1): from_plain(v, depth + 1) for k, v in data["dict"]}
+        raise DecodeError("unknown value")
+    return data
+
+
+def answer_call(stand_ins: StandIns | None, event: dict, deadline: float) -> bytes:
+    """The line to write back to the student process for its `call` event: {"reply": id, "ok":
+    true, "value": ...}, or "ok": false with a fixed sentence (never what the reference raised)."""
+    call = event.get("call")
+    call = call if isinstance(call, int) and not isinstance(call, bool) else None
+    name = event.get("function")
+    try:
+        if stand_ins is None or not isinstance(name, str) or name not in stand_ins.names:
+            raise CallRefused("no such function is answered by the grader")
+        args, pairs = event.get("args"), event.get("kwargs", [])
+        if not isinstance(args, list) or not isinstance(pairs, list) or len(args) + len(pairs) > CALL_ARGS:
+            raise CallRefused(f"at most {CALL_ARGS} arguments")
+        try:
+            values = [decode_value(a) for a in args]
+            keywords = {}
+            for pair in pairs:
+                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                        and pair[0].isidentifier() and len(pair[0]) <= 40):
+                    raise CallRefused("a keyword argument without a plain name")
+                keywords[pair[0]] = decode_value(pair[1])
+        except (DecodeError, RecursionError):
+            raise CallRefused("arguments that could not be read") from None
+        budget = [CALL_ELEMENTS]
+        _bounded(values, budget)
+        _bounded(list(keywords.values()), budget)
+        line = json.dumps({"reply": call, "ok": True, "value": stand_ins.answer(name, values, keywords, deadline)})
+        if len(line) > MAX_MESSAGE:
+            raise CallRefused("an answer too large to send")
+    except CallRefused as exc:
+        line = json.dumps({"reply": call, "ok": False, "message": str(exc)[:200]})
+    return line.encode() + b"\n"
 
 
 @dataclass
@@ -235,13 +372,15 @@ class Session:
     either way student code runs from a copy in the session's own folder.
     `private`: folders student code must not read (made private when running as root).
     `separate_user`: run student code as a fresh uid (default: exactly when the grader is root).
+    `stand_ins`: functions of the submission the grader answers for (see the module's docstring).
     Create, use and close a session in one thread (a worker started directly, off Linux, dies
     with the thread that started it).
     """
 
     def __init__(self, submission: Path | bytes, limits: Limits | None = None, *, private: Sequence[Path] = (),
-                 separate_user: bool | None = None):
+                 separate_user: bool | None = None, stand_ins: StandIns | None = None):
         self.limits = limits or Limits()
+        self.stand_ins = stand_ins
         self.start = time.monotonic()
         self.deadline = self.start + self.limits.submission_seconds
         self.isolation = Isolation(separate_user, private)
@@ -324,8 +463,9 @@ class Session:
     def _request(self, worker: Worker, function: str, args: Sequence[Sequence[Any]]) -> int | None:
         """Send a request; its sequence number, or None if the worker is gone."""
         self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
-        request = b'{"seq": %d, "function": %s, "cases": %s}\n' % (
-            self._seq, json.dumps(function).encode(), _encoded_cases(args))
+        stand_ins = b', "stand_ins": %s' % json.dumps(list(self.stand_ins.names)).encode() if self.stand_ins else b""
+        request = b'{"seq": %d, "function": %s%s, "cases": %s}\n' % (
+            self._seq, json.dumps(function).encode(), stand_ins, _encoded_cases(args))
         return self._seq if worker.send(request) else None
 
     def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float,
@@ -368,6 +508,9 @@ class Session:
                     stop = CaseRun(RunStatus.TIMEOUT, detail="the submission's total time limit ran out")
                 break
             kind = event.get("event")
+            if kind == "call":  # a stand-in waits for the grader's answer (StandIns)
+                worker.send(answer_call(self.stand_ins, event, deadline))
+                continue
             if kind in ("done", "no_function", "case") and event.get("seq") != seq:
                 continue
             if kind == "done":

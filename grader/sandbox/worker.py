@@ -17,6 +17,12 @@ install the system-call filter (seccomp.py), then say "ready". Requests arrive a
 each answer is one JSON line on RESULT_FD.
 Return values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
+
+A request may name `stand_ins`: functions of the submission the grader answers for (the cascade's
+re-run, grading/cascade.py). Each name is bound in the student's module to a stand-in that sends
+its arguments as a "call" event (the same plain data as an answer) and waits on stdin for the
+grader's reply: the answer, as case inputs travel, or a refusal, raised as RuntimeError. No code
+of the course ever enters this process.
 """
 import sys
 
@@ -137,6 +143,54 @@ def decode_arg(a):
     return a
 
 
+def decode_reply(a):
+    """A stand-in's answer from the grader: case inputs' JSON, with {"list"|"tuple"|"dict": ...} around sequences."""
+    if isinstance(a, dict):
+        if "nd" in a:
+            return decode_arg(a)
+        if "tuple" in a:
+            return tuple(decode_reply(x) for x in a["tuple"])
+        if "list" in a:
+            return [decode_reply(x) for x in a["list"]]
+        if "dict" in a:
+            return {decode_reply(k): decode_reply(v) for k, v in a["dict"]}
+    return a
+
+
+_queued: list = []  # messages read from stdin while a stand-in waited for its reply: serve() takes them first
+_current = [None, 0]  # the request being answered (its seq), and the stand-ins' calls made so far
+
+
+def _next_message():
+    """The next message from the grader (None once stdin is closed)."""
+    if _queued:
+        return _queued.pop(0)
+    line = _readline()
+    return _loads(line) if line else None
+
+
+def _stand_in(name):
+    """A function that asks the grader for `name`'s answer on its arguments (see the module's docstring)."""
+    def stand_in(*args, **kwargs):
+        _current[1] += 1
+        call = _current[1]
+        send({"event": "call", "seq": _current[0], "call": call, "function": name,
+              "args": [encode(a) for a in args], "kwargs": [[str(k), encode(v)] for k, v in kwargs.items()]})
+        while True:
+            line = _readline()
+            if not line:
+                _exit(0)
+            message = _loads(line)
+            if isinstance(message, dict) and message.get("reply") == call:
+                break
+            _queued.append(message)
+        if message.get("ok") is True:
+            return decode_reply(message.get("value"))
+        raise RuntimeError(f"{name}: {str(message.get('message', 'no answer'))[:200]}")
+    stand_in.__name__ = stand_in.__qualname__ = name
+    return stand_in
+
+
 def _where(tb):
     frames = [f for f in traceback.extract_tb(tb) if f.filename == SUBMISSION]
     return f"line {frames[-1].lineno}" if frames else None
@@ -181,6 +235,10 @@ def run(module, request):
     """Answer one request: one "case" event per case, then "done" saying whether the problem
     printed (through sys.stdout or sys.stderr); returns that."""
     seq = request.get("seq")
+    _current[0] = seq
+    for name in request.get("stand_ins") or ():
+        if isinstance(name, str) and name != request["function"]:
+            vars(module)[name] = _stand_in(name)
     fn = getattr(module, request["function"], None)
     if not callable(fn):
         send({"event": "no_function", "seq": seq})
@@ -281,26 +339,22 @@ def serve():
     module = load(SUBMISSION)
     if module is None:
         _exit(0)
-    waiting = []  # requests that came while waiting for "go"
     while True:
-        if waiting:
-            request = waiting.pop(0)
-        else:
-            line = _readline()
-            if not line:
-                break
-            request = _loads(line)
-            if request.get("go"):
-                continue
+        request = _next_message()
+        if request is None:
+            break
+        if request.get("go"):
+            continue
         if run(module, request):
+            held = []  # requests that came while waiting for "go"
             while True:
-                line = _readline()
-                if not line:
+                message = _next_message()
+                if message is None:
                     _exit(0)
-                message = _loads(line)
                 if message.get("go"):
                     break
-                waiting.append(message)
+                held.append(message)
+            _queued[:0] = held
     _exit(0)
 
 
