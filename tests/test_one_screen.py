@@ -27,6 +27,19 @@ def _one_mistake(folder: Path) -> Path:
     return folder / "attention.py"
 
 
+AXIS = ("np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)",
+        "np.exp(x - x.max(axis=0, keepdims=True))\n    return e / e.sum(axis=0, keepdims=True)")
+
+
+def _wrong_axis(folder: Path) -> Path:
+    """The model answer with its softmax over the first axis (every caller then fails too), and the right answers."""
+    source = (SOLUTIONS / "attention.py").read_text()
+    assert source.count(AXIS[0]) == 1
+    (folder / "attention.py").write_text(source.replace(*AXIS))
+    shutil.copy(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
+    return folder / "attention.py"
+
+
 def _compare(name: str, out: str) -> None:
     path = GOLDEN / name
     if os.environ.get("MHA_REGENERATE_GOLDEN") == "1":
@@ -55,3 +68,18 @@ def test_the_failing_problem_comes_first(cli, tmp_path):
     assert summary[1].startswith("  PASS  18 problems ") and summary[1].endswith("every case right")
     assert result.stdout.count("PASS") == 4  # the right problems twice (section, summary), the quiz twice
     assert "PASS  9 items right, 12 points: distributions_one_head, " in result.stdout
+
+
+def test_a_helper_s_mistake_and_its_callers_fit_on_one_screen(cli, tmp_path):
+    """softmax over the wrong axis, everything else right: softmax's block with its named mistake first,
+    then one line for the four callers that are right once softmax is fixed (no cases, no pictures):
+    the golden output, 40 lines at most."""
+    result = cli("check", "--path", str(_wrong_axis(tmp_path)))
+    assert result.exit_code == 1
+    out = result.stdout.replace(str(tmp_path), "<folder>")
+    lines = out.splitlines()
+    assert len(lines) <= SCREEN_LINES, f"{len(lines)} lines"
+    assert max(len(line) for line in lines) <= SCREEN_COLUMNS
+    assert "likely mistake (softmax-wrong-axis)" in out
+    assert "right once your softmax is fixed" in out and "weights in" not in out
+    _compare("check_softmax_axis.txt", out)

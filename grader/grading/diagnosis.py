@@ -397,6 +397,11 @@ def diagnose(problem: Problem, prepared: Sequence[Any], runs: Sequence[CaseRun],
             continue
         best = max(map(rank, group))
         top = [c for c in group if rank(c) == best]
+        if len(top) > 1 and all(c[1] == top[0][1] and c[3] == top[0][3] for c in top):
+            # the same cases, each exactly: the student's answers are every one of these bugs' on
+            # this problem (softmax over the first axis, with or without the global max), so any
+            # name is right: the one the problem file declares first, the common form of the idea
+            top = top[:1]
         if len(top) == 1:
             mistake, explained = top[0][0], top[0][1]
             rest = failing - explained
@@ -509,7 +514,8 @@ def failing_callees(problems: Sequence[Problem], results: Sequence[ProblemResult
     return found
 
 
-def _behind(name: str, helpers: Sequence[str], result: ProblemResult, again: ProblemResult | None) -> tuple[str, tuple]:
+def _behind(name: str, helpers: Sequence[str], result: ProblemResult, again: ProblemResult | None
+            ) -> tuple[str, tuple]:
     """What the re-run with the course's helpers shows (its sentence, and the cases with the
     problem's own mistake on the failing public ones it explains); ("", cases) without a re-run.
     The re-run ran the public cases only (cascade.py): its sentence counts those alone, and a hidden
@@ -577,5 +583,7 @@ def point_at_callees(problems: Sequence[Problem], results: Sequence[ProblemResul
         superseded = result.message in ("", "not implemented yet") or result.message.startswith(SEVERAL_CAUSES) \
             or " does not explain " in result.message
         message = pointer if superseded else f"{pointer} {result.message}"
-        out.append(replace(result, message=message, cases=cases if cases is not result.cases else cleared))
+        right = tuple(roots) if told.endswith("its own code is right.") else ()
+        out.append(replace(result, message=message, cases=cases if cases is not result.cases else cleared,
+                           right_once=right))
     return tuple(out)

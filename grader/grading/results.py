@@ -121,6 +121,8 @@ class ProblemResult:
     quiz: bool = False         # a quiz item (answers.yaml), not a coding problem
     manual: bool = False       # a written item: graded by hand, never in the automatic score
     written: str | None = None  # a written item's text, as the student wrote it (untrusted: escape it)
+    right_once: tuple[str, ...] = ()  # the student's failing helpers it calls: graded again with the
+                                      # course's in their place, it passes every public case
 
     @property
     def fraction(self) -> float:

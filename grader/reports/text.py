@@ -29,6 +29,7 @@ __all__ = ["render", "first_fix", "problem_lines", "case_lines", "one_case_lines
 MARK = {"pass": "PASS", "fail": "FAIL", "todo": "TODO"}
 NOT_IMPLEMENTED = "not implemented yet: the function still raises NotImplementedError"
 CASES_SHOWN = 3      # failing public cases told in full; further ones are named on one line
+CASES_NAMED = 2      # the same, when one named mistake explains every failing public case
 IND, SUB = "      ", "            "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # in what student code printed: no terminal escapes
 
@@ -162,8 +163,9 @@ def _failing_cases(out: _Out, failing: list[CaseResult], public: list[CaseResult
     wrong answers on one line, public then hidden."""
     detailed: list[CaseResult] = []
     causes: set[CaseStatus] = set()   # one case in full per way of breaking (a timeout, an error...)
+    named = bool(public) and public[0].mistake is not None and all(c.mistake == public[0].mistake for c in public)
     for c in public:
-        if len(detailed) < CASES_SHOWN and (c.status is CaseStatus.FAILED or c.status not in causes):
+        if len(detailed) < (CASES_NAMED if named else CASES_SHOWN) and (c.status is CaseStatus.FAILED or c.status not in causes):
             detailed.append(c)
             causes.add(c.status)
     for c in detailed:
@@ -195,6 +197,18 @@ def _on_submission_line(out: _Out, p: ProblemResult) -> None:
     if names:
         out.text(f"graded on submission ({len(names)} of {len(p.cases)}, the form of each answer is right; "
                  f"their expected values are not in your copy): " + "; ".join(names), IND, SUB)
+
+
+def _right_once(out: _Out, helpers: tuple[str, ...], problems: list[ProblemResult]) -> None:
+    """Problems whose own code is right, failing only through the student's helpers: one block for
+    all of them, their cases and pictures left out (the helper's own block shows what to fix)."""
+    names = [p.id for p in problems]
+    lost = sum(p.max_score - p.score for p in problems)
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    helper = helpers[0] if len(helpers) == 1 else ", ".join(helpers[:-1]) + " and " + helpers[-1]
+    out.marked("fail", f"{said}  [-{_pts(lost)}]: right once your {helper} {'is' if len(helpers) == 1 else 'are'} "
+               f"fixed (graded again with the course's {helper} in place of yours, "
+               f"{'it passes' if len(names) == 1 else 'each passes'} every public case)")
 
 
 def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
@@ -313,9 +327,14 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
     passed = [p for p in ran if p.passed and not _on_submission(p)]
     later = [p for p in ran if p.passed and _on_submission(p)]  # right so far, the rest graded on submission
     # what to fix first, then what is done (several right problems on one line)
-    rows = [p for p in ran if not p.passed] + later + (passed if len(passed) < 2 else [])
+    behind: dict[tuple[str, ...], list[ProblemResult]] = {}  # right once these helpers are fixed: one row
+    for p in ran:
+        if p.right_once and not p.passed:
+            behind.setdefault(p.right_once, []).append(p)
+    rows = [p for p in ran if not p.passed and not p.right_once] + later + (passed if len(passed) < 2 else [])
     done = f"{len(passed)} problems" if len(passed) > 1 else ""
-    width = max([len(p.id) for p in rows] + [len(done)], default=4)
+    width = max([len(p.id) for p in rows] + [len(done)] + [len(f"{len(g)} problems") for g in behind.values()],
+                default=4)
     room = out.style.width - (8 + width + 2 + 7 + 2)
     if unrun and result.load_error is not None:  # unrun is empty without a load error
         out.marked("fail", f"{len(unrun)} problems not run, 0 of {_pts(sum(p.max_score for p in unrun))} "
@@ -326,6 +345,11 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
         fix = ("  " + first_fix(p, room) if not p.passed
                else f"  {len(_on_submission(p))} of {len(p.cases)} cases graded on submission" if _on_submission(p) else "")
         out.marked(mark, f"{p.id:<{width}}  {score:>7}{fix}", "  ", " " * (8 + width + 2 + 7 + 2))
+    for helpers, group in behind.items():
+        label = group[0].id if len(group) == 1 else f"{len(group)} problems"
+        score = f"{_pts(sum(p.score for p in group))}/{_pts(sum(p.max_score for p in group))}"
+        out.marked("fail", f"{label:<{width}}  {score:>7}  right once {', '.join(helpers)} "
+                           f"{'is' if len(helpers) == 1 else 'are'} fixed", "  ", " " * (8 + width + 2 + 7 + 2))
     if done:
         score = f"{_pts(sum(p.score for p in passed))}/{_pts(sum(p.max_score for p in passed))}"
         out.marked("pass", f"{done:<{width}}  {score:>7}  every case right", "  ", " " * (8 + width + 2 + 7 + 2))
@@ -440,8 +464,16 @@ def render(result: GradeResult, style: Style | None = None, show_hints: bool = T
     if ran:
         out.heading("Problems")
         passed = [p for p in ran if p.passed and not _on_submission(p)]
+        behind: dict[tuple[str, ...], list[ProblemResult]] = {}  # right once these helpers are fixed
         for p in ran:
-            if not (len(passed) > 1 and any(p is q for q in passed)):
+            if p.right_once and not p.passed:
+                behind.setdefault(p.right_once, []).append(p)
+        for p in ran:
+            if p.right_once and not p.passed:
+                group = behind[p.right_once]
+                if p is group[0]:  # one line for every problem that only its helpers break
+                    _right_once(out, p.right_once, group)
+            elif not (len(passed) > 1 and any(p is q for q in passed)):
                 _problem(out, p, show_hints)
         if len(passed) > 1:  # a right problem needs no feedback: one line for all (every one not named above)
             out.marked("pass", f"the {len(passed)} other problems: every case right" if len(passed) < len(ran)
