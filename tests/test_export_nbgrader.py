@@ -1,0 +1,274 @@
+"""nbgrader export: real nbgrader, offline, runs it. `generate_assignment` strips the solutions and the
+hidden cases, and `autograde` gives each problem and quiz item `mha grade`'s points, for the model
+answers and for a notebook with one bug.
+
+nbgrader runs in a fresh venv that sees this environment's packages but not this checkout: the
+grader comes from the export's own wheel, installed with `pip install --no-index -r requirements.txt`
+as an instructor's grading environment would be. Its course folder, gradebook (sqlite) and every
+Jupyter and IPython folder are in the test's temporary folder, never the user's home.
+Slow-ish (about a minute: a venv, two nbgrader runs and two kernels), but part of the default run."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from grader.course.quiz import DEFAULT_SEED, answer_key, draw
+from grader.exports import nbgrader as exporter
+from grader.exports.pysource import split_module
+from grader.grading.answers import grade_item
+
+from ._install import clean_env, fresh_venv, link_farm
+from .conftest import EXERCISES, SOLUTIONS
+
+ASSIGNMENT = exporter.ASSIGNMENT
+BUG = ("biases = 4 * d_model if bias else 0", "biases = d_model if bias else 0")  # parameter_count alone
+BUGGY_PROBLEM = "parameter_count"
+# quiz answers in the buggy notebook: a wrong choice, and a multiple-answers item with a false
+# statement added (partial credit with penalty)
+WRONG_ANSWERS = {"widen_values": "a", "fresh_claims": ["a", "b", "c", "d"]}
+WRITTEN = "W_O mixes the heads' slices of the output."
+STUDENTS = ("correct", "buggy")
+
+
+def _export(out: Path) -> None:
+    from click.testing import CliRunner
+
+    from grader.cli.commands import main
+    result = CliRunner().invoke(main, ["--course", str(EXERCISES), "export", "nbgrader", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+
+
+def _environment(tmp: Path, course_folder: Path) -> tuple[Path, dict]:
+    """The grading environment: a fresh venv with the export's wheel installed from its requirements.txt
+    (nbgrader and the rest linked from here), HOME and the Jupyter folders in `tmp`."""
+    python = fresh_venv(tmp / "venv", link_farm(tmp / "shared", names=None))
+    home = tmp / "home"
+    home.mkdir()
+    env = clean_env(tmp, HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+                    JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
+                    JUPYTER_PLATFORM_DIRS="1")
+    env.pop("JUPYTER_PATH", None)
+    env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", "-r", "requirements.txt"],
+                          cwd=course_folder, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, env
+
+
+def _nbgrader(python: Path, env: dict, course_folder: Path, *args: str) -> str:
+    done = subprocess.run([str(python), "-m", "nbgrader", *args, f"--CourseDirectory.root={course_folder}",
+                           f"--CourseDirectory.db_url=sqlite:///{course_folder / 'gradebook.db'}"],
+                          cwd=course_folder, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return done.stdout + done.stderr
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def filled(release: dict, course, buggy: bool) -> dict:
+    """The released notebook with the model answers (solutions/attention.py) in the problems' solution
+    cells, the quiz key in the answer cells and a text in the written ones; `buggy`: with BUG, and
+    WRONG_ANSWERS."""
+    functions = split_module((SOLUTIONS / "attention.py").read_text()).functions
+    key = answer_key(course.quiz, DEFAULT_SEED)
+    notebook = json.loads(json.dumps(release))
+    for cell in notebook["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        grade_id = meta["grade_id"]
+        if cell["cell_type"] == "markdown":
+            cell["source"] = WRITTEN
+        elif grade_id.endswith("-solution"):
+            code = functions[course.problem(grade_id.removesuffix("-solution")).function.name]
+            if buggy and BUG[0] in code:
+                code = code.replace(*BUG)
+            cell["source"] = code
+        else:
+            item = grade_id.removesuffix("-answer")
+            value = WRONG_ANSWERS[item] if buggy and item in WRONG_ANSWERS else key[item]
+            cell["source"] = f"{item} = {value!r}\n"
+    return notebook
+
+
+def _quiz_answers(notebook: dict) -> dict:
+    import ast
+    found = {}
+    for cell in notebook["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id", "")
+        if cell["cell_type"] == "code" and grade_id.endswith("-answer"):
+            found[grade_id.removesuffix("-answer")] = ast.literal_eval(_source(cell).split("=", 1)[1].strip())
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, course):
+    """The export after `nbgrader generate_assignment`, and `nbgrader autograde` of a filled notebook
+    (the model answers) and a buggy one, each a student of the course's own gradebook."""
+    tmp = tmp_path_factory.mktemp("nbgrader")
+    folder = tmp / "course"
+    _export(folder)
+    python, env = _environment(tmp, folder)
+    _nbgrader(python, env, folder, "generate_assignment", ASSIGNMENT)
+    release = json.loads((folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    notebooks = {}
+    for student in STUDENTS:
+        _nbgrader(python, env, folder, "db", "student", "add", student)
+        notebooks[student] = filled(release, course, buggy=student == "buggy")
+        target = folder / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(notebooks[student]))
+    _nbgrader(python, env, folder, "autograde", ASSIGNMENT)
+    return folder, notebooks, python
+
+
+def _nbgrader_scores(python: Path, folder: Path, student: str) -> dict[str, float | None]:
+    """Each grade cell's automatic score in the gradebook, by grade id, read by nbgrader's API in the grading venv."""
+    code = ("import json, sys\nfrom nbgrader.api import Gradebook\n"
+            "with Gradebook(sys.argv[1]) as gb:\n"
+            "    nb = gb.find_submission_notebook(sys.argv[2], sys.argv[2], sys.argv[3])\n"
+            "    print(json.dumps({g.name: [g.auto_score, g.max_score] for g in nb.grades}))\n")
+    done = subprocess.run([str(python), "-c", code, f"sqlite:///{folder / 'gradebook.db'}", ASSIGNMENT, student],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+class TestGenerateAssignment:
+    @pytest.mark.slow
+    def test_the_release_has_no_solution(self, graded, course):
+        """The released notebook keeps each stub's signature with nbgrader's stub, never the model answers."""
+        folder, _, _ = graded
+        text = (folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+        assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+        release = json.loads(text)
+        solution_cells = {c["metadata"]["nbgrader"]["grade_id"]: _source(c) for c in release["cells"]
+                          if c["metadata"].get("nbgrader", {}).get("solution")}
+        for problem in course.problems:
+            cell = solution_cells[f"{problem.id}-solution"]
+            assert f"def {problem.function.name}(" in cell and "YOUR CODE HERE" in cell
+        assert "e / e.sum(axis=-1, keepdims=True)" not in text and BUG[0] not in text
+        key = answer_key(course.quiz, DEFAULT_SEED)
+        for item in course.quiz.items:
+            if item.manual:
+                assert solution_cells[item.id] == "YOUR ANSWER HERE"  # the rubric stays in the source
+                assert item.rubric[0].text not in text
+            else:
+                assert f"{item.id} = {key[item.id]!r}" not in solution_cells[f"{item.id}-answer"]
+
+    @pytest.mark.slow
+    def test_hidden_cases_are_not_in_the_release(self, graded, course):
+        """No hidden case's name (the test cells hold names, never inputs) reaches the release; the public ones do."""
+        folder, _, _ = graded
+        source = (folder / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+        release = (folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+        # a case as its test cell names it (a name alone may be a phrase of a prompt)
+        hidden = [json.dumps(repr(c.name))[1:-1] for p in course.problems for c in p.cases if c.hidden]
+        public = [json.dumps(repr(c.name))[1:-1] for p in course.problems for c in p.cases if not c.hidden]
+        assert hidden and all(name in source for name in hidden)
+        assert [name for name in hidden if name in release and name not in public] == []
+        assert all(name in release for name in public)
+        assert "HIDDEN TESTS" not in release
+        hidden_items = [i.id for i in course.quiz.items if i.hidden]
+        assert all(f"answer_score({i!r}" not in release for i in hidden_items)
+
+    @pytest.mark.slow
+    def test_the_release_carries_the_student_wheel_and_models(self, graded):
+        """Students get the student wheel (public seed cases only) and the models' weights; the full grader stays out."""
+        import zipfile
+        folder, _, _ = graded
+        released = folder / "release" / ASSIGNMENT
+        wheels = [w.name for w in released.glob("*.whl")]
+        assert len(wheels) == 1 and "+student" in wheels[0]
+        assert sorted(p.name for p in (released / "models").glob("*.npz"))
+        with zipfile.ZipFile(released / wheels[0]) as wheel:
+            names = wheel.namelist()
+            assert "grader/grading/nbgrader_checks.py" in names
+            assert not any(n.startswith("grader/_course/") for n in names)
+            seed_cases = json.loads(wheel.read("grader/_seed_cases/default.json"))
+        assert all(c["visibility"] == "public" for p in seed_cases["problems"] for c in p["cases"])
+
+
+class TestAutograde:
+    @pytest.mark.slow
+    @pytest.mark.parametrize("student", STUDENTS)
+    def test_points_equal_mha_grade(self, graded, course, cli, tmp_path, student):
+        """nbgrader's points for every problem are `mha grade`'s for the same notebook, and for every quiz item
+        its rule's; the model answers earn everything, the buggy notebook loses exactly parameter_count's
+        points (and the wrong answers' share); written answers wait for a grader."""
+        folder, notebooks, python = graded
+        scores = _nbgrader_scores(python, folder, student)
+        notebook = tmp_path / f"{student}.ipynb"
+        notebook.write_text(json.dumps(notebooks[student]))
+        result = cli("grade", str(notebook), "--format", "json")
+        assert result.exit_code == 0, result.output
+        mha = {p["id"]: p["score"] for p in json.loads(result.stdout)["problems"] if p["id"] in scores}
+        assert {p.id: scores[p.id][0] for p in course.problems} == pytest.approx(
+            {p.id: mha[p.id] for p in course.problems}, abs=1e-9)
+        assert {p.id: scores[p.id][1] for p in course.problems} == {p.id: p.points for p in course.problems}
+        answers = _quiz_answers(notebooks[student])
+        quiz = {i.id: grade_item(draw(i, DEFAULT_SEED), answers[i.id], None, include_hidden=True).score
+                for i in course.quiz.items if not i.manual}
+        assert {i: scores[i][0] for i in quiz} == pytest.approx(quiz, abs=1e-9)
+        assert all(scores[i.id] == [None, i.points] for i in course.quiz.items if i.manual)
+        lost = {p.id for p in course.problems if scores[p.id][0] < p.points}
+        if student == "correct":
+            assert lost == set() and quiz == {i.id: i.points for i in course.quiz.items if not i.manual}
+        else:
+            assert lost == {BUGGY_PROBLEM} and scores[BUGGY_PROBLEM][0] == mha[BUGGY_PROBLEM] < course.problem(
+                BUGGY_PROBLEM).points
+            assert quiz["widen_values"] == 0 and 0 < quiz["fresh_claims"] < course.quiz.item("fresh_claims").points
+
+    @pytest.mark.slow
+    def test_the_buggy_cell_says_why(self, graded):
+        """The autograded test cell of the buggy problem prints the failed case's feedback, `mha check`'s lines."""
+        folder, _, _ = graded
+        autograded = json.loads((folder / "autograded" / "buggy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+        cell = next(c for c in autograded["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == BUGGY_PROBLEM)
+        text = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
+        assert "FAIL" in text and not any(o["output_type"] == "error" for o in cell["outputs"])
+
+
+class TestSourceNotebook:
+    def test_cells_carry_nbgrader_metadata(self, course):
+        """Per problem a solution cell and a locked test cell worth its points; per quiz item a test cell or,
+        for a written item, a manually graded Markdown cell worth its points with its rubric."""
+        import nbformat
+        notebook = json.loads(exporter.source_notebook(course, SOLUTIONS / "attention.py", "student.whl"))
+        nbformat.validate(nbformat.reads(json.dumps(notebook), as_version=4))
+        cells = {c["metadata"]["nbgrader"]["grade_id"]: c for c in notebook["cells"] if "nbgrader" in c["metadata"]}
+        for problem in course.problems:
+            test = cells[problem.id]["metadata"]["nbgrader"]
+            assert (test["grade"], test["solution"], test["locked"], test["points"]) == (True, False, True, problem.points)
+            solution = cells[f"{problem.id}-solution"]
+            assert solution["metadata"]["nbgrader"]["solution"] and not solution["metadata"]["nbgrader"]["grade"]
+            assert "### BEGIN SOLUTION" in _source(solution) and "### END SOLUTION" in _source(solution)
+            if any(c.hidden for c in problem.cases):
+                assert "### BEGIN HIDDEN TESTS" in _source(cells[problem.id])
+        for item in course.quiz.items:
+            cell = cells[item.id]
+            meta = cell["metadata"]["nbgrader"]
+            assert meta["grade"] and meta["points"] == item.points
+            if item.manual:
+                assert cell["cell_type"] == "markdown" and meta["solution"]
+                assert all(r.text in _source(cell) for r in item.rubric)
+            else:
+                assert cell["cell_type"] == "code" and not meta["solution"] and meta["locked"]
+
+
+class TestCommand:
+    def test_a_bad_assignment_name_is_refused(self, cli, tmp_path):
+        """--name must be a name nbgrader can use as a folder: anything else exits 2 naming it, writing nothing."""
+        result = cli("export", "nbgrader", "--out", str(tmp_path / "out"), "--name", "../up")
+        assert result.exit_code == 2 and "--name must be" in result.stderr and "'../up'" in result.stderr
+        assert not (tmp_path / "out").exists()
+
+    def test_help_has_an_example(self, cli):
+        """`mha export nbgrader -h` shows the command's example."""
+        result = cli("export", "nbgrader", "-h")
+        assert result.exit_code == 0 and "nbgrader generate_assignment" in result.output
