@@ -80,18 +80,6 @@ def _nbgrader(cell, grade_id: str, *, grade: bool = False, solution: bool = Fals
     return cell
 
 
-def _solution_cell(stub_source: str, solution_source: str) -> str:
-    """The stub's signature and docstring, then the model answer's body between nbgrader's markers."""
-    from .otter import _docstring_split
-    header, _ = _docstring_split(stub_source)
-    _, body = _docstring_split(solution_source)
-    body = list(body)
-    while body and not body[0].strip():
-        body.pop(0)
-    indent = body[0][:len(body[0]) - len(body[0].lstrip())] if body else "    "
-    return "\n".join(header + [f"{indent}### BEGIN SOLUTION"] + body + [f"{indent}### END SOLUTION"])
-
-
 def _test_cell(problem: Problem) -> str:
     """The test cell's code: the problem's case names (hidden ones between the markers) and the score."""
     fn = problem.function.name
@@ -148,6 +136,7 @@ def source_notebook(course: Course, solutions_path: Path, student_wheel: str) ->
 
     from ..course.quiz import DEFAULT_SEED
     from ..course.render import render_prompt
+    from .otter import solution_cell
     solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
     if solutions is None:
         raise SpecError(str(solutions_path), None, "the model answers are not valid Python")
@@ -168,7 +157,7 @@ def source_notebook(course: Course, solutions_path: Path, student_wheel: str) ->
         if solution is None:
             raise SpecError(str(solutions_path), None, f"the model answers define no function {fn.name}")
         header = (stubs.functions.get(fn.name) if stubs else None) or stub(fn)
-        add(_nbgrader(new_code_cell(_solution_cell(header, solution)), f"{problem.id}-solution", solution=True),
+        add(_nbgrader(new_code_cell(solution_cell(header, solution, comment="###")), f"{problem.id}-solution", solution=True),
             f"{problem.id}-solution")
         add(_nbgrader(new_code_cell(_test_cell(problem)), problem.id, grade=True, locked=True, points=problem.points),
             f"{problem.id}-test")

@@ -42,13 +42,13 @@ def problem_score(problem_id: str, fn: Callable[..., Any] | None, cases: Sequenc
     hidden-tests markers, so a student's own run scores the public cases alone."""
     from ..reports.text import case_lines
     from .grade import judge
-    from .otter_checks import _case, _run
+    from .otter_checks import call_student, prepared_case
     from .scoring import points_earned, weighted_share
     results, problem = [], None
     for name in cases:
-        problem, prepared = _case(problem_id, name, course_dir)
+        problem, prepared = prepared_case(problem_id, name, course_dir)
         with _quiet():
-            run = _run(fn, prepared.args)
+            run = call_student(fn, prepared.args)
         result = judge(problem, prepared, run)
         results.append(result)
         print("\n".join(line.rstrip() for line in case_lines(result)))
@@ -62,8 +62,8 @@ def answer_score(item_id: str, value: Any, course_dir: str | os.PathLike | None 
     multiple-answers item). A wrong answer's feedback is printed; a hidden item's says only that it
     is not right. `...` or None (the answer left out) earns nothing."""
     from .answers import grade_item
-    from .otter_checks import _draw, plain
-    v = _draw(item_id, course_dir)
+    from .otter_checks import drawn_item, plain
+    v = drawn_item(item_id, course_dir)
     with _quiet():
         answer = None if value is ... else plain(value)
     result = grade_item(v, answer, None, include_hidden=True)
