@@ -272,3 +272,39 @@ class TestCommand:
         """`mha export nbgrader -h` shows the command's example."""
         result = cli("export", "nbgrader", "-h")
         assert result.exit_code == 0 and "nbgrader generate_assignment" in result.output
+
+
+def nbgrader_fraction(tmp: Path, files: dict[str, str]) -> float:
+    """The share of the automatic points nbgrader's `autograde` gives a submission (attention.py and
+    answers.yaml, as text): its code in the notebook's first code cell, the solution cells emptied,
+    each quiz answer assigned in its answer cell (an unanswered item keeps the release's stub), a
+    written answer's text in its cell; written answers are left out of the fraction, as on every
+    platform. For tests/test_platform_table.py."""
+    import yaml
+    folder = tmp / "course"
+    _export(folder)
+    python, env = _environment(tmp, folder)
+    _nbgrader(python, env, folder, "generate_assignment", ASSIGNMENT)
+    _nbgrader(python, env, folder, "db", "student", "add", "student")
+    notebook = json.loads((folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    answers = yaml.safe_load(files["answers.yaml"]) or {}
+    code_cell = next(c for c in notebook["cells"] if c["cell_type"] == "code")
+    code_cell["source"] = files["attention.py"]
+    for cell in notebook["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if cell is code_cell or not meta.get("solution"):
+            continue
+        item = meta["grade_id"].removesuffix("-answer")
+        if meta["grade_id"].endswith("-solution"):
+            cell["source"] = ""  # the functions are in the first cell
+        elif item in answers:
+            cell["source"] = str(answers[item]) if cell["cell_type"] == "markdown" else f"{item} = {answers[item]!r}\n"
+    target = folder / "submitted" / "student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(notebook))
+    _nbgrader(python, env, folder, "autograde", ASSIGNMENT)
+    # written answers are graded by hand (nbgrader itself gives an unanswered one 0): in no automatic fraction
+    from grader.course.loader import load_course
+    written = {i.id for i in load_course(EXERCISES).quiz.items if i.manual}
+    scored = [score for grade_id, score in _nbgrader_scores(python, folder, "student").items() if grade_id not in written]
+    return sum(s for s, _ in scored) / sum(m for _, m in scored)
