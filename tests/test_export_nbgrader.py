@@ -6,7 +6,8 @@ nbgrader runs in a fresh venv that sees this environment's packages but not this
 grader comes from the export's own wheel, installed with `pip install --no-index -r requirements.txt`
 as an instructor's grading environment would be. Its course folder, gradebook (sqlite) and every
 Jupyter and IPython folder are in the test's temporary folder, never the user's home.
-Slow-ish (about a minute: a venv, two nbgrader runs and two kernels), but part of the default run."""
+Students' side: `nbgrader validate` on the release where only the student wheel is installed.
+Slow-ish (a few minutes on a busy machine: venvs, nbgrader runs and kernels), but part of the default run."""
 from __future__ import annotations
 
 import json
@@ -179,7 +180,8 @@ class TestGenerateAssignment:
 
     @pytest.mark.slow
     def test_the_release_carries_the_student_wheel_and_models(self, graded):
-        """Students get the student wheel (public seed cases only) and the models' weights; the full grader stays out."""
+        """Students get the student wheel (public seed cases only, no hidden item's key) and the models' weights; the
+        full grader stays out."""
         import zipfile
         folder, _, _ = graded
         released = folder / "release" / ASSIGNMENT
@@ -192,6 +194,9 @@ class TestGenerateAssignment:
             assert not any(n.startswith("grader/_course/") for n in names)
             seed_cases = json.loads(wheel.read("grader/_seed_cases/default.json"))
         assert all(c["visibility"] == "public" for p in seed_cases["problems"] for c in p["cases"])
+        hidden_items = [i for i in seed_cases["quiz"]["items"] if i["item"]["visibility"] == "hidden"]
+        assert hidden_items and all(i["answer"] is None and i["item"]["answer"] is None for i in hidden_items)
+        assert not any(c["correct"] for i in hidden_items for c in i["choices"] + i["item"]["choices"])
 
 
 class TestAutograde:
@@ -232,6 +237,39 @@ class TestAutograde:
         cell = next(c for c in autograded["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == BUGGY_PROBLEM)
         text = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
         assert "FAIL" in text and not any(o["output_type"] == "error" for o in cell["outputs"])
+
+
+class TestStudentValidate:
+    @pytest.mark.slow
+    def test_students_validate_with_the_student_wheel(self, graded, course, tmp_path):
+        """`nbgrader validate` where only the released student wheel is installed: the model answers pass every
+        public test, the buggy notebook fails parameter_count's cell alone (partial credit)."""
+        import shutil
+        folder, _, _ = graded
+        released = folder / "release" / ASSIGNMENT
+        wheel, = released.glob("*.whl")
+        python = fresh_venv(tmp_path / "venv", link_farm(tmp_path / "shared", names=None))
+        home = tmp_path / "home"
+        env = clean_env(tmp_path, HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "config"),
+                        JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+                        IPYTHONDIR=str(home / "ipython"))
+        env["PATH"] = f"{python.parent}:{env['PATH']}"
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", str(wheel)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        release = json.loads((released / f"{ASSIGNMENT}.ipynb").read_text())
+        outputs = {}
+        for student in STUDENTS:
+            work = tmp_path / student
+            shutil.copytree(released / "models", work / "models")
+            (work / "notebook.ipynb").write_text(json.dumps(filled(release, course, buggy=student == "buggy")))
+            done = subprocess.run([str(python), "-m", "nbgrader", "validate", "notebook.ipynb"], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-3000:]
+            outputs[student] = done.stdout
+        assert "Success! Your notebook passes all the tests." in outputs["correct"], outputs["correct"][-3000:]
+        assert "VALIDATION FAILED ON 1 CELL(S)" in outputs["buggy"], outputs["buggy"][-3000:]
+        assert f"problem_score({BUGGY_PROBLEM!r}" in outputs["buggy"]
 
 
 class TestSourceNotebook:
