@@ -20,6 +20,7 @@ from grader.course.quiz import DEFAULT_SEED, answer_key, draw
 from grader.exports import nbgrader as exporter
 from grader.exports.pysource import split_module
 from grader.grading.answers import grade_item
+from grader.grading.nbgrader_checks import answer_score, problem_score
 
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
@@ -270,6 +271,69 @@ class TestStudentValidate:
         assert "Success! Your notebook passes all the tests." in outputs["correct"], outputs["correct"][-3000:]
         assert "VALIDATION FAILED ON 1 CELL(S)" in outputs["buggy"], outputs["buggy"][-3000:]
         assert f"problem_score({BUGGY_PROBLEM!r}" in outputs["buggy"]
+
+
+def _model(name: str):
+    """The model answer `name` from solutions/attention.py, defined here as the notebook defines it."""
+    namespace: dict = {}
+    exec(compile((SOLUTIONS / "attention.py").read_text(), "attention.py", "exec"), namespace)  # our own file
+    return namespace[name]
+
+
+class TestProblemScore:
+    def test_the_model_answer_earns_the_points(self, course, capsys):
+        """Every case passes: the problem's points, each case reported ok."""
+        problem = course.problem("softmax")
+        names = [c.name for c in problem.cases]
+        assert problem_score("softmax", _model("softmax"), names, EXERCISES) == problem.points
+        assert capsys.readouterr().out.count("ok ") == len(names)
+
+    def test_a_bug_earns_mha_grades_share(self, course, cli, write_submission):
+        """A wrong answer earns the points `mha grade` gives the same code, and says FAIL."""
+        source = (SOLUTIONS / "attention.py").read_text().replace(*BUG)
+        namespace: dict = {}
+        exec(compile(source, "attention.py", "exec"), namespace)  # our own file, one line changed
+        problem = course.problem(BUGGY_PROBLEM)
+        score = problem_score(BUGGY_PROBLEM, namespace[problem.function.name], [c.name for c in problem.cases],
+                              EXERCISES)
+        result = cli("grade", str(write_submission(source)), "--problem", BUGGY_PROBLEM, "--format", "json")
+        expected = next(p["score"] for p in json.loads(result.stdout)["problems"] if p["id"] == BUGGY_PROBLEM)
+        assert score == expected < problem.points
+
+    def test_student_stderr_and_warnings_stay_out_of_the_cell(self, course, capfd):
+        """What student code writes to stderr, and numpy's warnings, never reach the cell's stderr (nbgrader would
+        give the cell 0): the score is the model answer's."""
+        import sys
+
+        import numpy as np
+        model = _model("softmax")
+
+        def noisy(x):
+            print("debugging", file=sys.stderr)
+            np.exp(np.array([1000.0]))  # overflow: a RuntimeWarning
+            return model(x)
+
+        problem = course.problem("softmax")
+        assert problem_score("softmax", noisy, [c.name for c in problem.cases], EXERCISES) == problem.points
+        assert capfd.readouterr().err == ""
+
+    def test_no_function_earns_nothing(self, course):
+        """A function the notebook never defined (None) earns 0 and does not raise."""
+        problem = course.problem("softmax")
+        assert problem_score("softmax", None, [c.name for c in problem.cases], EXERCISES) == 0
+
+
+class TestAnswerScore:
+    def test_partial_credit_with_penalty(self, course, capsys):
+        """A multiple-answers answer with a false statement earns mha grade's share, the key all, a blank nothing."""
+        item = course.quiz.item("fresh_claims")
+        key = answer_key(course.quiz, DEFAULT_SEED)["fresh_claims"]
+        expected = grade_item(draw(item, DEFAULT_SEED), ["a", "b", "c", "d"], None, include_hidden=True).score
+        assert answer_score("fresh_claims", ["a", "b", "c", "d"], EXERCISES) == expected
+        assert 0 < expected < item.points
+        assert answer_score("fresh_claims", key, EXERCISES) == item.points
+        assert answer_score("fresh_claims", ..., EXERCISES) == 0
+        assert "fresh_claims: not right" in capsys.readouterr().out  # a hidden item: the kind of failure only
 
 
 class TestSourceNotebook:
