@@ -122,7 +122,8 @@ def _quiz_cells(add, course: Course) -> None:
                                             f"{rubric}\n### END SOLUTION"),
                           item.id, grade=True, solution=True, points=item.points), f"{item.id}-answer")
             continue
-        add(_nbgrader(new_code_cell(f"### BEGIN SOLUTION\n{item.id} = {key[item.id]!r}\n### END SOLUTION"),
+        add(_nbgrader(new_code_cell(f"# {item.id} = your answer\n### BEGIN SOLUTION\n{item.id} = {key[item.id]!r}\n"
+                                    "### END SOLUTION"),
                       f"{item.id}-answer", solution=True), f"{item.id}-answer")
         add(_nbgrader(new_code_cell(_answer_test(item)), item.id, grade=True, locked=True, points=item.points),
             f"{item.id}-test")
