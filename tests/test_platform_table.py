@@ -17,6 +17,7 @@ from ._submissions import HALF_ANSWERS, half_done_source
 from .conftest import EXERCISES
 from .test_export_github_workflow import SECRET, export_starter, run_workflow
 from .test_export_gradescope import autograder, run_autograder
+from .test_export_nbgrader import nbgrader_fraction
 from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
 from .test_mistakes import BUGS
 
@@ -140,6 +141,8 @@ def score_table(tmp: Path, course, otter_autograder: Path) -> dict[str, float | 
     table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
     (tmp / "otter").mkdir()
     table["otter-grader"] = _otter_grader(tmp / "otter", files, otter_autograder)
+    (tmp / "nbgrader").mkdir()
+    table["nbgrader"] = nbgrader_fraction(tmp / "nbgrader", files)
     table.update(PARTIAL)
     return table
 
@@ -152,7 +155,7 @@ def render(table: dict[str, float | str]) -> str:
 
 
 def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, course, otter_autograder):
-    """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional) and otter give the same
+    """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional), otter and nbgrader give the same
     fraction of the whole assignment to one buggy submission, strictly between 0 and 1; its written
     answer counts on none of them (graded by hand on each)."""
     table = score_table(tmp_path, course, otter_autograder)
@@ -160,7 +163,7 @@ def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, course
     expected = scores["mha grade"]
     assert 0 < expected < 1
     assert all(value == pytest.approx(expected, abs=1e-4) for value in scores.values()), render(table)
-    assert set(scores) == {"mha grade", "Gradescope", "PrairieLearn", "GitHub Classroom", "otter-grader"}
+    assert set(scores) == {"mha grade", "Gradescope", "PrairieLearn", "GitHub Classroom", "otter-grader", "nbgrader"}
     # the table in docs/platforms.md is this one (`mha grade` in code type there)
     documented = (Path(__file__).resolve().parents[1] / "docs" / "platforms.md").read_text()
     assert render(table).replace("| mha grade |", "| `mha grade` |") in documented, render(table)

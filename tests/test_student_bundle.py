@@ -34,7 +34,7 @@ COURSE_CODE = frozenset({"course", "reference", "mistakes", "mistakes_flagship",
 AUTOGRADER_ONLY = frozenset({
     ("cli/launch.py", "main", "grader.cli.commands"),  # the full `mha`; the bundle's entry point is `student`
     ("grading/otter_checks.py", "_course", "grader.course.loader"),  # a full grader, not the student wheel
-    ("grading/otter_checks.py", "_draw", "grader.course.quiz"),  # a hidden item: the autograder's full grader
+    ("grading/otter_checks.py", "drawn_item", "grader.course.quiz"),  # a hidden item: the autograder's full grader
     ("grading/answers.py", "grade_quiz", "grader.course.quiz"),
     ("grading/diagnosis.py", "wrong_answer", "grader.course.code"),
     ("grading/diagnosis.py", "_fit", "grader.course.code"),  # only with course code (problem.code)

@@ -52,8 +52,8 @@ def _draw_options(command):
 
 @click.group(context_settings=CONTEXT)
 def export() -> None:
-    """Export the course for another platform: Gradescope, PrairieLearn, otter, Jupyter, GitHub Classroom,
-    Canvas, Moodle, Autolab.
+    """Export the course for another platform: Gradescope, PrairieLearn, otter, nbgrader, Jupyter, GitHub
+    Classroom, Canvas, Moodle, Autolab.
 
     \b
     Example:
@@ -94,6 +94,42 @@ def otter(obj: Ctx, out: Path, solutions: Path | None) -> None:
     models = f"{copied} model files in {out / exporter.MODELS}, " if copied else ""
     click.echo(f"wrote {tests} test files, {models}{', '.join(p.name for p in written[-4:-1])} and {written[-1]}",
                err=True)
+
+
+@export.command(context_settings=CONTEXT)
+@click.option("--out", type=_OUT_DIR, required=True,
+              help="The nbgrader course folder to write: nbgrader_config.py, source/NAME/, the grader's wheel.")
+@click.option("--name", "assignment", default="mha-exercises", show_default=True, metavar="NAME",
+              help="The nbgrader assignment's name: its folder under source/ and its notebook's name.")
+@click.option("--solutions", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The model answers (default: solutions/attention.py beside the course folder).")
+@click.pass_obj
+def nbgrader(obj: Ctx, out: Path, assignment: str, solutions: Path | None) -> None:
+    """Write an nbgrader course folder: solution cells, autograded test cells per problem and quiz item,
+    and the written answers as manually graded cells with their rubric.
+
+    Each test cell grades with this package's checks and ends in the points earned, which nbgrader
+    takes as the cell's score, so nbgrader's scores equal `mha grade`'s; hidden cases sit between
+    nbgrader's hidden-tests markers. The grading environment needs this package installed
+    (`pip install -r requirements.txt` in OUT); students get the student wheel and models/ with
+    the release.
+
+    \b
+    Example:
+      mha export nbgrader --out course && cd course && nbgrader generate_assignment mha-exercises
+    """
+    from ..exports import nbgrader as exporter
+    course = obj.course()
+    _refuse_reading(course, out)
+    exporter.check_assignment_name(assignment)
+    solutions = solutions or course.root.parent / "solutions" / "attention.py"
+    if not solutions.is_file():
+        raise SubmissionError(f"{solutions}: no model answers there (give them with --solutions)")
+    try:
+        written = exporter.write(out, course, solutions, assignment)
+    except OSError as exc:
+        raise InternalError(f"cannot write into {out}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {len(written)} files into {out}; the source notebook is {written[-1]}", err=True)
 
 
 @export.command(context_settings=CONTEXT)

@@ -43,7 +43,7 @@ from ..errors import InternalError, SpecError
 from ..paths import write_atomically
 from .pysource import split_module, stub, student_module
 
-__all__ = ["test_file", "test_cases", "quiz_items", "quiz_cases", "quiz_test_file", "master_notebook", "write",
+__all__ = ["solution_cell", "test_file", "test_cases", "quiz_items", "quiz_cases", "quiz_test_file", "master_notebook", "write",
            "NOTEBOOK_NAME"]
 
 NOTEBOOK_NAME = "mha-exercises.ipynb"
@@ -132,16 +132,17 @@ def _docstring_split(source: str) -> tuple[list[str], list[str]]:
     return lines[:body_start], lines[body_start:node.end_lineno]
 
 
-def _solution_cell(stub_source: str, solution_source: str) -> str:
+def solution_cell(stub_source: str, solution_source: str, comment: str = "#") -> str:
     """The stub's signature and docstring (what students see), then the model answer's body
-    between # BEGIN SOLUTION and # END SOLUTION (which otter assign replaces by `...`)."""
+    between # BEGIN SOLUTION and # END SOLUTION (which otter assign replaces by `...`; nbgrader's
+    markers are the same after `###`, the `comment`)."""
     header, _ = _docstring_split(stub_source)
     _, body = _docstring_split(solution_source)
     body = list(body)
     while body and not body[0].strip():
         body.pop(0)
     indent = body[0][:len(body[0]) - len(body[0].lstrip())] if body else "    "
-    return "\n".join(header + [f"{indent}# BEGIN SOLUTION"] + body + [f"{indent}# END SOLUTION"])
+    return "\n".join(header + [f"{indent}{comment} BEGIN SOLUTION"] + body + [f"{indent}{comment} END SOLUTION"])
 
 
 REQUIREMENTS = "requirements.txt"
@@ -255,7 +256,7 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
         if solution is None:
             raise SpecError(str(solutions_path), None, f"the model answers define no function {fn.name}")
         header = (stubs.functions.get(fn.name) if stubs else None) or stub(fn)
-        add(new_code_cell, _solution_cell(header, solution), f"{problem.id}-solution")
+        add(new_code_cell, solution_cell(header, solution), f"{problem.id}-solution")
         add(new_raw_cell, "# END SOLUTION", f"{problem.id}-solution-end")
         add(new_raw_cell, "# BEGIN TESTS", f"{problem.id}-tests-begin")
         for i, (case, points, body) in enumerate(test_cases(problem), start=1):

@@ -33,8 +33,9 @@ from .archive import zip_bytes
 
 __all__ = ["DISTRIBUTION", "SEED_CASES", "build", "build_student", "filename", "metadata"]
 
-# What the student wheel holds beyond the student bundle's modules: what the otter tests call.
-STUDENT_EXTRA = ("grading/otter_checks.py",)
+# What the student wheel holds beyond the student bundle's modules: what the otter tests and the
+# nbgrader test cells call.
+STUDENT_EXTRA = ("grading/otter_checks.py", "grading/nbgrader_checks.py")
 LICENSE_TEXT = "MIT License: see the LICENSE file of the mha-exercises source distribution.\n"
 _SKIP = {"__pycache__", "_course"}
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STUDENT_SEED_CASES", "check_answer", "check_case", "plain"]
+__all__ = ["STUDENT_SEED_CASES", "call_student", "check_answer", "check_case", "drawn_item", "plain", "prepared_case"]
 
 MAX_TEXT = 200
 STUDENT_SEED_CASES = "_seed_cases/default.json"  # inside the package, in the student wheel only
@@ -85,7 +85,7 @@ def _seed_cases():
     return SeedCases.load(path)
 
 
-def _case(problem_id: str, case_name: str, course_dir):
+def prepared_case(problem_id: str, case_name: str, course_dir):
     """(problem, prepared case): from the student seed cases when this is the student wheel, else
     prepared from the assignment."""
     seed_cases = _seed_cases() if course_dir is None else None
@@ -109,7 +109,7 @@ def _case(problem_id: str, case_name: str, course_dir):
     return problem, prepare(problem, case)
 
 
-def _run(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
+def call_student(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
     from ..sandbox.session import CaseRun, RunStatus, StudentError
     if not callable(fn):
         return CaseRun(RunStatus.NO_FUNCTION)
@@ -131,8 +131,8 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
     from ..grading.grade import judge
     from ..grading.results import CaseStatus
     from ..reports.text import case_lines
-    problem, prepared = _case(problem_id, case_name, course_dir)
-    result = judge(problem, prepared, _run(fn, prepared.args))
+    problem, prepared = prepared_case(problem_id, case_name, course_dir)
+    result = judge(problem, prepared, call_student(fn, prepared.args))
     if result.status is CaseStatus.ON_SUBMISSION:  # a withheld case: the form is right, the value is graded later
         print(f"{problem_id}, {case_name}: {result.detail}")
         return
@@ -140,7 +140,7 @@ def check_case(problem_id: str, case_name: str, fn: Callable[..., Any] | None,
         raise AssertionError("\n".join(line.strip() for line in case_lines(result)))
 
 
-def _draw(item_id: str, course_dir):
+def drawn_item(item_id: str, course_dir):
     """The quiz item drawn for the default seed: from the student seed cases (public items only), else drawn
     from the assignment as `mha grade` draws it."""
     seed_cases = _seed_cases() if course_dir is None else None
@@ -164,7 +164,7 @@ def check_answer(item_id: str, value: Any, part: int = 1, parts: int = 1,
     answer earns at least part/parts of the item, so otter's points equal `mha grade`'s, partial
     credit included. A hidden item's failure says only that it is not right."""
     from ..grading.answers import grade_item
-    v = _draw(item_id, course_dir)
+    v = drawn_item(item_id, course_dir)
     result = grade_item(v, plain(value), None, include_hidden=True)
     if result.fraction * parts >= part - 1e-9:
         return
