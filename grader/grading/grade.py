@@ -17,6 +17,7 @@ from ..course.model import Course, Draw, Problem
 from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session
+from ..sandbox.student_text import student_text
 from .answers import grade_draws
 from .cascade import grade_behind_helpers
 from .checks import Verdict, check, describe
@@ -131,7 +132,7 @@ def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Seq
     results = name_mistakes(results, diagnosis)
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
                          hints=problem.hints, message=_problem_message(results, session, runs) or diagnosis.note,
-                         stdout=shown[:4000])
+                         stdout=student_text(shown, 4000, lines=True))
 
 
 class WatchedSession(Session):
@@ -338,7 +339,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                                          lambda data, group, chosen, left: _graded_again(data, group, chosen, left,
                                                                                          private))
             results = point_at_callees(problems, results, source, again)
-    return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
+    return GradeResult(title=title, submission=student_text(files.label, 300), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
 

@@ -91,6 +91,11 @@ def _not_finite(w: float) -> str | None:
     return None if math.isfinite(w) else "nan" if math.isnan(w) else "inf" if w > 0 else "-inf"
 
 
+def _shade(w: float) -> int:
+    """The shade (0 to 4) of a finite weight, any weight: 1e308 * 4 is inf, which round() refuses."""
+    return 0 if w <= 0 else 4 if w >= 1 else round(w * 4)
+
+
 def _cells(rows: Sequence[Sequence[float]], style: Style, other: Sequence[Sequence[float]] | None = None) -> list[str]:
     """One framed line per row, two characters per weight (?? for nan, !! for inf, -- for -inf); cells that
     differ from `other` by more than 0.1 are painted (colour only: without colour the shades tell it)."""
@@ -101,7 +106,7 @@ def _cells(rows: Sequence[Sequence[float]], style: Style, other: Sequence[Sequen
         cells = []
         for j, w in enumerate(row):
             odd = _not_finite(w)
-            cell = NOT_FINITE[odd] if odd else shades[max(0, min(4, round(w * 4)))] * 2
+            cell = NOT_FINITE[odd] if odd else shades[_shade(w)] * 2
             if other is not None and (odd or abs(w - other[i][j]) > 0.1):
                 cell = style.paint(cell, "differs")
             cells.append(cell)

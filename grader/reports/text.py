@@ -107,10 +107,9 @@ def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unru
     what = {"syntax": "has a syntax error", "timeout": "took too long to import",
             "crashed": "stopped the process while being imported"}.get(error.kind, f"raised {error.kind} while being imported")
     where = f" on line {error.line}" if error.line else ""
-    out.lines.append("")
-    out.marked("fail", f"attention.py {what}{where}", hanging="      ")
-    if error.message and error.kind != "timeout":
-        out.text(error.message, IND)
+    said = f": {error.message}" if error.message and error.kind != "timeout" else ""
+    out.lines.append("")  # what the student's code said follows the grader's words, never starts a line
+    out.marked("fail", f"attention.py {what}{where}{said}", hanging="      ")
     if error.source:
         number = str(error.line)
         out.lines.append(f"{IND}{number} | {error.source}")
