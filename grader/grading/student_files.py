@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,14 +110,15 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     return StudentFile(name, data=b"".join(chunks))
 
 
-OUR_NAMES = frozenset({"attention.py", "answers.yaml"})  # the names the course asks for (paths, answers)
+_PLAIN_NAME = re.compile(r"[\w.-]{1,100}(/[\w.-]{1,100})?", re.ASCII)
 
 
 def shown_name(name: str) -> str:
-    """A file's name as a message shows it: a name the course asks for as it is; any other (a
-    notebook's, a folder's: the student chose it) as inert text after the grader's words, so it
-    can neither break a report's line nor start one (a forged "PASS softmax [10/10]")."""
-    return name if name in OUR_NAMES else f"the file {one_line(name, 255)}"
+    """A file's name as a message shows it: a plain name (letters, digits, `._-`, like attention.py
+    or a notebook's usual name) as it is; any other (the student chose it: spaces, line breaks,
+    controls) as inert text after the grader's words, so it can neither break a report's line nor
+    start one (a forged "PASS softmax [10/10]")."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"the file {one_line(name, 255)}"
 
 
 def refusal(name: str, kind: str) -> str:
