@@ -160,7 +160,7 @@ class TestGradeAllClass:
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
         assert "FAIL  attention_reading: Reading values with one row of weights  [0/5]" in feedback["dave"]
         assert "timed out (time limit of 2 s for this problem)" in feedback["dave"]
-        assert "FAIL  attention.py stopped the process while being imported: the process exited with code 3\n" \
+        assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
             in feedback["erin"]
         assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
         assert feedback["alice"].endswith("Score: 243/243 (100%), 19 of 19 problems and 31 of 31 quiz items fully "

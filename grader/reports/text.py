@@ -107,9 +107,14 @@ def _load_error(out: _Out, error: LoadError, problems: list[ProblemResult], unru
     what = {"syntax": "has a syntax error", "timeout": "took too long to import",
             "crashed": "stopped the process while being imported"}.get(error.kind, f"raised {error.kind} while being imported")
     where = f" on line {error.line}" if error.line else ""
-    said = f": {error.message}" if error.message and error.kind != "timeout" else ""
-    out.lines.append("")  # what the student's code said follows the grader's words, never starts a line
+    # Python's words (a syntax error) or the grader's (a crash) on a line of their own; an exception's
+    # message is the student's, so it follows the grader's words on their line, never starts one
+    own = error.kind in ("syntax", "crashed")
+    said = f": {error.message}" if error.message and not own and error.kind != "timeout" else ""
+    out.lines.append("")
     out.marked("fail", f"attention.py {what}{where}{said}", hanging="      ")
+    if error.message and own:
+        out.text(error.message, IND)
     if error.source:
         number = str(error.line)
         out.lines.append(f"{IND}{number} | {error.source}")
@@ -201,7 +206,7 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if passed:
         out.text("passed: " + "; ".join(passed), IND, SUB, role="dim")
     named = _mistakes(out, failing)
-    drawn = max((c for c in public if c.grids), default=None, key=lambda c: len(c.grids[0].got) * len(c.grids[0].got[0]))
+    drawn = max((c for c in public if c.grids), default=None, key=lambda c: sum(map(len, c.grids[0].got)))
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))
