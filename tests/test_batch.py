@@ -388,9 +388,10 @@ class TestGradeAllInputs:
     def test_a_lone_surrogate_in_one_answers_file_stops_no_class(self, tmp_path):
         """--jobs 1, five students, one whose written answer holds a lone surrogate (a legal YAML
         escape, which no UTF-8 encoder takes): every student graded, the full gradebook, report and
-        feedback written, the surrogate an escape; exit 0 (nothing failed), never 4."""
+        feedback written, the surrogate an escape (and a student folder whose name is not UTF-8);
+        exit 0 (nothing failed), never 4."""
         root = tmp_path / "class"
-        for student in ("ann", "ben", "cal", "dee", "eve"):
+        for student in ("ann", "ben", "cal", "dee", "ev\udcffe"):  # eve's folder name is not UTF-8 (b"ev\xffe")
             (root / student).mkdir(parents=True)
             (root / student / "attention.py").write_text(solution_source() if student == "ann" else "# nothing yet\n")
         (root / "cal" / "answers.yaml").write_text('why_several_heads: "one head \\ud800 cannot"\nbad\\udcff: 1\n')
@@ -398,7 +399,7 @@ class TestGradeAllInputs:
         assert result.exit_code == 0, result.stderr
         rows = read_csv(tmp_path / "out" / "gradebook.csv")
         assert [(r["student"], r["status"]) for r in rows] == [
-            ("ann", "graded"), ("ben", "empty"), ("cal", "empty"), ("dee", "empty"), ("eve", "empty")]
+            ("ann", "graded"), ("ben", "empty"), ("cal", "empty"), ("dee", "empty"), ("ev\\udcffe", "empty")]
         assert float(rows[0]["total"]) > 0 and (tmp_path / "out" / "report.html").is_file()
         record = json.loads((tmp_path / "out" / "results" / "cal.json").read_bytes().decode("utf-8"))
         written = next(p for p in record["result"]["problems"] if p["id"] == "why_several_heads")["written"]

@@ -296,12 +296,12 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
     owner = os.getpid()
 
     def store(submission: Submission, record: dict, text: str) -> None:
-        # any text a student's files or folder names hold, even a lone surrogate, is written as an escape
-        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text.encode("utf-8", "backslashreplace"))
+        # any text a student's files or folder names hold, even a lone surrogate, is written as an
+        # escape (write_atomically)
+        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
         # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
         write_atomically(out / RESULTS_DIR / f"{submission.key}.json",
-                         (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-                         .encode("utf-8", "backslashreplace"))
+                         json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def work(submission: Submission) -> tuple[dict, bool]:
         """Grade (or read back) one submission and store its files; its record, and whether it was read
@@ -501,4 +501,4 @@ def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentR
         shown = [""] * (len(scores) + 1) if row.status in FAILED else \
             [f"{s:g}" for s in scores] + [f"{round(sum(scores), 4):g}"]
         writer.writerow([row.student, row.status, *shown, one_line(row.note, 300) if row.status in FAILED else ""])
-    write_atomically(path, buffer.getvalue().encode("utf-8", "backslashreplace"))
+    write_atomically(path, buffer.getvalue())
