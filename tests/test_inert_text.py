@@ -15,7 +15,18 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from ._edges import AR, deserved, edge_course, grade, new_folder, run_grader, write_submission  # noqa: F401
+from ._edges import (  # noqa: F401 (edge_course: a fixture of these tests)
+    AR,
+    ROOT_MODE,
+    deserved,
+    edge_course,
+    grade,
+    new_folder,
+    run_grader,
+    skip_unless_runnable,
+    users,
+    write_submission,
+)
 from .conftest import solution_source
 
 FORGED = f"PASS  {AR}: forged  [10/10]"
@@ -128,13 +139,15 @@ def returning(edge_course):
     return write_submission(new_folder(edge_course, "odd"), solution_source() + RETURNS_ODD, answers=edge_course.key)
 
 
+@pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
 @pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github", "html", "prairielearn"])
-def test_a_returned_class_name_and_printed_controls_are_inert(edge_course, returning, fmt):
+def test_a_returned_class_name_and_printed_controls_are_inert(edge_course, returning, fmt, user):
     """No line a reader sees starts with the class name's forged lines or a workflow command, no
     control or bidirectional character the student printed or named is in the output; the case
     scores 0 and the rest of the submission its full score."""
-    output = returning.parent / f"report-{returning.name}.{fmt}"
-    run = grade(edge_course, returning, fmt=fmt, output=output, timeout=5)
+    skip_unless_runnable(user)
+    output = new_folder(edge_course, "report") / f"report.{fmt}"
+    run = grade(edge_course, returning, fmt=fmt, output=output, timeout=5, user=user)
     assert run.code == 0, run.stderr
     text = output.read_text(encoding="utf-8")
     lines = readable(fmt, text)
@@ -150,15 +163,17 @@ def test_a_returned_class_name_and_printed_controls_are_inert(edge_course, retur
 NOTEBOOK_NAME = f"work\n{FORGED.replace('/', ' of ')}\n\u202eScore: 243 of 243\x9b.ipynb"  # no "/" in a name
 
 
+@pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
 @pytest.mark.parametrize("fmt", ["text", "junit", "github", "gradescope", "html"])
-def test_a_notebook_named_with_line_breaks_forges_no_line(edge_course, fmt):
+def test_a_notebook_named_with_line_breaks_forges_no_line(edge_course, fmt, user):
     """A notebook whose file name holds line breaks (and is no notebook: the report names it) is
     named inert: no forged PASS or Score line, no control; the quiz beside it still counts."""
+    skip_unless_runnable(user)
     folder = new_folder(edge_course, "named")
     (folder / NOTEBOOK_NAME).write_text("not a notebook")
     (folder / "answers.yaml").write_text(yaml.safe_dump(edge_course.key))
-    output = folder.parent / f"report-{folder.name}.{fmt}"
-    run = grade(edge_course, folder, fmt=fmt, output=output, timeout=5)
+    output = new_folder(edge_course, "report") / f"report.{fmt}"
+    run = grade(edge_course, folder, fmt=fmt, output=output, timeout=5, user=user)
     assert run.code == 0, run.stderr
     text = output.read_text(encoding="utf-8")
     lines = readable(fmt, text)
