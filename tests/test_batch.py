@@ -691,7 +691,8 @@ class TestGraderProcesses:
         reap_zombies()
 
     def test_when_every_grader_process_dies_the_rest_are_errors(self, course, tmp_path):
-        """Both grader processes die with their first submission: those two say so, the third was never graded."""
+        """Both grader processes die with their first submission: those two say so, the third was never
+        graded; in a second run on the same files each is grader-error (not retried in every run)."""
         found = write_class(tmp_path / "class", {"ann": "x = 1\n", "ben": "x = 2\n", "cy": "x = 3\n"})
 
         def grader(a, path, seed):
@@ -703,6 +704,11 @@ class TestGraderProcesses:
         assert outcomes == {"ann": ("error", "the grading process stopped (exit code 4)"),
                             "ben": ("error", "the grading process stopped (exit code 4)"),
                             "cy": ("error", "no grading process left")}
+        assert multiprocessing.active_children() == []
+        again = {o.submission.student: o.status  # the same files killed their grader process twice: recorded
+                 for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                                          grader=grader)}
+        assert again == {"ann": "grader-error", "ben": "grader-error", "cy": "error"}  # cy: never graded
         assert multiprocessing.active_children() == []
 
     def test_a_process_found_dead_between_submissions_costs_nothing(self, course, tmp_path, monkeypatch):

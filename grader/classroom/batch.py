@@ -331,9 +331,18 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
             trace["traceback"] += "and its record could not be stored:\n" + traceback.format_exc()
         return {**record, **trace}, False
 
-    def lost(submission: Submission, error: str) -> dict:
-        """A submission whose grader process died: stored as the grader's failure."""
-        record, text = _error_record(submission, None, error)
+    def lost(submission: Submission, error: str, held: bool = True) -> dict:
+        """A submission whose grader process died while it `held` it (else: one never graded, as no
+        grader process was left): stored as the grader's failure, its files read again here for
+        their digest, so that killing the grader process on the same files twice is GRADER_ERROR too."""
+        seed, key, failures = None, "", 0
+        try:
+            seed = seed_of(submission.student)
+            key = digest(submission, read_files(submission), seed, stamp)
+            failures = 0 if force else _failures(out / RESULTS_DIR / f"{submission.key}.json", key)
+        except Exception:  # told by its own failure when graded again
+            pass
+        record, text = _error_record(submission, seed, error, key if held else "", failures + 1)
         try:
             store(submission, record, text)
         except Exception:  # its row still counts
@@ -426,7 +435,7 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
         stop_fork_server()  # a forked process runs no atexit handlers
 
 
-def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissions: Sequence[Submission],
+def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[Submission],
                   jobs: int) -> Iterator[tuple[int, dict, bool]]:
     """Grade in `jobs` grader processes forked from this one (so they share the loaded problems and
     the prepared cases), each with its own zygote and student processes, one submission at a time
@@ -481,7 +490,7 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
                 send_next(conn, proc)
         while pending:  # every grader process died
             index = pending.popleft()
-            yield index, lost(submissions[index], "no grading process left"), False
+            yield index, lost(submissions[index], "no grading process left", held=False), False
     finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
         for conn, (proc, _) in list(busy.items()):
             conn.close()
