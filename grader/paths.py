@@ -156,7 +156,9 @@ def write_atomically(path: Path, data: str | bytes, mode: int | None = None, *, 
     result survives a crash of the machine); without it, as for a cache that is rebuilt when
     damaged, the rename alone makes it atomic for every reader."""
     path = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    # a lone surrogate (a student id from a folder name that is not UTF-8, say) is written as an
+    # escape: no text makes a result unwritable
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     how = check_output(path)
     if how is not None:
         _write_all(how, raw) if how > 0 else _write_device(path, raw)

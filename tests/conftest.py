@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from grader.cli.commands import main
 from grader.course.code import read_code
@@ -29,6 +30,15 @@ COURSE = COURSE_CODE.module
 
 
 TEST_SECONDS = 600  # no test may take longer, whatever it grades: a hang fails, it never blocks the run
+
+# Hypothesis (tests/test_fuzz.py): "ci", loaded by default, is derandomized with a fixed example
+# budget, so every run tries the same inputs; `--hypothesis-profile=long` tries many more, at random
+# (CONTRIBUTING.md, "Fuzzing"). Each property scales its own budget from the profile's.
+settings.register_profile("ci", derandomize=True, database=None, max_examples=200, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=5000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

@@ -133,7 +133,7 @@ class TestGradeAllClass:
         """One row per student, in order, with each status and the exact total; columns are every item."""
         rows = read_csv(graded[1] / "gradebook.csv")
         items = [p.id for p in course.problems] + [i.id for i in course.quiz.items if not i.manual]
-        assert list(rows[0]) == ["student", "status", *items, "total"]  # written items: graded by hand
+        assert list(rows[0]) == ["student", "status", *items, "total", "note"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
             ("alice", "graded", "243"), ("bob", "graded", "182"), ("carol", "empty", "47"),
             ("dave", "timeout", "191"), ("erin", "import failure", "0"), ("frank", "graded", "196"),
@@ -142,7 +142,7 @@ class TestGradeAllClass:
         assert bob == {"student": "bob", "status": "graded", "softmax": "3", "scaled_dot_product_attention": "0",
                        "multi_head_attention": "0", "one_head_both_designs": "0", "run_model": "0",
                        "head_scores": "8", "pruning": "0", "fresh_claims": "3", "claim_evidence": "3",
-                       "model_claims": "3", "total": "182"}
+                       "model_claims": "3", "total": "182", "note": ""}
         assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -355,8 +355,9 @@ class TestGradeAllInputs:
         assert same.exit_code == ExitCode.USAGE
         assert same.stderr.splitlines()[-1] == f"{tmp_path}: --out must be another folder than SUBMISSIONS (or one inside it)"
 
-    def test_grader_failure_on_one_submission_is_recorded_and_exits_4(self, tmp_path, monkeypatch):
-        """The grader failing on one student leaves blank scores and status error for them only; exit 4."""
+    def test_grader_failure_on_one_submission_is_recorded_and_exits_1(self, tmp_path, monkeypatch):
+        """The grader failing on one student leaves blank scores, status error and a note for them only;
+        exit 1 (some submission failed, everything written), never 4."""
         import grader.grading.grade
         real = grader.grading.grade.grade
 
@@ -370,10 +371,11 @@ class TestGradeAllInputs:
             (tmp_path / "class" / student / "attention.py").write_text(source)
         result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2")
         rows = read_csv(tmp_path / "out" / "gradebook.csv")
-        assert result.exit_code == ExitCode.INTERNAL
+        assert result.exit_code == ExitCode.FAILED
         assert "ben: grading failed: RuntimeError: boom" in result.stderr
         assert (rows[0]["status"], rows[0]["softmax"], rows[1]["status"]) == ("graded", "10", "error")
-        assert {v for k, v in rows[1].items() if k not in ("student", "status")} == {""}
+        assert {v for k, v in rows[1].items() if k not in ("student", "status", "note")} == {""}
+        assert (rows[0]["note"], rows[1]["note"]) == ("", "RuntimeError: boom")
         assert json.loads((tmp_path / "out" / "item_analysis.json").read_text())["students"] == 1
         log = (tmp_path / "out" / "grader-errors.log").read_text()
         assert log.startswith("== ben: RuntimeError: boom\nTraceback (most recent call last):\n")
@@ -382,6 +384,48 @@ class TestGradeAllInputs:
         assert f"the grader's tracebacks: {tmp_path / 'out' / 'grader-errors.log'}" in result.stderr
         assert "Traceback" not in result.stderr and "Traceback" not in (tmp_path / "out" / "feedback" / "ben.txt").read_text()
         assert "traceback" not in json.loads((tmp_path / "out" / "results" / "ben.json").read_text())
+
+    def test_a_lone_surrogate_in_one_answers_file_stops_no_class(self, tmp_path):
+        """--jobs 1, five students, one whose written answer holds a lone surrogate (a legal YAML
+        escape, which no UTF-8 encoder takes): every student graded, the full gradebook, report and
+        feedback written, the surrogate an escape (and a student folder whose name is not UTF-8);
+        exit 0 (nothing failed), never 4."""
+        root = tmp_path / "class"
+        for student in ("ann", "ben", "cal", "dee", "ev\udcffe"):  # eve's folder name is not UTF-8 (b"ev\xffe")
+            (root / student).mkdir(parents=True)
+            (root / student / "attention.py").write_text(solution_source() if student == "ann" else "# nothing yet\n")
+        (root / "cal" / "answers.yaml").write_text('why_several_heads: "one head \\ud800 cannot"\nbad\\udcff: 1\n')
+        result = grade_all(str(root), "--out", str(tmp_path / "out"), "--jobs", "1", "--timeout", TIMEOUT)
+        assert result.exit_code == 0, result.stderr
+        rows = read_csv(tmp_path / "out" / "gradebook.csv")
+        assert [(r["student"], r["status"]) for r in rows] == [
+            ("ann", "graded"), ("ben", "empty"), ("cal", "empty"), ("dee", "empty"), ("ev\\udcffe", "empty")]
+        assert float(rows[0]["total"]) > 0 and (tmp_path / "out" / "report.html").is_file()
+        record = json.loads((tmp_path / "out" / "results" / "cal.json").read_bytes().decode("utf-8"))
+        written = next(p for p in record["result"]["problems"] if p["id"] == "why_several_heads")["written"]
+        assert written == "one head \\ud800 cannot"  # the escape as text, never the surrogate
+        assert "\\udcff" in (tmp_path / "out" / "feedback" / "cal.txt").read_text(encoding="utf-8")
+
+    def test_a_submission_the_grader_fails_on_twice_is_grader_error(self, tmp_path, monkeypatch):
+        """The grader failing on the same files: 'error' (graded again) in the first run, 'grader-error'
+        with a note in the second, read back (not graded again) in the third; exit 1 each time."""
+        import grader.grading.grade
+        calls = []
+
+        def broken(course, files, *, limits, seed, cache=None):
+            calls.append(files.label)
+            raise RuntimeError("boom")
+        monkeypatch.setattr(grader.grading.grade, "grade", broken)
+        (tmp_path / "class" / "ann").mkdir(parents=True)
+        (tmp_path / "class" / "ann" / "attention.py").write_text("x = 1\n")
+        statuses = []
+        for _ in range(3):
+            result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
+            assert result.exit_code == ExitCode.FAILED, result.stderr
+            row = read_csv(tmp_path / "out" / "gradebook.csv")[0]
+            statuses.append((row["status"], row["note"], row["total"]))
+        assert statuses == [("error", "RuntimeError: boom", "")] + [("grader-error", "RuntimeError: boom", "")] * 2
+        assert len(calls) == 2
 
     def test_grader_failures_traceback_on_stderr_with_mha_debug(self, tmp_path, monkeypatch):
         """MHA_DEBUG=1: each failure's traceback on stderr too; a rerun where nothing fails removes the log."""
@@ -398,7 +442,7 @@ class TestGradeAllInputs:
         (tmp_path / "class" / "ann").mkdir(parents=True)
         (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
         result = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
-        assert result.exit_code == ExitCode.INTERNAL
+        assert result.exit_code == ExitCode.FAILED
         assert re.search(r'in fragile\n +raise RuntimeError\("boom"\)\nRuntimeError: boom\n', result.stderr)
         broken["on"] = False
         again = grade_all(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
@@ -487,8 +531,8 @@ class TestWriteGradebook:
         rows = [StudentRow("zoe", {"a": 1.0, "b": 2.5}), StudentRow("amy", {}, status="error"),
                 StudentRow("bo", {"a": 0.5}, status="empty")]
         batch.write_gradebook(tmp_path / "g.csv", ["a", "b"], rows)
-        assert (tmp_path / "g.csv").read_text() == ("student,status,a,b,total\namy,error,,,\n"
-                                                    "bo,empty,0.5,0,0.5\nzoe,graded,1,2.5,3.5\n")
+        assert (tmp_path / "g.csv").read_text() == ("student,status,a,b,total,note\namy,error,,,,\n"
+                                                    "bo,empty,0.5,0,0.5,\nzoe,graded,1,2.5,3.5,\n")
 
 
 # ---------------------------------------------------------------- grader processes (--jobs > 1)
@@ -647,7 +691,8 @@ class TestGraderProcesses:
         reap_zombies()
 
     def test_when_every_grader_process_dies_the_rest_are_errors(self, course, tmp_path):
-        """Both grader processes die with their first submission: those two say so, the third was never graded."""
+        """Both grader processes die with their first submission: those two say so, the third was never
+        graded; in a second run on the same files each is grader-error (not retried in every run)."""
         found = write_class(tmp_path / "class", {"ann": "x = 1\n", "ben": "x = 2\n", "cy": "x = 3\n"})
 
         def grader(a, path, seed):
@@ -659,6 +704,11 @@ class TestGraderProcesses:
         assert outcomes == {"ann": ("error", "the grading process stopped (exit code 4)"),
                             "ben": ("error", "the grading process stopped (exit code 4)"),
                             "cy": ("error", "no grading process left")}
+        assert multiprocessing.active_children() == []
+        again = {o.submission.student: o.status  # the same files killed their grader process twice: recorded
+                 for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2,
+                                          grader=grader)}
+        assert again == {"ann": "grader-error", "ben": "grader-error", "cy": "error"}  # cy: never graded
         assert multiprocessing.active_children() == []
 
     def test_a_process_found_dead_between_submissions_costs_nothing(self, course, tmp_path, monkeypatch):

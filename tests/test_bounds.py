@@ -66,6 +66,9 @@ LINES = {
     "empty_objects_4mib": 'LINE = lambda caller: b\'"value": [\' + b"{}," * ((4 << 20) // 3 - 100) + b"{}]"',
     # an integer of 5,000 digits in the value: int() refuses more than 4,300
     "long_integer": 'LINE = lambda caller: b\'"value": {"t": "int", "v": "\' + b"9" * 5000 + b\'"}\'',
+    # zero bytes for a shape numpy refuses: reshape raised ValueError past the decoder (exit 4)
+    "refused_shape": ('LINE = lambda caller: b\'"value": {"t": "array", "dtype": "float64", "shape": [0, 1\' '
+                      '+ b"0" * 39 + b\'], "b64": ""}\''),
 }
 
 
@@ -83,6 +86,7 @@ SENT = (
     Sent("empty_objects_63mib", (AR,), "the process sent an unreadable answer (an answer larger than 4 MiB)"),
     Sent("empty_objects_4mib", (AR,), "the process sent an unreadable answer (the answer holds too many values"),
     Sent("long_integer", ()),  # read as a bad answer, then the worker's own right answer for the same case
+    Sent("refused_shape", ()),  # a DecodeError like long_integer's: never "the autograder failed"
 )
 
 

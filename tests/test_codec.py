@@ -69,12 +69,16 @@ class TestStrictDecoding:
         ({"dtype": "float64", "shape": [1], "b64": 5}, "does not match its shape"),
         ({"dtype": "bool", "shape": [1], "b64": "AQ=="}, "does not match its shape"),
         ({"dtype": "object", "shape": [1], "b64": "AAAAAAAAAAA="}, "unsupported dtype"),
-        ({"dtype": "float64", "shape": [1 << 30], "b64": ""}, "does not match its shape"),
+        ({"dtype": "float64", "shape": [1 << 30], "b64": ""}, "bad shape"),
+        ({"dtype": "float64", "shape": [0, 10 ** 39], "b64": ""}, "bad shape"),  # zero bytes, a shape numpy refuses
+        ({"dtype": "float64", "shape": [0, 10 ** 39], "v": []}, "bad shape"),
+        ({"dtype": "float64", "shape": [0] * 33, "b64": ""}, "bad shape"),
         ({"dtype": "float64", "shape": [2], "v": [1.0, True]}, "bad float"),
         ({"dtype": "float64", "shape": [1], "v": [10 ** 400]}, "bad array"),
         ({"dtype": "int64", "shape": [1], "v": [1.0]}, "bad int array"),
         ({"dtype": "bool", "shape": [2], "v": [1, 0]}, "bad bool array"),
-    ], ids=["short", "not-base64", "not-text", "bool-bytes", "object", "huge", "bool-in-floats", "huge-int",
+    ], ids=["short", "not-base64", "not-text", "bool-bytes", "object", "huge", "zero-bytes-huge-side",
+            "zero-values-huge-side", "too-many-sides", "bool-in-floats", "huge-int",
             "float-in-ints", "ints-as-bools"])
     def test_malformed_arrays_are_refused(self, data, message):
         """Whatever a student process writes on the pipe, a bad array is a DecodeError, never a crash."""

@@ -89,6 +89,34 @@ class TestNotFiniteWeights:
         assert "(-- = -inf)" in text.render(GradeResult("t", "a.py", (problem,)), PLAIN)
 
 
+class TestHugeWeights:
+    """Weights at the edges of a float (1e308 * 4 is inf, which round() refused): every format is
+    written, the case costs its points, never "the autograder failed"."""
+
+    GRID = WeightGrid("", got=((1e308, -1e308, 5e-324), (math.nan, math.inf, 1.7976931348623157e308)),
+                      expected=((1.0, 0.0, 0.0), (0.5, 0.5, 0.0)), shape=(2, 3))
+
+    def test_text_shades_them_as_the_darkest_and_lightest(self):
+        assert grid_lines([self.GRID], PLAIN, "") == [
+            "yours     expected",
+            "│██    │  │██    │",
+            "│??!!██│  │▒▒▒▒  │",
+            "(?? = nan, !! = inf)"]
+
+    def test_grading_weights_of_1e308_in_every_format(self, course, tmp_path):
+        """scaled_dot_product_attention's weights times 1e308: 0 points, every format renders."""
+        from grader.reports import FORMATS, render
+        source = (SOLUTIONS / "attention.py").read_text()
+        before = "    weights = softmax(scores)"
+        assert before in source
+        source = source.replace(before, before + "\n    weights = weights * 1e308", 1)
+        problem = _graded(course, tmp_path, source, "scaled_dot_product_attention")
+        assert problem.score == 0 and any(c.grids for c in problem.cases)
+        result = GradeResult("t", "a.py", (problem,))
+        for fmt in FORMATS:
+            assert render(fmt, result), fmt
+
+
 def test_right_weights_beside_a_wrong_output_are_said():
     """(output, weights) with the weights right and the output wrong: the detail says the weights are right."""
     cmp = Comparison(kind=CompareKind.ALLCLOSE)

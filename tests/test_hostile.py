@@ -419,7 +419,7 @@ def retired(uid: int) -> bool:
 def read_results(path: Path) -> dict:
     """A Gradescope results.json with the fields this grader always writes."""
     data = json.loads(path.read_text())
-    assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], (int, float))
+    assert isinstance(data["score"], (int, float)) and "execution_time" not in data
     assert isinstance(data["output"], str) and isinstance(data["tests"], list)
     for test in data["tests"]:
         assert {"name", "score", "max_score", "status", "output", "tags"} <= test.keys()

@@ -13,8 +13,21 @@ import re
 from xml.etree import ElementTree
 
 import pytest
+import yaml
 
-from ._edges import AR, deserved, edge_course, grade, new_folder, run_grader, scores, write_submission  # noqa: F401
+from ._edges import (  # noqa: F401 (edge_course: a fixture of these tests)
+    AR,
+    ROOT_MODE,
+    deserved,
+    edge_course,
+    grade,
+    new_folder,
+    run_grader,
+    scores,
+    skip_unless_runnable,
+    users,
+    write_submission,
+)
 from .conftest import solution_source
 
 FORGED = f"PASS  {AR}: forged  [10/10]"
@@ -42,7 +55,7 @@ def _strings(value) -> list[str]:
 
 def readable(fmt: str, output: str) -> list[str]:
     """The lines a reader of `output` in format `fmt` sees."""
-    if fmt in ("json", "gradescope", "github"):
+    if fmt in ("json", "gradescope", "github", "prairielearn"):
         texts = _strings(json.loads(output))
     elif fmt == "junit":
         root = ElementTree.fromstring(output)
@@ -108,3 +121,64 @@ def test_grade_all_feedback_files(edge_course, raising):
     feedback = (out / "feedback" / "ann.txt").read_text()
     assert "Oops\\n" in feedback and forged(feedback.splitlines()) == []
     assert forged(readable("json", (out / "results" / "ann.json").read_text())) == []
+
+
+# a returned object whose class name holds line breaks: it reached the case detail whole, and put a
+# GitHub workflow command at column 0 of the JUnit failure text; a print of U+009B (CSI: a terminal's
+# escape in one character) and other C1 controls passed the text report's filter
+COMMAND = "::error title=forged::PASS softmax [10/10]"
+RETURNS_ODD = f'''
+
+def attention_reading(weights, values):
+    print("\\x9b30mScore: 243/243\\x9b0m \\x85{FORGED} \\u202e\\u2028{FORGED}\\x1b[8m")
+    return type("Odd\\n{COMMAND}\\r\\n{FORGED}\\u2029{FORGED}", (), {{}})()
+'''
+STUDENT_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture(scope="module")
+def returning(edge_course):
+    return write_submission(new_folder(edge_course, "odd"), solution_source() + RETURNS_ODD, answers=edge_course.key)
+
+
+@pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
+@pytest.mark.parametrize("fmt", ["text", "json", "gradescope", "junit", "github", "html", "prairielearn"])
+def test_a_returned_class_name_and_printed_controls_are_inert(edge_course, returning, fmt, user):
+    """No line a reader sees starts with the class name's forged lines or a workflow command, no
+    control or bidirectional character the student printed or named is in the output; the case
+    scores 0 and the rest of the submission its full score."""
+    skip_unless_runnable(user)
+    output = new_folder(edge_course, "report") / f"report.{fmt}"
+    run = grade(edge_course, returning, fmt=fmt, output=output, timeout=5, user=user)
+    assert run.code == 0, run.stderr
+    text = output.read_text(encoding="utf-8")
+    lines = readable(fmt, text)
+    assert forged(lines) == [] and [line for line in lines if line.lstrip().startswith("::")] == []
+    assert STUDENT_CONTROLS.findall("\n".join(lines)) == []
+    assert "Odd\\n::error" in text or "Odd\\\\n::error" in text  # shown, its line break escaped
+    if fmt == "text":
+        assert "\\x9b30mScore: 243/243" in text  # what was printed, its CSI a visible escape
+    if fmt == "gradescope":
+        assert {t["tags"][0]: t["score"] for t in json.loads(text)["tests"]} == deserved(edge_course, (AR,))
+
+
+NOTEBOOK_NAME = f"work\n{FORGED.replace('/', ' of ')}\n\u202eScore: 243 of 243\x9b.ipynb"  # no "/" in a name
+
+
+@pytest.mark.parametrize("user", users(), ids=lambda u: "root" if u is None and ROOT_MODE else "non-root")
+@pytest.mark.parametrize("fmt", ["text", "junit", "github", "gradescope", "html"])
+def test_a_notebook_named_with_line_breaks_forges_no_line(edge_course, fmt, user):
+    """A notebook whose file name holds line breaks (and is no notebook: the report names it) is
+    named inert: no forged PASS or Score line, no control; the quiz beside it still counts."""
+    skip_unless_runnable(user)
+    folder = new_folder(edge_course, "named")
+    (folder / NOTEBOOK_NAME).write_text("not a notebook")
+    (folder / "answers.yaml").write_text(yaml.safe_dump(edge_course.key))
+    output = new_folder(edge_course, "report") / f"report.{fmt}"
+    run = grade(edge_course, folder, fmt=fmt, output=output, timeout=5, user=user)
+    assert run.code == 0, run.stderr
+    text = output.read_text(encoding="utf-8")
+    lines = readable(fmt, text)
+    assert forged(lines) == [] and not any(line.lstrip().startswith("Score: 243 of 243") for line in lines)
+    assert STUDENT_CONTROLS.findall("\n".join(lines)) == []
+    assert "the file work\\n" in text or "the file work\\\\n" in text

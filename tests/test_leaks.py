@@ -268,3 +268,46 @@ def test_hidden_inputs_left_behind_as_a_non_root_grader(edge_course, fmt):
             path = Path(shared) / f"left-{token}"
             if path.exists():
                 path.unlink()
+
+
+# attention_reading sleeping in proportion to its inputs' size: the run time then tells the hidden
+# cases' sizes (how the hidden parameter_count case's d_model and num_heads were read back)
+SLEEPER = '''
+
+import time as _time
+_right_ar = attention_reading
+
+
+def attention_reading(weights, values):
+    _time.sleep(min(0.4, 0.002 * (weights.size + values.size)))
+    return _right_ar(weights, values)
+'''
+
+
+def _times(fmt: str, text: str) -> list[str]:
+    """Every field of a report that holds a time."""
+    if fmt == "junit":
+        from xml.etree import ElementTree
+        return [e.get("time") or "" for e in ElementTree.fromstring(text).iter() if "time" in e.attrib]
+
+    def walk(node) -> list[str]:
+        if isinstance(node, dict):
+            return [str(v) for k, v in node.items() if "time" in k] + [t for v in node.values() for t in walk(v)]
+        return [t for v in node for t in walk(v)] if isinstance(node, list) else []
+    return walk(json.loads(text))
+
+
+@pytest.mark.parametrize("fmt", ["json", "gradescope", "junit", "github", "prairielearn"])
+def test_no_clock_for_hidden_cases(edge_course, fmt):
+    """A submission that sleeps on its inputs and a quick one: the same report but for its name, and
+    no time field that differs (JUnit's all "0", none in JSON and Gradescope): docs/security.md."""
+    reports = []
+    for name, extra in (("quick", ""), ("sleepy", SLEEPER)):
+        folder = write_submission(new_folder(edge_course, name), solution_source() + extra, answers=edge_course.key)
+        output = folder / f"report.{fmt}"
+        run = grade(edge_course, folder, "--problem", AR, fmt=fmt, output=output, timeout=10)
+        assert run.code == 0, run.stderr
+        reports.append(output.read_text().replace(str(folder), "SUBMISSION"))
+    assert _times(fmt, reports[0]) == _times(fmt, reports[1])
+    assert set(_times(fmt, reports[0])) <= {"0", ""}  # JUnit's "0", GitHub's "" (a field its reporter ignores)
+    assert reports[0] == reports[1]

@@ -30,7 +30,6 @@ SECRET = "seed-cache-test-secret"
 
 def comparable(result) -> dict:
     data = as_dict(result)
-    data.pop("execution_time")
     return data
 
 

@@ -109,7 +109,20 @@ def _notebook_answers_link(edge_course: EdgeCourse, folder: Path) -> None:
     (folder / "answers.yaml").symlink_to(SHADOW)
 
 
-CODE, QUIZ = ("code",), ("quiz",)
+def _notebook_lone_surrogates(edge_course: EdgeCourse, folder: Path) -> None:
+    """A notebook whose code and answer cells hold lone surrogates (JSON escapes no UTF-8 encoder
+    takes): reading it raised UnicodeEncodeError, "the autograder failed"."""
+    import json
+
+    import yaml
+    code = (edge_course.base / "solutions" / "attention.py").read_text() + "# \ud800\n"
+    answers = yaml.safe_dump(edge_course.key) + 'why_several_heads: "one head \udfff cannot"\n'
+    cells = [{"cell_type": "code", "metadata": {}, "source": code},
+             {"cell_type": "raw", "metadata": {"tags": ["mha-answers"]}, "source": answers}]
+    (folder / "attention.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
+
+
+CODE, QUIZ, NOTHING = ("code",), ("quiz",), ()
 ATTACKS = (
     Attack("code_to_reference", _link("attention.py", lambda c: PACKAGE / "course" / "reference.py"), CODE,
            f"attention.py {LINKED}"),
@@ -127,6 +140,7 @@ ATTACKS = (
     Attack("code_too_large", _too_large, CODE, f"attention.py is too large (more than {1 << 20} bytes)"),
     Attack("notebook_link", _notebook_link, CODE, f"attention.ipynb {LINKED}"),
     Attack("notebook_answers_link", _notebook_answers_link, QUIZ, f"answers.yaml {LINKED}"),
+    Attack("notebook_lone_surrogates", _notebook_lone_surrogates, NOTHING, '"Score: '),
 )
 
 
@@ -149,7 +163,8 @@ def test_link_or_special_file_is_not_read(edge_course, graded, attack, user):
     run = outcome
     assert run.code == 0, run.stderr
     data = run.results()
-    lost = tuple(edge_course.points) if attack.lost == CODE else tuple(edge_course.quiz_points)
+    lost = tuple(edge_course.points) if attack.lost == CODE else tuple(edge_course.quiz_points) if attack.lost \
+        else ()
     assert scores(data) == deserved(edge_course, lost)
     assert data["score"] == sum(deserved(edge_course, lost).values())
     report = run.report()

@@ -21,8 +21,9 @@ class StudentRow:
     student: str
     scores: Mapping[str, float]            # item id -> points earned
     mistakes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # item id -> mistake ids
-    status: str = "graded"                 # graded | syntax error | import failure | timeout | empty | error
+    status: str = "graded"                 # graded | syntax error | import failure | timeout | empty | error | grader-error
     written: Mapping[str, str] = field(default_factory=dict)  # written item id -> the student's text
+    note: str = ""                          # status error or grader-error: how the grader failed
 
 
 @dataclass(frozen=True)

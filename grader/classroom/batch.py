@@ -40,17 +40,22 @@ from ..grading.student_files import StudentFile, entry_kind, open_folder, read_s
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
 from ..sandbox.limits import Limits
+from ..sandbox.student_text import one_line
 from .analysis import StudentRow
 from .submission_metadata import GRADESCOPE_METADATA, first_submitter, read_metadata
 
 __all__ = ["Submission", "Outcome", "discover", "grade_all", "write_gradebook", "STATUSES", "GRADED", "EMPTY",
-           "ERROR"]
+           "ERROR", "GRADER_ERROR", "FAILED"]
 
 RESULTS_DIR, FEEDBACK_DIR = "results", "feedback"
 FORMAT_VERSION = 3  # 3: a status per submission (syntax error, import failure, timeout...)
-# a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error
-STATUSES = tuple(s.value for s in Status)
+# a student's status in the gradebook: graded, syntax error, import failure, timeout, empty, error, and
+# grader-error: the grader failed on these very files twice (two runs), so they are not graded again
+# until they change or --force
 GRADED, EMPTY, ERROR = Status.GRADED.value, Status.EMPTY.value, Status.ERROR.value
+GRADER_ERROR = "grader-error"
+STATUSES = (*(s.value for s in Status), GRADER_ERROR)
+FAILED = (ERROR, GRADER_ERROR)  # the grader failed: no score (blank in the gradebook), a note says why
 Grader = Callable[[Course, Path, int], GradeResult]
 
 
@@ -115,7 +120,7 @@ def _in_folder(student: str, folder: Path, root: Path) -> Submission:
     found = (where or folder) / ANSWERS_NAME
     answers = None if _kind(found) == "missing" else found  # any other kind: refused when read
     if where is None:
-        seen = [e.name for e in entries][:8]
+        seen = [one_line(e.name, 80) for e in entries][:8]  # file names the student chose
         note = f"no {SUBMISSION_NAME} was submitted (found: {', '.join(seen) or 'nothing'})"
         return Submission(student, folder, None, answers, note, root)
     source, kind = where / SUBMISSION_NAME, _kind(where / SUBMISSION_NAME)
@@ -218,7 +223,6 @@ def result_record(submission: Submission, result: GradeResult, status: str, seed
     """The stored, deterministic result of one student (no timings, no temporary paths)."""
     from ..reports.json_report import as_dict
     data = as_dict(result)
-    data.pop("execution_time", None)
     data["submission"] = submission.student
     return {"student": submission.student, "status": status, "seed": seed, "digest": key, "result": data}
 
@@ -229,6 +233,7 @@ def row_of(record: dict) -> StudentRow:
     # a written item's score is null (pending: graded by hand), never a zero in the gradebook
     return StudentRow(record["student"], {p["id"]: float(p["score"]) for p in problems if p["score"] is not None},
                       status=record["status"],
+                      note=record.get("error", "") if record["status"] in FAILED else "",
                       mistakes={p["id"]: tuple(p["mistakes"]) for p in problems if p["mistakes"]},
                       written={p["id"]: p["written"] for p in problems if isinstance(p.get("written"), str)})
 
@@ -258,8 +263,20 @@ def _stored(path: Path, key: str) -> dict | None:
     except (OSError, ValueError):
         return None  # none yet, or damaged: graded again
     ok = isinstance(record, dict) and record.get("digest") == key and record.get("status") in STATUSES \
-        and record.get("status") != ERROR
+        and record.get("status") != ERROR  # graded again; a GRADER_ERROR is read back like a result
     return record if ok else None
+
+
+def _failures(path: Path, key: str) -> int:
+    """How many runs in a row the grader failed on exactly these files (the stored record's count)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    if not isinstance(record, dict) or record.get("digest") != key or record.get("status") not in FAILED:
+        return 0
+    count = record.get("failures")
+    return count if isinstance(count, int) and not isinstance(count, bool) and 0 < count < 1000 else 1
 
 
 def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
@@ -268,7 +285,9 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
     """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
     out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
     whose stored result has the same digest is read back instead of graded again. A failure
-    while grading one submission is recorded as status ERROR and never stops the others.
+    while grading or storing one submission (everything done for it is inside its guard) is
+    recorded as status ERROR and never stops the others; the grader failing on the same files
+    in a second run is recorded as GRADER_ERROR, read back from then on like a result.
 
     With `jobs` > 1 (on Linux) the submissions are shared out among `jobs` grader processes
     forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
@@ -279,14 +298,17 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
     owner = os.getpid()
 
     def store(submission: Submission, record: dict, text: str) -> None:
+        # any text a student's files or folder names hold, even a lone surrogate, is written as an
+        # escape (write_atomically)
         write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
         # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
         write_atomically(out / RESULTS_DIR / f"{submission.key}.json",
                          json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def work(submission: Submission) -> tuple[dict, bool]:
-        """Grade (or read back) one submission and store its files; its record, and whether it was read back."""
-        seed, trace = None, {}
+        """Grade (or read back) one submission and store its files; its record, and whether it was read
+        back. Everything done for the submission, storing included, is inside its guard."""
+        seed, key, trace = None, "", {}
         try:
             seed = seed_of(submission.student)
             files = read_files(submission)  # once: what is graded is what is hashed
@@ -298,17 +320,35 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
             result = _grade_one(course, submission, files, seed, chosen, scratch)
             record = result_record(submission, result, result.status.value if files.source.data is not None else EMPTY,
                                    seed, key)
-            text = render_text(result)
+            store(submission, record, render_text(result))
+            return record, False
         except Exception as exc:  # this submission only: never stop the batch
-            record, text = _error_record(submission, seed, f"{type(exc).__name__}: {exc}")
+            failures = 0 if force or not key else _failures(out / RESULTS_DIR / f"{submission.key}.json", key)
+            record, text = _error_record(submission, seed, one_line(f"{type(exc).__name__}: {exc}", 500), key,
+                                         failures + 1)
             trace = {"traceback": traceback.format_exc()}  # handed back for the log, never stored
-        store(submission, record, text)
+        try:
+            store(submission, record, text)
+        except Exception:  # nothing can be stored for it (the disk is full...): its row still counts
+            trace["traceback"] += "and its record could not be stored:\n" + traceback.format_exc()
         return {**record, **trace}, False
 
-    def lost(submission: Submission, error: str) -> dict:
-        """A submission whose grader process died: stored as the grader's failure."""
-        record, text = _error_record(submission, None, error)
-        store(submission, record, text)
+    def lost(submission: Submission, error: str, held: bool = True) -> dict:
+        """A submission whose grader process died while it `held` it (else: one never graded, as no
+        grader process was left): stored as the grader's failure, its files read again here for
+        their digest, so that killing the grader process on the same files twice is GRADER_ERROR too."""
+        seed, key, failures = None, "", 0
+        try:
+            seed = seed_of(submission.student)
+            key = digest(submission, read_files(submission), seed, stamp)
+            failures = 0 if force else _failures(out / RESULTS_DIR / f"{submission.key}.json", key)
+        except Exception:  # told by its own failure when graded again
+            pass
+        record, text = _error_record(submission, seed, error, key if held else "", failures + 1)
+        try:
+            store(submission, record, text)
+        except Exception:  # its row still counts
+            pass
         return record
 
     scratch = Path(tempfile.mkdtemp(prefix="mha-batch-"))  # private (0700), removed by this process only
@@ -324,10 +364,13 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
             remove_tree(scratch)
 
 
-def _error_record(submission: Submission, seed: int | None, error: str) -> tuple[dict, str]:
-    """The stored record and the feedback of a submission the grader failed on."""
-    record: dict[str, Any] = {"student": submission.student, "status": ERROR, "seed": seed, "digest": "", "error": error,
-              "result": {"problems": []}}
+def _error_record(submission: Submission, seed: int | None, error: str, key: str = "",
+                  failures: int = 1) -> tuple[dict, str]:
+    """The stored record and the feedback of a submission the grader failed on: ERROR, graded again
+    in the next run; GRADER_ERROR once it failed on the same files (`key`) in two runs."""
+    status = GRADER_ERROR if key and failures >= 2 else ERROR
+    record: dict[str, Any] = {"student": submission.student, "status": status, "seed": seed, "digest": key,
+                              "error": error, "failures": failures, "result": {"problems": []}}
     return record, f"Your submission could not be graded (the grader failed: {error}).\n"
 
 
@@ -394,7 +437,7 @@ def _serve(conn, others: list, work: Work, submissions: Sequence[Submission]) ->
         stop_fork_server()  # a forked process runs no atexit handlers
 
 
-def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissions: Sequence[Submission],
+def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[Submission],
                   jobs: int) -> Iterator[tuple[int, dict, bool]]:
     """Grade in `jobs` grader processes forked from this one (so they share the loaded problems and
     the prepared cases), each with its own zygote and student processes, one submission at a time
@@ -449,7 +492,7 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
                 send_next(conn, proc)
         while pending:  # every grader process died
             index = pending.popleft()
-            yield index, lost(submissions[index], "no grading process left"), False
+            yield index, lost(submissions[index], "no grading process left", held=False), False
     finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
         for conn, (proc, _) in list(busy.items()):
             conn.close()
@@ -461,26 +504,27 @@ TOTAL_WITH_WRITTEN = "total_with_written"  # the gradebook's column of the total
 
 def write_gradebook(path: Path, item_ids: Sequence[str], rows: Sequence[StudentRow],
                     written: Sequence[str] = (), hand: Mapping[str, Mapping[str, float]] | None = None) -> None:
-    """gradebook.csv: student, status, each item's score, total; one row per student, by id.
+    """gradebook.csv: student, status, each item's score, total, note; one row per student, by id.
 
-    A student whose grading failed (status error) has blank scores, not zeros. With `hand` (the
-    hand scores of the written items `written`, by student: `--written-scores`), each written
-    item has a column of its own after the total, blank where no score was given, and
-    total_with_written adds them to the total once every one of a student's is given (blank
-    until then: a total without some of them would read as a grade)."""
+    A student whose grading failed (status error or grader-error) has blank scores, not zeros, and
+    a note saying how the grader failed. With `hand` (the hand scores of the written items
+    `written`, by student: `--written-scores`), each written item has a column of its own after the
+    total, blank where no score was given, and total_with_written adds them to the total once every
+    one of a student's is given (blank until then: a total without some of them would read as a
+    grade); the note comes last."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     extra = [*written, TOTAL_WITH_WRITTEN] if hand is not None else []
-    writer.writerow(["student", "status", *item_ids, "total", *extra])
+    writer.writerow(["student", "status", *item_ids, "total", *extra, "note"])
     for row in sorted(rows, key=lambda r: r.student):
         scores = [row.scores.get(i, 0.0) for i in item_ids]
-        shown = [""] * (len(scores) + 1) if row.status == ERROR else \
+        shown = [""] * (len(scores) + 1) if row.status in FAILED else \
             [f"{s:g}" for s in scores] + [f"{round(sum(scores), 4):g}"]
         if hand is not None:
             given = hand.get(row.student, {})
             by_hand = [given.get(i) for i in written]
-            complete = row.status != ERROR and all(s is not None for s in by_hand)
+            complete = row.status not in FAILED and all(s is not None for s in by_hand)
             shown += ["" if s is None else f"{s:g}" for s in by_hand]
             shown.append(f"{round(sum(scores) + sum(s or 0.0 for s in by_hand), 4):g}" if complete else "")
-        writer.writerow([row.student, row.status, *shown])
+        writer.writerow([row.student, row.status, *shown, one_line(row.note, 300) if row.status in FAILED else ""])
     write_atomically(path, buffer.getvalue())

@@ -194,8 +194,8 @@ def _student_rows(students: Sequence[StudentRow], max_total: float, items: Seque
         status = e(row.status) if row.status == "graded" else f'<span class="bad">{e(row.status)}</span>'
         short = [i for i in items if row.scores.get(i, 0.0) < 1e-9]
         mistakes = "; ".join(f"{e(item)}: {', '.join(e(m) for m in ids)}" for item, ids in row.mistakes.items())
-        shown = "" if row.status == "error" else f"{total:.4g}"
-        percent = "" if row.status == "error" or not max_total else f"{100 * total / max_total:.0f}%"
+        shown = "" if row.status in ("error", "grader-error") else f"{total:.4g}"
+        percent = "" if row.status in ("error", "grader-error") or not max_total else f"{100 * total / max_total:.0f}%"
         rows.append(f"<tr><td><code>{e(row.student)}</code></td><td>{status}</td><td class=n>{shown}</td>"
                     f"<td class=n>{percent}</td><td>{len(short)}</td><td>{mistakes}</td></tr>")
     return "".join(rows)

@@ -287,14 +287,15 @@ def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time
     """The report of a submission that could not be graded, in the format asked for."""
     if fmt == "gradescope":  # its own wording: the student must see whether to resubmit
         from ..reports.gradescope import failure
-        return failure(str(exc), execution_time, submission_fault=exc.exit_code is ExitCode.USAGE)
+        return failure(str(exc), submission_fault=exc.exit_code is ExitCode.USAGE)
     if fmt == "prairielearn":  # not gradable: PrairieLearn does not count the attempt
         from ..reports.prairielearn import failure as pl_failure
         return pl_failure(str(exc), submission_fault=exc.exit_code is ExitCode.USAGE)
     from ..grading.results import GradeResult
     from ..reports import render
+    from ..sandbox.student_text import student_text
     title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"
-    return render(fmt, GradeResult(title=title, submission=str(submission), problems=(),
+    return render(fmt, GradeResult(title=title, submission=student_text(submission, 300), problems=(),
                                    execution_time=execution_time, messages=(str(exc),)))
 
 

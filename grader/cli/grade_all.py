@@ -79,10 +79,11 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     student, or is a Gradescope "export submissions" download. A rerun grades only new or changed
     submissions (all of them with --force). Each student's seed comes from the course secret
     (MHA_COURSE_SECRET or course.yaml). Exit 0 when everything was written, 2 for a bad
-    SUBMISSIONS folder, 3 for invalid problem files, 4 if the grader failed on some submission
-    (the others are still graded and reported). Written items are never scored here: their
-    answers go to written.html and written.csv for grading by hand, and --written-scores adds
-    the hand scores to the gradebook (a bad row is an error naming its file and line, exit 2).
+    SUBMISSIONS folder, 3 for invalid problem files, 1 if the grader failed on some submission
+    (the others are still graded, and the gradebook and report written, that one with a note).
+    Written items are never scored here: their answers go to written.html and written.csv for
+    grading by hand, and --written-scores adds the hand scores to the gradebook (a bad row is an
+    error naming its file and line, exit 2).
 
     \b
     Example:
@@ -174,13 +175,13 @@ def _write_reports(course, rows, out: Path, plotter=None, hand=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
-    from ..classroom.batch import ERROR, write_gradebook
+    from ..classroom.batch import FAILED, write_gradebook
     quiz_items = course.quiz.items if course.quiz else ()
     items = [*course.problems, *(i for i in quiz_items if not i.manual)]  # written items: graded by hand
     write_gradebook(out / "gradebook.csv", [i.id for i in items], rows,
                     written=[i.id for i in quiz_items if i.manual], hand=hand)
     _write_written(out, [i for i in quiz_items if i.manual], rows, hand)
-    analysis = analyse([r for r in rows if r.status != ERROR], {i.id: float(i.points) for i in items})
+    analysis = analyse([r for r in rows if r.status not in FAILED], {i.id: float(i.points) for i in items})
     written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
                                  messages=mistake_messages(course))
     if not any(p.suffix == ".png" for p in written):
@@ -201,15 +202,17 @@ def _write_written(out: Path, items, rows, hand=None) -> None:
 
 
 def _summary(rows, resumed: int, analysis, out: Path) -> None:
-    from ..classroom.batch import ERROR, STATUSES
+    from ..classroom.batch import FAILED, GRADER_ERROR, STATUSES
     count = {s: sum(r.status == s for r in rows) for s in STATUSES}
-    shown = ", ".join(f"{n} {status}" for status, n in count.items() if n and status != ERROR)
-    click.echo(f"{len(rows)} students: {shown}, {count[ERROR]} failed ({resumed} unchanged since the last run, "
+    failed = sum(count[s] for s in FAILED)
+    shown = ", ".join(f"{n} {status}" for status, n in count.items() if n and status not in FAILED)
+    click.echo(f"{len(rows)} students: {shown}, {failed} failed ({resumed} unchanged since the last run, "
                f"not graded again); mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
     click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
     if (out / "written.html").is_file():
         click.echo(f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}")
-    if count[ERROR]:
-        click.echo(f"the grader failed on {count[ERROR]} submission(s) (status 'error' in the gradebook); "
-                   "run again to retry them", err=True)
-        sys.exit(int(ExitCode.INTERNAL))
+    if failed:  # the others are graded and every file is written: not the grader failing as a whole
+        click.echo(f"the grader failed on {failed} submission(s) (status 'error' or '{GRADER_ERROR}' in the "
+                   "gradebook, with a note); run again to retry those with status 'error' (a submission the "
+                   f"grader failed on twice is '{GRADER_ERROR}', retried with --force)", err=True)
+        sys.exit(int(ExitCode.FAILED))

@@ -19,6 +19,7 @@ from typing import Any
 from ..course.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
 from ..course.yamlio import BriefRepr, line_of, load_yaml
 from ..errors import SpecError
+from ..sandbox.student_text import StudentText, student_text
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
 from .student_files import StudentFile, open_folder, read_student_file
@@ -178,7 +179,7 @@ def _parse(v: Draw, value: Any) -> Any:
         text = value.strip()
         if len(text) > MAX_WRITTEN:
             raise _BadAnswer(f"answer is {len(text)} characters long; at most {MAX_WRITTEN} are accepted")
-        return text
+        return student_text(text, MAX_WRITTEN, lines=True)  # inert from here on: a lone surrogate is an escape
     if isinstance(value, str) and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value):
         value = float(value)  # a quoted number is still a number
     if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -201,7 +202,7 @@ def your_numbers(v: Draw) -> str:
 
 def _result(v: Draw, status: CaseStatus, *, hidden: bool, name: str = "answer", summary: str = "",
             mistake: str | None = None, mistake_message: str = "", message: str = "",
-            credit: float | None = None, written: str | None = None) -> ProblemResult:
+            credit: float | None = None, written: StudentText | None = None) -> ProblemResult:
     item = v.item
     case = CaseResult(name=name, hidden=hidden, weight=1.0, status=status, summary=summary,
                       mistake=mistake, mistake_message=mistake_message, credit=credit)

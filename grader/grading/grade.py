@@ -17,6 +17,7 @@ from ..course.model import Course, Draw, Problem
 from ..course.seeds import DEFAULT_SEED
 from ..sandbox.isolation import private_paths
 from ..sandbox.session import CaseRun, Limits, ProblemRun, RunStatus, Session, StandIns
+from ..sandbox.student_text import student_text
 from .answers import grade_draws
 from .cascade import ReferenceServer, grade_behind_helpers
 from .checks import Verdict, check, check_form, describe
@@ -144,7 +145,7 @@ def judged_problem(problem: Problem, prepared: Sequence[PreparedCase], runs: Seq
     counted = not results or any(r.status is not CaseStatus.ON_SUBMISSION for r in results)
     return ProblemResult(id=problem.id, title=problem.title, max_score=problem.points, cases=results,
                          hints=problem.hints, message=_problem_message(results, session, runs) or diagnosis.note,
-                         stdout=shown[:4000], counted=counted)
+                         stdout=student_text(shown, 4000, lines=True), counted=counted)
 
 
 class WatchedSession(Session):
@@ -351,7 +352,7 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
                                          lambda data, group, chosen, left, server: _graded_again(
                                              data, group, chosen, left, private, server))
             results = point_at_callees(problems, results, source, again)
-    return GradeResult(title=title, submission=files.label, problems=results + quiz_results.items,
+    return GradeResult(title=title, submission=student_text(files.label, 300), problems=results + quiz_results.items,
                        execution_time=round(time.monotonic() - start, 3), messages=messages + quiz_results.messages,
                        include_hidden=include_hidden, load_error=load_error, empty=_no_code(source))
 

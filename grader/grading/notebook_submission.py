@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..errors import SubmissionError
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
+from ..sandbox.student_text import one_line
 from .student_files import PARSE_BYTES, SOURCE_BYTES, open_folder, read_student_file
 
 __all__ = ["ANSWERS_TAG", "CHECK_TAG", "MAX_BYTES", "BrokenCell", "definitions", "code_cells", "answer_cells", "extract_source",
@@ -86,7 +87,7 @@ def _broken(label: str, python: str) -> BrokenCell | None:
             type(exc), str(exc)), None
     else:
         return None
-    return BrokenCell(label, line, message, tuple(dict.fromkeys(_DEF.findall(python))))
+    return BrokenCell(label, line, one_line(message, 200), tuple(dict.fromkeys(_DEF.findall(python))))
 
 
 def _tool_names(node: ast.AST) -> set[str] | None:
@@ -204,6 +205,9 @@ def _read(ipynb_path: Path) -> bytes:
     return file.data
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _cells(raw: bytes, where: str) -> list[tuple[int, dict, str]]:
     """(number, cell, source text) of every cell of the notebook `raw`, parsed within BOUNDS;
     SubmissionError naming `where` if it is not a notebook."""
@@ -224,7 +228,9 @@ def _cells(raw: bytes, where: str) -> list[tuple[int, dict, str]]:
             source = "".join(source)
         if not isinstance(source, str):
             raise SubmissionError(f"{where}: cell {number} has a source that is neither text nor a list of lines")
-        found.append((number, cell, source))
+        # JSON may spell a lone surrogate (\ud800), which no UTF-8 encoder takes: the cell's text
+        # keeps a replacement character in its place, so reading it never fails
+        found.append((number, cell, _LONE_SURROGATE.sub("\ufffd", source)))
     return found
 
 

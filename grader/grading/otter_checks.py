@@ -33,8 +33,9 @@ STUDENT_SEED_CASES = "_seed_cases/default.json"  # inside the package, in the st
 def plain(value: Any, depth: int = 0) -> Any:
     """`value` as the grader receives it from the sandbox: plain data or an Opaque stand-in."""
     from ..sandbox.codec import MAX_DEPTH, Opaque
+    from ..sandbox.student_text import one_line, student_text
     if depth > MAX_DEPTH:
-        return Opaque("too deeply nested")
+        return Opaque(one_line("too deeply nested"))
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, np.bool_):
@@ -44,7 +45,7 @@ def plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value)
     if isinstance(value, str):
-        return str(value)[:MAX_TEXT]
+        return student_text(value, MAX_TEXT, lines=True)
     if isinstance(value, (list, tuple)):
         items = [plain(item, depth + 1) for item in value]
         return items if isinstance(value, list) else tuple(items)
@@ -57,9 +58,9 @@ def plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, np.ndarray) or hasattr(type(value), "__array__"):
         array = np.asarray(value)
         if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
-            return Opaque(f"{type(value).__name__} of dtype {getattr(array, 'dtype', '?')}")
+            return Opaque(one_line(f"{type(value).__name__} of dtype {getattr(array, 'dtype', '?')}", 80))
         return np.array(array.view(np.ndarray), copy=True)
-    return Opaque(type(value).__name__)
+    return Opaque(one_line(type(value).__name__, 80))
 
 
 @functools.lru_cache(maxsize=4)
@@ -111,13 +112,15 @@ def prepared_case(problem_id: str, case_name: str, course_dir):
 
 def call_student(fn: Callable[..., Any] | None, args: tuple[Any, ...]):
     from ..sandbox.session import CaseRun, RunStatus, StudentError
+    from ..sandbox.student_text import one_line
     if not callable(fn):
         return CaseRun(RunStatus.NO_FUNCTION)
     try:
         value = fn(*copy.deepcopy(args))
     except (Exception, SystemExit) as exc:  # student code may raise anything
-        error = StudentError(type=type(exc).__name__, bases=tuple(c.__name__ for c in type(exc).__mro__),
-                             message=str(exc)[:500])
+        error = StudentError(type=one_line(type(exc).__name__, 80),
+                             bases=tuple(one_line(c.__name__, 80) for c in type(exc).__mro__),
+                             message=one_line(exc, 500))  # str(exc), which may raise: student_text says so
         return CaseRun(RunStatus.RAISED, error=error)
     try:
         return CaseRun(RunStatus.RETURNED, value=plain(value))

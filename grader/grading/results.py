@@ -1,22 +1,19 @@
 """Results of grading: plain frozen data that reporters read; the scores by the rules of scoring.py."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..sandbox.student_text import EMPTY, StudentText, student_text
 from .scoring import points_earned, weighted_share
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
 
-
-def one_line(text: str) -> str:
-    """Student text (an exception's message...) on one line, inert: line breaks and every other
-    control character (a terminal's escape sequences) as visible escapes, so it cannot start a
-    line of its own in a report (a fake "Score: 142/142" or "PASS" line) nor drive a terminal."""
-    return _CONTROL.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                                                            else f"\\u{ord(m.group()):04x}"), text)
+def one_line(text: str) -> StudentText:
+    """A line of the grader's own words holding student text (an exception's message...), made
+    inert as `student_text` makes it (line breaks and every control, bidirectional override and
+    lone surrogate as visible escapes), so it cannot start a line of its own in a report (a fake
+    "Score: 142/142" or "PASS" line) nor drive a terminal. Not cut short: its parts were."""
+    return student_text(text, limit=max(len(text), 1))
 
 
 NOT_IMPORTED = "attention.py could not be imported"  # the summary of a case whose process failed its import
@@ -53,11 +50,11 @@ class Status(Enum):
 class LoadError:
     """Why attention.py could not be imported: told once, with the line it points at."""
 
-    kind: str                  # "syntax", "timeout", "crashed" or the exception's type name
-    message: str
+    kind: StudentText          # "syntax", "timeout", "crashed" or the exception's type name
+    message: StudentText
     line: int | None = None
     column: int | None = None  # 1-based, syntax errors only
-    source: str = ""           # the text of that line of attention.py
+    source: StudentText = EMPTY  # the text of that line of attention.py
 
     def describe(self) -> str:
         where = f" (line {self.line})" if self.line else ""
@@ -115,12 +112,12 @@ class ProblemResult:
     cases: tuple[CaseResult, ...]
     hints: tuple[str, ...] = ()
     message: str = ""          # problem-level note (not implemented, import failed...)
-    stdout: str = ""
+    stdout: StudentText = EMPTY  # what its public cases printed (several lines)
     counted: bool = True       # False: not graded here (a hidden quiz item in `mha check`, a written
                                # item graded by hand), not in the score
     quiz: bool = False         # a quiz item (answers.yaml), not a coding problem
     manual: bool = False       # a written item: graded by hand, never in the automatic score
-    written: str | None = None  # a written item's text, as the student wrote it (untrusted: escape it)
+    written: StudentText | None = None  # a written item's text (several lines; still escape it for HTML)
     right_once: tuple[str, ...] = ()  # the student's failing helpers it calls: graded again with the
                                       # course's in their place, it passes every public case
 
@@ -154,7 +151,7 @@ class ProblemResult:
 @dataclass(frozen=True)
 class GradeResult:
     title: str
-    submission: str
+    submission: StudentText    # the submission's name (a path, a student id): the student may have chosen it
     problems: tuple[ProblemResult, ...]
     execution_time: float = 0.0
     messages: tuple[str, ...] = field(default_factory=tuple)

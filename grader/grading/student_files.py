@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import kind_of
+from ..sandbox.student_text import one_line
 
-__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal", "SOURCE_BYTES", "PARSE_BYTES"]
+__all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal", "shown_name", "SOURCE_BYTES",
+           "PARSE_BYTES"]
 
 SOURCE_BYTES = 1 << 20  # the code of a submission (attention.py, or a notebook's code cells); a solution is a few KiB
 # student code the grader itself parses with `ast` (the call graph, a notebook cell): a syntax
@@ -71,6 +74,7 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     regular file of at most `limit` bytes; otherwise a StudentFile saying why it was not read."""
     if "/" in name or name in ("", ".", ".."):
         raise ValueError(f"not a file name: {name!r}")
+    shown = shown_name(name)
     kind = entry_kind(folder, name)
     if kind == "missing":
         return StudentFile(name)
@@ -83,7 +87,7 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     except OSError as exc:
         what = "a link" if exc.errno == errno.ELOOP else None
         return StudentFile(name, problem=refusal(name, what) if what else
-                           f"{name} cannot be read ({exc.strerror or exc}): it was not read")
+                           f"{shown} cannot be read ({exc.strerror or exc}): it was not read")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # replaced between the two looks
@@ -98,7 +102,7 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        return StudentFile(name, problem=f"{name} cannot be read ({exc.strerror or exc}): it was not read")
+        return StudentFile(name, problem=f"{shown} cannot be read ({exc.strerror or exc}): it was not read")
     finally:
         os.close(fd)
     if size > limit:
@@ -106,12 +110,23 @@ def read_student_file(folder: int, name: str, limit: int) -> StudentFile:
     return StudentFile(name, data=b"".join(chunks))
 
 
+_PLAIN_NAME = re.compile(r"[\w.-]{1,100}(/[\w.-]{1,100})?", re.ASCII)
+
+
+def shown_name(name: str) -> str:
+    """A file's name as a message shows it: a plain name (letters, digits, `._-`, like attention.py
+    or a notebook's usual name) as it is; any other (the student chose it: spaces, line breaks,
+    controls) as inert text after the grader's words, so it can neither break a report's line nor
+    start one (a forged "PASS softmax [10/10]")."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"the file {one_line(name, 255)}"
+
+
 def refusal(name: str, kind: str) -> str:
     """What the reports say about a file that was not read because of what it is."""
     if kind == "a link":
-        return f"{name} is a link: it was not read (submit the file itself)"
-    return f"{name} is not a regular file ({kind}): it was not read"
+        return f"{shown_name(name)} is a link: it was not read (submit the file itself)"
+    return f"{shown_name(name)} is not a regular file ({kind}): it was not read"
 
 
 def _too_large(name: str, limit: int) -> str:
-    return f"{name} is too large (more than {limit} bytes)"
+    return f"{shown_name(name)} is too large (more than {limit} bytes)"

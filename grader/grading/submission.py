@@ -18,7 +18,7 @@ from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from .notebook_submission import MAX_BYTES as NOTEBOOK_BYTES, BrokenCell, notebook_parts
-from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file
+from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file, shown_name
 
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
 
@@ -96,18 +96,19 @@ def read_files(folder: int, name: str, label: str) -> SubmissionFiles:
         return SubmissionFiles(read_student_file(folder, name, SOURCE_BYTES),
                                read_student_file(folder, ANSWERS_NAME, ANSWERS_BYTES), label)
     notebook = read_student_file(folder, name, NOTEBOOK_BYTES)
+    shown = shown_name(name)  # a notebook's file name is the student's: only inert, after the grader's words
     answers = None
     broken: tuple[BrokenCell, ...] = ()
     if notebook.data is None:
-        source = StudentFile(SUBMISSION_NAME, problem=notebook.problem or f"{name} is missing")
+        source = StudentFile(SUBMISSION_NAME, problem=notebook.problem or f"{shown} is missing")
     else:
         try:
-            code, answers, broken = notebook_parts(notebook.data, name)
+            code, answers, broken = notebook_parts(notebook.data, shown)
             source = StudentFile(SUBMISSION_NAME, data=code.encode("utf-8"))
         except SubmissionError as exc:  # not a notebook: it costs the problems, the quiz still counts
             source = StudentFile(SUBMISSION_NAME, problem=str(exc))
     if answers is not None and len(answers.encode("utf-8")) > ANSWERS_BYTES:
-        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, problem=f"the answer cells of {name} are too large "
+        return SubmissionFiles(source, StudentFile(ANSWERS_NAME, problem=f"the answer cells of {shown} are too large "
                                                                          f"(more than {ANSWERS_BYTES} bytes)"), label,
                                broken)
     if answers is not None:  # the notebook's own answer cells

@@ -107,8 +107,7 @@ def as_dict(result: GradeResult, hidden: str = "visible") -> dict:
     if result.messages:
         summary += "\n\n" + fenced("\n".join(result.messages))
     return {
-        "score": result.score,
-        "execution_time": result.execution_time,
+        "score": result.score,  # no execution_time: a clock student code could modulate (docs/security.md)
         "output": summary,
         "output_format": "md",
         "test_output_format": "md",
@@ -118,7 +117,7 @@ def as_dict(result: GradeResult, hidden: str = "visible") -> dict:
     }
 
 
-def failure(message: str, execution_time: float = 0.0, submission_fault: bool = False) -> str:
+def failure(message: str, submission_fault: bool = False) -> str:
     """results.json when nothing could be graded: score 0 and a visible explanation.
 
     `submission_fault`: the upload itself is unusable (no attention.py...), so the student can fix it.
@@ -128,7 +127,6 @@ def failure(message: str, execution_time: float = 0.0, submission_fault: bool = 
                      ("autograder failed", "The autograder failed; this is not a grade. Please tell your instructor."))
     return json.dumps({
         "score": 0.0,
-        "execution_time": execution_time,
         "output": summary,
         "output_format": "md",
         "stdout_visibility": "hidden",

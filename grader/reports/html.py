@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from ..grading.results import GradeResult, WeightGrid
-from .terminal import Style
+from .terminal import Style, near
 from .text import render as render_text
 
 __all__ = ["render", "fragment", "svg_grid"]
@@ -30,7 +30,7 @@ def _matrix(rows: Sequence[Sequence[float]], x0: int, y0: int, other: Sequence[S
                 fill = f"rgb({round(255 - 200 * level)},{round(255 - 160 * level)},{round(255 - 90 * level)})"
             else:  # nan or inf: marked, never shaded as if it were a weight
                 fill = "#f4c430"
-            differs = other is not None and (not math.isfinite(w) or abs(w - other[i][j]) > 0.1)
+            differs = other is not None and (not math.isfinite(w) or not near(w, other, i, j))
             stroke = ' stroke="#c0392b" stroke-width="2"' if differs else ' stroke="#ccc" stroke-width="1"'
             parts.append(f'<rect x="{x0 + j * CELL}" y="{y0 + i * CELL}" width="{CELL}" height="{CELL}" '
                          f'fill="{fill}"{stroke}><title>query {i}, key {j}: {w:.3f}</title></rect>')

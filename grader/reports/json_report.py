@@ -17,7 +17,6 @@ def as_dict(result: GradeResult) -> dict:
         "submission": result.submission,
         "score": result.score,
         "max_score": result.max_score,
-        "execution_time": result.execution_time,
         "status": result.status.value,
         "pending_points": result.pending_points,
         "messages": list(result.messages),

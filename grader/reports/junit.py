@@ -93,6 +93,6 @@ def render(result: GradeResult) -> str:
     suites.set("failures", str(failures))
     suites.set("errors", str(errors))
     suites.set("skipped", str(sum(p.pending for p in result.problems)))
-    suites.set("time", f"{result.execution_time:.3f}")
+    suites.set("time", "0")  # no clock: student code could modulate a hidden case's time (docs/security.md)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

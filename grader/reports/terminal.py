@@ -20,7 +20,7 @@ from typing import TextIO
 
 from ..grading.results import WeightGrid
 
-__all__ = ["Style", "wrap", "grid_lines", "MIN_WIDTH", "MAX_WIDTH"]
+__all__ = ["Style", "wrap", "grid_lines", "near", "MIN_WIDTH", "MAX_WIDTH"]
 
 MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 40, 120, 100
 _CODES = {"pass": "32", "fail": "31", "todo": "33", "bold": "1", "dim": "2", "mistake": "35", "code": "36",
@@ -91,6 +91,17 @@ def _not_finite(w: float) -> str | None:
     return None if math.isfinite(w) else "nan" if math.isnan(w) else "inf" if w > 0 else "-inf"
 
 
+def near(w: float, other: Sequence[Sequence[float]], i: int, j: int) -> bool:
+    """Whether weight `w` is within 0.1 of `other`'s at (i, j); False where `other` has no such cell
+    (grids of odd shapes are drawn all the same: a picture is never worth a lost result)."""
+    return i < len(other) and j < len(other[i]) and abs(w - other[i][j]) <= 0.1
+
+
+def _shade(w: float) -> int:
+    """The shade (0 to 4) of a finite weight, any weight: 1e308 * 4 is inf, which round() refuses."""
+    return 0 if w <= 0 else 4 if w >= 1 else round(w * 4)
+
+
 def _cells(rows: Sequence[Sequence[float]], style: Style, other: Sequence[Sequence[float]] | None = None) -> list[str]:
     """One framed line per row, two characters per weight (?? for nan, !! for inf, -- for -inf); cells that
     differ from `other` by more than 0.1 are painted (colour only: without colour the shades tell it)."""
@@ -101,8 +112,8 @@ def _cells(rows: Sequence[Sequence[float]], style: Style, other: Sequence[Sequen
         cells = []
         for j, w in enumerate(row):
             odd = _not_finite(w)
-            cell = NOT_FINITE[odd] if odd else shades[max(0, min(4, round(w * 4)))] * 2
-            if other is not None and (odd or abs(w - other[i][j]) > 0.1):
+            cell = NOT_FINITE[odd] if odd else shades[_shade(w)] * 2
+            if other is not None and (odd or not near(w, other, i, j)):
                 cell = style.paint(cell, "differs")
             cells.append(cell)
         lines.append(bar + "".join(cells) + bar)

@@ -107,8 +107,12 @@ def _import_failure(out: _Out, error: LoadError) -> None:
     what = {"syntax": "has a syntax error", "timeout": "took too long to import",
             "crashed": "stopped the process while being imported"}.get(error.kind, f"raised {error.kind} while being imported")
     where = f" on line {error.line}" if error.line else ""
-    out.marked("fail", f"attention.py {what}{where}", hanging="      ")
-    if error.message and error.kind != "timeout":
+    # Python's words (a syntax error) or the grader's (a crash) on a line of their own; an exception's
+    # message is the student's, so it follows the grader's words on their line, never starts one
+    own = error.kind in ("syntax", "crashed")
+    said = f": {error.message}" if error.message and not own and error.kind != "timeout" else ""
+    out.marked("fail", f"attention.py {what}{where}{said}", hanging="      ")
+    if error.message and own:
         out.text(error.message, IND)
     if error.source:
         number = str(error.line)
@@ -239,7 +243,7 @@ def _problem(out: _Out, p: ProblemResult, show_hints: bool) -> None:
     if passed:
         out.text("passed: " + "; ".join(passed), IND, SUB, role="dim")
     named = _mistakes(out, failing)
-    drawn = max((c for c in public if c.grids), default=None, key=lambda c: len(c.grids[0].got) * len(c.grids[0].got[0]))
+    drawn = max((c for c in public if c.grids), default=None, key=lambda c: sum(map(len, c.grids[0].got)))
     if drawn is not None:
         out.text(f"weights in '{drawn.name}' (row: query, column: key; darker = more weight):", IND)
         out.lines.extend(out.figure(drawn.grids, out.style, IND + "  "))

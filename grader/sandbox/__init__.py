@@ -7,6 +7,8 @@ What crosses the boundary, and in which form:
   process (numbers, text, lists, arrays as base64 bytes) or an error's type, bases and message.
   `codec.decode_value` checks every field and builds only plain values, ndarrays and `Opaque`;
   nothing is unpickled or evaluated. The student's stdout and stderr are kept as bounded text.
+  Every text in what comes out (a type name, an error's type and message) is made inert here,
+  once, by `student_text.student_text`, and carried as a `student_text.StudentText`.
 
 Nothing of the grader is imported in the student process (`worker.py` runs as a script and
 loads only `confine.py` beside it), so the reference, the cases and the expected answers
@@ -17,6 +19,8 @@ never enter it. The rest of the package calls only:
 - `isolation.private_paths` (the folders student code must not read);
 - `spawn.prestart` and `spawn.stop_fork_server` (start and stop the fork server early);
 - `codec.Opaque` and `codec.MAX_DEPTH` (how answers are represented);
+- `student_text.student_text`, `student_text.one_line` and `student_text.StudentText` (the one
+  boundary for text a student influences, used wherever such text enters the results);
 - `isolation.protect` (make folders unreadable by other users);
 - `doctor.sandbox_mode` and `doctor.unprotected_warning` (which isolation mode runs here).
 As root, each student process runs in Linux namespaces where the kernel allows them (`jail.py`:

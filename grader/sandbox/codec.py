@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .student_text import StudentText, one_line, student_text
+
 ALLOWED_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                   "float16", "float32", "float64", "longdouble", "float128"}
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -48,14 +50,6 @@ class Bounds:
 # (a float is {"t": "float", "v": 1.5, "type": "float"}: 4 values, so 2**18 values hold a list of
 # 65,000 numbers); every memory figure stays in tens of MB, whatever the line holds
 ANSWER = Bounds(bytes=4 << 20, nodes=1 << 18, depth=64)
-
-
-def clean_text(value: object, limit: int) -> str:
-    """Student-made text, at most `limit` characters, that any UTF-8 report can hold.
-
-    JSON can carry lone surrogates (\\ud800) that no encoder accepts; they become escapes.
-    """
-    return str(value)[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class DecodeError(ValueError):
@@ -133,7 +127,7 @@ def read_event(line: bytes, bounds: Bounds = ANSWER) -> dict:
 class Opaque:
     """A returned value the grader cannot compare (an object, a string of the wrong kind...)."""
 
-    type_name: str
+    type_name: StudentText
 
     def __repr__(self) -> str:
         return f"<{self.type_name} object>"
@@ -196,7 +190,7 @@ def decode_value(data: Any, depth: int = 0) -> Any:
     if tag == "str":
         if not isinstance(data.get("v"), str):
             raise DecodeError("bad str")
-        return clean_text(data["v"], 200)
+        return student_text(data["v"], 200, lines=True)
     if tag in ("list", "tuple"):
         items = data.get("v")
         if not isinstance(items, list) or len(items) > MAX_ELEMENTS:
@@ -220,7 +214,7 @@ def decode_value(data: Any, depth: int = 0) -> Any:
         return _array(data)
     if tag == "object":
         name = data.get("type")
-        return Opaque(name[:80] if isinstance(name, str) else "unknown")
+        return Opaque(one_line(name if isinstance(name, str) else "unknown", 80))
     raise DecodeError(f"unknown tag {tag[:20]!r}")
 
 
@@ -229,8 +223,8 @@ def _array(data: dict) -> np.ndarray:
     if dtype not in ALLOWED_DTYPES:
         raise DecodeError(f"unsupported dtype {str(dtype)[:20]!r}")
     if (not isinstance(shape, list) or len(shape) > 32
-            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)):
-        raise DecodeError("bad shape")
+            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_ELEMENTS for s in shape)):
+        raise DecodeError("bad shape")  # a side beyond MAX_ELEMENTS: numpy refuses some ([0, 10**39])
     np_dtype = np.dtype(dtype)
     if "b64" in data:
         return _raw_array(data["b64"], np_dtype, shape)
@@ -249,8 +243,8 @@ def _array(data: dict) -> np.ndarray:
         values = flat
     try:
         return np.array(values, dtype=np_dtype).reshape(shape)
-    except (OverflowError, ValueError) as exc:
-        raise DecodeError(f"bad array: {exc}") from None
+    except (OverflowError, ValueError, TypeError, MemoryError) as exc:
+        raise DecodeError(f"bad array: {str(exc)[:80]}") from None
 
 
 def _raw_array(text: Any, dtype: np.dtype, shape: list[int]) -> np.ndarray:
@@ -265,4 +259,7 @@ def _raw_array(text: Any, dtype: np.dtype, shape: list[int]) -> np.ndarray:
         raise DecodeError("bad array data") from None
     if len(raw) != size * dtype.itemsize:
         raise DecodeError("array data does not match its shape")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    try:
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    except (ValueError, TypeError, MemoryError) as exc:  # a shape numpy refuses, whatever its size
+        raise DecodeError(f"bad array: {str(exc)[:80]}") from None

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from .student_text import StudentText
+
 __all__ = ["CaseRun", "LoadFailure", "RunStatus", "StudentError"]
 
 
@@ -20,10 +22,12 @@ class RunStatus(Enum):
 
 @dataclass(frozen=True)
 class StudentError:
-    type: str
-    bases: tuple[str, ...]  # the exception class and its bases, by name
-    message: str
-    where: str | None = None
+    """An exception student code raised, as the student process described it (student_text)."""
+
+    type: StudentText
+    bases: tuple[StudentText, ...]  # the exception class and its bases, by name
+    message: StudentText
+    where: StudentText | None = None
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class CaseRun:
 
 @dataclass(frozen=True)
 class LoadFailure:
-    kind: str
-    message: str
+    kind: StudentText
+    message: StudentText
     line: int | None = None
     column: int | None = None  # syntax errors: 1-based offset in the line

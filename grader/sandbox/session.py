@@ -37,11 +37,12 @@ import numpy as np
 
 from ..errors import InternalError
 from ..paths import remove_tree
-from .codec import ALLOWED_DTYPES, ANSWER, DecodeError, Opaque, clean_text, decode_value, encode_arg, read_event
+from .codec import ALLOWED_DTYPES, ANSWER, DecodeError, Opaque, decode_value, encode_arg, read_event
 from .isolation import Isolation
 from .limits import Limits
 from .runs import CaseRun, LoadFailure, RunStatus, StudentError
 from .spawn import pipe, reap, start_student
+from .student_text import one_line
 
 MAX_MESSAGE = ANSWER.bytes  # bytes in one answer line (codec.ANSWER bounds the rest)
 
@@ -434,18 +435,19 @@ class Session:
             self._loaded = True
             return True
         if event is None:
-            self.load_failure = LoadFailure("timeout", "time limit")
+            self.load_failure = LoadFailure(one_line("timeout"), one_line("time limit"))
         elif event.get("event") == "load_error" and self._started > 1:
             # the submission imported in the session's first process: what a later one says
             # when it fails can only come from what an earlier process saw (a hidden input)
-            self.load_failure = LoadFailure("crashed", "the submission imported in its first process but "
-                                            "failed to import again in a fresh one (what it said is not shown)")
+            self.load_failure = LoadFailure(one_line("crashed"), one_line(
+                "the submission imported in its first process but failed to import again in a fresh one "
+                "(what it said is not shown)"))
         elif event.get("event") == "load_error":
             line, column = (_number(event.get(key)) for key in ("line", "column"))
-            self.load_failure = LoadFailure(clean_text(event.get("kind", "Error"), 60),
-                                            self._scrub(clean_text(event.get("message", ""), 500)), line, column)
+            self.load_failure = LoadFailure(one_line(event.get("kind", "Error"), 60),
+                                            one_line(self._scrub(one_line(event.get("message", ""), 500))), line, column)
         else:
-            self.load_failure = LoadFailure("crashed", worker.exit_description())
+            self.load_failure = LoadFailure(one_line("crashed"), one_line(worker.exit_description()))
         self._retire()
         return False
 
@@ -567,7 +569,7 @@ class Session:
     def _scrub_run(self, run: CaseRun) -> CaseRun:
         if run.error is None and not run.detail:
             return run
-        error = run.error and replace(run.error, message=self._scrub(run.error.message))
+        error = run.error and replace(run.error, message=one_line(self._scrub(run.error.message)))
         return replace(run, error=error, detail=self._scrub(run.detail))
 
     def close(self) -> None:
@@ -629,8 +631,8 @@ def _case_run(event: dict) -> CaseRun:
     raw_mro = error.get("mro")
     mro = raw_mro if isinstance(raw_mro, list) else []
     where = error.get("where")
-    err = StudentError(type=clean_text(error.get("type"), 80), bases=tuple(clean_text(m, 80) for m in mro[:20]),
-                       message=clean_text(error.get("message", ""), 500), where=clean_text(where, 40) if where else None)
+    err = StudentError(type=one_line(error.get("type"), 80), bases=tuple(one_line(m, 80) for m in mro[:20]),
+                       message=one_line(error.get("message", ""), 500), where=one_line(where, 40) if where else None)
     if err.type == "BadResult":
         return CaseRun(RunStatus.BAD_RESULT, error=err, detail=err.message, seconds=seconds)
     return CaseRun(RunStatus.RAISED, error=err, seconds=seconds)
