@@ -408,11 +408,12 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
     context = multiprocessing.get_context("fork")
     pending = deque(range(len(submissions)))
     busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
+    idle: list = []  # grader processes sent away, joined once every result is in
 
     def send_next(conn, proc) -> None:
         if not pending:
-            conn.close()  # no more work: it exits
-            proc.join()
+            conn.close()  # no more work: it exits; joining it now would hold back the others' results
+            idle.append(proc)
             return
         index = pending.popleft()
         try:
@@ -420,7 +421,7 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
         except OSError:  # it died between two submissions: another process grades this one
             pending.appendleft(index)
             conn.close()
-            proc.join()
+            idle.append(proc)
             return
         busy[conn] = (proc, index)
 
@@ -443,14 +444,16 @@ def _in_processes(work: Work, lost: Callable[[Submission, str], dict], submissio
                     yield index, lost(submissions[index], f"the grading process stopped (exit code {proc.exitcode})"), \
                         False
                     continue
+                send_next(conn, proc)  # its next submission first: it grades while this result is reported
                 yield message["index"], message["record"], message["resumed"]
-                send_next(conn, proc)
         while pending:  # every grader process died
             index = pending.popleft()
             yield index, lost(submissions[index], "no grading process left"), False
     finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
         for conn, (proc, _) in list(busy.items()):
             conn.close()
+            proc.join()
+        for proc in idle:
             proc.join()
 
 
