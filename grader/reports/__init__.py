@@ -24,7 +24,7 @@ class Format:
 
 FORMATS = (
     Format("text", "text", "the text report",
-           check="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe)"),
+           check="for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe)"),
     Format("json", "json_report", "JSON"),
     Format("gradescope", "gradescope", "Gradescope results.json"),
     Format("junit", "junit", "JUnit XML"),
