@@ -512,7 +512,6 @@ class TestGradingPath:
             from grader.classroom import batch
             from grader.course.loader import load_course
             from grader.grading.grade import grade
-from grader.grading.results import GradeResult
             assignment = load_course({str(EXERCISES)!r})
             found = batch.discover({str(tmp_path / 'class')!r})
             outcomes = list(batch.grade_all(assignment, found, {str(tmp_path / 'out')!r}, seed_of=lambda s: 0,
