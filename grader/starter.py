@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from .course.functions import FunctionSpec
-from .course.model import MAX_WRITTEN, QuizKind
+from .course.model import MAX_WRITTEN, Draw, QuizKind
 from .paths import SUBMISSION_NAME
 
 
 def _number_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.12g}"
 
-__all__ = ["ANSWER_FORMS", "stub", "student_module", "answers_template", "starter_files"]
+__all__ = ["ANSWER_FORMS", "stub", "student_module", "answers_template", "item_text", "starter_files"]
 
 ANSWER_FORMS = {
     QuizKind.MULTIPLE_CHOICE: "one letter, like b",
@@ -89,6 +89,25 @@ def student_module(course) -> str:
         parts.append(stub(fn, docs.get(fn.name) or f"{problem.title}.\n\n{fn.signature}", problem.id))
     head = parts[0] + ("\n" + parts[1] if imports else "")
     return head + "\n\n\n" + "\n\n\n".join(parts[2 if imports else 1:]) + "\n"
+
+
+def item_text(v: Draw) -> str:
+    """The student's view of one drawn quiz item (`mha show ITEM`): prompt, choices and how to
+    answer. It needs only the draw, so the student bundle shows an item as the course does."""
+    item = v.item
+    title = f"{item.title} ({item.points:g} points, {item.kind.value.replace('_', ' ')})"
+    lines = [title, "=" * len(title), "", v.prompt.rstrip(), ""]
+    lines += [f"  {c.letter}) {c.text}" for c in v.choices]
+    if v.choices:
+        lines.append("")
+    lines.append(f"Answer in answers.yaml as `{item.id}: ...`, with {ANSWER_FORMS[item.kind]}.")
+    if item.manual:
+        lines.append("Written item: collected with your submission and graded by hand; "
+                     "`mha check` only checks that it is text of the allowed length.")
+        return "\n".join(lines) + "\n"
+    lines.append("Hidden item: `mha check` only checks the form of your answer; `mha grade` grades it."
+                 if item.hidden else f"Run `mha check {item.id}` to check your answer.")
+    return "\n".join(lines) + "\n"
 
 
 def _graded_by(item) -> str:

@@ -32,6 +32,7 @@ from grader.cli.commands import main
 from grader.course.seeds import student_seed
 from grader.errors import ExitCode, SubmissionError
 from grader.grading.grade import grade
+from grader.grading.results import GradeResult
 from grader.sandbox.isolation import become_subreaper
 from grader.sandbox.limits import Limits
 
@@ -112,6 +113,48 @@ def regradable(graded, tmp_path):
     shutil.copytree(folder, tmp_path / "class")
     shutil.copytree(out, tmp_path / "out")
     return tmp_path / "class", tmp_path / "out"
+
+
+class TestGradeAllMessages:
+    def test_no_secret_warning_names_a_course_folder_never_the_package(self, tmp_path, monkeypatch, capsys):
+        """Without a course secret, a course folder's warning names its own course.yaml; the packaged
+        course's names MHA_COURSE_SECRET and the instructor's own course folder, never a path of
+        the installed package or of the packaged course."""
+        from grader.cli.course_source import CourseSource
+        from grader.cli.grade_all import _seeds
+        from grader.paths import PACKAGE, packaged_course
+        for variable in ("MHA_COURSE_SECRET", "MHA_COURSE", "MHA_EXERCISES"):
+            monkeypatch.delenv(variable, raising=False)
+        own = tmp_path / "course"
+        own.mkdir()
+        (own / "assignment.yaml").write_text("title: t\n")
+        (tmp_path / "empty").mkdir()
+        monkeypatch.chdir(tmp_path / "empty")
+        warnings = {}
+        for name, source in (("own", CourseSource(own)), ("packaged", CourseSource(None))):
+            assert _seeds(source)("ann") == student_seed(None, None)
+            warnings[name] = capsys.readouterr().err
+        assert warnings["own"] == (f"warning: no course secret (MHA_COURSE_SECRET or 'secret' in {own / 'course.yaml'}): "
+                                   "every student is graded on the default seed\n")
+        assert warnings["packaged"] == (
+            "warning: no course secret (MHA_COURSE_SECRET, or 'secret' in course.yaml of your own course folder "
+            "(`mha new course DIR` makes one; choose it with --course DIR)): every student is graded on the "
+            "default seed\n")
+        assert str(PACKAGE) not in warnings["packaged"] and str(packaged_course()) not in warnings["packaged"]
+
+    def test_progress_counts_each_student_as_it_is_reported(self, capsys):
+        """--progress off a terminal: one line per student as its outcome comes in, 1/N up to N/N."""
+        from types import SimpleNamespace
+
+        from grader.cli.grade_all import _progress
+        outcomes = [SimpleNamespace(submission=SimpleNamespace(student=s), status="graded", resumed=s == "ben")
+                    for s in ("ann", "ben", "cy")]
+        seen = []
+        with _progress(len(outcomes), True) as step:
+            for outcome in outcomes:
+                step(outcome)
+                seen.append(capsys.readouterr().err)
+        assert seen == ["[1/3] ann: graded\n", "[2/3] ben: graded (unchanged)\n", "[3/3] cy: graded\n"]
 
 
 class TestGradeAllClass:
@@ -733,6 +776,47 @@ class TestGraderProcesses:
                                              grader=grader)}
         assert outcomes == dict.fromkeys(["ann", "ben", "cy", "dee"], ("graded", "", {"softmax": 10.0}))
         assert sum(sends.values()) == 5  # 4 submissions, one of them sent twice
+        assert multiprocessing.active_children() == []
+
+    def test_a_result_is_reported_while_an_idle_process_is_still_exiting(self, course, tmp_path, monkeypatch):
+        """A grader process sent away (no submission left) is joined only once every result is in:
+        here ann's process will not exit before the batch has reported ben, who finishes only once
+        ann's process is exiting. The count reaches 2/2 without waiting for it (a batch that joined
+        it first would report ben only after its two-minute safety wait, and the test says so)."""
+        from grader.sandbox import spawn
+        flags = tmp_path / "flags"
+        flags.mkdir()
+        real_stop = spawn.stop_fork_server
+
+        def wait_for(name: str) -> bool:
+            deadline = time.monotonic() + 120  # a safety net only: the ordering is what is tested
+            while not any(flags.glob(name)) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return any(flags.glob(name))
+
+        def slow_exit() -> None:  # in a grader process with nothing more to grade
+            (flags / f"exiting-{os.getpid()}").touch()
+            if not wait_for("released"):
+                (flags / "gave-up").touch()
+            real_stop()
+        monkeypatch.setattr(spawn, "stop_fork_server", slow_exit)
+
+        def grader(a, path, seed):  # no student code runs: only the order of events matters here
+            if path.read_text() == "ANN = 1\n":
+                (flags / "ann-pid").write_text(str(os.getpid()))
+            else:  # ben: done once ann's grader process is exiting
+                wait_for("ann-pid")
+                wait_for(f"exiting-{(flags / 'ann-pid').read_text()}")
+            return GradeResult(title="t", submission=str(path), problems=())
+
+        found = write_class(tmp_path / "class", {"ann": "ANN = 1\n", "ben": "BEN = 1\n"})
+        counted = []
+        for outcome in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=2, grader=grader):
+            counted.append((len(counted) + 1, outcome.submission.student, (flags / "gave-up").exists()))
+            if len(counted) == len(found):
+                (flags / "released").touch()
+        assert counted == [(1, "ann", False), (2, "ben", False)]
+        assert not (flags / "gave-up").exists()
         assert multiprocessing.active_children() == []
 
     def test_hostile_submissions_cost_only_their_own_points(self, course, tmp_path):

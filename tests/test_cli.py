@@ -52,9 +52,10 @@ class TestGrade:
         problems = len(list((EXERCISES / "problems").glob("*.yaml")))
         unwrapped = re.sub(r"\n +", " ", result.stdout)
         assert unwrapped.count("not implemented yet") == 2 * problems  # each problem, and its summary line
-        # each problem twice, the unanswered scored quiz items once, the unanswered written items once
+        # each problem twice, the unanswered scored quiz items twice (their line and the summary's),
+        # the unanswered written items once
         assert any(i.manual for i in load_course(EXERCISES).quiz.items)
-        assert result.stdout.count("TODO  ") == 2 * problems + 1 + 1
+        assert result.stdout.count("TODO  ") == 2 * problems + 2 + 1
         assert "Traceback" not in result.output
 
     def test_json_format(self, cli):
@@ -143,12 +144,12 @@ class TestGrade:
 
     def test_traceback_of_a_bug_outside_grading(self, monkeypatch):
         """A bug escaping any command (here `mha list`): its traceback with --traceback, one line without."""
-        import grader.cli.commands
+        import grader.cli.course_source
 
         def broken(self):
             raise KeyError("no such thing")
 
-        monkeypatch.setattr(grader.cli.commands.Ctx, "course", broken)
+        monkeypatch.setattr(grader.cli.course_source.CourseSource, "course", broken)
         monkeypatch.delenv("MHA_DEBUG", raising=False)
         for option, shown in (([], False), (["--traceback"], True)):
             result = CliRunner().invoke(main, [*option, "--course", str(EXERCISES), "list"])
@@ -192,6 +193,33 @@ class TestCheck:
         assert result.exit_code == ExitCode.USAGE
         assert "unknown problem 'nonsense'" in result.stderr
 
+    @pytest.mark.parametrize("command", ["check", "show"])
+    def test_a_mistyped_id_gets_did_you_mean(self, cli, command):
+        """A problem id one letter off is exit 2 with the id it is closest to."""
+        result = cli(command, "sofmax")
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr == "unknown problem 'sofmax': did you mean 'softmax'? (`mha list` lists them all)\n"
+
+    def test_in_an_empty_folder_it_says_to_run_mha_init(self, tmp_path, monkeypatch):
+        """`mha check` where there is no attention.py (the packaged course: the working folder's)
+        is exit 2 telling the student to run `mha init`, not only that the file is missing."""
+        monkeypatch.chdir(tmp_path)
+        for variable in ("MHA_COURSE", "MHA_EXERCISES", "MHA_STUDENT"):
+            monkeypatch.delenv(variable, raising=False)
+        result = CliRunner().invoke(main, ["check"])
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr == (f"no attention.py in {tmp_path}: run `mha init` to write your starter files there "
+                                 "(then `mha check`), or give your file with --path FILE\n")
+
+    def test_unanswered_quiz_is_todo_in_the_summary_as_above(self, cli, tmp_path):
+        """No answers.yaml: the quiz is TODO in its section and in the summary, never FAIL."""
+        shutil.copy(SOLUTIONS / "attention.py", tmp_path / "attention.py")
+        result = cli("check", "--path", str(tmp_path / "attention.py"))
+        assert result.exit_code == ExitCode.FAILED
+        summary = result.stdout.split("\nSummary\n")[1]
+        assert re.search(r"^  TODO  quiz +0/\d+  \d+ items not answered yet$", summary, re.M), summary
+        assert "FAIL" not in result.stdout
+
 
 class TestOtherCommands:
     def test_validate_ok(self, cli):
@@ -209,6 +237,19 @@ class TestOtherCommands:
         result = cli("validate", str(problem))
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert "case 'one-hot weights copy a value': 'expect' disagrees with the reference" in result.stderr
+
+    @pytest.mark.parametrize("columns", [100, 72])
+    def test_list_fits_the_terminal_width(self, columns):
+        """`mha list` with COLUMNS set: no line is wider, and every problem and item is still listed
+        (a long title wraps under its column)."""
+        result = CliRunner(env={"COLUMNS": str(columns)}).invoke(main, ["--course", str(EXERCISES), "list"])
+        assert result.exit_code == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert max(len(line) for line in lines) <= columns
+        course = load_course(EXERCISES)
+        listed = {line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")}
+        assert {p.id for p in course.problems} | {i.id for i in course.quiz.items} <= listed
+        assert lines[-1] == f"  total {course.max_score:g} points"
 
     def test_list_and_show(self, cli):
         """list names every problem; show renders a prompt with the signature."""

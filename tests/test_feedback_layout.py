@@ -99,7 +99,7 @@ class TestSyntaxError:
 
             Summary
               FAIL  2 problems not run, 0 of 20 points: fix attention.py line 14 first
-              FAIL  quiz      1/4  3 items: 1 right, 0 wrong, 2 not answered
+              TODO  quiz      1/4  3 items: 1 right, 0 wrong, 2 not answered
 
             Score: 1/24 (4%), 0 of 2 problems and 1 of 3 quiz items fully correct (public
             cases only)

@@ -54,18 +54,19 @@ class TestCommandOf:
         """The sub-command is the first word not starting with '-' (after `--`, the next word), skipping --course' value."""
         assert launch.command_of(argv) == command
 
-    @pytest.mark.parametrize("group", ["grader.cli.commands", "grader.cli.student"])
+    @pytest.mark.parametrize("group", ["grader.cli.commands:main", "grader.cli.student_commands:bundle"])
     def test_the_options_taking_a_value_are_clicks(self, group):
         """OPTIONS_WITH_VALUE is read off click's own group: every group option that takes a value
         (and no flag) is in it, so a new one cannot be mistaken for the sub-command."""
         import importlib
 
         import click
-        main = importlib.import_module(group).main
+        module, name = group.split(":")
+        main = getattr(importlib.import_module(module), name)
         taking = {name for p in main.params if isinstance(p, click.Option) and not p.is_flag and not p.count
                   for name in (*p.opts, *p.secondary_opts)}
         assert taking <= launch.OPTIONS_WITH_VALUE
-        if group == "grader.cli.commands":
+        if group == "grader.cli.commands:main":
             assert taking == launch.OPTIONS_WITH_VALUE
 
 

@@ -116,8 +116,8 @@ def test_lone_surrogates_in_student_text_do_not_break_reports(course, write_subm
     result = grade(course, path, problem_ids=["softmax"])
     case = result.problems[0].cases[0]
     assert case.summary == "raised ValueError at line 2: bad \\ud800 char"
-    for name in FORMATS:
-        render(name, result).encode("utf-8")
+    for fmt in FORMATS:
+        render(fmt.name, result).encode("utf-8")
 
 
 def test_reports_do_not_show_the_sandbox_folder(course, write_submission):

@@ -170,7 +170,7 @@ class TestAllowList:
     def test_the_list_names_no_course_or_instructor_module(self):
         """None of the modules that load the course's code, the hidden cases or the quiz key is listed."""
         listed = {_module(name) for name in STUDENT_MODULES}
-        assert not listed & (COURSE_MODULES | {"grader.course.render", "grader.cli.commands",
+        assert not listed & (COURSE_MODULES | {"grader.course.render", "grader.cli.commands", "grader.cli.course_source",
                                                "grader.grading.validation", "grader.grading.seed_cache"})
         assert not any(name.startswith(("classroom/", "exports/", "_course")) for name in STUDENT_MODULES)
 
@@ -225,5 +225,69 @@ def test_the_bundle_checks_stubs_and_solutions_with_only_its_own_modules(student
     assert re.search(r"Score: (\d+)/\1 \(100%\)", solved.stdout), solved.stdout[-2000:]
     for run in runs.values():
         loaded = set(run.stdout.rpartition("LOADED ")[2].split())
-        assert "grader.cli.student" in loaded and not loaded & (COURSE_MODULES | {"grader.cli.commands"}), loaded
+        assert "grader.cli.student_commands" in loaded and not loaded & (COURSE_MODULES | {"grader.cli.commands"}), loaded
         assert f"PACKAGE {student / 'grader' / '__init__.py'}" in run.stdout
+
+
+class TestOneCommandLine:
+    """The bundle's `mha` is the installed one's student commands over the bundle's seed cases."""
+
+    @staticmethod
+    def _run(student: Path | None, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+        """`mha ARGS`: the installed one on the course folder, or (`student`) the bundle's own package."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("MHA_COURSE_SECRET", "MHA_STUDENT", "MHA_COURSE", "MHA_EXERCISES", "PYTHONPATH")}
+        env.update(NO_COLOR="1", COLUMNS="100")
+        if student is not None:
+            env["PYTHONPATH"] = str(student)
+        course = [] if student is not None else ["--course", str(EXERCISES)]
+        return subprocess.run([sys.executable, "-m", "grader", *course, *args], cwd=cwd, capture_output=True,
+                              text=True, env=env)
+
+    def test_check_output_is_the_installed_ones_byte_for_byte(self, student, tmp_path):
+        """`mha check` on the same submission (solved with the model answers to the quiz; solved
+        without answers.yaml; parameter_count without the biases and a wrong softmax, with the
+        model answers): the bundle's stdout is the installed `mha`'s, byte for byte, and so is
+        its exit code. (The wrong softmax is checked alone: in a course folder, the functions that
+        call a wrong one are graded again with the reference in its place, which the bundle never has.)"""
+        folders = {name: tmp_path / name for name in ("solved", "unanswered", "wrong")}
+        for name, folder in folders.items():
+            folder.mkdir()
+            (folder / "attention.py").write_text((SOLUTIONS / "attention.py").read_text() + (
+                "\n\ndef parameter_count(d_model, num_heads, bias=True):\n    return 4 * d_model * d_model\n"
+                "\n\ndef softmax(scores):\n    x = np.asarray(scores, dtype=np.float64)\n"
+                "    e = np.exp(x - x.max(axis=0, keepdims=True))\n    return e / e.sum(axis=0, keepdims=True)\n"
+                if name == "wrong" else ""))
+            if name != "unanswered":
+                shutil.copy(SOLUTIONS / "answers.yaml", folder / "answers.yaml")
+        runs = [(folders["solved"], ["check"], 0), (folders["unanswered"], ["check"], 1),
+                (folders["wrong"], ["check", "parameter_count", "attention_budget"], 1),
+                (folders["wrong"], ["check", "softmax"], 1)]
+        for folder, args, code in runs:
+            installed = self._run(None, [*args, "--path", str(folder / "attention.py")], tmp_path)
+            bundled = self._run(student, [*args, "--path", str(folder / "attention.py")], tmp_path)
+            assert installed.returncode == code, installed.stdout[-2000:] + installed.stderr[-2000:]
+            assert re.search(r"^Score: ", installed.stdout, re.M), installed.stdout
+            assert (bundled.stdout, bundled.returncode) == (installed.stdout, installed.returncode)
+        assert "FAIL  softmax" in installed.stdout and "softmax-wrong-axis" in installed.stdout
+
+    def test_show_list_and_init_are_the_installed_ones(self, student, tmp_path):
+        """`mha show` (a problem, a public and a hidden quiz item), `mha list` and the files `mha init`
+        writes: the same from the bundle as from the installed `mha`."""
+        for args in (["show", "softmax"], ["show", "attention_budget"], ["show", "widen_values"], ["list"]):
+            installed, bundled = self._run(None, args, tmp_path), self._run(student, args, tmp_path)
+            assert installed.returncode == 0, installed.stderr
+            assert (bundled.stdout, bundled.returncode) == (installed.stdout, 0)
+        for who, source in (("installed", None), ("bundled", student)):
+            made = self._run(source, ["init", who], tmp_path)
+            assert made.returncode == 0, made.stderr
+        assert {p.name: p.read_bytes() for p in (tmp_path / "bundled").iterdir()} == \
+            {p.name: p.read_bytes() for p in (tmp_path / "installed").iterdir()}
+
+    def test_a_mistyped_id_and_an_empty_folder_say_what_to_do(self, student, tmp_path):
+        """The bundle's `mha` says "did you mean" for a mistyped id and `mha init` in an empty folder."""
+        typo = self._run(student, ["show", "sofmax"], tmp_path)
+        assert (typo.returncode, typo.stderr) == (2, "unknown problem 'sofmax': did you mean 'softmax'? "
+                                                     "(`mha list` lists them all)\n")
+        empty = self._run(student, ["check"], tmp_path)
+        assert empty.returncode == 2 and "run `mha init`" in empty.stderr, empty.stderr

@@ -453,11 +453,12 @@ def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[S
     context = multiprocessing.get_context("fork")
     pending = deque(range(len(submissions)))
     busy: dict = {}  # our end of a grader process's pipe -> (process, index being graded)
+    idle: list = []  # grader processes sent away, joined once every result is in
 
     def send_next(conn, proc) -> None:
         if not pending:
-            conn.close()  # no more work: it exits
-            proc.join()
+            conn.close()  # no more work: it exits; joining it now would hold back the others' results
+            idle.append(proc)
             return
         index = pending.popleft()
         try:
@@ -465,7 +466,7 @@ def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[S
         except OSError:  # it died between two submissions: another process grades this one
             pending.appendleft(index)
             conn.close()
-            proc.join()
+            idle.append(proc)
             return
         busy[conn] = (proc, index)
 
@@ -488,14 +489,16 @@ def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[S
                     yield index, lost(submissions[index], f"the grading process stopped (exit code {proc.exitcode})"), \
                         False
                     continue
+                send_next(conn, proc)  # its next submission first: it grades while this result is reported
                 yield message["index"], message["record"], message["resumed"]
-                send_next(conn, proc)
         while pending:  # every grader process died
             index = pending.popleft()
             yield index, lost(submissions[index], "no grading process left", held=False), False
     finally:  # done or interrupted: the submissions being graded finish and are stored, no more start
         for conn, (proc, _) in list(busy.items()):
             conn.close()
+            proc.join()
+        for proc in idle:
             proc.join()
 
 

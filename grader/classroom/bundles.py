@@ -41,8 +41,8 @@ from ..grading.seed_cases import BUNDLE_FOLDER, INDEX, build
 from ..paths import PACKAGE, write_atomically
 
 # The grader modules a student bundle carries, and nothing else: what the student `mha`
-# (cli/launch.py's `student`, cli/student.py) imports to check, show, list and init from the
-# precomputed seed cases, the sandbox's worker with the siblings it loads by path (confine, jail,
+# (cli/launch.py's `student`: cli/student_commands.py over cli/source.py) imports to check, show,
+# list and init from the precomputed seed cases, the sandbox's worker with the siblings it loads by path (confine, jail,
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
 # files). A module not listed here is never shipped: the
@@ -52,7 +52,7 @@ STUDENT_MODULES = (
     "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
     "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
     "course/functions.py", "grading/head_pattern.py",
-    "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/student.py",
+    "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/source.py", "cli/student_commands.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
     "grading/seed_cases.py", "grading/grade.py", "grading/grids.py", "grading/notebook_submission.py", "grading/prepared.py",
     "grading/results.py",
@@ -228,9 +228,12 @@ def write_student(course: Course, out: Path, roster: list[str], secret: str | No
         written.append(_write_json(seed_cases / f"{student_token(student)}.json",
                                    build(course, seed, student_token(student))))
     personal = bool(roster)
-    _write_json(seed_cases / INDEX, {"personal": personal, "seed_key": seed_key})
     from ..exports.pysource import starter_files
-    for name, text in starter_files(course).items():  # made from the course, never copied
+    starters = starter_files(course)  # made from the course, never copied
+    # the starter files again, for the bundle's `mha init`: the same files the course's `mha init` writes
+    _write_json(seed_cases / INDEX, {"personal": personal, "seed_key": seed_key,
+                                     "starter": [[name, text] for name, text in starters.items()]})
+    for name, text in starters.items():
         write_atomically(out / name, text)
     copy_models(course.root, out)
     words = {"key": seed_key, "KEY": seed_key.upper()}

@@ -1,3 +1,4 @@
-"""The command line: `mha` (`commands`, with `batch`, `export` and `release` loaded when used),
-the student bundle's `mha` (`student`), and the console-script entry point (`launch`).
-Thin: commands parse options, call the layers below, and print errors once (`base`)."""
+"""The command line: the installed `mha` (`commands`, with `grade_all`, `export`, `release` and
+`new` loaded when used), the student commands both `mha`s share and the student bundle's group
+(`student_commands`), where they take their cases from (`source`), and the console-script entry
+points (`launch`). Thin: commands parse options, call the layers below, and print errors once (`base`)."""

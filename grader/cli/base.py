@@ -2,6 +2,7 @@
 and printing `mha check`'s report."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import NoReturn
@@ -66,6 +67,34 @@ def echo_report(result, fmt: str = "text") -> None:
     from ..reports import text
     style = Style.detect(sys.stdout)
     click.echo(text.render(result, style), nl=False, color=style.color)
+
+
+def limit_options(command):
+    """The sandbox limits as options (the same on `check` and `grade`), passed on as `limits=Limits(...)`."""
+    from ..sandbox.limits import Limits
+    default = Limits()
+
+    @functools.wraps(command)
+    def with_limits(*args, timeout: float | None, total_timeout: float, import_timeout: float, memory_mb: int,
+                    **kwargs):
+        limits = Limits(problem_seconds=timeout or default.problem_seconds, submission_seconds=total_timeout,
+                        load_seconds=import_timeout, memory_bytes=memory_mb << 20)
+        return command(*args, limits=limits, **kwargs)
+
+    options = (
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help=f"Seconds allowed per problem, all its cases together [default: {default.problem_seconds:g}; "
+                          "a problem file's own `timeout` wins]."),
+        click.option("--total-timeout", type=click.FloatRange(min=1), default=default.submission_seconds,
+                     show_default=True, help="Seconds allowed for the whole submission, imports included."),
+        click.option("--import-timeout", type=click.FloatRange(min=0.5), default=default.load_seconds,
+                     show_default=True, help="Seconds allowed to import attention.py."),
+        click.option("--memory-mb", type=click.IntRange(min=256), default=default.memory_bytes >> 20,
+                     show_default=True, help="Memory (address space) allowed to each student process, in MiB."),
+    )
+    for option in reversed(options):
+        with_limits = option(with_limits)
+    return with_limits
 
 
 def hoist(args: list[str], options: frozenset[str]) -> list[str]:

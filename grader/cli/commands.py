@@ -1,4 +1,7 @@
-"""The `mha` command line: thin wrappers that load, grade, render and map errors to exit codes."""
+"""The installed `mha` command line: thin wrappers that load, grade, render and map errors to exit codes.
+
+Its context object is a course folder (source.py's CourseSource); the student commands (check,
+show, init, list) are student_commands.py's, the same the student bundle's `mha` runs."""
 from __future__ import annotations
 
 import functools
@@ -9,113 +12,20 @@ from pathlib import Path
 
 import click
 
-from ..errors import ExitCode, GraderError, InternalError, SpecErrors, SubmissionError
-from .base import CONTEXT, Aliased, Group, echo_report, fail, traceback_option
+from .. import reports
+from ..errors import ExitCode, GraderError, InternalError, SpecErrors
+from .base import CONTEXT, Aliased, Group, fail, limit_options, traceback_option
+from .course_source import CourseSource
+from .student_commands import STUDENT_COMMANDS
 
-
-class Ctx:
-    def __init__(self, course: Path | str | None):
-        self._course = course
-        self._located: tuple[Path, str] | None = None
-        self.gradescope_metadata: Path | None = None  # --gradescope-metadata: whose seed, when no --student
-
-    @property
-    def located(self) -> tuple[Path, str]:
-        """(course folder, why it was chosen): `--course`, `MHA_COURSE`, found from
-        the working folder, or the packaged one (grader/paths.py, README "Installing")."""
-        if self._located is None:
-            from ..paths import locate_course
-            self._located = locate_course(self._course)
-        return self._located
-
-    @property
-    def root(self) -> Path:
-        """The course folder; SpecError (exit 3) naming both ways to choose it when it has none."""
-        from ..errors import SpecError
-        from ..paths import ASSIGNMENT_FILE
-        root, reason = self.located
-        if not (root / ASSIGNMENT_FILE).is_file():
-            raise SpecError(str(root / ASSIGNMENT_FILE), None,
-                            f"assignment file not found (folder chosen by {reason}); give the course folder "
-                            "(the one holding assignment.yaml) with --course DIR or MHA_COURSE=DIR")
-        return root
-
-    def default_submission(self) -> Path:
-        """attention.py in the course folder; with the packaged one, in the working folder."""
-        root, reason = self.located
-        return Path("attention.py") if reason == "packaged" else self.root / "attention.py"
-
-    def course(self):
-        from ..grading.validation import load_valid
-        return load_valid(self.root)  # as `mha validate` accepts it: no command uses a course it rejects
-
-    def seed_cases(self, seed: int):
-        """The course's cases and quiz items prepared for seed `seed` (seed_cache.py): read from the
-        cache when current, else loaded as `mha validate` accepts it, prepared and stored."""
-        from ..grading.seed_cache import cached_seed_cases
-        from ..grading.validation import valid_then
-        return cached_seed_cases(self.root, seed, valid_then=valid_then)
-
-    def settings(self):
-        """course.yaml and MHA_COURSE_SECRET: the secret and the seed key (course/seeds.py)."""
-        import os
-
-        from ..course.seeds import course_settings
-        return course_settings(self.root, os.environ)
-
-    def seed(self, student: str | None) -> int:
-        """The seed of `student`: a keyed hash with the course secret (0 without a student).
-        Without --student, Gradescope's metadata names the student, when given and the course has a
-        secret (without one there are no per-student seeds: everyone gets the default); metadata
-        that names no student is then an InternalError, never the default seed."""
-        from ..course.seeds import gradescope_student, student_seed
-        if student is None and self.gradescope_metadata is not None:
-            settings = self.settings()
-            if settings.secret:
-                student = gradescope_student(self.gradescope_metadata, settings)
-                if student is None:  # the default seed would grade this student on someone else's numbers
-                    raise InternalError(
-                        f"{self.gradescope_metadata}: no student named there (a missing or unreadable file, or "
-                        "an empty 'users' list); with a course secret each student is graded on their own "
-                        "numbers, so this submission was not graded")
-        if student is None:
-            return student_seed(None, None)
-        return student_seed(self.settings().secret, student)
-
-
-def limit_options(command):
-    """The sandbox limits as options (the same on `check` and `grade`), passed on as `limits=Limits(...)`."""
-    from ..sandbox.limits import Limits
-    default = Limits()
-
-    @functools.wraps(command)
-    def with_limits(*args, timeout: float | None, total_timeout: float, import_timeout: float, memory_mb: int,
-                    **kwargs):
-        limits = Limits(problem_seconds=timeout or default.problem_seconds, submission_seconds=total_timeout,
-                        load_seconds=import_timeout, memory_bytes=memory_mb << 20)
-        return command(*args, limits=limits, **kwargs)
-
-    options = (
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
-                     help=f"Seconds allowed per problem, all its cases together [default: {default.problem_seconds:g}; "
-                          "a problem file's own `timeout` wins]."),
-        click.option("--total-timeout", type=click.FloatRange(min=1), default=default.submission_seconds,
-                     show_default=True, help="Seconds allowed for the whole submission, imports included."),
-        click.option("--import-timeout", type=click.FloatRange(min=0.5), default=default.load_seconds,
-                     show_default=True, help="Seconds allowed to import attention.py."),
-        click.option("--memory-mb", type=click.IntRange(min=256), default=default.memory_bytes >> 20,
-                     show_default=True, help="Memory (address space) allowed to each student process, in MiB."),
-    )
-    for option in reversed(options):
-        with_limits = option(with_limits)
-    return with_limits
+Ctx = CourseSource  # the installed mha's context object: a course folder
 
 
 def _student_options(command):
     """--student ID / --gradescope-metadata FILE: whose seed to use (default: the default seed)."""
     @functools.wraps(command)
     def with_student(*args, student: str | None, gradescope_metadata: Path | None, **kwargs):
-        click.get_current_context().obj.gradescope_metadata = gradescope_metadata  # read by Ctx.seed
+        click.get_current_context().obj.gradescope_metadata = gradescope_metadata  # read by CourseSource.seed
         return command(*args, student=student, **kwargs)
 
     with_student = click.option(
@@ -143,64 +53,22 @@ def main(ctx: click.Context, course: str | None, traceback: bool) -> None:
 
     \b
     Example:
-      mha check                 # check exercises/attention.py on the public cases
+      mha check                 # check ./attention.py (mha init writes it) on the public cases
       mha grade solutions       # grade a submission on every case
     """
-    ctx.obj = Ctx(course)
+    ctx.obj = CourseSource(course)
 
 
 COURSE_OPTIONS = frozenset({"--course", "--exercises", "--assignment"})  # --course and its older names
 main.global_options = COURSE_OPTIONS
-
-
-@main.command(context_settings=CONTEXT)
-@click.argument("problems", nargs=-1)
-@click.option("--path", "path", type=click.Path(path_type=Path), default=None,
-              help="Your attention.py (default: attention.py beside assignment.yaml; with the packaged "
-                   "assignment, attention.py in the working folder).")
-@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text", show_default=True,
-              help="text for a terminal (colour unless NO_COLOR; FORCE_COLOR for a pipe), or an HTML "
-                   "fragment with pictures of the attention weights (what a notebook's check cell shows).")
-@limit_options
-@_student_options
-@click.pass_obj
-def check(obj: Ctx, problems: tuple[str, ...], path: Path | None, fmt: str, limits, student: str | None) -> None:
-    """Check your work on the public cases, with hints; exit 1 if any case fails.
-
-    Quiz answers are read from answers.yaml beside your attention.py: public items are
-    graded with feedback, hidden items only have the form of their answer checked.
-
-    \b
-    Example:
-      mha check                        # every problem and quiz item
-      mha check softmax merge_heads    # just these
-    """
-    from ..sandbox.spawn import prestart
-    prestart()  # student processes' Python and numpy load while this one loads the course
-    from ..grading.grade import grade_seed_cases, known_ids
-    from ..grading.submission import read_submission
-    from ..sandbox.isolation import private_paths
-    try:
-        seed_cases = obj.seed_cases(obj.seed(student))
-        known_ids(seed_cases, problems)
-        submission = read_submission(path or obj.default_submission())
-        result = grade_seed_cases(seed_cases, submission, include_hidden=False, problem_ids=problems, limits=limits,
-                                private=private_paths(obj.root))
-    except GraderError as exc:
-        fail(exc)
-    echo_report(result, fmt)
-    sys.exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
+for _command in STUDENT_COMMANDS:
+    main.add_command(_command)
 
 
 @main.command(context_settings=CONTEXT)
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(
-                  ["text", "json", "gradescope", "junit", "github", "html", "prairielearn", "autolab"]),
-              default="text", show_default=True,
-              help="Report format: text, json, Gradescope results.json, JUnit XML, GitHub Classroom result JSON, "
-                   "PrairieLearn results.json, Autolab's feedback and scores line, or an HTML page (the text report with "
-                   "pictures of the attention "
-                   "weights).")
+@click.option("--format", "fmt", type=click.Choice(reports.names()), default="text", show_default=True,
+              help=reports.help_text())
 @click.option("--problem", "problem_ids", multiple=True, metavar="ID",
               help="Grade only this problem or quiz item (repeatable); default: all.")
 @_student_options
@@ -237,7 +105,6 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     if (warning := unprotected_warning()) is not None:
         click.echo(warning, err=True)
     from ..grading.submission import read_submission
-    from ..reports import render
     start = time.monotonic()
     try:
         try:
@@ -261,7 +128,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 from ..reports import gradescope
                 report = gradescope.render(result, hidden_visibility)
             else:
-                report = _terminal_text(result) if fmt == "text" and output is None else render(fmt, result)
+                report = _terminal_text(result) if fmt == "text" and output is None else reports.render(fmt, result)
         except GraderError:
             raise
         except Exception as exc:  # the grader's own failure: its last line (the traceback with --traceback)
@@ -292,11 +159,10 @@ def _failure_report(fmt: str, exc: GraderError, submission: Path, execution_time
         from ..reports.prairielearn import failure as pl_failure
         return pl_failure(str(exc), submission_fault=exc.exit_code is ExitCode.USAGE)
     from ..grading.results import GradeResult
-    from ..reports import render
     from ..sandbox.student_text import student_text
     title = "submission not gradable" if exc.exit_code is ExitCode.USAGE else "grader failed"
-    return render(fmt, GradeResult(title=title, submission=student_text(submission, 300), problems=(),
-                                   execution_time=execution_time, messages=(str(exc),)))
+    return reports.render(fmt, GradeResult(title=title, submission=student_text(submission, 300), problems=(),
+                                           execution_time=execution_time, messages=(str(exc),)))
 
 
 def _terminal_text(result) -> str:
@@ -360,28 +226,6 @@ def validate(obj: Ctx, path: Path | None) -> None:
     click.echo(f"OK: {len(problems)} problem(s), {len(cases)} cases ({len(cases) - hidden} public, {hidden} hidden){note}")
 
 
-@main.command(context_settings=CONTEXT)
-@click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--force", is_flag=True, help="Replace attention.py and answers.yaml when FOLDER already has them.")
-@click.pass_obj
-def init(obj: Ctx, folder: Path, force: bool) -> None:
-    """Write a student's starter files into FOLDER (default: the current one): attention.py with
-    a stub per problem and a blank answers.yaml, made from the course, and .mha, which lets
-    `pytest` there run the checks of `mha check` (docs/students.md).
-
-    \b
-    Example:
-      mha init my-work && cd my-work && mha check
-    """
-    from ..paths import STUDENT_MARKER, STUDENT_MARKER_TEXT
-    from ..starter import starter_files, write_starters
-    try:
-        written = write_starters({**starter_files(obj.course()), STUDENT_MARKER: STUDENT_MARKER_TEXT}, folder, force)
-    except GraderError as exc:
-        fail(exc)
-    click.echo(f"wrote {', '.join(str(p) for p in written)}; next: edit them, then `mha check`")
-
-
 @main.command("prepare", context_settings=CONTEXT)
 @click.option("--student", default=None, metavar="ID", help="Prepare this student's seed (needs the course secret).")
 @click.pass_obj
@@ -405,61 +249,6 @@ def prepare(obj: Ctx, student: str | None) -> None:
     folder = cache_dir()
     where = f"into {folder}" if folder else "but kept nothing: this user has no home folder (set MHA_CACHE_DIR)"
     click.echo(f"prepared {len(seed_cases.problems)} problem(s), {cases} cases and {len(seed_cases.quiz)} quiz items {where}")
-
-
-@main.command("list", context_settings=CONTEXT)
-@click.pass_obj
-def list_(obj: Ctx) -> None:
-    """List the problems with their points and case counts (stderr: which course, and why).
-
-    \b
-    Example:
-      mha list
-    """
-    try:
-        course = obj.course()
-    except GraderError as exc:
-        fail(exc)
-    root, reason = obj.located
-    click.echo(f"course: {root} ({reason})", err=True)
-    click.echo(course.title)
-    items = course.quiz.items if course.quiz else ()
-    width = max(len(x.id) for x in (*course.problems, *items))
-    for p in course.problems:
-        hidden = sum(c.hidden for c in p.cases)
-        click.echo(f"  {p.id:<{width}}  {p.points:>4g} pts  {len(p.cases) - hidden} public / {hidden} hidden  {p.title}")
-    if items:
-        click.echo(f"{course.quiz.title} (answers in answers.yaml)")
-    for i in items:
-        click.echo(f"  {i.id:<{width}}  {i.points:>4g} pts  {i.visibility.value:<6} {i.kind.value:<16}  {i.title}")
-    click.echo(f"  total {course.max_score:g} points")
-
-
-@main.command(context_settings=CONTEXT)
-@click.argument("problem")
-@_student_options
-@click.pass_obj
-def show(obj: Ctx, problem: str, student: str | None) -> None:
-    """Print a problem's prompt, signature and public cases, or a quiz item with its choices.
-
-    \b
-    Example:
-      mha show attention_reading
-      mha show count_routing_distributions --student s1234   # with that student's numbers
-    """
-    try:
-        course = obj.course()
-        known = [p.id for p in course.problems] + [i.id for i in (course.quiz.items if course.quiz else ())]
-        if problem not in known:
-            raise SubmissionError(f"unknown problem {problem!r} (known: {', '.join(known)})")
-        seed = obj.seed(student)
-    except GraderError as exc:
-        fail(exc)
-    from ..course.quiz import render_item
-    from ..course.render import render_problem
-    p = course.problem(problem)
-    text = render_problem(p, seed) if p is not None else render_item(course.quiz.item(problem), seed)
-    click.echo(text, nl=False)
 
 
 @main.command(context_settings=CONTEXT)

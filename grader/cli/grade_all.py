@@ -27,13 +27,14 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _seeds(root: Path) -> Callable[[str], int]:
-    """Each student's seed; without a course secret, the default one (with a warning)."""
-    from ..course.seeds import DEFAULT_SEED, SECRET_ENV, course_secret, student_seed
-    secret = course_secret(root, os.environ)
+def _seeds(source: Ctx) -> Callable[[str], int]:
+    """Each student's seed; without a course secret, the default one (with a warning that says
+    where to set it: never inside the installed package)."""
+    from ..course.seeds import DEFAULT_SEED, course_secret, student_seed
+    secret = course_secret(source.root, os.environ)
     if secret is None:
-        click.echo(f"warning: no course secret ({SECRET_ENV} or 'secret' in {root / 'course.yaml'}): "
-                   "every student is graded on the default seed", err=True)
+        click.echo(f"warning: no course secret ({source.secret_place()}): every student is graded on the "
+                   "default seed", err=True)
         return lambda student: DEFAULT_SEED
     return lambda student: student_seed(secret, student)
 
@@ -95,7 +96,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     plotter = hand = None
     try:
         course = obj.course()
-        seed_of = _seeds(obj.root)
+        seed_of = _seeds(obj)
         if out.resolve() == submissions.resolve():
             raise SubmissionError(f"{out}: --out must be another folder than SUBMISSIONS (or one inside it)")
         if (submissions / SUBMISSION_NAME).is_file():

@@ -71,7 +71,8 @@ def main() -> None:
 
 
 def student() -> None:
-    """`mha` in the student bundle (grader/cli/student.py): the same early start for `mha check`."""
+    """`mha` in the student bundle: the same student commands over the bundle's seed cases
+    (grader/cli/student_commands.py), with the same early start for `mha check`."""
     one_submission = _start(sys.argv[1:])
-    from .student import main as cli
+    from .student_commands import bundle as cli
     _run(cli, one_submission)

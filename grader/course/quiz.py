@@ -414,20 +414,7 @@ def _number_text(x: float) -> str:
 
 def render_item(item: QuizItem, seed: int) -> str:
     """The student's view of one item (for `mha show`): prompt, choices and how to answer."""
-    v = draw(item, seed)
-    title = f"{item.title} ({item.points:g} points, {item.kind.value.replace('_', ' ')})"
-    lines = [title, "=" * len(title), "", v.prompt.rstrip(), ""]
-    lines += [f"  {c.letter}) {c.text}" for c in v.choices]
-    if v.choices:
-        lines.append("")
-    lines.append(f"Answer in answers.yaml as `{item.id}: ...`, with {ANSWER_FORMS[item.kind]}.")
-    if item.manual:
-        lines.append("Written item: collected with your submission and graded by hand; "
-                     "`mha check` only checks that it is text of the allowed length.")
-        return "\n".join(lines) + "\n"
-    lines.append("Hidden item: `mha check` only checks the form of your answer; `mha grade` grades it."
-                 if item.hidden else f"Run `mha check {item.id}` to check your answer.")
-    return "\n".join(lines) + "\n"
+    return starter.item_text(draw(item, seed))
 
 
 def answer_key(quiz: Quiz, seed: int) -> dict[str, Any]:

@@ -407,8 +407,17 @@ def grade_seed_cases(seed_cases, submission: Path | SubmissionFiles, *, include_
 
 def known_ids(seed_cases, ids: Iterable[str]) -> None:
     """Raise SubmissionError for an id that is neither a problem nor a quiz item of `seed_cases`."""
+    check_known([p.id for p, _ in seed_cases.problems] + list(seed_cases.quiz_ids), ids)
+
+
+def check_known(known: Sequence[str], ids: Iterable[str]) -> None:
+    """Raise SubmissionError for the first of `ids` not in `known`, with the closest known id
+    when one is near ("did you mean 'softmax'?"), else every known one."""
+    import difflib
+
     from ..errors import SubmissionError
-    known = [p.id for p, _ in seed_cases.problems] + list(seed_cases.quiz_ids)
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise SubmissionError(f"unknown problem {unknown[0]!r} (known: {', '.join(known)})")
+        near = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean {near[0]!r}? (`mha list` lists them all)" if near else f"known: {', '.join(known)}"
+        raise SubmissionError(f"unknown problem {unknown[0]!r}: {hint}")

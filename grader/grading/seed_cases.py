@@ -216,6 +216,7 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
             "code": str(problem.code) if hidden and problem.code else None,  # the detectors' course code
             "compare": {**plain(problem.compare), "kind": problem.compare.kind.value},
             "hints": list(problem.hints), "timeout": problem.timeout,
+            "hidden_cases": sum(c.hidden for c in problem.cases),  # how many, as `mha list` says (never which)
             "text": "" if hidden else render_problem(problem, seed),
             "mistakes": [{"id": m.id, "message": m.message, "bug": m.bug, "detector": m.detector}
                          for m in problem.mistakes],
@@ -250,6 +251,7 @@ class SeedCases:
         self.quiz_title: str | None = quiz.get("title") if quiz else None
         self.quiz: list[Draw] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
+        self.hidden_cases: dict[str, int] = {p["id"]: p["hidden_cases"] for p in data["problems"] if "hidden_cases" in p}
 
     @classmethod
     def load(cls, path: Path) -> SeedCases:

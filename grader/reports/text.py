@@ -364,9 +364,13 @@ def _summary(out: _Out, result: GradeResult, problems: list[ProblemResult], quiz
                  f"{sum(s in (CaseStatus.FAILED, CaseStatus.ERROR) for s in status)} wrong",
                  f"{sum(s is CaseStatus.NOT_ANSWERED for s in status)} not answered"]
         quiz_score = sum(p.score for p in counted)
-        out.marked("pass" if all(p.passed for p in counted) else "fail",
+        wrong = any(s in (CaseStatus.FAILED, CaseStatus.ERROR) for s in status)
+        blank = all(s is CaseStatus.NOT_ANSWERED for s in status)
+        # as the items above are marked: FAIL only for a wrong answer, TODO while some are unanswered
+        out.marked("pass" if all(p.passed for p in counted) else "fail" if wrong else "todo",
                    f"{'quiz':<{width}}  {_pts(quiz_score) + '/' + _pts(sum(p.max_score for p in counted)):>7}  "
-                   f"{len(counted)} items: {', '.join(parts)}", "  ", " " * (8 + width + 2 + 7 + 2))
+                   f"{len(counted)} items" + (" not answered yet" if blank else f": {', '.join(parts)}"),
+                   "  ", " " * (8 + width + 2 + 7 + 2))
     hidden = len(quiz) - len(counted)
     if hidden and not any(p.cases[0].status is CaseStatus.RECORDED for p in quiz):  # else the quiz said it
         out.text(f"{hidden} hidden quiz item(s) are graded later and not in this score", "  ")
