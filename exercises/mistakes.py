@@ -432,5 +432,5 @@ def mha_softmax_over_queries(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return run_steps(X, W_Q, W_K, W_V, W_O, num_heads, mask, softmax=_softmax_over_queries)
 
 
-# each by name, for course.py (variant: the older name of bug)
-__all__ = ["BUGS", "STEPS", "bug", "combine_bugs", "run_steps", "variant", *BUGS]
+# each by name, for course.py
+__all__ = ["BUGS", "STEPS", "bug", "combine_bugs", "run_steps", "variant", *BUGS]  # variant: bug's older name

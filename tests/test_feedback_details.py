@@ -105,7 +105,7 @@ class TestHugeWeights:
 
     def test_grading_weights_of_1e308_in_every_format(self, course, tmp_path):
         """scaled_dot_product_attention's weights times 1e308: 0 points, every format renders."""
-        from grader.reports import FORMATS, render
+        from grader.reports import names, render
         source = (SOLUTIONS / "attention.py").read_text()
         before = "    weights = softmax(scores)"
         assert before in source
@@ -113,7 +113,7 @@ class TestHugeWeights:
         problem = _graded(course, tmp_path, source, "scaled_dot_product_attention")
         assert problem.score == 0 and any(c.grids for c in problem.cases)
         result = GradeResult("t", "a.py", (problem,))
-        for fmt in FORMATS:
+        for fmt in names():
             assert render(fmt, result), fmt
 
 

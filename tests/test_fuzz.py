@@ -34,7 +34,7 @@ from grader.grading.grade import grade
 from grader.grading.notebook_submission import notebook_parts
 from grader.grading.results import CaseResult, CaseStatus, GradeResult, LoadError, ProblemResult, WeightGrid, one_line
 from grader.grading.student_files import StudentFile, shown_name
-from grader.reports import FORMATS, render
+from grader.reports import names, render
 from grader.sandbox.codec import ALLOWED_DTYPES, MAX_ELEMENTS, Opaque, decode_value, read_event
 from grader.sandbox.limits import Limits
 from grader.sandbox.runs import CaseRun
@@ -212,6 +212,11 @@ def readable(fmt: str, output: str) -> list[str]:
     if fmt == "junit":
         root = ElementTree.fromstring(output.encode("utf-8"))
         return [t for e in root.iter() for t in (e.text or "", e.tail or "", *e.attrib.values())]
+    if fmt == "autolab":  # the text report, then Tango's scores line: JSON with one number per problem
+        body, _, last = output.rstrip("\n").rpartition("\n")
+        scores = json.loads(last)["scores"]
+        assert all(isinstance(v, (int, float)) for v in scores.values())
+        return [body]
     if fmt == "html":
         parser = _Strict()
         parser.feed(output)
@@ -229,7 +234,7 @@ class TestStudentTextInEveryReport:
         holds no control character and no line that starts where a student's line break was."""
         result = _result(texts, load, tuple(WeightGrid(student_text(g.label, 40), g.got, g.expected, g.shape)
                                             for g in grids))
-        for fmt in FORMATS:
+        for fmt in names():
             output = render(fmt, result)
             output.encode("utf-8")  # writable as UTF-8: no lone surrogate
             shown = readable(fmt, output)
@@ -279,7 +284,7 @@ class TestStudentFiles:
         quiz = grade_draws(quiz_draws, StudentFile("answers.yaml", data=raw), [v.item.id for v in quiz_draws])
         assert len(quiz.items) == len(quiz_draws)
         result = GradeResult("Quiz", student_text("a.py"), quiz.items, messages=quiz.messages)
-        for fmt in FORMATS:
+        for fmt in names():
             assert CONTROLS.findall("".join(readable(fmt, render(fmt, result)))) == []
 
     @examples(0.5)
@@ -354,7 +359,7 @@ class TestRealStudentProcess:
                        limits=Limits(problem_seconds=5, submission_seconds=30, load_seconds=10))
         problem = result.problems[0]
         assert problem.score == 0 and len(problem.cases) > 0
-        for fmt in FORMATS:
+        for fmt in names():
             shown = readable(fmt, render(fmt, result))
             assert CONTROLS.findall("".join(shown)) == [], fmt
             assert [line for text in shown for line in text.splitlines() if line.lstrip().startswith(FORGED)] == []

@@ -140,7 +140,7 @@ ATTACKS = (
     Attack("code_too_large", _too_large, CODE, f"attention.py is too large (more than {1 << 20} bytes)"),
     Attack("notebook_link", _notebook_link, CODE, f"attention.ipynb {LINKED}"),
     Attack("notebook_answers_link", _notebook_answers_link, QUIZ, f"answers.yaml {LINKED}"),
-    Attack("notebook_lone_surrogates", _notebook_lone_surrogates, NOTHING, '"Score: '),
+    Attack("notebook_lone_surrogates", _notebook_lone_surrogates, NOTHING, '"score": '),
 )
 
 

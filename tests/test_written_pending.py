@@ -199,7 +199,7 @@ class TestWrittenScores:
         assert result.exit_code == 0, result.output
         assert "hand scores: 4 written answer(s) scored by hand" in result.output
         book = {r["student"]: r for r in _rows(tmp_path / "out" / "gradebook.csv")}
-        assert list(book["alice"])[-5:] == ["total", *WRITTEN, "total_with_written"]
+        assert list(book["alice"])[-6:] == ["total", *WRITTEN, "total_with_written", "note"]
         assert [book["alice"][i] for i in (*WRITTEN, "total", "total_with_written")] == \
             ["2", "1.5", "1", "243", "247.5"]
         bob_total = book["bob"]["total"]

@@ -39,7 +39,9 @@ def problem_score(problem_id: str, fn: Callable[..., Any] | None, cases: Sequenc
     """The points `fn` earns on the named cases of one problem: the problem's points times the
     weighted share of those cases earned, to 4 decimals. Each case's feedback is printed (a hidden
     case's: the kind of failure only). The exported cell lists the hidden cases inside nbgrader's
-    hidden-tests markers, so a student's own run scores the public cases alone."""
+    hidden-tests markers, so a student's own run scores the public cases alone; with the student
+    wheel, a withheld case (its expected value never shown) is checked for its form only and left
+    out of that score."""
     from ..reports.text import case_lines
     from .grade import judge
     from .otter_checks import call_student, prepared_case
@@ -54,7 +56,12 @@ def problem_score(problem_id: str, fn: Callable[..., Any] | None, cases: Sequenc
         print("\n".join(line.rstrip() for line in case_lines(result)))
     if problem is None:
         return 0.0
-    return points_earned(problem.points, weighted_share((r.weight, r.earned) for r in results))
+    from .results import CaseStatus
+    # a withheld case (the student wheel holds its form only) is graded on submission: not here
+    judged = [r for r in results if r.status is not CaseStatus.ON_SUBMISSION]
+    if not judged:  # every case's form right, every value graded on submission
+        return float(problem.points)
+    return points_earned(problem.points, weighted_share((r.weight, r.earned) for r in judged))
 
 
 def answer_score(item_id: str, value: Any, course_dir: str | os.PathLike | None = None) -> float:
