@@ -77,3 +77,63 @@ def test_softmax_over_the_queries_inline_is_named_in_multi_head_attention(graded
     not through the student's softmax: named there."""
     source = layer().replace("axis=-1", "axis=1")
     assert graded(source).mistakes == ("mha-softmax-over-queries",)
+
+
+# --- every idea in two ways: the course's own bug, and a student's rewrite (test_mistakes.py) ---
+
+class _Course:
+    """Stands in for the sandbox's session: the course's own bug called in this process for the
+    problem's function (the bug is the course's code, trusted; no student code runs here)."""
+
+    def __init__(self, function):
+        self.function = function
+        self.load_failure, self.left_behind, self.earlier_left_behind = None, False, False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def run(self, name, args, seconds, then=None):
+        import copy
+
+        import numpy as np
+
+        from grader.sandbox.runs import CaseRun, RunStatus, StudentError
+        from grader.sandbox.session import ProblemRun
+        runs = []
+        for case in args:
+            try:
+                with np.errstate(all="ignore"):
+                    value = self.function(*copy.deepcopy(list(case)))
+            except Exception as exc:
+                error = StudentError(type(exc).__name__, tuple(c.__name__ for c in type(exc).__mro__), str(exc))
+                runs.append(CaseRun(RunStatus.RAISED, error=error))
+            else:
+                runs.append(CaseRun(RunStatus.RETURNED, value=value))
+        return ProblemRun(tuple(runs))
+
+
+def _course_bugs(course):
+    return [(p, m) for p in course.problems for m in p.mistakes if not m.detector]
+
+
+def test_the_course_s_own_bug_is_named_for_every_mistake(course, tmp_path, monkeypatch):
+    """Each mistake with a bug function, written the course's way (its bug answering every case of
+    the problem, hidden ones included): graded by the same judge, it is named. With each mistake's
+    student-style rewrite in test_mistakes.py (named there too), every idea is found written two ways."""
+    from grader.course.code import course_function
+    from grader.grading import grade as grading
+    unnamed = {}
+    for problem, mistake in _course_bugs(course):
+        bug = course_function(problem.code, mistake.bug)
+        assert bug is not None, mistake.bug
+        monkeypatch.setattr(grading, "WatchedSession", lambda data, limits=None, *, private=(), _bug=bug: _Course(_bug))
+        path = tmp_path / f"{mistake.id}.py"
+        path.write_text(f"def {problem.function.name}(*args):\n    return None\n")  # read, never run here
+        result = next(p for p in grade(course, path, problem_ids=[problem.id]).problems if p.id == problem.id)
+        if mistake.id not in result.mistakes and not any(mistake.id in m.split(BOTH) for m in result.mistakes):
+            unnamed[mistake.id] = (result.mistakes, result.message[:120])
+    assert len(_course_bugs(course)) >= 40
+    assert unnamed == {}
