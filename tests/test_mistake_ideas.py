@@ -129,7 +129,7 @@ def test_the_course_s_own_bug_is_named_for_every_mistake(course, tmp_path, monke
     for problem, mistake in _course_bugs(course):
         bug = course_function(problem.code, mistake.bug)
         assert bug is not None, mistake.bug
-        monkeypatch.setattr(grading, "WatchedSession", lambda data, limits=None, *, private=(), _bug=bug: _Course(_bug))
+        monkeypatch.setattr(grading, "WatchedSession", lambda data, limits=None, *, _bug=bug, **kw: _Course(_bug))
         path = tmp_path / f"{mistake.id}.py"
         path.write_text(f"def {problem.function.name}(*args):\n    return None\n")  # read, never run here
         result = next(p for p in grade(course, path, problem_ids=[problem.id]).problems if p.id == problem.id)
