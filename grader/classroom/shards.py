@@ -94,7 +94,8 @@ def write_manifest(out: Path, shard: tuple[int, int], students: Mapping[str, str
 def read_manifests(folders: Sequence[Path], course: str) -> list[dict[str, Any]]:
     """Every slice's shard.json, checked: one course (the one merged with), the same limits and
     seeds, no student in two slices, every student's stored result present."""
-    manifests, owner = [], {}
+    manifests: list[dict[str, Any]] = []
+    owner: dict[str, Path] = {}
     for folder in folders:
         path = folder / MANIFEST
         try:

@@ -158,7 +158,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             if shard is not None:
                 _write_manifest(obj, course, out, shard, found, seed_of, limits)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = _write_reports(course, rows, out, plotter, hand)
+            report = write_reports(course, rows, out, plotter, hand)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
@@ -166,7 +166,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     finally:
         if plotter is not None:
             plotter.close()
-    _summary(rows, resumed, report, out)
+    summary(rows, resumed, report, out)
     if hand is not None:
         given = sum(len(scores) for scores in hand.values())
         click.echo(f"hand scores: {given} written answer(s) scored by hand, in the gradebook's written columns "
@@ -207,7 +207,7 @@ def _hand_scores(course, path: Path | None, students: list[str]) -> dict[str, di
     return read_written_scores(path, set(students), {i.id: float(i.points) for i in quiz_items if i.manual})
 
 
-def _write_reports(course, rows, out: Path, plotter=None, hand=None):
+def write_reports(course, rows, out: Path, plotter=None, hand=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
@@ -237,12 +237,12 @@ def _write_written(out: Path, items, rows, hand=None) -> None:
     write_atomically(out / written.FILES[1], written.render_csv(items, rows, hand))
 
 
-def _summary(rows, resumed: int, analysis, out: Path) -> None:
+def summary(rows, resumed: int, analysis, out: Path) -> None:
     from ..classroom.batch import FAILED, GRADER_ERROR, STATUSES
     count = {s: sum(r.status == s for r in rows) for s in STATUSES}
     failed = sum(count[s] for s in FAILED)
     shown = ", ".join(f"{n} {status}" for status, n in count.items() if n and status not in FAILED)
-    click.echo(f"{len(rows)} students: {shown}, {failed} failed ({resumed} unchanged since the last run, "
+    click.echo(f"{len(rows)} students: {shown + ', ' if shown else ''}{failed} failed ({resumed} unchanged since the last run, "
                f"not graded again); mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
     click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
     if (out / "written.html").is_file():

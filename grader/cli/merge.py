@@ -1,7 +1,7 @@
 """`mha merge`: join the output folders of `mha grade-all --shard K/N` into one class's outputs.
 
 The students' stored results and feedback are copied as they are; the gradebook, written
-answers, item analysis and report are built from them by grade-all's own code (`_write_reports`),
+answers, item analysis and report are built from them by grade-all's own code (`write_reports`),
 so a merge is what grading the class in one run writes.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
     from ..classroom import batch, shards
     from ..classroom.class_report import Plotter
     from ..sandbox.limits import Limits
-    from .grade_all import ERROR_LOG, _summary, _write_reports
+    from .grade_all import ERROR_LOG, summary, write_reports
     plotter = None
     try:
         course = obj.course()
@@ -73,7 +73,7 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
             else:
                 (out / ERROR_LOG).unlink(missing_ok=True)
             rows.sort(key=lambda r: r.student)  # as grade-all sorts them
-            report = _write_reports(course, rows, out, plotter)
+            report = write_reports(course, rows, out, plotter)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, GraderError):
                 raise
@@ -83,4 +83,4 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
     finally:
         if plotter is not None:
             plotter.close()
-    _summary(rows, 0, report, out)
+    summary(rows, 0, report, out)
