@@ -3,11 +3,14 @@ class graded in one run, byte for byte.
 
 The class of seven has a course secret (every student on their own seed), one submission the
 grader fails on (ben: the grader raises on his file) and one that runs out of time at import
-(fay). Each slice and the single run are separate `mha grade-all` runs, each with two grader
-processes."""
+(fay). The slices, the merge and the single run are `mha` processes of their own, each
+grade-all with two grader processes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,20 +79,55 @@ def test_the_slices_of_the_class(students_by_slice):
     assert students_by_slice == {"ann": 3, "ben": 3, "cy": 1, "dee": 3, "fay": 1, "hal": 2, "jo": 2}
 
 
-def test_three_shards_merged_are_one_run_byte_for_byte(tmp_path, fragile):
+# `mha` in a process of its own, its grader failing on a file holding BOOM and grading only SUBSET (as
+# the `fragile` fixture does in this process)
+FRAGILE_MHA = f"""
+import sys
+import grader.grading.grade
+from grader.cli.commands import main
+real = grader.grading.grade.grade
+
+def grade(course, files, *, limits, seed, cache=None):
+    if files.source.data is not None and b"BOOM" in files.source.data:
+        raise RuntimeError("boom")
+    return real(course, files, problem_ids={SUBSET!r}, limits=limits, seed=seed, cache=cache)
+
+grader.grading.grade.grade = grade
+main(sys.argv[1:], prog_name="mha")
+"""
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MHA_"))}
+    return subprocess.Popen([sys.executable, "-c", FRAGILE_MHA, "--course", str(EXERCISES), *args], cwd=cwd,
+                            env={**env, "MHA_COURSE_SECRET": SECRET}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+    stdout, stderr = proc.communicate(timeout=600)
+    return proc.returncode, stdout, stderr
+
+
+def test_three_shards_merged_are_one_run_byte_for_byte(tmp_path):
+    """The three slices graded at once by three `mha grade-all` processes, then `mha merge` in a
+    fourth, write what one `mha grade-all` of the class writes, every file byte for byte."""
     folder = make_class(tmp_path / "class")
     common = ["--jobs", "2", "--import-timeout", "0.5", "--no-progress"]
-    whole = mha("grade-all", str(folder), "--out", str(tmp_path / "whole"), *common)
-    assert whole.exit_code == ExitCode.FAILED, whole.output  # the grader failed on ben
-    for k in (1, 2, 3):
-        part = mha("grade-all", str(folder), "--out", str(tmp_path / f"part-{k}"), "--shard", f"{k}/3", *common)
-        assert part.exit_code == (ExitCode.FAILED if k == 3 else 0), part.output
+    whole = finish(start("grade-all", str(folder), "--out", str(tmp_path / "whole"), *common, cwd=tmp_path))
+    assert whole[0] == ExitCode.FAILED, whole  # the grader failed on ben
+    parts = [start("grade-all", str(folder), "--out", str(tmp_path / f"part-{k}"), "--shard", f"{k}/3", *common,
+                   cwd=tmp_path) for k in (1, 2, 3)]
+    for k, proc in enumerate(parts, 1):
+        code, _, stderr = finish(proc)
+        assert code == (ExitCode.FAILED if k == 3 else 0), stderr
         manifest = json.loads((tmp_path / f"part-{k}" / "shard.json").read_text())
         assert (manifest["shard"], sorted(manifest["students"])) == (
             [k, 3], sorted(s for s, n in slice_of_all().items() if n == k))
-    merged = mha("merge", *(str(tmp_path / f"part-{k}") for k in (3, 1, 2)), "--out", str(tmp_path / "merged"))
-    assert merged.exit_code == ExitCode.FAILED, merged.output
-    assert merged.stdout == whole.stdout.replace(str(tmp_path / "whole"), str(tmp_path / "merged"))
+    merged = finish(start("merge", *(str(tmp_path / f"part-{k}") for k in (3, 1, 2)), "--out", str(tmp_path / "merged"),
+                          cwd=tmp_path))
+    assert merged[0] == ExitCode.FAILED, merged
+    assert merged[1] == whole[1].replace(str(tmp_path / "whole"), str(tmp_path / "merged"))
     rows = {r["student"]: r["status"] for r in read_csv(tmp_path / "merged" / "gradebook.csv")}
     assert rows == {"ann": "graded", "ben": "error", "cy": "graded", "dee": "graded", "fay": "timeout",
                     "hal": "graded", "jo": "graded"}
@@ -97,9 +135,12 @@ def test_three_shards_merged_are_one_run_byte_for_byte(tmp_path, fragile):
     assert len(seeds) == 7  # a seed per student (ben's failed record has his too)
     expected, got = outputs(tmp_path / "whole"), outputs(tmp_path / "merged")
     assert {"gradebook.csv", "results/ben.json", "feedback/fay.txt", "item_analysis.json", "item_analysis.csv",
-            "misconceptions.csv", "report.html", "written.csv", "written.html"} <= set(expected)
+            "misconceptions.csv", "report.html", "written.csv", "written.html", "grader-errors.log"} <= set(expected)
     assert sorted(got) == sorted(expected)
     assert [name for name in expected if got[name] != expected[name]] == []
+    # the merged folder is a class graded in one run: grade-all on it grades only what failed (ben) again
+    again = finish(start("grade-all", str(folder), "--out", str(tmp_path / "merged"), *common, cwd=tmp_path))
+    assert "(6 unchanged since the last run, not graded again)" in again[1], again
 
 
 def slice_of_all() -> dict[str, int]:
@@ -157,6 +198,17 @@ def test_shard_auto_without_its_variables_is_exit_2(tmp_path, environ, message):
     assert result.exit_code == ExitCode.USAGE
     assert message in result.stderr and "Traceback" not in result.output
     assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_written_scores_are_for_the_whole_class_not_a_slice(tmp_path):
+    folder = make_class(tmp_path / "class", {"ann": CLASS["ann"]})
+    (tmp_path / "scores.csv").write_text("student,item,score\n")
+    result = mha("grade-all", str(folder), "--out", str(tmp_path / "out"), "--shard", "1/2",
+                 "--written-scores", str(tmp_path / "scores.csv"))
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.splitlines()[-1] == (
+        "--written-scores is for the whole class: merge the slices (mha merge), then run grade-all with it on the "
+        "merged folder (nothing is graded again)")
 
 
 @pytest.mark.parametrize("value", ["0/3", "4/3", "x", "1/0", "-1/3", "2"])

@@ -124,6 +124,9 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             raise SubmissionError(f"{submissions} is one student's submission (it holds {SUBMISSION_NAME}): grade it "
                                   f"with `mha grade {submissions}`; grade-all takes the folder holding every "
                                   "student's folder or <student>.py")
+        if shard is not None and written_scores is not None:
+            raise SubmissionError("--written-scores is for the whole class: merge the slices (mha merge), then run "
+                                  "grade-all with it on the merged folder (nothing is graded again)")
         found = batch.discover(submissions, exclude=out, settings=obj.settings())
         if shard is not None:
             from ..classroom import shards
