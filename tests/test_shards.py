@@ -234,6 +234,9 @@ def test_merge_refuses_overlaps_other_secrets_and_missing_slices(tmp_path, fragi
         (str(tmp_path / "p1"), str(tmp_path / "p3")): "the shards given are 1/3, 3/3: give every slice K/N",
         (str(tmp_path / "p1"), str(tmp_path / "class")): f"{tmp_path / 'class'}: no shard.json",
     }
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "shard.json").write_text('{"version": 1, "shard": "1/3", "students": {}}')
+    cases[(str(tmp_path / "bad"),)] = f"{tmp_path / 'bad' / 'shard.json'}: not a shard manifest of this version of mha"
     for given, message in cases.items():
         result = mha("merge", *given, "--out", str(tmp_path / "merged"))
         assert result.exit_code == ExitCode.USAGE, result.output

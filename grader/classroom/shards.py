@@ -105,7 +105,8 @@ def read_manifests(folders: Sequence[Path], course: str) -> list[dict[str, Any]]
         except (OSError, ValueError) as exc:
             raise ShardError(f"{path}: cannot be read ({exc})") from None
         if not (isinstance(data, dict) and data.get("version") == MANIFEST_VERSION
-                and isinstance(data.get("students"), dict)
+                and isinstance(data.get("students"), dict) and isinstance(data.get("shard"), list)
+                and len(data["shard"]) == 2 and all(type(x) is int for x in data["shard"])
                 and all(isinstance(k, str) and isinstance(v, str) and "/" not in v and v not in ("", ".", "..")
                         for k, v in data["students"].items())):
             raise ShardError(f"{path}: not a shard manifest of this version of mha")

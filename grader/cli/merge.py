@@ -47,7 +47,7 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
         if any(out.resolve() == f.resolve() for f in folders):
             raise shards.ShardError(f"{out}: --out must be another folder than each SHARD_OUT")
         manifests = shards.read_manifests(folders, batch.fingerprint(course, Limits()))
-        counts = {tuple(m["shard"])[1] for m in manifests if isinstance(m.get("shard"), list) and len(m["shard"]) == 2}
+        counts = {m["shard"][1] for m in manifests}
         given = sorted(m["shard"][0] for m in manifests)
         if len(counts) != 1 or given != list(range(1, next(iter(counts)) + 1)):
             raise shards.ShardError(f"the shards given are {', '.join(f'{k}/{n}' for k, n in (m['shard'] for m in manifests))}: "
