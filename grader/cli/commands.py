@@ -303,4 +303,4 @@ def doctor() -> None:
 
 
 main.lazy = {"grade-all": (".grade_all", "grade_all"), "export": (".export", "export"),
-             "release": (".release", "release"), "new": (".new", "new")}
+             "release": (".release", "release"), "new": (".new", "new"), "merge": (".merge", "merge")}

@@ -27,6 +27,21 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+class ShardParam(click.ParamType):
+    """--shard: K/N (1 <= K <= N), or auto (read from a Slurm job array or a Kubernetes Indexed Job)."""
+
+    name = "K/N|auto"
+
+    def convert(self, value, param, ctx):
+        from ..classroom.shards import parse
+        if isinstance(value, tuple) or value == "auto":
+            return value
+        shard = parse(str(value))
+        if shard is None:
+            self.fail(f"{value!r} is not K/N with 1 <= K <= N (such as 2/3), nor auto", param, ctx)
+        return shard
+
+
 def _seeds(source: Ctx) -> Callable[[str], int]:
     """Each student's seed; without a course secret, the default one (with a warning that says
     where to set it: never inside the installed package)."""
@@ -70,10 +85,15 @@ def _progress(total: int, wanted: bool | None) -> Iterator[Callable]:
               help="A CSV file of hand scores for the written items (columns student, item, score; the "
                    "written.csv of a previous run, its points filled in, will do): the gradebook gets a "
                    "column per written item and total_with_written.")
+@click.option("--shard", type=ShardParam(), default=None,
+              help="Grade only the K-th of N slices of the class (1 <= K <= N; a student is always in the same "
+                   "slice, whoever else is in SUBMISSIONS); `mha merge` joins the slices' --out folders. auto: K "
+                   "and N from a Slurm job array (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1 of "
+                   "SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX + 1 of MHA_SHARD_COUNT).")
 @limit_options
 @click.pass_obj
 def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: bool, progress: bool | None,
-              written_scores: Path | None, limits) -> None:
+              written_scores: Path | None, shard, limits) -> None:
     """Grade every student's submission in SUBMISSIONS; write a gradebook, feedback and an item analysis.
 
     SUBMISSIONS holds one folder (with attention.py and answers.yaml) or one <student>.py per
@@ -90,6 +110,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     Example:
       mha grade-all submissions/ --out graded/ --jobs 4 --timeout 5
       mha grade-all submissions/ --out graded/ --written-scores graded/written.csv
+      mha grade-all submissions/ --out graded-2/ --shard 2/3   # then: mha merge graded-*/ --out graded/
     """
     from ..classroom import batch
     from ..classroom.class_report import Plotter
@@ -103,7 +124,14 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             raise SubmissionError(f"{submissions} is one student's submission (it holds {SUBMISSION_NAME}): grade it "
                                   f"with `mha grade {submissions}`; grade-all takes the folder holding every "
                                   "student's folder or <student>.py")
+        if shard is not None and written_scores is not None:
+            raise SubmissionError("--written-scores is for the whole class: merge the slices (mha merge), then run "
+                                  "grade-all with it on the merged folder (nothing is graded again)")
         found = batch.discover(submissions, exclude=out, settings=obj.settings())
+        if shard is not None:
+            from ..classroom import shards
+            shard = shards.from_environment(os.environ) if shard == "auto" else shard
+            found = [s for s in found if shards.slice_of(s.student, shard[1]) == shard[0]]
         from ..sandbox.doctor import unprotected_warning
         if (warning := unprotected_warning()) is not None:
             click.echo(warning, err=True)
@@ -111,7 +139,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             from ..sandbox.isolation import protect
             out.mkdir(parents=True, exist_ok=True)
             protect([submissions, out])
-        if not found:
+        if not found and shard is None:
             raise SubmissionError(f"{submissions}: no submissions (expected one folder or <student>.py per "
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
         hand = _hand_scores(course, written_scores, [s.student for s in found])
@@ -130,8 +158,10 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                         if outcome.traceback and debugging():
                             click.echo(outcome.traceback.rstrip("\n"), err=True)
             _write_error_log(out, failures)
+            if shard is not None:
+                _write_manifest(obj, course, out, shard, found, seed_of, limits)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = _write_reports(course, rows, out, plotter, hand)
+            report = write_reports(course, rows, out, plotter, hand)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
@@ -139,11 +169,19 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     finally:
         if plotter is not None:
             plotter.close()
-    _summary(rows, resumed, report, out)
+    summary(rows, resumed, report, out)
     if hand is not None:
         given = sum(len(scores) for scores in hand.values())
         click.echo(f"hand scores: {given} written answer(s) scored by hand, in the gradebook's written columns "
                    "and total_with_written")
+
+
+def _write_manifest(obj: Ctx, course, out: Path, shard: tuple[int, int], found, seed_of, limits) -> None:
+    """OUT/shard.json, read by `mha merge`."""
+    from ..classroom import batch, shards
+    from ..sandbox.limits import Limits
+    shards.write_manifest(out, shard, {s.student: s.key for s in found}, batch.fingerprint(course, Limits()),
+                          batch.fingerprint(course, limits or Limits()), seed_of(shards.SEED_PROBE))
 
 
 ERROR_LOG = "grader-errors.log"  # in --out: the traceback of every submission the grader failed on
@@ -172,7 +210,7 @@ def _hand_scores(course, path: Path | None, students: list[str]) -> dict[str, di
     return read_written_scores(path, set(students), {i.id: float(i.points) for i in quiz_items if i.manual})
 
 
-def _write_reports(course, rows, out: Path, plotter=None, hand=None):
+def write_reports(course, rows, out: Path, plotter=None, hand=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
@@ -202,12 +240,12 @@ def _write_written(out: Path, items, rows, hand=None) -> None:
     write_atomically(out / written.FILES[1], written.render_csv(items, rows, hand))
 
 
-def _summary(rows, resumed: int, analysis, out: Path) -> None:
+def summary(rows, resumed: int, analysis, out: Path) -> None:
     from ..classroom.batch import FAILED, GRADER_ERROR, STATUSES
     count = {s: sum(r.status == s for r in rows) for s in STATUSES}
     failed = sum(count[s] for s in FAILED)
     shown = ", ".join(f"{n} {status}" for status, n in count.items() if n and status not in FAILED)
-    click.echo(f"{len(rows)} students: {shown}, {failed} failed ({resumed} unchanged since the last run, "
+    click.echo(f"{len(rows)} students: {shown + ', ' if shown else ''}{failed} failed ({resumed} unchanged since the last run, "
                f"not graded again); mean {analysis.mean_total:.1f} of {analysis.max_total:g}")
     click.echo(f"gradebook: {out / 'gradebook.csv'}\nreport: {out / 'report.html'}")
     if (out / "written.html").is_file():
