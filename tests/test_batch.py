@@ -853,14 +853,15 @@ class TestGraderProcesses:
 class TestStatusPerStudent:
     def test_gradebook_status_of_each_kind_of_submission(self, course, tmp_path):
         """The gradebook tells a syntax error, an import failure, an import that runs out of time, a
-        file with no code and a folder with no file apart from a graded submission (one problem, 1 s)."""
+        file with no code and a folder with no file apart from a graded submission (one problem, 1 s;
+        3 s to import, well beyond what the model answers need on a busy machine)."""
         found = write_class(tmp_path / "class", {
             "ann": solution_source(), "ben": solution_source().replace("np.exp(", "np.exp((", 1),
             "cy": "import numpy as np\nimport no_such_module_here\n", "dee": "while True:\n    pass\n",
             "eve": "\n# I will write it tomorrow\n\n", "fay": None})
 
         def grader(a, path, seed):
-            return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=1, load_seconds=1), seed=seed)
+            return grade(a, path, problem_ids=["softmax"], limits=Limits(problem_seconds=1, load_seconds=3), seed=seed)
 
         rows = [o.row for o in batch.grade_all(course, found, tmp_path / "out", seed_of=lambda s: 0, jobs=1,
                                                grader=grader)]

@@ -279,6 +279,27 @@ def test_a_full_stdin_pipe_costs_only_its_problem(write_submission, separate_use
     assert second.cases[0].status is RunStatus.RETURNED and second.cases[0].value == float(sum(range(6000)))
 
 
+def test_a_slow_start_on_a_busy_machine_is_never_the_students_timeout(write_submission, monkeypatch):
+    """Starting a student process is the grader's own work: on a machine so busy that the fork
+    server answers after the import time limit (and after the submission's whole budget), the
+    submission still imports and is graded; that time is not the student's."""
+    import numpy as np
+
+    from grader.sandbox import session as session_module
+    real = session_module.start_student
+
+    def slow_start(*args, **kwargs):
+        time.sleep(3.5)  # longer than both limits below
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, "start_student", slow_start)
+    path = write_submission("def total(values):\n    return float(sum(values))\n")
+    with Session(path, Limits(problem_seconds=5.0, submission_seconds=3.0, load_seconds=2.0)) as session:
+        run = session.run("total", [[np.array([1.0, 2.0, 3.0])]], 5.0)
+    assert session.load_failure is None
+    assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value == 6.0
+
+
 def test_grading_untrusted_code_without_root_warns(cli, monkeypatch, tmp_path):
     """`mha grade` as another user than root says on stderr that student code could change its
     score; the report is still written (docs/security.md, "Without root")."""

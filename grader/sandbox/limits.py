@@ -17,6 +17,7 @@ class Limits:
     problem_seconds: float = 10.0       # all cases of one problem (a problem file's `timeout` wins)
     submission_seconds: float = 120.0   # the whole submission, imports included
     load_seconds: float = 10.0          # importing the submission
+    start_seconds: float = 60.0         # the grader starting a student process, before any student code
     memory_bytes: int = 1536 << 20      # address space of each student process
     output_bytes: int = 64 << 10        # stdout/stderr kept for feedback, per stream
     processes: int = 32                 # processes and threads of the student user

@@ -391,6 +391,7 @@ class Session:
         self._seq = 0
         self._started = 0  # student processes started (each with a home of its own)
         self._home: Path | None = None
+        self._start_by = self.deadline
         self.load_failure: LoadFailure | None = None
         try:
             self.source = self._tmp / "attention.py"
@@ -406,10 +407,15 @@ class Session:
             raise
 
     def _spawn(self) -> Worker:
-        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
+        # Starting the process is the grader's own work (no student code runs until it says
+        # "ready"): it has a deadline of its own, and the time it takes is given back to the
+        # submission's budget, so a busy machine never turns into a student's timeout.
+        began = time.monotonic()
+        self._start_by = began + max(self.limits.start_seconds, self.limits.load_seconds)
         self._started += 1
         self._home = self.isolation.new_home(self._tmp, self._started)  # nothing of an earlier process in it
-        self._worker = Worker(self.source, self.limits, self._home, self.isolation, deadline)
+        self._worker = Worker(self.source, self.limits, self._home, self.isolation, self._start_by)
+        self.deadline += time.monotonic() - began
         self._loaded = False
         return self._worker
 
@@ -419,11 +425,16 @@ class Session:
         worker = self._worker if self._worker is not None else self._spawn()
         if self._loaded:
             return True
-        deadline = min(self.deadline, time.monotonic() + self.limits.load_seconds)
-        event = worker.next_event(deadline)
+        event = None
+        if not worker.ready:
+            began = time.monotonic()
+            event = worker.next_event(self._start_by)
+            self.deadline += time.monotonic() - began
         if event is not None and event.get("event") == "ready" and not worker.ready:
             worker.ready = True
-            event = worker.next_event(deadline)
+            event = None
+        if worker.ready:
+            event = worker.next_event(min(self.deadline, time.monotonic() + self.limits.load_seconds))
         if not worker.ready:  # no student code has run yet: the grader's environment is at fault
             problem = "did not start in time" if event is None else worker.exit_description()
             worker.drain()
