@@ -281,7 +281,7 @@ def _failures(path: Path, key: str) -> int:
 
 def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
               seed_of: Callable[[str], int], limits: Limits | None = None, jobs: int = 2, force: bool = False,
-              grader: Grader | None = None) -> Iterator[Outcome]:
+              grader: Grader | None = None, keep_prepared: bool = True) -> Iterator[Outcome]:
     """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
     out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
     whose stored result has the same digest is read back instead of graded again. A failure
@@ -290,10 +290,14 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
     in a second run is recorded as GRADER_ERROR, read back from then on like a result.
 
     With `jobs` > 1 (on Linux) the submissions are shared out among `jobs` grader processes
-    forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
+    forked from this one (see `_in_processes`); otherwise they are graded in threads here.
+
+    `keep_prepared` (not a user's option; False in tests that compare with the path without it):
+    each seed's prepared cases are read from the prepared-cases store, or prepared and kept there
+    (grading/prepared_store.py)."""
     from ..reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
-    chosen: Grader | _GradeFiles = grader or _default_grader(limits, course, submissions, seed_of)
+    chosen: Grader | _GradeFiles = grader or _default_grader(limits, course, submissions, seed_of, keep_prepared)
     stamp = fingerprint(course, limits)
     owner = os.getpid()
 
@@ -375,11 +379,19 @@ def _error_record(submission: Submission, seed: int | None, error: str, key: str
 
 
 def _default_grader(limits: Limits, course: Course, submissions: Sequence[Submission],
-                    seed_of: Callable[[str], int]) -> _GradeFiles:
+                    seed_of: Callable[[str], int], keep_prepared: bool = True) -> _GradeFiles:
     """The default grader; for a class on one seed (no course secret) its cases are prepared before
-    grading starts, so grader processes forked afterwards share them instead of each computing them."""
+    grading starts, so grader processes forked afterwards share them instead of each computing them.
+    With `keep_prepared`, each seed's cases come from the prepared-cases store (or go there)."""
     from ..grading.prepared import PreparedCases
-    grader = _GradeFiles(limits, PreparedCases())
+    store = None
+    if keep_prepared:
+        from ..grading.prepared_store import PreparedStore
+        try:
+            store = PreparedStore(course)
+        except OSError:  # a course file that cannot be read: each case is prepared when asked, and says why
+            store = None
+    grader = _GradeFiles(limits, PreparedCases(store=store))
     try:
         seeds = {seed_of(s.student) for s in submissions}
     except Exception:  # reported per submission when graded
