@@ -66,7 +66,8 @@ def test_a_class_scores_the_same_without_the_store_and_with_it_cold_and_warm(tmp
     """Twelve students, each on their own seed, graded three times: without the store (every case
     prepared in the grader process, as before it), with an empty store (prepared, then kept), and with
     the store filled (read back). Every result, feedback file, the gradebook and the item analysis
-    are the same bytes; the warm run prepares only the cases the store keeps as "prepare it"."""
+    are the same bytes; the warm run prepares only the cases the store keeps as "prepare it", and
+    draws no quiz item."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     folder = tmp_path / "class"
     students = make_class(folder)
@@ -87,6 +88,10 @@ def test_a_class_scores_the_same_without_the_store_and_with_it_cold_and_warm(tmp
     real = prepared_module.prepare
     monkeypatch.setattr(prepared_module, "prepare", lambda problem, case, seed: (
         prepared_now.append((problem.id, case.name)), real(problem, case, seed))[1])
+    from grader.course import quiz as quiz_module
+    drawn_now: list[str] = []
+    real_draw = quiz_module.draw
+    monkeypatch.setattr(quiz_module, "draw", lambda item, seed: (drawn_now.append(item.id), real_draw(item, seed))[1])
     warm = graded(folder, tmp_path / "warm", jobs=1)  # in this process: what it prepares is seen here
 
     gradebook = before["gradebook.csv"].decode()
@@ -100,6 +105,7 @@ def test_a_class_scores_the_same_without_the_store_and_with_it_cold_and_warm(tmp
     stored = json.loads(kept[0].read_text())
     afresh = {(pid, case) for pid, case, data in stored["cases"] if data is None}
     assert set(prepared_now) <= afresh and len(afresh) < len(stored["cases"]) // 4
+    assert drawn_now == [] and stored["quiz"] and all(data is not None for _, data in stored["quiz"])
 
 
 def test_the_store_is_keyed_on_content_and_ignores_what_is_not_exactly_its_own(tmp_path):

@@ -133,15 +133,19 @@ class PreparedCases:
     _STORED = ("", "\0stored")  # the seed's cases were read from the store (or prepared for it); no quiz id has a NUL
 
     def _from_store(self, seed: int) -> None:
-        """Every case of the seed, read from the store, or prepared and stored there (once per seed)."""
+        """Every case and quiz draw of the seed, read from the store, or prepared and stored there (once
+        per seed)."""
         with self._lock:
             if self._STORED in self._by_seed.get(seed, {}):
                 return
         store = self._store
-        found: dict[tuple[str, str], PreparedCase | None] | None = store.load(seed)
+        found: dict[tuple[str, str], Any] | None = store.load(seed)  # cases, and quiz draws by ("", id)
         if found is None:
+            from ..course.quiz import draw
             try:
-                made = {key: self._prepare(problem, case, seed) for key, (problem, case) in store.cases.items()}
+                made: dict[tuple[str, str], Any] = {
+                    key: self._prepare(problem, case, seed) for key, (problem, case) in store.cases.items()}
+                made.update((key, draw(item, seed)) for key, item in store.items.items())
             except Exception:  # a case that cannot be prepared: each case is prepared when asked, and says why
                 made = {}
             if made:
@@ -160,6 +164,8 @@ class PreparedCases:
     def quiz_item(self, item: QuizItem, seed: int) -> Draw:
         """The quiz item with the seed's numbers drawn and its answers computed (once)."""
         from ..course.quiz import draw
+        if self._store is not None:
+            self._from_store(seed)
         return self._kept(seed, ("", item.id), lambda: draw(item, seed))  # "": no problem has that id
 
     @staticmethod

@@ -33,12 +33,13 @@ import os
 import platform
 import shutil
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..course.model import Case
+from ..course.model import Case, Choice, Draw, DrawnWrongValue, QuizItem
 from ..paths import PACKAGE, cache_dir, write_private
 from .prepared import PreparedCase
 from .seed_cases import decode, encode
@@ -99,15 +100,19 @@ class PreparedStore:
         self.cases: dict[tuple[str, str], tuple[Any, Any]] = {
             (problem.id, case.name): (problem, case)
             for problem in course.problems for case in problem.visible_cases(include_hidden=True)}
+        # every quiz item, by ("", item id) as PreparedCases keeps its draws ("": no problem has that id)
+        self.items: dict[tuple[str, str], Any] = {("", item.id): item for item in
+                                                  (course.quiz.items if course.quiz is not None else ())}
         self.folder = base / FOLDER / self.key[:32] if base is not None else None
         self._pruned = False
 
     def _path(self, seed: int) -> Path | None:
         return self.folder / f"{int(seed)}.json" if self.folder is not None else None
 
-    def load(self, seed: int) -> dict[tuple[str, str], PreparedCase | None] | None:
-        """The seed's stored cases by (problem id, case name) (None for a case to prepare afresh), or
-        None when there is no usable file for this key and seed (or it does not hold every case)."""
+    def load(self, seed: int) -> dict[tuple[str, str], Any] | None:
+        """The seed's stored cases by (problem id, case name) and quiz draws by ("", item id) (None for
+        one to prepare afresh), or None when there is no usable file for this key and seed (or it does
+        not hold every case and item)."""
         path = self._path(seed)
         if path is None:
             return None
@@ -115,19 +120,30 @@ class PreparedStore:
             data = json.loads(path.read_bytes())
             if data.get("format") != FORMAT or data.get("key") != self.key or data.get("seed") != seed:
                 return None
-            found = {(pid, name): None if stored is None else _case(stored, self.cases[pid, name][1])
-                     for pid, name, stored in data["cases"]}
-            return found if found.keys() == self.cases.keys() else None
+            found: dict[tuple[str, str], Any] = {
+                (pid, name): None if stored is None else _case(stored, self.cases[pid, name][1])
+                for pid, name, stored in data["cases"]}
+            if found.keys() != self.cases.keys():
+                return None
+            draws = {("", i): None if stored is None else _draw(stored, self.items["", i], seed)
+                     for i, stored in data["quiz"]}
+            return {**found, **draws} if draws.keys() == self.items.keys() else None
         except Exception:  # none yet, damaged, of another version: prepared again
             return None
 
-    def save(self, seed: int, prepared: dict[tuple[str, str], PreparedCase]) -> None:
-        """Keep the seed's prepared cases (each case that reads back exactly; the others as None)."""
+    def save(self, seed: int, prepared: dict[tuple[str, str], Any]) -> None:
+        """Keep the seed's prepared cases and quiz draws (`prepared`: by the keys of `cases` and
+        `items`; each kept if it reads back exactly, else as None)."""
         path = self._path(seed)
-        if path is None:
+        if path is None or prepared.keys() != self.cases.keys() | self.items.keys():
             return
-        cases = []
+        cases, quiz = [], []
         for (pid, name), case in prepared.items():
+            if pid == "":
+                drawn = _drawn(case)
+                quiz.append([name, drawn if drawn is not None and _same_draw(case, _draw(drawn, case.item, seed))
+                             else None])
+                continue
             stored = _stored(case)
             same = stored is not None and _same_case(case, _case(stored, case.case))
             cases.append([pid, name, stored if same else None])
@@ -138,8 +154,8 @@ class PreparedStore:
             os.chmod(base, 0o700)  # hidden cases: only the grader's user may enter
             path.parent.parent.mkdir(mode=0o700, exist_ok=True)
             os.chmod(path.parent.parent, 0o700)
-            write_private(path, json.dumps({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases},
-                                           separators=(",", ":")))
+            write_private(path, json.dumps({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases,
+                                            "quiz": quiz}, separators=(",", ":")))
             if not self._pruned:
                 self._pruned = True
                 _prune(path.parent.parent, keep=KEEP, current=path.parent)
@@ -166,6 +182,32 @@ def _case(stored: dict, case: Case) -> PreparedCase:
 def _same_case(prepared: PreparedCase, read: PreparedCase) -> bool:
     return _same(prepared.args, read.args) and _same(prepared.expected, read.expected) \
         and prepared.inputs == read.inputs and prepared.wrong_answers is None and prepared.form is None
+
+
+_DRAWN = ("params", "prompt", "answer", "feedback", "hint")  # a draw's plain fields (its item: the course's)
+
+
+def _drawn(draw: Draw) -> dict | None:
+    """A quiz draw as JSON (its item named by the caller), or None when it does not fit JSON."""
+    try:
+        stored = {**{name: getattr(draw, name) for name in _DRAWN},
+                  "choices": [asdict(c) for c in draw.choices], "wrong": [asdict(w) for w in draw.wrong]}
+        return json.loads(json.dumps(stored))  # as it will be read
+    except Exception:
+        return None
+
+
+def _draw(stored: dict, item: QuizItem, seed: int) -> Draw:
+    """A stored draw of the course's `item` for `seed`."""
+    return Draw(item=item, seed=seed, params=stored["params"], prompt=stored["prompt"],
+                choices=tuple(Choice(**c) for c in stored["choices"]), answer=stored["answer"],
+                feedback=stored["feedback"], wrong=tuple(DrawnWrongValue(**w) for w in stored["wrong"]),
+                hint=stored["hint"])
+
+
+def _same_draw(drawn: Draw, read: Draw) -> bool:
+    """Whether `read` is `drawn` exactly: equal, and spelled alike (1 and 1.0 are equal, not alike)."""
+    return drawn == read and repr(drawn) == repr(read)
 
 
 def _prune(folder: Path, keep: int, current: Path) -> None:
