@@ -184,7 +184,9 @@ class TreeMemory:
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval = pid, interval
         self.peak_pss = self.peak_rss = self.most_processes = self.samples = 0
-        self.own_cpu = 0.0  # user + system seconds of the process itself (not its children), last seen
+        self.own_cpu = 0.0  # user + system seconds of the grader's processes (not the zygotes, not students)
+        self._grader_cpu: dict[int, float] = {}
+        self._cmdline = b""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -196,12 +198,22 @@ class TreeMemory:
             self.peak_pss = max(self.peak_pss, sum(s[0] for s in sizes))
             self.peak_rss = max(self.peak_rss, sum(s[1] for s in sizes))
             self.most_processes = max(self.most_processes, len(pids))
-            try:
-                with open(f"/proc/{self.pid}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-                self.own_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            except (OSError, ValueError, IndexError):
-                pass
+            # the grader's CPU: its own process and the grader processes it forks (the same command line),
+            # each at the last value seen (a forked one is gone by the end)
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                        line = handle.read()
+                    if pid != self.pid and line != self._cmdline:
+                        continue
+                    with open(f"/proc/{pid}/stat") as handle:
+                        fields = handle.read().rsplit(")", 1)[1].split()
+                    self._grader_cpu[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+                    if pid == self.pid:
+                        self._cmdline = line
+                except (OSError, ValueError, IndexError):
+                    pass
+            self.own_cpu = sum(self._grader_cpu.values())
             self.samples += 1
             self._stop.wait(self.interval)
 
@@ -219,7 +231,7 @@ class Batch:
     most_processes: int
     samples: int
     cpu: tuple[float, float] = (0.0, 0.0)  # user and system seconds of the whole tree (wait4's rusage)
-    own_cpu: float = 0.0   # the grader process alone (sampled runs only)
+    own_cpu: float = 0.0   # the grader's processes: the command and its forked grader processes (sampled runs only)
 
 
 def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
@@ -543,8 +555,9 @@ def report(args, scratch: Path) -> None:
     print(f"    grade-all / floor: {rate / floor_rate:.3f} of the floor's rate ({batch.seconds / floor_s:.1f} x its time)")
     grader_ms = sampled.own_cpu / args.n * 1000
     print(f"    CPU per submission in the batch (the sampled run): {(user + system) / args.n * 1000:.1f} ms: the grader "
-          f"process {grader_ms:.1f}, student processes and zygote {user / args.n * 1000 - grader_ms:.1f} (user, "
-          f"about), the kernel {system / args.n * 1000:.1f} (system, the whole tree); the floor: "
+          f"processes {grader_ms:.1f} (user and system), student processes and zygotes "
+          f"{(user + system) / args.n * 1000 - grader_ms:.1f} (user and system, "
+          f"about); the kernel's share of it all {system / args.n * 1000:.1f} (system, the whole tree); the floor: "
           f"{floor_s / args.n * 1000:.1f} ms")
     if not memory:
         print("(e) peak memory: skipped (--only)\n")
