@@ -531,9 +531,12 @@ class TestDiscover:
 class TestWorkDoneOncePerSeed:
     def test_cases_and_quiz_items_are_prepared_once_for_a_class(self, course, tmp_path, monkeypatch):
         """Three students on the default seed: each case is prepared, and each quiz item drawn,
-        once for the class, not once per student; the scores are unaffected."""
+        once for the class, not once per student; the scores are unaffected. (A second run reads
+        them from the prepared-cases store: tests/test_prepared_store.py.)"""
         import grader.course.quiz
         import grader.grading.prepared
+        from grader.paths import CACHE_ENV
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # an empty store: everything prepared here
         prepared, drawn = [], []
         real_prepare, real_draw = grader.grading.prepared.prepare, grader.course.quiz.draw
         monkeypatch.setattr(grader.grading.prepared, "prepare", lambda p, c, v=0: prepared.append(1) or real_prepare(p, c, v))

@@ -212,6 +212,52 @@ class TestObservedAnswers:
         assert ref.count_routing_distributions(h, d_v, n) == h * n
         assert ref.count_routing_distributions(h, 2 * d_v, n) == ref.count_routing_distributions(h, d_v, n)
 
+    @staticmethod
+    def full_size_count(num_heads, d_v, num_queries=1, num_keys=None, d_k=None, num_layers=1, batch=1,
+                        causal=False, num_kv_heads=None):
+        """The routing count as it was first written: every layer run at its full widths, rows traced."""
+        m = num_queries if num_keys is None else num_keys
+        width = d_v if d_k is None else d_k
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        if kv_heads < 1 or num_heads % kv_heads:
+            raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={kv_heads}")
+        rng = np.random.default_rng(0)
+        mask = ref.causal_mask(num_queries, m) if causal else None
+        attend = sys.modules[ref.count_routing_distributions.__module__]._attend  # the reference's own
+        with ref.tracing() as trace:
+            for _ in range(num_layers):
+                q = rng.standard_normal((batch, num_heads, num_queries, width))
+                k = np.repeat(rng.standard_normal((batch, kv_heads, m, width)), num_heads // kv_heads, axis=1)
+                v = np.repeat(rng.standard_normal((batch, kv_heads, m, d_v)), num_heads // kv_heads, axis=1)
+                attend(q, k, v, mask)
+        return trace.normalizations
+
+    @staticmethod
+    def outcome(fn, *args, **kwargs):
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:
+            return type(exc).__name__
+        return type(value).__name__, value
+
+    def test_the_narrow_count_equals_the_full_size_one(self):
+        """The reference counts one layer with widths of at most 1 (widths add no rows; layers repeat the
+        first one's shapes): on every routing case of the course, over several seeds, and on edge inputs
+        (no layer, no keys, widths 0 or negative, causal cross-attention, bad groups), its answer, or
+        the error it raises, is the full-size traced count's."""
+        from grader.course.loader import load_course
+        from grader.grading.prepared import build_args
+
+        from .conftest import EXERCISES
+        problem = load_course(EXERCISES).problem("count_routing_distributions")
+        calls = [build_args(problem, case, seed) for seed in (0, 1, 7, 12345) for case in problem.cases]
+        calls += [(2, 8, 3, None, None, 0), (2, 8, 3, 0), (2, 0, 3), (2, 8, 3, None, 0), (2, -1, 3),
+                  (2, 8, 3, None, -2), (2, 8, 4, 2, 1, 2, 3, True), (2, 8, 4, 6, 5, 3, 2, True, 1), (3, 8, 2, None, None,
+                  1, 1, False, 2), (1, 1, 1), (4, 1, 1, 1, 1, 1, 0), (2, 8, 0), (2, 8, 3, 0, None, 1, 1, True),
+                  (2, 8, 3, None, None, -1), (2, 8, 3, None, np.int64(5), np.int64(2)), (2, 8, 3, None, None, 2.5)]
+        for args in calls:
+            assert self.outcome(ref.count_routing_distributions, *args) == self.outcome(self.full_size_count, *args), args
+
     def test_predicted_shapes_are_observed(self):
         """predict_shapes reports what a run of the layer produced."""
         assert ref.predict_shapes(4, 768, 12) == {

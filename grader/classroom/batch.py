@@ -281,7 +281,7 @@ def _failures(path: Path, key: str) -> int:
 
 def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
               seed_of: Callable[[str], int], limits: Limits | None = None, jobs: int = 2, force: bool = False,
-              grader: Grader | None = None) -> Iterator[Outcome]:
+              grader: Grader | None = None, keep_prepared: bool = True) -> Iterator[Outcome]:
     """Grade every submission, `jobs` at a time, writing out/results/<key>.json and
     out/feedback/<key>.txt; yields each Outcome as it completes. Unless `force`, a submission
     whose stored result has the same digest is read back instead of graded again. A failure
@@ -290,20 +290,30 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
     in a second run is recorded as GRADER_ERROR, read back from then on like a result.
 
     With `jobs` > 1 (on Linux) the submissions are shared out among `jobs` grader processes
-    forked from this one (see `_in_processes`); otherwise they are graded in threads here."""
+    forked from this one (see `_in_processes`); otherwise they are graded in threads here.
+
+    `keep_prepared` (not a user's option; False in tests that compare with the path without it):
+    each seed's prepared cases are read from the prepared-cases store, or prepared and kept there
+    (grading/prepared_store.py)."""
     from ..reports.text import render as render_text
     out, limits = Path(out), limits or Limits()
-    chosen: Grader | _GradeFiles = grader or _default_grader(limits, course, submissions, seed_of)
+    chosen: Grader | _GradeFiles = grader or _default_grader(limits, course, submissions, seed_of, keep_prepared)
     stamp = fingerprint(course, limits)
     owner = os.getpid()
 
     def store(submission: Submission, record: dict, text: str) -> None:
         # any text a student's files or folder names hold, even a lone surrogate, is written as an
-        # escape (write_atomically)
-        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", text)
+        # escape (as write_atomically does)
+        data = text.encode("utf-8", "backslashreplace")
+        # Each file is whole or absent (a rename); neither is synced to disk here (the batch syncs the
+        # folder's file system every SYNC_EVERY submissions and at the end). The record, written last,
+        # holds the feedback's hash: a rerun reads it back only with that very feedback beside it, so
+        # after a crash of the machine a file left empty or stale is graded again, never shown.
+        write_atomically(out / FEEDBACK_DIR / f"{submission.key}.txt", data, durable=False)
         # one compact line: json's C encoder (indent= would select its pure-Python one, ~10x slower)
         write_atomically(out / RESULTS_DIR / f"{submission.key}.json",
-                         json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+                         json.dumps({**record, FEEDBACK_HASH: _hash(data)}, ensure_ascii=False,
+                                    separators=(",", ":")) + "\n", durable=False)
 
     def work(submission: Submission) -> tuple[dict, bool]:
         """Grade (or read back) one submission and store its files; its record, and whether it was read
@@ -315,6 +325,8 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
             key = digest(submission, files, seed, stamp)
             feedback = out / FEEDBACK_DIR / f"{submission.key}.txt"
             record = None if force or not feedback.is_file() else _stored(out / RESULTS_DIR / f"{submission.key}.json", key)
+            if record is not None and not _with_feedback(record, feedback):
+                record = None  # its feedback is not the one it was stored with (a crash of the machine)
             if record is not None:
                 return record, True
             result = _grade_one(course, submission, files, seed, chosen, scratch)
@@ -357,11 +369,49 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
             results = _in_processes(work, lost, submissions, jobs)
         else:
             results = _in_threads(work, submissions, jobs)
-        for index, record, resumed in results:
+        for done, (index, record, resumed) in enumerate(results, 1):
+            if done % SYNC_EVERY == 0:
+                _sync(out)
             yield Outcome(submissions[index], row_of(record), resumed, record.get("error", ""), record.get("traceback", ""))
     finally:
         if os.getpid() == owner:  # not in a forked grader process
+            _sync(out)
             remove_tree(scratch)
+
+
+FEEDBACK_HASH = "feedback_sha256"  # a stored record's: the hash of the feedback file written with it
+SYNC_EVERY = 64  # submissions stored between two syncs of the output folder's file system
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _with_feedback(record: dict, feedback: Path) -> bool:
+    """Whether `feedback` holds exactly the feedback `record` was stored with."""
+    try:
+        return record.get(FEEDBACK_HASH) == _hash(feedback.read_bytes())
+    except OSError:
+        return False
+
+
+def _sync(out: Path) -> None:
+    """Write what the batch stored under `out` to disk: one syncfs of its file system (os.sync where
+    there is no syncfs), in place of one fsync per file. Durability only: a record is read back
+    only beside the very feedback it was stored with, synced or not."""
+    try:
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+            os.sync()
+    except (OSError, AttributeError):
+        os.sync()
+    finally:
+        os.close(fd)
 
 
 def _error_record(submission: Submission, seed: int | None, error: str, key: str = "",
@@ -375,11 +425,19 @@ def _error_record(submission: Submission, seed: int | None, error: str, key: str
 
 
 def _default_grader(limits: Limits, course: Course, submissions: Sequence[Submission],
-                    seed_of: Callable[[str], int]) -> _GradeFiles:
+                    seed_of: Callable[[str], int], keep_prepared: bool = True) -> _GradeFiles:
     """The default grader; for a class on one seed (no course secret) its cases are prepared before
-    grading starts, so grader processes forked afterwards share them instead of each computing them."""
+    grading starts, so grader processes forked afterwards share them instead of each computing them.
+    With `keep_prepared`, each seed's cases come from the prepared-cases store (or go there)."""
     from ..grading.prepared import PreparedCases
-    grader = _GradeFiles(limits, PreparedCases())
+    store = None
+    if keep_prepared:
+        from ..grading.prepared_store import PreparedStore
+        try:
+            store = PreparedStore(course)
+        except OSError:  # a course file that cannot be read: each case is prepared when asked, and says why
+            store = None
+    grader = _GradeFiles(limits, PreparedCases(store=store))
     try:
         seeds = {seed_of(s.student) for s in submissions}
     except Exception:  # reported per submission when graded

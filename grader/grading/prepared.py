@@ -119,17 +119,53 @@ class PreparedCases:
     seeds are kept (with per-student seeds, one per student graded at the same time), so
     memory stays bounded whatever the class size. Thread-safe; the arrays are read-only."""
 
-    def __init__(self, seeds: int = 8):
+    def __init__(self, seeds: int = 8, store: Any = None):
         self._seeds = seeds
         self._by_seed: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()  # cases, quiz items
         self._lock = threading.Lock()
+        self._store = store  # prepared_store.PreparedStore: each seed's cases kept on disk between runs
 
     def get(self, problem: Problem, case: Case, seed: int) -> PreparedCase:
+        if self._store is not None:
+            self._from_store(seed)
         return self._kept(seed, (problem.id, case.name), lambda: self._prepare(problem, case, seed))
+
+    _STORED = ("", "\0stored")  # the seed's cases were read from the store (or prepared for it); no quiz id has a NUL
+
+    def _from_store(self, seed: int) -> None:
+        """Every case and quiz draw of the seed, read from the store, or prepared and stored there (once
+        per seed)."""
+        with self._lock:
+            if self._STORED in self._by_seed.get(seed, {}):
+                return
+        store = self._store
+        found: dict[tuple[str, str], Any] | None = store.load(seed)  # cases, and quiz draws by ("", id)
+        if found is None:
+            from ..course.quiz import draw
+            try:
+                made: dict[tuple[str, str], Any] = {
+                    key: self._prepare(problem, case, seed) for key, (problem, case) in store.cases.items()}
+                made.update((key, draw(item, seed)) for key, item in store.items.items())
+            except Exception:  # a case that cannot be prepared: each case is prepared when asked, and says why
+                made = {}
+            if made:
+                store.save(seed, made)
+            found = dict(made)
+        with self._lock:
+            kept = self._by_seed.setdefault(seed, {})
+            self._by_seed.move_to_end(seed)
+            while len(self._by_seed) > self._seeds:
+                self._by_seed.popitem(last=False)
+            for key, prepared in found.items():
+                if prepared is not None:  # None: prepared when asked
+                    kept.setdefault(key, prepared)
+            kept[self._STORED] = True
 
     def quiz_item(self, item: QuizItem, seed: int) -> Draw:
         """The quiz item with the seed's numbers drawn and its answers computed (once)."""
         from ..course.quiz import draw
+        if self._store is not None:
+            self._from_store(seed)
         return self._kept(seed, ("", item.id), lambda: draw(item, seed))  # "": no problem has that id
 
     @staticmethod
