@@ -433,7 +433,8 @@ class Zygote:
       {"op": "clear_keys", "id", "uid", "gid"}              -> {"id", "cleared"}
       {"op": "release", "pid"}                              (no reply)
     and, unasked, {"pid", "status"} when a child exits. The end of the socket ends the zygote and
-    every child. Nothing a child sends ever reaches this process: children talk to the grader alone."""
+    every child. Only the grader holds the other end: a child closes this socket before it starts,
+    and talks to the grader alone, on its own pipes."""
 
     def __init__(self, control_fd):
         self.control = socket.socket(fileno=control_fd)
