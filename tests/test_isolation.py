@@ -200,6 +200,28 @@ class TestSeparateUser:
         outside.close()
         assert swept == [outside.uid]
 
+    def test_shared_folders_are_walked_only_once_a_process_runs_outside_namespaces(self, monkeypatch):
+        """The walk of the shared folders (for the sweep) starts when the session's first student
+        process outside namespaces starts, once; a session of jailed processes never starts it."""
+        from grader.sandbox import isolation
+        walks = []
+        monkeypatch.setattr(isolation, "walk_soon", lambda: walks.append("walk"))
+        jailed = Isolation()
+        try:
+            jailed.started(SimpleNamespace(jailed=True, why=""))
+            jailed.started(SimpleNamespace(jailed=True, why=""))
+        finally:
+            jailed.close()
+        assert walks == []
+        outside = Isolation()
+        try:
+            outside.started(SimpleNamespace(jailed=True, why=""))
+            outside.started(SimpleNamespace(jailed=False, why="a test"))
+            outside.started(SimpleNamespace(jailed=False, why="a test"))
+        finally:
+            outside.close()
+        assert walks == ["walk"]
+
     def test_student_process_runs_as_the_session_user(self, write_submission):
         """uid/gid are the session's, no supplementary groups, umask 077."""
         path = write_submission("""

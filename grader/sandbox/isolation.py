@@ -287,7 +287,6 @@ class Isolation:
             protect((PACKAGE, *self.private))
             self.uid, self._lock = _claim_id()
             self.gid = self.uid
-            walk_soon()
 
     def jail(self) -> dict | None:
         """What the fork server needs to run a student process of the session in namespaces (as
@@ -298,6 +297,8 @@ class Isolation:
         """Note how a student process of the session runs (see MODES)."""
         if self.separate_user:
             self.mode = "namespaces" if getattr(proc, "jailed", False) else "uid"
+            if self.mode == "uid" and not self._outside:
+                walk_soon()  # its uid may write to the shared folders, swept once it has ended
             self._outside = self._outside or self.mode == "uid"
             if not namespaces_wanted():
                 self.why = f"are off: {NAMESPACES_ENV}=off"

@@ -42,6 +42,7 @@ import signal
 import socket
 import time
 import traceback
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -409,6 +410,210 @@ def exit_status(info):
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
+@dataclass
+class Child:
+    """A student process this zygote forked, from its fork until it is reaped.
+
+    The grader signals it by its pid, so that pid must stay this process's until the grader
+    lets go of it: a child is reaped only once it has exited *and* the grader has released it."""
+
+    pid: int
+    status: int | None = None    # its exit status once it has exited (as Popen.returncode)
+    released: bool = False       # the grader no longer signals it
+
+
+class Zygote:
+    """The fork server: reads the grader's requests on its socket and answers each with one
+    handler (HANDLERS); between requests it does its idle work (`idle`) and reports each child's exit.
+
+    Messages from the grader (JSON, with descriptors attached to "spawn"):
+      {"op": "spawn", "id", "submission", "home", "limits", "user", "env", "jail"} + 4 pipes
+          -> {"id", "pid", "jailed", "why"} or {"id", "error"}
+      {"op": "prepare", "jail", "folder"}  (as root, once)  -> {"prepared", "why"} when built
+      {"op": "clear_keys", "id", "uid", "gid"}              -> {"id", "cleared"}
+      {"op": "release", "pid"}                              (no reply)
+    and, unasked, {"pid", "status"} when a child exits. The end of the socket ends the zygote and
+    every child. Only the grader holds the other end: a child closes this socket before it starts,
+    and talks to the grader alone, on its own pipes."""
+
+    def __init__(self, control_fd):
+        self.control = socket.socket(fileno=control_fd)
+        self.me = os.getpid()
+        self.children = {}  # pid -> Child
+        self.jail_state = None  # (whether namespaces work here, why not), found at the first request for them
+        self.networks = _jail.Networks()  # a fresh one for each jailed student process (jail.join_network)
+        self.roots = _jail.Roots(_confine.library_folders())  # the student's file system, copied for each (jail.enter)
+        self.ahead = None  # a "prepare" message: build that root while no request waits (spawn.ForkServer.prepare)
+        self.preload = [name for name in PRELOAD if name not in sys.modules]
+        self.wake_read, wake_write = os.pipe()  # SIGCHLD writes here: a child (or an orphan) has exited
+        os.set_blocking(self.wake_read, False)
+        os.set_blocking(wake_write, False)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.set_wakeup_fd(wake_write)
+
+    def serve(self):
+        """Answer the grader until it closes the socket; never returns."""
+        while True:
+            ready, _, _ = select.select([self.control, self.wake_read], [], [], 0 if self.has_idle_work() else 1.0)
+            if not ready and self.idle():
+                continue
+            if self.wake_read in ready:
+                self.on_child_signal()
+            if self.control in ready:
+                self.on_message()
+            self.collect()
+
+    # ------------------------------------------------ idle work, one step at a time
+
+    def _stocking(self):
+        return self.jail_state is not None and self.jail_state[0] and self.networks.short()
+
+    def has_idle_work(self):
+        return bool(self.preload or self.ahead or self._stocking())
+
+    def idle(self):
+        """One step of idle work, in order of need; whether there was any. The next jailed
+        student's network namespace, then the root `prepare` asked for, then a preloaded module."""
+        if self._stocking():
+            self.networks.stock()
+        elif self.ahead:
+            self.build_ahead()
+        elif self.preload:
+            importlib.import_module(self.preload.pop(0))
+            if not self.preload:
+                gc.collect()
+                gc.freeze()
+        else:
+            return False
+        return True
+
+    def build_ahead(self):
+        """Build the root `prepare` asked for and check that namespaces work; kept only if they do
+        (else the first request for them tries again). Tells the grader either way."""
+        ahead, self.ahead = self.ahead, None
+        jail = ahead["jail"]
+        works = _jail.probe(self.roots, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+        if works[0]:
+            self.jail_state = works
+        self.send({"prepared": works[0], "why": works[1]})
+
+    # ------------------------------------------------ messages
+
+    def send(self, message):
+        self.control.send(_dumps(message).encode())
+
+    def on_child_signal(self):
+        """SIGCHLD: empty the wake-up pipe, kill and reap what student processes left behind."""
+        while True:
+            try:
+                if not os.read(self.wake_read, 512):
+                    break
+            except BlockingIOError:
+                break
+        _confine.kill_orphans(self.children)
+
+    def on_message(self):
+        """One message from the grader, to its handler; the descriptors it came with are closed
+        afterwards (a child has its own copies). The end of the socket: the grader is gone, so are
+        its student processes."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 4)
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            for pid in self.children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            _exit(0)
+        message = _loads(data)
+        handler = self.HANDLERS.get(message.get("op"))
+        if handler is not None:
+            handler(self, message, fds)
+        for fd in fds:
+            os.close(fd)
+
+    def spawn(self, message, fds):
+        """Fork a student process on the four pipes attached (stdin, stdout, stderr, results): in
+        namespaces if asked for (as root) and they work here. Replies with its pid, or why not."""
+        pid, error = -1, "expected 4 file descriptors"
+        jailed = False
+        jail = message.get("jail") if message.get("user") else None
+        if jail:
+            if self.jail_state is None:  # not prepared ahead (or that failed): find out now
+                self.jail_state = _jail.probe(self.roots, os.path.dirname(message["submission"]),
+                                              jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
+                self.ahead = None
+            jailed = self.jail_state[0]
+        network, ready = None, len(fds) == 4
+        if ready and jailed:
+            try:
+                root = self.roots.get(os.path.dirname(message["submission"]), jail["hidden"])
+                network = self.networks.take()
+            except OSError as exc:
+                ready, error = False, f"cannot make the student's namespaces: {exc}"
+        if ready:
+            try:
+                if jailed:
+                    _jail.enter_new_pid_space()
+                try:
+                    pid = os.fork()
+                finally:
+                    if jailed and pid != 0:
+                        _jail.leave_pid_space(OWN_PID_SPACE)
+            except OSError as exc:
+                error = f"cannot fork: {exc}"
+        if pid == 0:
+            try:
+                child(message, fds, self.me, self.control, (network, root) if jailed else None)
+            finally:
+                _exit(70)
+        if pid > 0:
+            self.children[pid] = Child(pid)
+        if network is not None:
+            self.networks.lend(pid, network)
+        if pid > 0:
+            why = "" if self.jail_state is None else self.jail_state[1]
+            self.send({"id": message.get("id"), "pid": pid, "jailed": jailed, "why": why})
+        else:
+            self.send({"id": message.get("id"), "error": error})
+
+    def prepare(self, message, fds):
+        """Build the student's file system while no request waits (as root, before namespaces were tried)."""
+        if os.geteuid() == 0 and self.jail_state is None:
+            self.ahead = message
+
+    def clear_keys(self, message, fds):
+        """Empty a sandbox uid's kernel keyrings (confine.clear_keys_as); replies whether that worked."""
+        done = _confine.clear_keys_as(int(message["uid"]), int(message["gid"]))
+        self.send({"id": message.get("id"), "cleared": done})
+
+    def release(self, message, fds):
+        """The grader lets go of a child: it is reaped once it has exited."""
+        known = self.children.get(message.get("pid"))
+        if known is not None:
+            known.released = True
+
+    HANDLERS = {"spawn": spawn, "prepare": prepare, "clear_keys": clear_keys, "release": release}
+
+    # ------------------------------------------------ children's exits
+
+    def collect(self):
+        """Tell the grader of each child that has exited (left a zombie, so its pid stays ours);
+        reap those the grader has released."""
+        for pid, known in list(self.children.items()):
+            if known.status is None:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if info is not None:
+                    known.status = exit_status(info)
+                    self.networks.exited(pid)  # process 1 of its process-id space: all in there have exited
+                    self.send({"pid": pid, "status": known.status})
+            if known.status is not None and known.released:
+                os.waitpid(pid, 0)
+                del self.children[pid]
+
+
 def zygote(control_fd):
     """Fork a student process per request until the grader closes the socket; run no student code.
 
@@ -424,118 +629,7 @@ def zygote(control_fd):
     importlib.import_module("numpy.random")  # every child reseeds it: loaded once here, not in each child
     gc.collect()
     gc.freeze()  # the collector never walks (so never copies) the zygote's objects in a child
-    preload = [name for name in PRELOAD if name not in sys.modules]
-    control = socket.socket(fileno=control_fd)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_read, False)
-    os.set_blocking(wake_write, False)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    signal.set_wakeup_fd(wake_write)
-    me = os.getpid()
-    children = {}  # pid -> [exit status or None, released by the grader]
-    jail_state = None  # (whether namespaces work here, why not), found at the first request for them
-    networks = _jail.Networks()  # a fresh one for each jailed student process (jail.join_network)
-    roots = _jail.Roots(_confine.library_folders())  # the student's file system, copied for each (jail.enter)
-    ahead = None  # {"jail", "folder"}: build that root while no request waits (spawn.ForkServer.prepare)
-    while True:
-        stock = jail_state is not None and jail_state[0] and networks.short()
-        ready, _, _ = select.select([control, wake_read], [], [], 0 if preload or ahead or stock else 1.0)
-        if not ready and stock:  # the next jailed student's network namespace, made while none waits
-            networks.stock()
-            continue
-        if not ready and ahead:  # kept only if namespaces work: else the first request tries again
-            jail = ahead["jail"]
-            works = _jail.probe(roots, ahead["folder"], jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
-            jail_state, ahead = (works if works[0] else jail_state), None
-            control.send(_dumps({"prepared": works[0], "why": works[1]}).encode())
-            continue
-        if not ready and preload:
-            importlib.import_module(preload.pop(0))
-            if not preload:
-                gc.collect()
-                gc.freeze()
-            continue
-        if wake_read in ready:
-            while True:
-                try:
-                    if not os.read(wake_read, 512):
-                        break
-                except BlockingIOError:
-                    break
-            _confine.kill_orphans(children)
-        if control in ready:
-            try:
-                data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
-            except OSError:
-                data, fds = b"", []
-            if not data:  # the grader is gone: so are its student processes
-                for pid in children:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                _exit(0)
-            message = _loads(data)
-            if message.get("op") == "spawn":
-                pid, error = -1, "expected 4 file descriptors"
-                jailed = False
-                jail = message.get("jail") if message.get("user") else None
-                if jail:
-                    if jail_state is None:
-                        jail_state = _jail.probe(roots, os.path.dirname(message["submission"]),
-                                                 jail["hidden"], jail["tmp_bytes"], OWN_PID_SPACE)
-                        ahead = None
-                    jailed = jail_state[0]
-                network, ready = None, len(fds) == 4
-                if ready and jailed:
-                    try:
-                        root = roots.get(os.path.dirname(message["submission"]), jail["hidden"])
-                        network = networks.take()
-                    except OSError as exc:
-                        ready, error = False, f"cannot make the student's namespaces: {exc}"
-                if ready:
-                    try:
-                        if jailed:
-                            _jail.enter_new_pid_space()
-                        try:
-                            pid = os.fork()
-                        finally:
-                            if jailed and pid != 0:
-                                _jail.leave_pid_space(OWN_PID_SPACE)
-                    except OSError as exc:
-                        error = f"cannot fork: {exc}"
-                if pid == 0:
-                    try:
-                        child(message, fds, me, control, (network, root) if jailed else None)
-                    finally:
-                        _exit(70)
-                if pid > 0:
-                    children[pid] = [None, False]
-                if network is not None:
-                    networks.lend(pid, network)
-                reply = ({"id": message.get("id"), "pid": pid, "jailed": jailed,
-                          "why": "" if jail_state is None else jail_state[1]}
-                         if pid > 0 else {"id": message.get("id"), "error": error})
-                control.send(_dumps(reply).encode())
-            elif message.get("op") == "prepare" and os.geteuid() == 0 and jail_state is None:
-                ahead = message
-            elif message.get("op") == "clear_keys":
-                done = _confine.clear_keys_as(int(message["uid"]), int(message["gid"]))
-                control.send(_dumps({"id": message.get("id"), "cleared": done}).encode())
-            elif message.get("op") == "release" and message.get("pid") in children:
-                children[message["pid"]][1] = True
-            for fd in fds:  # the child has its own copies
-                os.close(fd)
-        for pid, state in list(children.items()):
-            if state[0] is None:
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                if info is not None:
-                    state[0] = exit_status(info)
-                    networks.exited(pid)  # process 1 of its process-id space: all in there have exited
-                    control.send(_dumps({"pid": pid, "status": state[0]}).encode())
-            if state[0] is not None and state[1]:
-                os.waitpid(pid, 0)
-                del children[pid]
+    Zygote(control_fd).serve()
 
 
 if __name__ == "__main__":
