@@ -417,12 +417,10 @@ _ZERO_EMPTY_ROWS = """
             return (weights @ v).transpose(0, 2, 1, 3).reshape(N, L, d_model) @ W_O, weights
 """
 _BOTH = """
-        def one_head_both_designs(seq_len, scales):
+        def one_head_both_designs(seq_len, max_scale):
             i, j = np.indices((seq_len, seq_len))
             rows = np.arange(2, seq_len)
-            grid = np.zeros((len(scales), len(scales)))
-            for a, p in enumerate(scales):
-                for b, s in enumerate(scales):"""
+            p = s = max_scale"""
 
 REASONING_BUGS = [
     Bug("padded_batch_attention", "padding-nan-row", _PADDED + """
@@ -435,20 +433,17 @@ REASONING_BUGS = [
     Bug("padded_batch_attention", "padding-mask-on-queries", _PADDED + """
             scores = np.where(keep[:, None, :, None], scores, -np.inf)   # along the query axis""" + _ZERO_EMPTY_ROWS),
     Bug("one_head_both_designs", "budget-divided-by-sqrt", _BOTH + """
-                    scores = np.where(j <= i, (p * (j == i - 1) + s * (j == 0)) / math.sqrt(seq_len), -np.inf)
-                    w = softmax(scores)
-                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).min()
-            return grid
+            scores = np.where(j <= i, (p * (j == i - 1) + s * (j == 0)) / math.sqrt(seq_len), -np.inf)
+            w = softmax(scores)
+            return float(np.minimum(w[rows, rows - 1], w[rows, 0]).min())
     """),
     Bug("one_head_both_designs", "budget-best-query", _BOTH + """
-                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
-                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).max()
-            return grid
+            w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
+            return float(np.minimum(w[rows, rows - 1], w[rows, 0]).max())
     """),
-    Bug("one_head_both_designs", "budget-larger-weight", _BOTH + """
-                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
-                    grid[a, b] = np.maximum(w[rows, rows - 1], w[rows, 0]).min()
-            return grid
+    Bug("one_head_both_designs", "budget-the-limit", """
+        def one_head_both_designs(seq_len, max_scale):
+            return 0.5      # where the bound goes as the scales grow, whatever the cap
     """),
 ]
 BUGS += REASONING_BUGS
