@@ -136,6 +136,14 @@ def wheels_downloaded_once():
 
 @pytest.fixture(scope="session")
 def course():
+    """The packaged course with its optional problems and quiz items switched on: every problem and
+    item is held to the contract (model answers full marks, stubs 0, every named mistake caught)."""
+    return load_course(EXERCISES).with_optional()
+
+
+@pytest.fixture(scope="session")
+def core_course():
+    """The packaged course as assignment.yaml grades it by default: the core, optional ones off."""
     return load_course(EXERCISES)
 
 
