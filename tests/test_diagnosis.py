@@ -133,7 +133,8 @@ class TestCascade:
         softmax is told its own mistake."""
         result = grade(course, write_submission(with_function(self.WRONG_AXIS_SOFTMAX)),
                        problem_ids=["softmax", "scaled_dot_product_attention", "multi_head_attention"])
-        softmax, sdpa, mha = result.problems[:3]
+        by_id = {p.id: p for p in result.problems}       # the core first, then the optional problems
+        softmax, sdpa, mha = (by_id[i] for i in ("softmax", "scaled_dot_product_attention", "multi_head_attention"))
         assert softmax.mistakes == ("softmax-wrong-axis",)
         assert sdpa.score < sdpa.max_score and sdpa.mistakes == ()
         assert sdpa.message == ("scaled_dot_product_attention calls your softmax, which fails its own cases. "
@@ -323,7 +324,8 @@ def probe(x):
         sqrt_d_model = next(b for b in BUGS if b.mistake == "mha-scaled-by-d-model").source
         result = grade(course, write_submission(with_function(assert_split + sqrt_d_model)),
                        problem_ids=["split_heads", "multi_head_attention"])
-        split, mha = result.problems
+        by_id = {p.id: p for p in result.problems}
+        split, mha = by_id["split_heads"], by_id["multi_head_attention"]
         assert split.mistakes == ("assert-instead-of-raise",)
         assert mha.mistakes == ("mha-scaled-by-d-model",) and "calls your" not in mha.message
 
