@@ -91,3 +91,17 @@ def test_the_guides_link_the_page():
     """README and the authoring guide point to this page."""
     for guide in ("README.md", "docs/authoring.md"):
         assert "pedagogy.md" in (ROOT / guide).read_text(), guide
+
+
+def test_every_problem_core_or_optional_keeps_the_contract(course):
+    """With the optional problems switched on, every problem file is graded: the model answers get
+    every point and the stubs none (tests/test_mistakes.py catches each named mistake on the same course)."""
+    from grader.grading.grade import grade
+
+    from .conftest import SOLUTIONS
+    files = {p.stem for p in (EXERCISES / "problems").glob("*.yaml")}
+    solved = grade(course, SOLUTIONS / "attention.py")
+    assert {p.id for p in solved.problems} == files
+    assert [p.id for p in solved.problems if p.score != p.max_score] == []
+    stubs = grade(course, EXERCISES / "attention.py")
+    assert [p.id for p in stubs.problems if p.score != 0] == []
