@@ -179,7 +179,8 @@ GIVE_AWAY = {
     "head_scores": ["queries i = 2, ..., T - 1", "start at query 2"],
     "ablation_deltas": ["setting z^(k) to zero", "reading replaced by zeros"],
     "one_head_both_designs": ["p = s =", "the last query", "T - 2"],
-    "softmax": ["x.max(axis=-1, keepdims=True)"],
+    "softmax": ["x.max(axis=-1, keepdims=True)", "Subtract each row's own largest", "along the **last** axis",
+                "subtract each row's maximum"],
 }
 
 
