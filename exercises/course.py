@@ -70,6 +70,7 @@ from .mistakes_flagship import (
     FLAGSHIP_BUGS,
     ablation_rescaled,
     contributions_equal_split,
+    contributions_heads_averaged,
     contributions_own_slice,
     count_causal_triangle,
     count_ignoring_batch,

@@ -333,6 +333,14 @@ FLAGSHIP_BUGS = [
             contributions = np.stack([output / h] * h)
             return contributions, output - contributions
     """),
+    Bug("head_contributions", "contribution-heads-averaged", """
+        def head_contributions(weights, values, W_O):
+            shared = np.asarray(weights).mean(axis=0)        # one row per query, for every head
+            z = np.stack([shared @ v for v in np.asarray(values)])
+            h = z.shape[0]
+            contributions = z @ np.asarray(W_O).reshape(h, z.shape[-1], -1)
+            return contributions, contributions.sum(axis=0) - contributions
+    """),
     Bug("head_contributions", "ablation-rescaled", _CONTRIB + """
             contributions = z @ np.asarray(W_O).reshape(h, z.shape[-1], -1)
             return contributions, (output - contributions) * h / (h - 1)
