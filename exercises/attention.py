@@ -94,9 +94,9 @@ def padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None):
     raise NotImplementedError("padded_batch_attention: not implemented yet (see `mha show padded_batch_attention`)")
 
 
-def one_head_both_designs(seq_len, scales):
-    """(K, K) array: [a, b] is the worst query's min(weight on i - 1, weight on 0) with p = scales[a],
-    s = scales[b] (see `mha show one_head_both_designs`)."""
+def one_head_both_designs(seq_len, max_scale):
+    """The best one head with scales p, s <= max_scale can do for its worst query's smaller target
+    weight (see `mha show one_head_both_designs`)."""
     raise NotImplementedError("one_head_both_designs: not implemented yet (see `mha show one_head_both_designs`)")
 
 

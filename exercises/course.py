@@ -70,6 +70,7 @@ from .mistakes_flagship import (
     FLAGSHIP_BUGS,
     ablation_rescaled,
     contributions_equal_split,
+    contributions_heads_averaged,
     contributions_own_slice,
     count_causal_triangle,
     count_ignoring_batch,
@@ -148,7 +149,7 @@ from .quiz_answers import (
 from .reasoning import (
     both_designs_best_query,
     both_designs_divided_by_sqrt,
-    both_designs_larger_weight,
+    both_designs_the_limit,
     count_kv_heads,
     one_head_both_designs,
     own_reading,
@@ -229,8 +230,8 @@ FUNCTIONS = {
         "params": {"weights": "array", "values": "array", "W_O": "array"}, "returns": ["contributions", "ablated"]},
     "two_head_layer": {"signature": "two_head_layer(seq_len) -> (W_Q, W_K)", "params": {"seq_len": "int"},
                        "returns": "head_pair"},
-    "one_head_both_designs": {"signature": "one_head_both_designs(seq_len, scales) -> ndarray",
-                              "params": {"seq_len": "int", "scales": "array"}, "returns": "array"},
+    "one_head_both_designs": {"signature": "one_head_both_designs(seq_len, max_scale) -> float",
+                              "params": {"seq_len": "int", "max_scale": "array"}, "returns": "array"},
     "padded_batch_attention": {
         "signature": "padded_batch_attention(X, W_Q, W_K, W_V, W_O, num_heads, key_mask=None) -> (output, weights)",
         "params": {"X": "array", "W_Q": "array", "W_K": "array", "W_V": "array", "W_O": "array",

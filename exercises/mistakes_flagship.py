@@ -122,6 +122,16 @@ def contributions_equal_split(weights, values, W_O):
 
 
 @_bug
+def contributions_heads_averaged(weights, values, W_O):
+    """Reads every head's values with one row shared by all heads (the heads' average), as if the
+    layer had one distribution per query."""
+    weights, values, W_O = (np.asarray(a, dtype=np.float64) for a in (weights, values, W_O))
+    _needs(not np.allclose(weights, weights[:1]), "the heads' weights are all the same")
+    shared = np.broadcast_to(weights.mean(axis=0), weights.shape)   # (h, L, S), one row for all heads
+    return ref.head_contributions(shared, values, W_O)
+
+
+@_bug
 def ablation_rescaled(weights, values, W_O):
     """Removes head i, then scales the remaining heads up by h / (h - 1) to 'keep the total'."""
     contributions, _ = ref.head_contributions(weights, values, W_O)

@@ -13,7 +13,7 @@ import numpy as np
 from .reference import attention_reading, count_routing_distributions
 
 __all__ = ["count_kv_heads", "one_head_both_designs", "both_designs_divided_by_sqrt",
-           "both_designs_best_query", "both_designs_larger_weight", "padded_batch_attention",
+           "both_designs_best_query", "both_designs_the_limit", "padded_batch_attention",
            "padded_batch_nan_rows", "padded_batch_mask_inverted", "padded_batch_mask_on_queries",
            "own_reading", "own_reading_swapped", "own_reading_unweighted", "own_reading_averaged"]
 
@@ -70,36 +70,39 @@ def _both_designs_weights(seq_len: int, prev_scale: float, sink_scale: float, di
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _both_designs(seq_len, scales, per_query, over_queries, divide_by_sqrt=False) -> np.ndarray:
-    scales = np.asarray(scales, dtype=np.float64)
-    grid = np.empty((scales.size, scales.size))                    # (prev scale, sink scale)
+def _both_designs(seq_len, max_scale, over_queries, divide_by_sqrt=False) -> float:
+    """The worst (or best) query's smaller target weight with both scales at max_scale.
+
+    p = s = max_scale is the best a head with scales at most max_scale can do: for every query,
+    raising the smaller scale raises the smaller weight, and raising both together raises it too
+    (tests/test_reasoning.py checks this against a search over (p, s))."""
+    c = float(max_scale)
+    w = _both_designs_weights(seq_len, c, c, divide_by_sqrt)
     rows = np.arange(2, seq_len)                                   # queries whose i - 1 is not 0
-    for a, prev_scale in enumerate(scales):
-        for b, sink_scale in enumerate(scales):
-            w = _both_designs_weights(seq_len, prev_scale, sink_scale, divide_by_sqrt)
-            grid[a, b] = over_queries(per_query(w[rows, rows - 1], w[rows, 0]))
-    return grid
+    return float(over_queries(np.minimum(w[rows, rows - 1], w[rows, 0])))
 
 
-def one_head_both_designs(seq_len, scales) -> np.ndarray:
-    """grid[a, b]: over the queries i >= 2, the smallest min(weight on i - 1, weight on 0) of one
-    head whose previous-token design has scale scales[a] and whose sink design has scale scales[b]."""
-    return _both_designs(seq_len, scales, np.minimum, np.min)
+def one_head_both_designs(seq_len, max_scale) -> float:
+    """The largest value one head with scales p, s <= max_scale reaches for the smallest, over the
+    queries i >= 2, of min(weight on i - 1, weight on 0): e^c / (2 e^c + T - 2) at c = max_scale."""
+    return _both_designs(seq_len, max_scale, np.min)
 
 
-def both_designs_divided_by_sqrt(seq_len, scales):
+def both_designs_divided_by_sqrt(seq_len, max_scale):
     """The scores divided by sqrt(T), as a designed head's are, though the scales are the scores."""
-    return _both_designs(seq_len, scales, np.minimum, np.min, divide_by_sqrt=True)
+    return _both_designs(seq_len, max_scale, np.min, divide_by_sqrt=True)
 
 
-def both_designs_best_query(seq_len, scales):
-    """The best query (the largest value over i) instead of the worst."""
-    return _both_designs(seq_len, scales, np.minimum, np.max)
+def both_designs_best_query(seq_len, max_scale):
+    """The best query (the largest value over i, the one with the fewest competitors) instead of the worst."""
+    return _both_designs(seq_len, max_scale, np.max)
 
 
-def both_designs_larger_weight(seq_len, scales):
-    """The larger of the two weights (either pattern) instead of the smaller (both patterns)."""
-    return _both_designs(seq_len, scales, np.maximum, np.min)
+def both_designs_the_limit(seq_len, max_scale):
+    """The limit 1/2 that the bound approaches as the scales grow, ignoring the cap on the scales."""
+    if seq_len < 3:
+        raise ValueError(f"seq_len must be at least 3 (got {seq_len})")
+    return 0.5
 
 
 # --- multi-head attention over a padded batch ----------------------------------------------------

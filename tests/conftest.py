@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -136,6 +137,42 @@ def wheels_downloaded_once():
 
 @pytest.fixture(scope="session")
 def course():
+    """The packaged course with its optional problems and quiz items switched on: every problem and
+    item is held to the contract (model answers full marks, stubs 0, every named mistake caught)."""
+    return load_course(EXERCISES).with_optional()
+
+
+def with_everything_on(folder: Path) -> Path:
+    """The packaged course copied to `folder` with its optional problems moved under `problems`
+    (after the core), as an instructor who switches them all on would have it."""
+    shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = folder / "assignment.yaml"
+    core, _, optional = path.read_text().partition("\noptional:")
+    switched_on = "".join(f"  - {i}\n" for i in re.findall(r"^    - (\w+)$", optional, flags=re.M))
+    path.write_text(core.rstrip("\n") + "\n" + switched_on)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def everything_on(tmp_path_factory) -> Path:
+    """A copy of the packaged course with every optional problem switched on."""
+    return with_everything_on(tmp_path_factory.mktemp("everything-on") / "course")
+
+
+@pytest.fixture
+def cli_everything(everything_on):
+    """`mha ...` in-process on the course with every optional problem switched on."""
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(main, ["--course", str(everything_on), *args], catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture(scope="session")
+def core_course():
+    """The packaged course as assignment.yaml grades it by default: the core, optional ones off."""
     return load_course(EXERCISES)
 
 

@@ -2,7 +2,7 @@
 
 One class of six is graded once per module (two at a time, 2 s per problem): alice (the model
 answers), bob (softmax over the wrong axis and one wrong quiz choice), carol (quiz answers but no
-attention.py), dave (an infinite loop in attention_reading), erin (os._exit at import),
+attention.py), dave (an infinite loop in parameter_count), erin (os._exit at import),
 frank.py (the model code as a single file, no quiz answers) and gina (the model answers with
 one unclosed parenthesis). Tests that rerun copy it first.
 """
@@ -49,7 +49,7 @@ def softmax(scores):
 """
 INFINITE_LOOP = """
 
-def attention_reading(weights, values):
+def parameter_count(d_model, num_heads, bias=True):
     while True:
         pass
 """
@@ -164,7 +164,7 @@ class TestGradeAllClass:
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
             "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 0 failed (0 unchanged "
-            "since the last run, not graded again); mean 129.4 of 243",
+            "since the last run, not graded again); mean 89.6 of 165",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
             f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}",
@@ -172,21 +172,21 @@ class TestGradeAllClass:
         assert result.stderr.count("warning: no course secret") == 1
         assert "Traceback" not in result.output
 
-    def test_gradebook_rows_statuses_and_totals(self, graded, course):
+    def test_gradebook_rows_statuses_and_totals(self, graded, core_course):
         """One row per student, in order, with each status and the exact total; columns are every item."""
         rows = read_csv(graded[1] / "gradebook.csv")
+        course = core_course       # what grade-all grades: the core
         items = [p.id for p in course.problems] + [i.id for i in course.quiz.items if not i.manual]
         assert list(rows[0]) == ["student", "status", *items, "total", "note"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "243"), ("bob", "graded", "182"), ("carol", "empty", "47"),
-            ("dave", "timeout", "191"), ("erin", "import failure", "0"), ("frank", "graded", "196"),
+            ("alice", "graded", "165"), ("bob", "graded", "137"), ("carol", "empty", "47"),
+            ("dave", "timeout", "113"), ("erin", "import failure", "0"), ("frank", "graded", "118"),
             ("gina", "syntax error", "47")]
         bob = {k: v for k, v in rows[1].items() if v not in ("5", "10", "15", "20", "1", "2")}
-        assert bob == {"student": "bob", "status": "graded", "softmax": "3", "scaled_dot_product_attention": "0",
-                       "multi_head_attention": "0", "one_head_both_designs": "0", "run_model": "0",
+        assert bob == {"student": "bob", "status": "graded", "softmax": "3", "multi_head_attention": "0",
                        "head_scores": "8", "pruning": "0", "fresh_claims": "3", "claim_evidence": "3",
-                       "model_claims": "3", "total": "182", "note": ""}
-        assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
+                       "model_claims": "3", "total": "137", "note": ""}
+        assert rows[3]["parameter_count"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
         """results/<student>.json and feedback/<student>.txt exist for each student and say what happened."""
@@ -195,18 +195,18 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 243), "bob": ("graded", 0, 182), "carol": ("empty", 0, 47),
-            "dave": ("timeout", 0, 191), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 196),
+            "alice": ("graded", 0, 165), "bob": ("graded", 0, 137), "carol": ("empty", 0, 47),
+            "dave": ("timeout", 0, 113), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 118),
             "gina": ("syntax error", 0, 47)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
-        assert "FAIL  attention_reading: Reading values with one row of weights  [0/5]" in feedback["dave"]
+        assert "FAIL  parameter_count: More heads, same parameters  [0/5]" in feedback["dave"]
         assert "timed out (time limit of 2 s for this problem)" in feedback["dave"]
         assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
             in feedback["erin"]
         assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
-        assert feedback["alice"].endswith("Score: 243/243 (100%), 19 of 19 problems and 31 of 31 quiz items fully "
+        assert feedback["alice"].endswith("Score: 165/165 (100%), 11 of 11 problems and 31 of 31 quiz items fully "
                                           "correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
@@ -221,18 +221,18 @@ class TestGradeAllClass:
         """Per item: exact full-marks and zero counts, distribution and mean; 7 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 243.0, round(906 / 7, 4))
-        assert sorted(data["totals"]) == [0.0, 47.0, 47.0, 182.0, 191.0, 196.0, 243.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 165.0, round(627 / 7, 4))
+        assert sorted(data["totals"]) == [0.0, 47.0, 47.0, 113.0, 118.0, 137.0, 165.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
         assert counts["softmax"] == (3, 3)                       # alice, dave, frank / carol, erin, gina
-        assert counts["attention_reading"] == (3, 4)             # alice, bob, frank / carol, dave, erin, gina
-        assert counts["scaled_dot_product_attention"] == (3, 4)  # bob's softmax breaks it too
-        assert counts["split_heads"] == (4, 3)
+        assert counts["parameter_count"] == (3, 4)               # alice, bob, frank / carol, dave, erin, gina
+        assert counts["multi_head_attention"] == (3, 4)          # bob's softmax breaks it too
+        assert counts["count_routing_distributions"] == (4, 3)
         assert counts["pruning"] == (3, 4)                       # alice, carol, gina
         assert counts["distributions_one_head"] == (4, 3)        # alice, bob, carol, gina answered
         assert items["softmax"]["distribution"] == [[0.0, 3], [3.0, 1], [10.0, 3]]
         assert items["softmax"]["mean"] == round((10 + 10 + 10 + 3) / 70, 4)
-        assert items["split_heads"]["discrimination"] == 1.0
+        assert items["count_routing_distributions"]["discrimination"] == 1.0
         rows = read_csv(graded[1] / "item_analysis.csv")
         assert [r["item"] for r in rows] == [i["id"] for i in data["items"]]
         assert rows[0]["distribution"] == "0:3 3:1 10:3" and {r["flag"] for r in rows} == {""}
@@ -249,17 +249,17 @@ class TestGradeAllClass:
         assert rows[0]["message"].startswith("Your weights are normalized down the first axis")
         assert rows[1]["message"].startswith("Too strong.")
 
-    def test_plots_and_html_report(self, graded, course):
+    def test_plots_and_html_report(self, graded, core_course):
         """Two PNG plots, and one HTML page with both inlined and a row per item and mistake."""
         out = graded[1]
         for name in ("score_histogram.png", "misconceptions.png"):
             assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         page = (out / "report.html").read_text()
         assert page.count('src="data:image/png;base64,') == 2
-        scored = [i for i in course.quiz.items if not i.manual]
-        assert page.count("<tr><td><code>") == len(course.problems) + len(scored) + 2 + 7
+        scored = [i for i in core_course.quiz.items if not i.manual]
+        assert page.count("<tr><td><code>") == len(core_course.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
-               "mean total 129.43 of 243." in page
+               "mean total 89.57 of 165." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
         assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>47</td>' in page
@@ -310,7 +310,7 @@ class TestGradeAllRerun:
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert "(6 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
-        assert read_csv(out / "gradebook.csv")[5]["total"] == "196"
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "118"
 
     def test_changed_limits_grade_everybody_again(self, regradable):
         """Results depend on the limits: a new --timeout grades every student again."""

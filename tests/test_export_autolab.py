@@ -20,8 +20,15 @@ from ._install import clean_env
 from .conftest import SOLUTIONS
 from .test_export_gradescope import PYTHON, wheels
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 ROOT = Path(__file__).resolve().parent.parent
-BUG = (ROOT / "tests" / "submissions" / "bug_split_heads_no_transpose.py").read_text()
+BUG = (ROOT / "tests" / "submissions" / "bug_mha_transpose_3d.py").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +79,10 @@ class TestTango:
         last = json.loads(done.stdout.strip().splitlines()[-1])
         assert last["scores"] == mha_scores(cli, tmp_path, solutions, course.problems)
         assert last["scores"] == {p.id: float(p.points) for p in course.problems}
-        assert "Score: 196/196" in done.stdout
+        assert "Score: 118/118" in done.stdout
 
     def test_one_bug_costs_what_mha_grade_takes(self, job, course, cli, tmp_path):
-        """A submission with one bug: the scores line equals `mha grade`'s, split_heads below full marks,
+        """A submission with one bug: the scores line equals `mha grade`'s, multi_head_attention below full marks,
         and the feedback above it names the problem."""
         source = (SOLUTIONS / "attention.py").read_text() + "\n\n" + BUG
         done = make(job, source)
@@ -83,9 +90,9 @@ class TestTango:
         lines = done.stdout.strip().splitlines()
         got = json.loads(lines[-1])["scores"]
         assert got == mha_scores(cli, tmp_path, source, course.problems)
-        assert got["split_heads"] < course.problem("split_heads").points
+        assert got["multi_head_attention"] < course.problem("multi_head_attention").points
         assert got["softmax"] == course.problem("softmax").points
-        assert any("split_heads" in line for line in lines[:-1])
+        assert any("multi_head_attention" in line for line in lines[:-1])
 
     def test_an_image_of_another_python_gets_no_scores_line(self, export, tmp_path):
         """A grading image whose python3 is not the wheels' version: a plain message, no scores line

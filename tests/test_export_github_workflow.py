@@ -32,6 +32,13 @@ from grader.exports.github_classroom import COMMAND_GRADER, REPORTER, WORKFLOW_P
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 pytestmark = pytest.mark.slow  # runs the exported workflow's steps in a fresh venv
 
 

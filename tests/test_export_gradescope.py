@@ -21,6 +21,13 @@ from grader.exports.gradescope import build as build_zip
 from ._install import clean_env
 from .conftest import EXERCISES, SOLUTIONS
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 SECRET = "gradescope-course-secret"
 STUB = '    raise NotImplementedError("not done")\n'
 DONE = ("softmax", "attention_reading", "count_routing_distributions", "split_heads", "merge_heads")

@@ -25,6 +25,13 @@ from grader.grading.nbgrader_checks import answer_score, problem_score
 from ._install import clean_env, fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 ASSIGNMENT = exporter.ASSIGNMENT
 BUG = ("biases = 4 * d_model if bias else 0", "biases = d_model if bias else 0")  # parameter_count alone
 BUGGY_PROBLEM = "parameter_count"

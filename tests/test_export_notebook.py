@@ -15,6 +15,13 @@ from ._submissions import solution_functions
 from .conftest import SOLUTIONS
 
 
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
+
 def _key_lines() -> dict[str, str]:
     """Each quiz item's line of the answer key, solutions/answers.yaml."""
     return {line.split(":")[0]: line.split("#")[0].rstrip() for line in (SOLUTIONS / "answers.yaml").read_text().splitlines()

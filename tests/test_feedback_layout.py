@@ -341,11 +341,12 @@ def test_grading_keeps_grids_off_hidden_cases(course, tmp_path):
     assert len(grid.got) == len(grid.expected) and grid.got != grid.expected
 
 
-def test_mha_check_on_a_wrong_axis_softmax_draws_no_hidden_grids(cli, tmp_path):
+def test_mha_check_on_a_wrong_axis_softmax_draws_no_hidden_grids(cli_everything, tmp_path):
     """`mha check --format html` on an attention with the softmax over the wrong axis: a picture for
     the failing public cases, none for hidden ones (check does not run them), one mistake paragraph."""
     source = (SOLUTIONS / "attention.py").read_text().replace("e.sum(axis=-1, keepdims=True)", "e.sum(axis=0, keepdims=True)", 1)
     (tmp_path / "attention.py").write_text(source)
+    cli = cli_everything      # scaled_dot_product_attention is optional: switched on here
     plain = cli("check", "scaled_dot_product_attention", "--path", str(tmp_path / "attention.py"))
     assert plain.exit_code == 1
     assert re.sub(r"\n +", " ", plain.stdout).count("likely mistake") <= 1
@@ -354,12 +355,12 @@ def test_mha_check_on_a_wrong_axis_softmax_draws_no_hidden_grids(cli, tmp_path):
     assert page.stdout.startswith('<div class="mha-report"') and page.stdout.count("<svg") >= 1
 
 
-def test_mha_grade_html_page_draws_the_weights(cli, tmp_path):
+def test_mha_grade_html_page_draws_the_weights(cli_everything, tmp_path):
     """`mha grade --format html --output`: one page, the report text and an SVG per failing problem with weights."""
     source = (SOLUTIONS / "attention.py").read_text().replace("Q @ K.T / math.sqrt(d_k)", "Q @ K.T", 1)
     (tmp_path / "attention.py").write_text(source)
     out = tmp_path / "report.html"
-    result = cli("grade", str(tmp_path), "--problem", "scaled_dot_product_attention", "--format", "html",
+    result = cli_everything("grade", str(tmp_path), "--problem", "scaled_dot_product_attention", "--format", "html",
                  "--output", str(out))
     page = out.read_text()
     assert result.exit_code == 0 and page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")

@@ -90,7 +90,7 @@ def test_a_count_mistake_is_named_on_the_grouped_query_cases(cli, tmp_path):
     assert "second cause" not in json.dumps(problem)
 
 
-def test_a_mask_tested_with_if_is_named(cli, tmp_path):
+def test_a_mask_tested_with_if_is_named(cli_everything, tmp_path):
     """`if mask:` on an array raises numpy's "truth value ... is ambiguous": named on the masked cases,
     the unmasked ones pass."""
     import json
@@ -104,13 +104,13 @@ def test_a_mask_tested_with_if_is_named(cli, tmp_path):
         "    w = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
         "    w = w / w.sum(axis=-1, keepdims=True)\n"
         "    return w @ V, w\n")
-    result = cli("grade", str(path), "--format", "json", "--problem", "scaled_dot_product_attention")
+    result = cli_everything("grade", str(path), "--format", "json", "--problem", "scaled_dot_product_attention")
     problem = json.loads(result.stdout)["problems"][0]
     failing = [c for c in problem["cases"] if c["status"] != "passed"]
     passing = [c for c in problem["cases"] if c["status"] == "passed"]
     assert failing and passing
     assert {c.get("mistake") for c in failing} == {"mask-tested-with-if"}, failing
-    text = cli("grade", str(path), "--problem", "scaled_dot_product_attention")
+    text = cli_everything("grade", str(path), "--problem", "scaled_dot_product_attention")
     assert "if mask is not None" in text.stdout
 
 

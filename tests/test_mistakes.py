@@ -333,6 +333,14 @@ FLAGSHIP_BUGS = [
             contributions = np.stack([output / h] * h)
             return contributions, output - contributions
     """),
+    Bug("head_contributions", "contribution-heads-averaged", """
+        def head_contributions(weights, values, W_O):
+            shared = np.asarray(weights).mean(axis=0)        # one row per query, for every head
+            z = np.stack([shared @ v for v in np.asarray(values)])
+            h = z.shape[0]
+            contributions = z @ np.asarray(W_O).reshape(h, z.shape[-1], -1)
+            return contributions, contributions.sum(axis=0) - contributions
+    """),
     Bug("head_contributions", "ablation-rescaled", _CONTRIB + """
             contributions = z @ np.asarray(W_O).reshape(h, z.shape[-1], -1)
             return contributions, (output - contributions) * h / (h - 1)
@@ -417,12 +425,10 @@ _ZERO_EMPTY_ROWS = """
             return (weights @ v).transpose(0, 2, 1, 3).reshape(N, L, d_model) @ W_O, weights
 """
 _BOTH = """
-        def one_head_both_designs(seq_len, scales):
+        def one_head_both_designs(seq_len, max_scale):
             i, j = np.indices((seq_len, seq_len))
             rows = np.arange(2, seq_len)
-            grid = np.zeros((len(scales), len(scales)))
-            for a, p in enumerate(scales):
-                for b, s in enumerate(scales):"""
+            p = s = max_scale"""
 
 REASONING_BUGS = [
     Bug("padded_batch_attention", "padding-nan-row", _PADDED + """
@@ -435,20 +441,17 @@ REASONING_BUGS = [
     Bug("padded_batch_attention", "padding-mask-on-queries", _PADDED + """
             scores = np.where(keep[:, None, :, None], scores, -np.inf)   # along the query axis""" + _ZERO_EMPTY_ROWS),
     Bug("one_head_both_designs", "budget-divided-by-sqrt", _BOTH + """
-                    scores = np.where(j <= i, (p * (j == i - 1) + s * (j == 0)) / math.sqrt(seq_len), -np.inf)
-                    w = softmax(scores)
-                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).min()
-            return grid
+            scores = np.where(j <= i, (p * (j == i - 1) + s * (j == 0)) / math.sqrt(seq_len), -np.inf)
+            w = softmax(scores)
+            return float(np.minimum(w[rows, rows - 1], w[rows, 0]).min())
     """),
     Bug("one_head_both_designs", "budget-best-query", _BOTH + """
-                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
-                    grid[a, b] = np.minimum(w[rows, rows - 1], w[rows, 0]).max()
-            return grid
+            w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
+            return float(np.minimum(w[rows, rows - 1], w[rows, 0]).max())
     """),
-    Bug("one_head_both_designs", "budget-larger-weight", _BOTH + """
-                    w = softmax(np.where(j <= i, p * (j == i - 1) + s * (j == 0), -np.inf))
-                    grid[a, b] = np.maximum(w[rows, rows - 1], w[rows, 0]).min()
-            return grid
+    Bug("one_head_both_designs", "budget-the-limit", """
+        def one_head_both_designs(seq_len, max_scale):
+            return 0.5      # where the bound goes as the scales grow, whatever the cap
     """),
 ]
 BUGS += REASONING_BUGS

@@ -34,6 +34,13 @@ from grader.paths import PACKAGE
 from .conftest import EXERCISES, SOLUTIONS
 from .test_mistakes import BUGS, buggy_submission
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 SECRET = "no-answers-course-secret"
 STUDENTS = ("ada@example.edu", "ben@example.edu", "cy@example.edu")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")

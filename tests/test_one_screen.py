@@ -65,14 +65,14 @@ def test_the_failing_problem_comes_first(cli, tmp_path):
     result = cli("check", "--path", str(_one_mistake(tmp_path)))
     summary = result.stdout[result.stdout.index("\nSummary\n"):].splitlines()[2:]
     assert summary[0].startswith("  FAIL  softmax ")
-    assert summary[1].startswith("  PASS  18 problems ") and summary[1].endswith("every case right")
+    assert summary[1].startswith("  PASS  10 problems ") and summary[1].endswith("every case right")
     assert result.stdout.count("PASS") == 4  # the right problems twice (section, summary), the quiz twice
     assert "PASS  9 items right, 12 points: distributions_one_head, " in result.stdout
 
 
 def test_a_helper_s_mistake_and_its_callers_fit_on_one_screen(cli, tmp_path):
     """softmax over the wrong axis, everything else right: softmax's block with its named mistake first,
-    then one line for the four callers that are right once softmax is fixed (no cases, no pictures):
+    then one line for its caller that is right once softmax is fixed (no cases, no pictures):
     the golden output, 40 lines at most."""
     result = cli("check", "--path", str(_wrong_axis(tmp_path)))
     assert result.exit_code == 1

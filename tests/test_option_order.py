@@ -186,16 +186,16 @@ class TestShownInTheStudentsOrder:
             assert lines == [f"{c.letter}) {c.text}" for c in draw(item, seeds[who]).choices]
         assert "the numbers and letters below are an example" in (student / "ASSIGNMENT.md").read_text()
 
-    def test_student_notebook_has_the_students_letters(self, course, seeds, tmp_path):
+    def test_student_notebook_has_the_students_letters(self, core_course, seeds, tmp_path):
         """`mha export notebook --student` writes that student's order, which differs from the default's."""
         out = tmp_path / "ann.ipynb"
         result = mha("export", "notebook", "--out", str(out), "--student", ANN)
         assert result.exit_code == 0, result.output
         cells = {c["id"]: "".join(c["source"]) for c in json.loads(out.read_text())["cells"]}
-        item = course.quiz.item("precise_claim")
+        item = core_course.quiz.item("precise_claim")
         for letter, choice in zip("abcd", draw(item, seeds[ANN]).choices):
             assert f"- **{letter})** {choice.text}" in cells["precise_claim-question"]
-        assert out.read_text() == jupyter.render(course, seeds[ANN]) != jupyter.render(course)
+        assert out.read_text() == jupyter.render(core_course, seeds[ANN]) != jupyter.render(core_course)
 
     def test_numbers_prints_the_students_order(self, course, seeds):
         """`mha numbers STUDENT`, the instructor's copy of a student's assignment, has their letters."""

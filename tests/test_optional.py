@@ -18,6 +18,7 @@ from grader.errors import ExitCode
 from .conftest import EXERCISES, SOLUTIONS
 
 OFF_PROBLEM, OFF_ITEM = "parameter_count", "head_count"
+ON_PROBLEM = "count_routing_distributions"   # graded by default
 
 
 def mha(course, *args, cwd=None):
@@ -29,7 +30,10 @@ def with_optional_section(folder, text):
     (and `problems` without the ids `text` switches off)."""
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__"))
     path = folder / "assignment.yaml"
-    source = path.read_text()
+    source, _, packaged = path.read_text().partition("\noptional:")   # the packaged course's own section, left out
+    for problem_id in re.findall(r"^    - (\w+)$", packaged, flags=re.M):  # with its problems
+        (folder / "problems" / f"{problem_id}.yaml").unlink()
+    source = source.rstrip("\n") + "\n"
     source = source.replace(f"  - {OFF_PROBLEM}\n", "")
     path.write_text(source + text)
     return folder
@@ -87,7 +91,7 @@ def test_optional_files_ship_with_the_course(course_with_optional):
 def test_every_mistake_in_optional_is_reported_in_one_run_with_its_line(tmp_path):
     folder = with_optional_section(tmp_path / "course", (
         "optional:\n"
-        f"  problems: [{OFF_PROBLEM}, softmax, no_such_problem, {OFF_PROBLEM}]\n"
+        f"  problems: [{OFF_PROBLEM}, {ON_PROBLEM}, no_such_problem, {OFF_PROBLEM}]\n"
         "  quiz: [no_such_item]\n"))
     (folder / "problems" / f"{OFF_PROBLEM}.yaml").write_text(
         (folder / "problems" / f"{OFF_PROBLEM}.yaml").read_text().replace("\ntitle:", "\ntitel:", 1))
@@ -95,8 +99,8 @@ def test_every_mistake_in_optional_is_reported_in_one_run_with_its_line(tmp_path
     said = [(e.path.split("/")[-1], e.line, e.message) for e in errors]
     lines = (folder / "assignment.yaml").read_text().splitlines()
     problems_line = next(n for n, line in enumerate(lines, 1) if line.startswith("  problems: ["))
-    assert ("assignment.yaml", problems_line, "problem 'softmax' is listed under 'problems' and under 'optional' "
-            f"(line {lines.index('  - softmax') + 1}): keep one") in said
+    assert ("assignment.yaml", problems_line, f"problem '{ON_PROBLEM}' is listed under 'problems' and under 'optional' "
+            f"(line {lines.index(f'  - {ON_PROBLEM}') + 1}): keep one") in said
     assert ("assignment.yaml", problems_line,
             "optional problem 'no_such_problem' has no file problems/no_such_problem.yaml") in said
     assert any(m.startswith(f"duplicate id '{OFF_PROBLEM}' in 'optional.problems'") for _, _, m in said)

@@ -21,6 +21,13 @@ from .test_export_nbgrader import nbgrader_fraction
 from .test_export_prairielearn import _Elements, _server, grade_job, pl_score, render_page
 from .test_mistakes import BUGS
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 pytestmark = pytest.mark.slow  # runs every platform's grader (otter, a GitHub workflow, PrairieLearn jobs)
 
 # Platforms that carry part of the assignment only, and why (docs/platforms.md, "One submission, every platform").

@@ -13,10 +13,11 @@ TASK = "**Task.**"
 
 
 @pytest.mark.parametrize("problem_id", PROBLEM_IDS)
-def test_show_renders_signature_and_prompt(cli, course, problem_id):
-    """`mha show` exits 0 and prints the title, the signature and the whole prompt."""
+def test_show_renders_signature_and_prompt(cli_everything, course, problem_id):
+    """`mha show` exits 0 and prints the title, the signature and the whole prompt (optional problems
+    switched on)."""
     problem = course.problem(problem_id)
-    result = cli("show", problem_id)
+    result = cli_everything("show", problem_id)
     assert result.exit_code == 0, result.output
     assert problem.title in result.stdout
     assert problem.function.signature in result.stdout

@@ -9,15 +9,24 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
+
 from grader.course.model import QuizKind
 from grader.paths import STUDENT_MARKER
 from grader.pytest_plugin import pytest_collect_file
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS, solution_source
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 # a bug written as a student wrote it (tests/test_real_bugs.py): it costs one problem, which names it
-BUG, BUG_PROBLEM, BUG_MISTAKE = "bug_reading_outputs_averaged", "multi_head_reading", "reading-outputs-averaged"
+BUG, BUG_PROBLEM, BUG_MISTAKE = "bug_contribution_own_slice", "head_contributions", "contribution-own-slice"
 
 
 def expected_tests(course) -> dict[str, str]:

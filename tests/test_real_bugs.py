@@ -142,13 +142,13 @@ class TestOneOddCase:
 
 
 @pytest.mark.parametrize("stem", ["bug_mha_transpose_3d", "bug_cascade_overflow_unscaled"])
-def test_mha_grade_names_them_too(cli, tmp_path, stem):
+def test_mha_grade_names_them_too(cli_everything, tmp_path, stem):
     """`mha grade` grades on the seed cache (wrong answers computed ahead, a bug's
     error included): the .T mistake and the mistake behind a broken helper are named there too."""
     import json
     path = tmp_path / "attention.py"
     path.write_text(solution_source() + "\n\n" + (SUBMISSIONS / f"{stem}.py").read_text())
-    result = cli("grade", str(path), "--format", "json")
+    result = cli_everything("grade", str(path), "--format", "json")   # scaled_dot_product_attention switched on
     problems = {p["id"]: p["mistakes"] for p in json.loads(result.stdout)["problems"] if p["mistakes"]}
     expected = {"bug_mha_transpose_3d": {"multi_head_attention": ["mha-transpose-3d"]},
                 "bug_cascade_overflow_unscaled": {"softmax": ["softmax-overflow"],

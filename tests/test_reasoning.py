@@ -23,16 +23,19 @@ def _closed_form(seq_len: int, p: float, s: float) -> float:
 
 class TestOneHeadBothDesigns:
     @pytest.mark.parametrize("seq_len", [3, 5, 9])
-    def test_reference_matches_the_closed_form(self, seq_len):
-        """Every entry of the reference's grid is min(e^p, e^s) / (e^p + e^s + T - 2)."""
-        grid = ref.one_head_both_designs(seq_len, SCALES)
-        expected = [[_closed_form(seq_len, p, s) for s in SCALES] for p in SCALES]
-        np.testing.assert_allclose(grid, expected, rtol=1e-12)
+    @pytest.mark.parametrize("max_scale", [0.0, 1.0, 4.0])
+    def test_reference_is_the_best_of_every_pair_of_scales(self, seq_len, max_scale):
+        """No pair of scales within the cap beats the reference, and the reference is the closed form at p = s."""
+        best = ref.one_head_both_designs(seq_len, max_scale)
+        grid = np.linspace(-2.0, max_scale, 13)
+        searched = max(min(_closed_form(T, p, s) for T in range(3, seq_len + 1)) for p in grid for s in grid)
+        assert best == pytest.approx(_closed_form(seq_len, max_scale, max_scale), rel=1e-12)
+        assert searched <= best + 1e-12
 
     def test_no_scale_reaches_one_half(self):
-        """However large the scales, the worst query's smaller weight stays below 1/2 (far from 0.9)."""
-        grid = ref.one_head_both_designs(12, [0, 5, 10, 15])
-        assert grid.max() < 0.5 and grid.max() > 0.49
+        """However large the cap, the worst query's smaller weight stays below 1/2 (far from 0.9)."""
+        values = [ref.one_head_both_designs(12, c) for c in (0, 5, 10, 15)]
+        assert values == sorted(values) and values[-1] < 0.5 and values[-1] > 0.49
 
     def test_two_heads_clear_the_bar_one_head_misses(self):
         """The reference two-head layer puts at least 0.9 on both targets, where one head stays below 0.5."""
@@ -43,11 +46,12 @@ class TestOneHeadBothDesigns:
         assert (weights[0, rows, rows - 1] >= 0.9).all() and (weights[1, rows, 0] >= 0.9).all()
 
     def test_the_prompt_asks_and_does_not_tell(self, course):
-        """The prompt asks for a prediction and never states the bound it asks the student to find."""
-        prompt = render_prompt(course.problem("one_head_both_designs"), 0)
-        assert "Predict before you code" in prompt
-        for told in ("1/2", "0.5", "one half", "below half", "e^p + e^s"):
-            assert told not in prompt, told
+        """The prompt asks for a prediction and never states the bound, the best scales or the hardest query."""
+        problem = course.problem("one_head_both_designs")
+        text = render_prompt(problem, 0) + " ".join(problem.hints)
+        assert "Predict before you code" in text
+        for told in ("1/2", "0.5", "one half", "below half", "e^p + e^s +", "p = s = max_scale", "last query"):
+            assert told not in text, told
 
 
 def _per_sequence(X, W_Q, W_K, W_V, W_O, num_heads, key_mask):

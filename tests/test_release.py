@@ -24,6 +24,13 @@ from grader.grading.seed_cases import BUNDLE_FOLDER, SeedCases
 from ._install import fresh_venv, link_farm
 from .conftest import EXERCISES, SOLUTIONS
 
+
+@pytest.fixture(scope="session")
+def course(core_course):
+    """The course as its exports and bundles ship it: the core, optional problems switched off."""
+    return core_course
+
+
 SECRET = "test-course-secret"
 SEED_CASES = Path("grader") / BUNDLE_FOLDER
 STUDENTS = ("alice@example.edu", "bob@example.edu")
@@ -216,12 +223,12 @@ class TestStudentBundle:
                           "    e = np.exp(scores - scores.max(axis=0, keepdims=True))\n"
                           "    return e / e.sum(axis=0, keepdims=True)\n")
         told = subprocess.run([mha, "check", "--student", STUDENTS[0], "--path", str(broken), "softmax",
-                               "scaled_dot_product_attention"], cwd=student, capture_output=True, text=True, env=env)
+                               "multi_head_attention"], cwd=student, capture_output=True, text=True, env=env)
         # on the public cases the column-wise softmax and the copied global-max one answer alike, on the same
         # cases: the first the problem file declares is named
         assert told.returncode == 1 and "likely mistake (softmax-wrong-axis)" in told.stdout \
             and "Several causes fit" not in told.stdout, told.stdout[-3000:]
-        assert "scaled_dot_product_attention calls your softmax, which fails its own cases" in told.stdout
+        assert "multi_head_attention calls your softmax, which fails its own cases" in told.stdout
         assert "attention-softmax-over-queries" not in told.stdout
         fresh = tmp_path / "fresh"  # `mha init` of the bundle writes the starter files, from any folder
         started = subprocess.run([mha, "init", str(fresh)], cwd=elsewhere, capture_output=True, text=True, env=env)

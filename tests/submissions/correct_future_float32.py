@@ -175,17 +175,15 @@ def padded_batch_attention(X: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Ar
     return heads @ W_O, weights
 
 
-def one_head_both_designs(seq_len: int, scales: Array) -> Array:
+def one_head_both_designs(seq_len: int, max_scale: Array) -> float:
     if seq_len < 3:
         raise ValueError(f"seq_len={seq_len}: no query i >= 2")
-    (scales,) = _f32(scales)
+    c = F32(max_scale)
     i, j = np.indices((seq_len, seq_len))
     rows = np.arange(2, seq_len)
-    p, s = scales[:, None, None, None], scales[None, :, None, None]
-    scores = np.where(j <= i, p * (j == i - 1) + s * (j == 0), F32(-np.inf))   # (K, K, T, T)
+    scores = np.where(j <= i, c * (j == i - 1) + c * (j == 0), F32(-np.inf))   # (T, T)
     weights = softmax(scores)
-    both = np.minimum(weights[..., rows, rows - 1], weights[..., rows, 0])
-    return both.min(axis=-1)
+    return float(np.minimum(weights[rows, rows - 1], weights[rows, 0]).min())
 
 
 def run_model(tokens: Array, E: Array, P: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Array,
