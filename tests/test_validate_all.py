@@ -125,8 +125,8 @@ class TestEveryErrorInOneRun:
         result = run("validate", str(root))
         assert result.exit_code == ExitCode.INVALID_SPEC
         assert result.stderr.splitlines() == [
-            f"{root}/assignment.yaml:3: unknown key 'colour' in assignment.yaml (allowed: code, problems, quiz, title)",
-            f"{root}/assignment.yaml: problems/stray.yaml is not listed under 'problems' (add it or move it out)",
+            f"{root}/assignment.yaml:3: unknown key 'colour' in assignment.yaml (allowed: code, optional, problems, quiz, title)",
+            f"{root}/assignment.yaml: problems/stray.yaml is not listed under 'problems' or 'optional' (add it or move it out)",
             f"{root}/problems/row_max.yaml:3: 'points' must be a number (got 'two')",
             f"{root}/problems/row_max.yaml:4: unknown key 'colour' in a problem (allowed: cases, compare, function, "
             "hints, id, mistakes, params, points, prompt, timeout, title)",

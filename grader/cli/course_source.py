@@ -128,7 +128,8 @@ class CourseSource:
                              p.title) for p in course.problems),
             course.quiz.title if course.quiz else None,
             tuple(ItemRow(i.id, i.points, i.visibility.value, i.kind.value, i.title) for i in items),
-            course.max_score)
+            course.max_score,
+            tuple(p.id for p in course.optional) + tuple(i.id for i in (course.quiz.optional if course.quiz else ())))
 
     def starter_files(self) -> dict[str, str]:
         from ..starter import starter_files

@@ -51,6 +51,7 @@ class Listing:
     quiz_title: str | None
     items: tuple[ItemRow, ...]
     total: float  # the automatic points (written items are graded by hand)
+    optional: tuple[str, ...] = ()  # problem and quiz item ids the course switches off (a course folder's)
 
 
 class Source(Protocol):

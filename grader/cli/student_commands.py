@@ -134,6 +134,9 @@ def listing_lines(listing: Listing, width: int) -> list[str]:
     for i in listing.items:
         lines += _row(f"  {i.id:<{idw}}  {i.points:>4g} pts  {i.visibility:<6} {i.kind:<16}  ", i.title, width)
     lines.append(f"  total {listing.total:g} points")
+    if listing.optional:
+        lines += textwrap.wrap(f"optional, switched off in assignment.yaml ('optional:'; docs/authoring.md): "
+                               f"{', '.join(listing.optional)}", width, break_on_hyphens=False)
     return lines
 
 

@@ -29,7 +29,8 @@ CASE_KEYS = {"name", "visibility", "weight", "args", "expect", "raises", "let", 
 COMPARE_KEYS = {"kind", "rtol", "atol", "pattern", "min_weight"}
 MISTAKE_KEYS = {"id", "message", "bug", "detector"}
 BUG_ALIAS = "variant"  # `bug:` under its older name, still accepted
-ASSIGNMENT_KEYS = {"title", "problems", "quiz", CODE_KEY}
+ASSIGNMENT_KEYS = {"title", "problems", "quiz", "optional", CODE_KEY}
+OPTIONAL_KEYS = {"problems", "quiz"}
 RAISABLE = ("ValueError", "TypeError", "IndexError", "ZeroDivisionError")
 HEAD_PATTERNS = ("previous", "sink")
 
@@ -376,17 +377,73 @@ def read_course(root: Path) -> tuple[Course | None, list[SpecError]]:
         if points_override is not None:
             problem = replace(problem, points=points_override)
         problems.append(problem)
-    listed = set(seen)
+    off_problems, off_items = _optional(node, errors)
+    optional: list[Problem] = []
+    for problem_id, entry_line in off_problems.items():
+        if problem_id in seen:
+            errors.at(entry_line, f"problem {problem_id!r} is listed under 'problems' and under 'optional' "
+                                  f"(line {seen[problem_id]}): keep one")
+            continue
+        file = root / "problems" / f"{problem_id}.yaml"
+        if not file.is_file():
+            errors.at(entry_line, f"optional problem {problem_id!r} has no file problems/{problem_id}.yaml")
+            continue
+        try:
+            optional.append(load_problem(file, course))  # validated like the others, graded once switched on
+        except SpecErrors as exc:
+            problem_errors.extend(exc.errors)
+    listed = set(seen) | set(off_problems)
     for file in sorted((root / "problems").glob("*.yaml")):
         if file.stem not in listed:
-            errors.at(None, f"problems/{file.name} is not listed under 'problems' (add it or move it out)")
-    quiz = _quiz(node, root, errors, problem_errors, seen, course) if "quiz" in node else None
-    _check_shared(problems, quiz, problem_errors)
+            errors.at(None, f"problems/{file.name} is not listed under 'problems' or 'optional' "
+                            f"(add it or move it out)")
+    every_id = {**seen, **off_problems}
+    quiz = _quiz(node, root, errors, problem_errors, every_id, course) if "quiz" in node else None
+    if quiz is not None:
+        known = {item.id for item in quiz.items}
+        for item_id, entry_line in off_items.items():
+            if item_id not in known:
+                errors.at(entry_line, f"optional quiz item {item_id!r} is not in {Path(str(quiz.path)).name}")
+        quiz = replace(quiz, items=tuple(i for i in quiz.items if i.id not in off_items),
+                       optional=tuple(i for i in quiz.items if i.id in off_items))
+    elif off_items:
+        errors.at(line_of(node, "optional"), "'optional' lists quiz items but the assignment has no quiz")
+    _check_shared(problems + optional, quiz.with_optional() if quiz is not None else None, problem_errors)
     if (root / SUBMISSION_NAME).is_file():
-        problem_errors.extend(stub_placeholders(root / SUBMISSION_NAME, seen))
+        problem_errors.extend(stub_placeholders(root / SUBMISSION_NAME, every_id))
     loaded = Course(title=title if title is not None else root.name, root=root, problems=tuple(problems),
-                    quiz=quiz, code=course.path)
+                    quiz=quiz, code=course.path, optional=tuple(optional))
     return loaded, errors.items + problem_errors
+
+
+def _optional(node: Mapping[str, Any], errors: Errors) -> tuple[dict[str, int | None], dict[str, int | None]]:
+    """assignment.yaml's `optional:`: the problem ids and quiz item ids it switches off, each with
+    its line (an instructor switches one on by moving it under `problems`, or off the quiz list)."""
+    section = node.get("optional")
+    if section is None:
+        return {}, {}
+    if not isinstance(section, dict):
+        errors.at(line_of(node, "optional"), f"'optional' must be a mapping with 'problems' and/or 'quiz' "
+                                             f"(got {got(section)})")
+        return {}, {}
+    unknown_keys(section, OPTIONAL_KEYS, "'optional'", errors)
+    found: list[dict[str, int | None]] = []
+    for key in ("problems", "quiz"):
+        entries = section.get(key, [])
+        ids: dict[str, int | None] = {}
+        if not isinstance(entries, list):
+            errors.at(line_of(section, key), f"'optional.{key}' must be a list of ids (got {got(entries)})")
+            entries = []
+        for i, entry in enumerate(entries):
+            entry_line = line_of(entries, i)
+            if not isinstance(entry, str):
+                errors.at(entry_line, f"each 'optional.{key}' entry must be an id (got {got(entry)})")
+            elif entry in ids:
+                errors.at(entry_line, f"duplicate id {entry!r} in 'optional.{key}' (first on line {ids[entry]})")
+            else:
+                ids[entry] = entry_line
+        found.append(ids)
+    return found[0], found[1]
 
 
 def _course(node: Mapping[str, Any], root: Path, errors: Errors) -> CourseCode | None:

@@ -94,7 +94,7 @@ def course_files(course: Course) -> list[Path]:
     """The files of `course` that a release or an export copies, relative to its folder and sorted."""
     root = Path(course.root)
     files = {root / ASSIGNMENT_FILE}
-    files.update(p.path for p in course.problems if p.path is not None)
+    files.update(p.path for p in (*course.problems, *course.optional) if p.path is not None)
     if course.quiz is not None and course.quiz.path is not None:
         files.add(Path(course.quiz.path))
     if course.code is not None:

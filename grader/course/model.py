@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -186,6 +186,7 @@ class Quiz:
     title: str
     items: tuple[QuizItem, ...]
     path: Path | None = None
+    optional: tuple[QuizItem, ...] = ()  # items assignment.yaml switches off: validated, never asked
 
     @property
     def max_score(self) -> float:
@@ -200,6 +201,11 @@ class Quiz:
     def item(self, item_id: str) -> QuizItem | None:
         return next((i for i in self.items if i.id == item_id), None)
 
+    def with_optional(self) -> Quiz:
+        """This quiz with its optional items switched on, in the file's order."""
+        items = sorted((*self.items, *self.optional), key=lambda item: item.line or 0)
+        return replace(self, items=tuple(items), optional=())
+
 
 @dataclass(frozen=True)
 class Course:
@@ -208,10 +214,17 @@ class Course:
     problems: tuple[Problem, ...] = field(default_factory=tuple)
     quiz: Quiz | None = None
     code: Path | None = None       # the course's own module (assignment.yaml 'code')
+    optional: tuple[Problem, ...] = ()  # problems assignment.yaml switches off: validated, never graded
 
     @property
     def max_score(self) -> float:
         return float(sum(p.points for p in self.problems)) + (self.quiz.max_score if self.quiz else 0.0)
+
+    def with_optional(self) -> Course:
+        """This course with every optional problem and quiz item switched on (in file order after
+        the core), as an instructor who lists them all would have it: what the contract tests check."""
+        quiz = self.quiz.with_optional() if self.quiz is not None else None
+        return replace(self, problems=self.problems + self.optional, quiz=quiz, optional=())
 
     def problem(self, problem_id: str) -> Problem | None:
         return next((p for p in self.problems if p.id == problem_id), None)

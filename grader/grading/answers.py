@@ -284,7 +284,8 @@ def grade_quiz(quiz: Quiz, answers_path: Path, *, seed: int, include_hidden: boo
     from ..course.quiz import draw  # draws numbers and computes answers: the autograder's side only
     wanted = None if item_ids is None else set(item_ids)
     draws = [draw(i, seed) for i in quiz.items if wanted is None or i.id in wanted]
-    return grade_draws(draws, answers_path, [i.id for i in quiz.items], include_hidden=include_hidden)
+    known = [i.id for i in (*quiz.items, *quiz.optional)]  # an answer to a switched-off item: not graded, not an error
+    return grade_draws(draws, answers_path, known, include_hidden=include_hidden)
 
 
 def grade_draws(draws: Iterable[Draw], answers: Path | StudentFile, known_ids: Iterable[str], *,

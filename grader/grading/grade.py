@@ -402,7 +402,8 @@ def grade_seed_cases(seed_cases, submission: Path | SubmissionFiles, *, include_
     prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in seed_cases.problems}
     return grade_prepared(seed_cases.title, [p for p, _ in seed_cases.problems if wanted is None or p.id in wanted],
                           lambda p: prepared[p.id], [v for v in seed_cases.quiz if wanted is None or v.item.id in wanted],
-                          seed_cases.quiz_ids, submission, include_hidden=include_hidden, limits=limits, private=private)
+                          seed_cases.quiz_ids + seed_cases.quiz_off, submission, include_hidden=include_hidden,
+                          limits=limits, private=private)
 
 
 def known_ids(seed_cases, ids: Iterable[str]) -> None:

@@ -224,7 +224,8 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
         })
     quiz = None
     if course.quiz is not None:
-        quiz = {"ids": [i.id for i in course.quiz.items], "title": course.quiz.title,
+        quiz = {"ids": [i.id for i in course.quiz.items], "off": [i.id for i in course.quiz.optional],
+                "title": course.quiz.title,
                 "items": [_item_data(quiz_draw(i, seed), keep_answers=hidden) for i in course.quiz.items]}
     return {"format": FORMAT, "title": course.title, "seed": label, "problems": problems, "quiz": quiz}
 
@@ -248,6 +249,7 @@ class SeedCases:
         self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
+        self.quiz_off: list[str] = quiz.get("off", []) if quiz else []  # switched off: an answer is ignored
         self.quiz_title: str | None = quiz.get("title") if quiz else None
         self.quiz: list[Draw] = [_item_from(i) for i in quiz["items"]] if quiz else []
         self.texts = {p["id"]: p["text"] for p in data["problems"]}
