@@ -229,7 +229,8 @@ class TestLoader:
 
 
 def _quiz(course, item_id):
-    return course.quiz.item(item_id)
+    """A quiz item of the course, optional or not (the optional ones are checked as the core ones are)."""
+    return course.with_optional().quiz.item(item_id)
 
 
 # Two students of one course: their seeds give different models, head orders and numbers.
@@ -327,7 +328,7 @@ class TestQuizMistakes:
         takes = inspect.signature(function).parameters
         assert value == pytest.approx(function(**{k: x for k, x in v.params.items() if k in takes}), abs=1e-9)
         (tmp_path / "answers.yaml").write_text(f"{item_id}: {value}\n")
-        result = grade_quiz(course.quiz, tmp_path / "answers.yaml", seed=0, item_ids=[item_id]).items[0]
+        result = grade_quiz(course.with_optional().quiz, tmp_path / "answers.yaml", seed=0, item_ids=[item_id]).items[0]
         assert result.score == 0 and result.mistakes == (mistake,)
 
     @pytest.mark.parametrize("answer, mistake", [

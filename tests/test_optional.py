@@ -26,10 +26,11 @@ def mha(course, *args, cwd=None):
 
 def with_optional_section(folder, text):
     """The default course copied to `folder`, its assignment.yaml given `text` after the problems
-    (and `problems` without the ids `text` switches off)."""
+    (and `problems` without the ids `text` switches off) in place of its own `optional:`."""
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__"))
     path = folder / "assignment.yaml"
     source = path.read_text()
+    source = source[:source.index("\noptional:") + 1] if "\noptional:" in source else source  # every item on
     source = source.replace(f"  - {OFF_PROBLEM}\n", "")
     path.write_text(source + text)
     return folder
@@ -42,7 +43,7 @@ def course_with_optional(tmp_path_factory):
 
 
 def test_switched_off_problems_and_items_are_kept_out_of_the_score(course_with_optional):
-    everything = load_course(EXERCISES)
+    everything = load_course(EXERCISES).with_optional()
     course = load_course(course_with_optional)
     off_points = everything.problem(OFF_PROBLEM).points + everything.quiz.item(OFF_ITEM).points
     assert course.problem(OFF_PROBLEM) is None and [p.id for p in course.optional] == [OFF_PROBLEM]
