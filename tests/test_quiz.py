@@ -238,7 +238,7 @@ class TestDraws:
 
 class TestAnswerFiles:
     def test_template_lists_every_item_blank_with_its_form(self):
-        """exercises/answers.yaml is the generated template: every item the default assignment asks,
+        """exercises/answers.yaml is the generated template: every item the core asks,
         blank, with the expected form."""
         quiz = load_course(EXERCISES).quiz
         text = (EXERCISES / "answers.yaml").read_text()

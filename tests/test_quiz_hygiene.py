@@ -48,7 +48,7 @@ def quiz(course):
 
 @pytest.fixture(scope="module")
 def core(course):
-    """The items the default assignment asks."""
+    """The core: the items the packaged course asks unless an instructor switches more on."""
     return course.quiz
 
 
@@ -203,13 +203,13 @@ class TestTestWiseStrategies:
 
 class TestPracticeAndHidden:
     def test_the_core_is_short(self, core):
-        """The default assignment asks at most 20 items; the rest are optional (assignment.yaml)."""
+        """The core asks at most 20 items; the rest are optional (assignment.yaml)."""
         assert len(core.items) <= MAX_CORE_ITEMS, [i.id for i in core.items]
 
     @pytest.mark.parametrize("scope", ["core", "quiz"], ids=["core", "every item"])
     def test_practice_items_are_at_most_a_third_of_the_points(self, request, scope):
         """Public items, retried freely in `mha check`, carry at most a third of the quiz's points,
-        in the default assignment and with every optional item switched on."""
+        in the core and with every optional item switched on."""
         scored = [i for i in request.getfixturevalue(scope).items if not i.manual]  # written: graded by hand
         public = sum(Fraction(i.points) for i in scored if not i.hidden)
         total = sum(Fraction(i.points) for i in scored)
