@@ -302,6 +302,18 @@ class TestPerStudentNumbers:
             assert fewest not in (COURSE.most_heads_count(D), COURSE.fewest_heads_width(D, s))
 
 
+def test_the_feedbacks_numbers_are_the_models():
+    """What removable_heads, your_head_ablation and model_claims say in their feedback holds for the
+    shipped index: two eight-head runs have no head below 0.1 nats and two have one or two; every
+    head of a two-head model costs at least 3 nats, and the seed-3 two-head model's heads are mixed."""
+    assert [COURSE.removable_heads(s) for s in range(4)] == [2, 0, 1, 0]
+    deltas = [COURSE.your_head_delta(s, 12, k) for s in range(4) for k in (1, 2)]
+    assert min(deltas) >= 3 and min(COURSE.your_head_delta(3, 12, k) for k in (1, 2)) >= 8
+    mixed = load_model("d8_h2_s3")
+    previous, _ = SOLUTION.head_scores(_student_maps(mixed, evaluation_tokens()[:SEQUENCES]))
+    assert 0.5 < max(previous) < 0.8 and 0.1 < min(previous) < 0.3
+
+
 def test_the_table_of_zeroed_queries_is_the_models():
     """QUERIES_ZEROED_DELTA (a known-wrong answer's numbers, tabled so grading runs no model) is what
     zeroing each head's W_Q columns costs, recomputed from the files."""
