@@ -33,7 +33,7 @@ __all__ = [
     "your_head_delta_queries_zeroed", "wide_vs_narrow_accuracy", "wide_vs_narrow_first_only",
     "removable_heads", "needed_heads", "HEAD_ORDERS_4", "HEAD_ORDERS_2", "QUERIES_ZEROED_DELTA",
     "queries_zeroed_delta", "MODEL_FUNCTIONS", "trained_input", "fewest_heads_both", "fewest_heads_width",
-    "most_heads_count", "BOTH_RIGHT", "SWEEP_HEADS",
+    "most_heads_count", "SWEEP_HEADS",
 ]
 
 MODELS = Path(__file__).resolve().parent / "models"
