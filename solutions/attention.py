@@ -25,7 +25,7 @@ def count_routing_distributions(num_heads, d_v, num_queries=1, num_keys=None, d_
     """One softmax row per query, per head, per sequence of the batch, per layer.
 
     d_v and d_k are widths and num_keys is the length of each row: none of them adds a row.
-    A causal mask shortens rows but never removes one (query i still sees keys 0..i).
+    A causal mask aligned top-left, as here, shortens rows but never removes one (query i still sees keys 0..i).
     Shared key/value heads (num_kv_heads) still leave every query head its own scores."""
     return num_layers * batch * num_heads * num_queries
 

@@ -8,7 +8,7 @@ from grader.exports.pysource import split_module
 from .conftest import EXERCISES, SOLUTIONS
 
 HALF_DONE = ("softmax", "attention_reading", "count_routing_distributions", "split_heads", "merge_heads")
-HALF_ANSWERS = "distributions_one_head: 1\nwiden_values: a\nattention_budget: 0.15\npruning: a\n"
+HALF_ANSWERS = "distributions_one_head: 1\ntwo_relations: a\nattention_budget: 0.15\npruning: a\n"
 
 
 def solution_functions() -> dict[str, str]:

@@ -262,7 +262,7 @@ class TestGradeAllClass:
                "mean total 89.57 of 165." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
-        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>47</td>' in page
+        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>22</td>' in page
 
 
 class TestWrittenAnswers:

@@ -224,7 +224,7 @@ class TestStudentFiles:
         student = tmp_path / "rel" / "student"
         self._assert_stubs((student / "attention.py").read_text())
         answers = (student / "answers.yaml").read_text()
-        assert "distributions_one_head:        # a number" in answers
+        assert "distributions_one_head:   # a number" in answers
         assert all(line.split("#")[0].rstrip().endswith(":") for line in answers.splitlines()
                    if line and not line.startswith("#"))
         shipped = {p.name for p in student.rglob("*.py")}

@@ -436,7 +436,7 @@ class TestTexts:
         assert "copies position 0's vector e_0" in " ".join(prompt.split())
 
     def test_quiz_texts(self, course):
-        items = {i.id: i for i in course.quiz.items}
+        items = {i.id: i for i in course.with_optional().quiz.items}
         scale = next(c for c in items["widen_values"].choices if c.mistake == "scale_by_d_v")
         assert "flatter" in scale.text and "sharper" not in scale.text  # dividing by more flattens
         assert set(items["head_count"].params["d_head"]["choice"]) <= set(range(64, 129))  # the lesson's 64-128

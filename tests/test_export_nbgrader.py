@@ -37,7 +37,7 @@ BUG = ("biases = 4 * d_model if bias else 0", "biases = d_model if bias else 0")
 BUGGY_PROBLEM = "parameter_count"
 # quiz answers in the buggy notebook: a wrong choice, and a multiple-answers item with a false
 # statement added (partial credit with penalty)
-WRONG_ANSWERS = {"widen_values": "a", "fresh_claims": ["a", "b", "c", "d"]}
+WRONG_ANSWERS = {"two_relations": "a", "model_claims": ["a", "b", "c", "e"]}
 WRITTEN = "W_O mixes the heads' slices of the output."
 STUDENTS = ("correct", "buggy")
 
@@ -235,7 +235,7 @@ class TestAutograde:
         else:
             assert lost == {BUGGY_PROBLEM} and scores[BUGGY_PROBLEM][0] == mha[BUGGY_PROBLEM] < course.problem(
                 BUGGY_PROBLEM).points
-            assert quiz["widen_values"] == 0 and 0 < quiz["fresh_claims"] < course.quiz.item("fresh_claims").points
+            assert quiz["two_relations"] == 0 and 0 < quiz["model_claims"] < course.quiz.item("model_claims").points
 
     @pytest.mark.slow
     def test_the_buggy_cell_says_why(self, graded):
@@ -333,14 +333,14 @@ class TestProblemScore:
 class TestAnswerScore:
     def test_partial_credit_with_penalty(self, course, capsys):
         """A multiple-answers answer with a false statement earns mha grade's share, the key all, a blank nothing."""
-        item = course.quiz.item("fresh_claims")
-        key = answer_key(course.quiz, DEFAULT_SEED)["fresh_claims"]
-        expected = grade_item(draw(item, DEFAULT_SEED), ["a", "b", "c", "d"], None, include_hidden=True).score
-        assert answer_score("fresh_claims", ["a", "b", "c", "d"], EXERCISES) == expected
+        item = course.quiz.item("model_claims")
+        key = answer_key(course.quiz, DEFAULT_SEED)["model_claims"]
+        expected = grade_item(draw(item, DEFAULT_SEED), ["a", "b", "c", "e"], None, include_hidden=True).score
+        assert answer_score("model_claims", ["a", "b", "c", "e"], EXERCISES) == expected
         assert 0 < expected < item.points
-        assert answer_score("fresh_claims", key, EXERCISES) == item.points
-        assert answer_score("fresh_claims", ..., EXERCISES) == 0
-        assert "fresh_claims: not right" in capsys.readouterr().out  # a hidden item: the kind of failure only
+        assert answer_score("model_claims", key, EXERCISES) == item.points
+        assert answer_score("model_claims", ..., EXERCISES) == 0
+        assert "model_claims: not right" in capsys.readouterr().out  # a hidden item: the kind of failure only
 
 
 class TestSourceNotebook:

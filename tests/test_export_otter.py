@@ -38,7 +38,7 @@ BUGS = {  # a named mistake in softmax (which MHA reuses) and a miscount in para
 }
 # quiz answers in the buggy notebook: a wrong choice, a wrong number, a multiple-answers item with
 # a false statement added (partial credit with penalty), a public item left as otter leaves it (...)
-WRONG_ANSWERS = {"widen_values": "a", "attention_budget": 0.85, "fresh_claims": ["a", "b", "c", "d"],
+WRONG_ANSWERS = {"two_relations": "a", "attention_budget": 0.85, "model_claims": ["a", "b", "c", "e"],
                  "precise_claim": ...}
 
 
@@ -209,8 +209,8 @@ class TestOtterRun:
         if submission == "correct":
             assert quiz == {i.id: i.points for i in items}
         else:
-            assert quiz["widen_values"] == quiz["attention_budget"] == quiz["precise_claim"] == 0
-            assert 0 < quiz["fresh_claims"] < course.quiz.item("fresh_claims").points
+            assert quiz["two_relations"] == quiz["attention_budget"] == quiz["precise_claim"] == 0
+            assert 0 < quiz["model_claims"] < course.quiz.item("model_claims").points
         if submission == "correct":
             assert mha_scores == {p.id: p.points for p in course.problems}
         else:
@@ -294,7 +294,7 @@ class TestTestFiles:
 class TestCheckAnswer:
     def test_multiple_answers_pass_up_to_the_credit_earned(self):
         """A multiple-answers item is n tests; an answer with credit k/n passes exactly the first k."""
-        item = next(i for i in exporter.quiz_items(load_course(EXERCISES)) if i.id == "fresh_claims")
+        item = next(i for i in exporter.quiz_items(load_course(EXERCISES)) if i.id == "model_claims")
         v = draw(item, DEFAULT_SEED)
         right = list(v.correct_letters)
         wrong = next(c.letter for c in v.choices if not c.correct)
@@ -302,7 +302,7 @@ class TestCheckAnswer:
         passed = []
         for part in range(1, n + 1):
             try:
-                check_answer("fresh_claims", right[:-1] + [wrong], part, n, course_dir=EXERCISES)
+                check_answer("model_claims", right[:-1] + [wrong], part, n, course_dir=EXERCISES)
                 passed.append(part)
             except AssertionError:
                 pass
@@ -314,8 +314,8 @@ class TestCheckAnswer:
         with pytest.raises(AssertionError, match=r"precise_claim: you chose b\nlikely mistake \(heads_are_rules\)"):
             check_answer("precise_claim", "b", course_dir=EXERCISES)
         with pytest.raises(AssertionError) as caught:
-            check_answer("widen_values", "a", course_dir=EXERCISES)
-        assert str(caught.value) == "widen_values: not right (failed)"
+            check_answer("two_relations", "a", course_dir=EXERCISES)
+        assert str(caught.value) == "two_relations: not right (failed)"
 
     def test_written_items_are_manual_questions(self, course, tmp_path):
         """Written items are graded by hand: no otter test file, a manual question in the notebook."""

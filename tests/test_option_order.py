@@ -41,7 +41,7 @@ def seeds():
 @pytest.fixture(scope="module")
 def choice_items(course):
     items = [i for i in course.quiz.items if i.choices]
-    assert len(items) == 19 and any(i.id == PINNED and not i.shuffle for i in items)
+    assert len(items) == 9 and any(i.id == PINNED and not i.shuffle for i in items)
     return items
 
 
@@ -81,7 +81,7 @@ class TestChoiceOrder:
             assert sorted(order) == list(range(len(item.choices)))
             assert choice_order(item, seeds[ANN]) == order
         orders = {choice_order(i, seeds[ANN]) for i in choice_items if len(i.choices) == 4 and i.shuffle}
-        assert len(orders) > 5  # not one order for every item
+        assert len(orders) > 3  # not one order for every item (six such items in the core)
 
     def test_feedback_and_misconception_follow_the_option_not_the_letter(self, seeds, choice_items):
         """The student's letter k is the file's option order[k], with its own text, feedback and mistake."""

@@ -67,7 +67,8 @@ items:
 
 @pytest.fixture(scope="module")
 def quiz():
-    return load_course(EXERCISES).quiz
+    """Every item of the shipped quiz, the optional ones switched on: all are graded and checked here."""
+    return load_course(EXERCISES).with_optional().quiz
 
 
 def write(tmp_path: Path, text: str, name: str = "quiz.yaml") -> Path:
@@ -236,15 +237,18 @@ class TestDraws:
 
 
 class TestAnswerFiles:
-    def test_template_lists_every_item_blank_with_its_form(self, quiz):
-        """exercises/answers.yaml is the generated template: every item, blank, with the expected form."""
+    def test_template_lists_every_item_blank_with_its_form(self):
+        """exercises/answers.yaml is the generated template: every item the core asks,
+        blank, with the expected form."""
+        quiz = load_course(EXERCISES).quiz
         text = (EXERCISES / "answers.yaml").read_text()
         assert text == answers_template(quiz)
         assert load_yaml(EXERCISES / "answers.yaml") == {i.id: None for i in quiz.items}
         assert "# one letter, like b" in text and "# a list of letters, like [a, c]" in text
 
     def test_solutions_hold_the_answer_key(self, quiz):
-        """solutions/answers.yaml parses to the answer key of the default seed."""
+        """solutions/answers.yaml parses to the answer key of the default seed, for every item (an
+        optional one switched on finds its model answer there)."""
         answers = load_yaml(SOLUTIONS / "answers.yaml")
         written = {i.id for i in quiz.items if i.manual}  # graded by hand: a model answer, no key
         assert {k: v for k, v in answers.items() if k not in written} == answer_key(quiz, DEFAULT_SEED)
@@ -460,11 +464,11 @@ class TestGradingAndCommands:
     def test_gradescope_tags_name_the_misconception(self, cli, tmp_path):
         """A wrong choice's mistake id becomes a Gradescope tag of the quiz item's test."""
         shutil.copy(SOLUTIONS / "attention.py", tmp_path / "attention.py")
-        (tmp_path / "answers.yaml").write_text("widen_values: a\n")
+        (tmp_path / "answers.yaml").write_text("two_relations: a\n")
         out = tmp_path / "results.json"
         assert cli("grade", str(tmp_path), "--format", "gradescope", "--output", str(out)).exit_code == 0
-        test = next(t for t in json.loads(out.read_text())["tests"] if t["name"].startswith("widen_values:"))
-        assert test["tags"] == ["widen_values", "width_adds_routes"] and test["score"] == 0
+        test = next(t for t in json.loads(out.read_text())["tests"] if t["name"].startswith("two_relations:"))
+        assert test["tags"] == ["two_relations", "width_adds_routes"] and test["score"] == 0
 
     def test_check_one_quiz_item_with_feedback(self, cli, tmp_path):
         """`mha check ITEM` grades just that public item and shows the chosen choice's feedback; exit 1."""
@@ -492,11 +496,12 @@ class TestGradingAndCommands:
         d = draw_params(quiz.item("head_count"), DEFAULT_SEED)
         assert numeric.exit_code == 0
         assert f"d_model = {d['d_model']}" in numeric.stdout and "{" not in numeric.stdout
-        choice = cli("show", "widen_values")
-        assert "  d) " in choice.stdout and "Answer in answers.yaml as `widen_values: ...`, with one letter" in choice.stdout
+        choice = cli("show", "two_relations")
+        assert "  d) " in choice.stdout and "Answer in answers.yaml as `two_relations: ...`, with one letter" in choice.stdout
 
-    def test_list_and_validate_include_the_quiz(self, cli, quiz):
-        """`mha list` names every quiz item; `mha validate` counts them."""
+    def test_list_and_validate_include_the_quiz(self, cli):
+        """`mha list` names every quiz item; `mha validate` counts those the assignment asks."""
+        quiz = load_course(EXERCISES).quiz
         listing = cli("list").stdout
         assert all(item.id in listing for item in quiz.items)
         result = cli("validate")

@@ -1,12 +1,14 @@
 """The shipped quiz cannot be answered from its wording or brute-forced in `mha check`, and the problem
 prompts ask before they tell.
 
-Rules checked over exercises/quiz.yaml (the student's view: the default seed's text, params filled in):
-the right option is rarely the longest; hedges ("may", "can"...) and absolutes ("always", "never"...)
-appear on right and wrong options at similar rates; public items, which `mha check` grades as often
-as a student likes, are worth at most a third of the points; a hidden item is no near-copy of a public
-one; and no known-wrong number ever collides with the answer or with another known-wrong number, for
-any student's numbers.
+Rules checked over exercises/quiz.yaml (the student's view: the default seed's text, params filled in),
+optional items included: the right option is rarely the longest; hedges ("may", "can"...) and
+absolutes ("always", "never"...) appear on right and wrong options at similar rates; a test-wise
+student who always picks the most cautious option, or always the longest, scores no more than 15
+percentage points above chance, over the core and over every item; public items, which `mha check`
+grades as often as a student likes, are worth at most a third of the points, in the core and over
+every item; a hidden item is no near-copy of a public one; and no known-wrong number ever collides
+with the answer or with another known-wrong number, for any student's numbers.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 
 from grader.course.model import QuizKind
 from grader.course.quiz import DEFAULT_SEED, draw, draw_params
-from grader.grading.scoring import in_range
+from grader.grading.scoring import choices_credit, in_range
 
 HEDGES = ("may", "can", "might", "often", "usually", "not necessarily")
 ABSOLUTES = ("always", "never", "only", "nothing")
@@ -29,10 +31,24 @@ MAX_LONGEST_SHARE = Fraction(1, 3)
 MAX_PRACTICE_SHARE = Fraction(1, 3)
 MAX_PROMPT_SIMILARITY = 0.6   # difflib ratio over words between a hidden and a public prompt
 MAX_SEEDS = 5000              # enough to meet every combination of params of the shipped items
+# The words a test-wise student takes for caution. "can" states what the architecture allows as
+# often as it hedges, so the strategy is scored with it and without it.
+CAUTIOUS = ("may", "might", "could", "suggest", "suggests", "possibly", "perhaps", "likely", "probably",
+            "usually", "often", "some", "depends", "depend", "not necessarily", "not enough", "cannot tell",
+            "cannot say", "unclear", "only where", "as stated")
+MAX_ABOVE_CHANCE = Fraction(15, 100)  # a strategy may beat chance by at most 15 percentage points
+MAX_CORE_ITEMS = 20
 
 
 @pytest.fixture(scope="module")
 def quiz(course):
+    """Every item, the optional ones switched on: all of them are checked."""
+    return course.with_optional().quiz
+
+
+@pytest.fixture(scope="module")
+def core(course):
+    """The core: the items the packaged course asks unless an instructor switches more on."""
     return course.quiz
 
 
@@ -106,10 +122,95 @@ class TestOptions:
             assert phrase not in right.lower(), phrase
 
 
+def _cautious_words(with_can: bool) -> re.Pattern[str]:
+    words = CAUTIOUS + (("can",) if with_can else ())
+    return re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
+
+
+def _random_subset_credit(n: int, right: int, k: int) -> Fraction:
+    """Expected credit of k options picked uniformly at random among n, `right` of them right."""
+    total = Fraction(0)
+    for r in range(max(0, k - (n - right)), min(k, right) + 1):
+        ways = math.comb(right, r) * math.comb(n - right, k - r)
+        total += ways * Fraction(max(0, r - (k - r)), right)
+    return total / math.comb(n, k)
+
+
+def _strategy(item, key) -> tuple[Fraction, Fraction]:
+    """(what the strategy earns, what chance earns) as shares of the item's points. Multiple choice:
+    the option that `key` ranks highest, ties shared out evenly; chance is one option picked at
+    random. Multiple answers: every option the key ranks above 0 (cautious) or the longer half of
+    the options (longest), graded as `mha grade` does; chance is as many options picked at random,
+    so only the ranking, not the number picked, can beat it."""
+    choices = draw(item, DEFAULT_SEED).choices
+    ranks = [key(c.text) for c in choices]
+    if item.kind is QuizKind.MULTIPLE_CHOICE:
+        top = [c for c, r in zip(choices, ranks) if r == max(ranks)]
+        return Fraction(sum(c.correct for c in top), len(top)), Fraction(1, len(choices))
+    if key is len:
+        picked = sorted(range(len(choices)), key=lambda i: -ranks[i])[:len(choices) // 2]
+    else:
+        picked = [i for i, r in enumerate(ranks) if r > 0]
+    right = [c.letter for c in choices if c.correct]
+    earned = choices_credit([choices[i].letter for i in picked], right)
+    return earned, _random_subset_credit(len(choices), len(right), len(picked))
+
+
+def _strategy_score(items, key) -> tuple[Fraction, Fraction]:
+    """The strategy's and chance's score over the choice items, as shares of their points."""
+    choice_items = [i for i in items if i.kind in (QuizKind.MULTIPLE_CHOICE, QuizKind.MULTIPLE_ANSWERS)]
+    points = sum(Fraction(i.points) for i in choice_items)
+    scored = [(Fraction(i.points), *_strategy(i, key)) for i in choice_items]
+    return sum(p * s for p, s, _ in scored) / points, sum(p * c for p, _, c in scored) / points
+
+
+class TestTestWiseStrategies:
+    @pytest.mark.parametrize("scope", ["core", "quiz"], ids=["core", "every item"])
+    @pytest.mark.parametrize("with_can", [False, True], ids=["without can", "with can"])
+    def test_the_most_cautious_option_is_no_shortcut(self, request, scope, with_can):
+        """Always picking the most cautious option (the most hedging words) scores at most 15
+        percentage points above chance: the cautious option is right about as often as any other."""
+        pattern = _cautious_words(with_can)
+        score, chance = _strategy_score(request.getfixturevalue(scope).items, lambda t: len(pattern.findall(t)))
+        assert score <= chance + MAX_ABOVE_CHANCE, f"cautious {float(score):.0%}, chance {float(chance):.0%}"
+
+    @pytest.mark.parametrize("scope", ["core", "quiz"], ids=["core", "every item"])
+    def test_the_longest_option_is_no_shortcut(self, request, scope):
+        """Always picking the longest option scores at most 15 percentage points above chance."""
+        score, chance = _strategy_score(request.getfixturevalue(scope).items, len)
+        assert score <= chance + MAX_ABOVE_CHANCE, f"longest {float(score):.0%}, chance {float(chance):.0%}"
+
+    @pytest.mark.parametrize("scope", ["core", "quiz"], ids=["core", "every item"])
+    def test_the_cautious_option_is_sometimes_right_and_sometimes_wrong(self, request, scope):
+        """In the multiple-choice items where one option hedges most, it is right in some and wrong in
+        others, so avoiding caution is no shortcut either."""
+        pattern = _cautious_words(False)
+        verdicts = []
+        for item in (i for i in request.getfixturevalue(scope).items if i.kind is QuizKind.MULTIPLE_CHOICE):
+            choices = draw(item, DEFAULT_SEED).choices
+            counts = [len(pattern.findall(c.text)) for c in choices]
+            if counts.count(max(counts)) == 1 and max(counts) > 0:
+                verdicts.append(choices[counts.index(max(counts))].correct)
+        assert True in verdicts and False in verdicts, verdicts
+
+    def test_the_strategies_are_scored_as_described(self):
+        """Chance for multiple answers is a random pick of the same size: 2 of 4 options, 2 right,
+        earns 1/6 x 1 + 4/6 x 0 + 1/6 x 0 = 1/6 on average."""
+        assert _random_subset_credit(4, 2, 2) == Fraction(1, 6)
+        assert _random_subset_credit(4, 4, 2) == Fraction(1, 2)
+        assert _random_subset_credit(5, 1, 1) == Fraction(1, 5)
+
+
 class TestPracticeAndHidden:
-    def test_practice_items_are_at_most_a_third_of_the_points(self, quiz):
-        """Public items, retried freely in `mha check`, carry at most a third of the quiz's points."""
-        scored = [i for i in quiz.items if not i.manual]  # written items are graded by hand, never retried
+    def test_the_core_is_short(self, core):
+        """The core asks at most 20 items; the rest are optional (assignment.yaml)."""
+        assert len(core.items) <= MAX_CORE_ITEMS, [i.id for i in core.items]
+
+    @pytest.mark.parametrize("scope", ["core", "quiz"], ids=["core", "every item"])
+    def test_practice_items_are_at_most_a_third_of_the_points(self, request, scope):
+        """Public items, retried freely in `mha check`, carry at most a third of the quiz's points,
+        in the core and with every optional item switched on."""
+        scored = [i for i in request.getfixturevalue(scope).items if not i.manual]  # written: graded by hand
         public = sum(Fraction(i.points) for i in scored if not i.hidden)
         total = sum(Fraction(i.points) for i in scored)
         assert public / total <= MAX_PRACTICE_SHARE, f"{public} of {total} points are public"

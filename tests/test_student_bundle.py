@@ -292,7 +292,7 @@ class TestOneCommandLine:
     def test_show_list_and_init_are_the_installed_ones(self, student, tmp_path):
         """`mha show` (a problem, a public and a hidden quiz item), `mha list` and the files `mha init`
         writes: the same from the bundle as from the installed `mha`."""
-        for args in (["show", "softmax"], ["show", "attention_budget"], ["show", "widen_values"], ["list"]):
+        for args in (["show", "softmax"], ["show", "attention_budget"], ["show", "two_relations"], ["list"]):
             installed, bundled = self._run(None, args, tmp_path), self._run(student, args, tmp_path)
             assert installed.returncode == 0, installed.stderr
             expected = installed.stdout

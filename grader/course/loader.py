@@ -406,7 +406,7 @@ def read_course(root: Path) -> tuple[Course | None, list[SpecError]]:
                 errors.at(entry_line, f"optional quiz item {item_id!r} is not in {Path(str(quiz.path)).name}")
         quiz = replace(quiz, items=tuple(i for i in quiz.items if i.id not in off_items),
                        optional=tuple(i for i in quiz.items if i.id in off_items))
-    elif off_items:
+    elif off_items and "quiz" not in node:  # a quiz file that failed to load has its own error
         errors.at(line_of(node, "optional"), "'optional' lists quiz items but the assignment has no quiz")
     _check_shared(problems + optional, quiz.with_optional() if quiz is not None else None, problem_errors)
     if (root / SUBMISSION_NAME).is_file():

@@ -293,10 +293,11 @@ def grade(course: Course, submission: Path | SubmissionFiles, *, include_hidden:
     get = cache.get if cache is not None else prepare
     draw_item = cache.quiz_item if cache is not None else draw
     items = course.quiz.items if course.quiz else ()
+    off = course.quiz.optional if course.quiz else ()  # an answer to a switched-off item: ignored, not unknown
     quiz = [draw_item(i, seed) for i in items if wanted is None or i.id in wanted]
     return grade_prepared(course.title, [p for p in course.problems if wanted is None or p.id in wanted],
                           lambda p: [get(p, case, seed) for case in p.visible_cases(include_hidden)],
-                          quiz, [i.id for i in items], submission, include_hidden=include_hidden, limits=limits,
+                          quiz, [i.id for i in (*items, *off)], submission, include_hidden=include_hidden, limits=limits,
                           private=private_paths(course.root))
 
 
