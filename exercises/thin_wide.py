@@ -207,7 +207,7 @@ def one_head_input(model: str, s: int, part: str, head: int = 1, first: int = 0,
                      for x in X])                                           # (N, T, T)
 
 
-def ranked_head_input(seed: int, part: str, count: int = 64, seq_len: int = 6, vocab: int = 5) -> np.ndarray:
+def ranked_head_input(seed: int, part: str, count: int = 128, seq_len: int = 6, vocab: int = 5) -> np.ndarray:
     """A made-up head like the shipped wide ones: each query splits its weight between key i - 1 and
     key 0, and leans towards the key whose token ranks higher in a ranking drawn from `seed`.
     part: `maps` (count, seq_len, seq_len) or `tokens` (count, seq_len) as floats."""

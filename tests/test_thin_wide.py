@@ -148,14 +148,24 @@ class TestOneWideHead:
         splits = sorted(tuple(np.round(tw.one_wide_head(A[:, h], tokens[:256], 8)[0])) for h in range(2))
         assert splits == [(0.0, 1.0), (1.0, 0.0)]
 
-    @pytest.mark.parametrize("seed", [1, 7, 500, 999])
+    @pytest.mark.parametrize("seed", [1, 7, 402, 500, 999])
     def test_the_made_up_head_is_ordered_by_its_ranking(self, seed):
-        """The made-up head's order is the ranking drawn from its seed, and every token takes part in a contest."""
-        W, tokens = tw.ranked_head_input(seed, "maps"), tw.ranked_head_input(seed, "tokens")
+        """The made-up head's order is the ranking drawn from its seed, by the reference's statistic,
+        the win rate in contests and the mean weight on either key by its token."""
+        W, tokens = tw.ranked_head_input(seed, "maps"), tw.ranked_head_input(seed, "tokens").astype(int)
         rank = np.random.default_rng([seed, 38]).permutation(5)
         _, order = tw.one_wide_head(W, tokens, 5)
         np.testing.assert_array_equal(order, np.argsort(-rank))
         np.testing.assert_allclose(W.sum(axis=-1), 1.0)
+        i = np.arange(2, W.shape[-1])
+        prev, first, t_prev = W[:, i, i - 1], W[:, i, 0], tokens[:, i - 1]
+        t_first = np.broadcast_to(tokens[:, :1], t_prev.shape)
+        differ = t_prev != t_first
+        wins = [np.concatenate([(prev > first)[differ & (t_prev == v)], (first > prev)[differ & (t_first == v)]]).mean()
+                for v in range(5)]
+        either = [np.concatenate([prev[t_prev == v], first[t_first == v]]).mean() for v in range(5)]
+        for statistic in (wins, either):
+            np.testing.assert_array_equal(np.argsort(-np.array(statistic), kind="stable"), order)
 
     def test_the_public_case_is_the_students_single_head(self, course):
         """The public case holds the maps of the student's own d16_h1_s{s16} on sequences 0-255, recomputed
