@@ -116,3 +116,15 @@ def ablation_deltas(X, readings, W_O, W_U, tokens):
     """X (N, T, d_model), readings (N, h, T, d_k), W_O (h*d_k, d_model), W_U (d_model, 2V), tokens (N, T).
     Return (h,): the loss with head k's reading zeroed minus the whole model's loss."""
     raise NotImplementedError("ablation_deltas: not implemented yet (see `mha show ablation_deltas`)")
+
+
+def thin_head(k, mask=None):
+    """k (T,): a width-1 head's keys; mask (T, T) bool, True = may attend (or None).
+    Return (reach (T, T) of 1/0, previous 1/0) (see `mha show thin_head`)."""
+    raise NotImplementedError("thin_head: not implemented yet (see `mha show thin_head`)")
+
+
+def one_wide_head(weights, tokens, vocab):
+    """weights (N, T, T): one head's maps; tokens (N, T); vocab V.
+    Return (split (2,), order (V,)) (see `mha show one_wide_head`)."""
+    raise NotImplementedError("one_wide_head: not implemented yet (see `mha show one_wide_head`)")

@@ -187,6 +187,20 @@ from .reference import (
     tracing,
     two_head_layer,
 )
+from .thin_wide import (
+    THIN_WIDE_FUNCTIONS,
+    one_head_input,
+    one_wide_head,
+    one_wide_head_from_query_1,
+    one_wide_head_order_reversed,
+    one_wide_head_top_weight,
+    ranked_head_input,
+    thin_head,
+    thin_head_keys,
+    thin_head_largest_abs,
+    thin_head_largest_only,
+    thin_head_mask_ignored,
+)
 
 # What each graded function takes and returns. `params` kinds: array (float64 ndarray), mask
 # (bool ndarray, True = may attend), int, bool. `returns`: array, int, shapes (dict of shape
@@ -242,3 +256,4 @@ FUNCTIONS = {
 }
 
 FUNCTIONS.update(MODEL_FUNCTIONS)  # run_model, head_scores, ablation_deltas (model_problems.py)
+FUNCTIONS.update(THIN_WIDE_FUNCTIONS)  # thin_head, one_wide_head (thin_wide.py)

@@ -225,3 +225,34 @@ def ablation_deltas(X, readings, W_O, W_U, tokens):
         removed[:, k] = 0.0
         deltas.append(loss(removed) - whole)
     return np.array(deltas)
+
+
+def thin_head(k, mask=None):
+    """Width 1: the score is q_i k_j, so q_i > 0 ranks the keys as k does and q_i < 0 reverses
+    the ranking. A query can prefer only the largest or the smallest key it may see."""
+    k = np.asarray(k, dtype=np.float64)                         # (T,)
+    T = k.shape[0]
+    allowed = np.ones((T, T), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    reach = np.zeros((T, T))
+    for i in range(T):
+        keys = np.flatnonzero(allowed[i])
+        if keys.size:
+            reach[i, keys[np.argmax(k[keys])]] = 1              # any q_i > 0
+            reach[i, keys[np.argmin(k[keys])]] = 1              # any q_i < 0
+    previous = all(reach[i, i - 1] for i in range(1, T))        # each query picks its own q_i
+    return reach, float(previous)
+
+
+def one_wide_head(weights, tokens, vocab):
+    """The split of one head's weight between key i - 1 and key 0, and which token's key wins it."""
+    w = np.asarray(weights, dtype=np.float64)                   # (N, T, T)
+    tokens = np.asarray(tokens).astype(int)                     # (N, T)
+    i = np.arange(2, w.shape[-1])                               # query 1's two keys are one
+    prev, first = w[:, i, i - 1], w[:, i, 0]                    # (N, T - 2)
+    t_prev, t_first = tokens[:, i - 1], np.broadcast_to(tokens[:, :1], prev.shape)
+    differ = t_prev != t_first                                  # only a contest says who is favoured
+    favour = np.zeros(vocab)
+    for t in range(vocab):
+        won = np.concatenate([(prev - first)[differ & (t_prev == t)], (first - prev)[differ & (t_first == t)]])
+        favour[t] = won.mean() if won.size else 0.0
+    return np.array([prev.mean(), first.mean()]), np.argsort(-favour, kind="stable")

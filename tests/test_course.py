@@ -64,7 +64,7 @@ class TestCourseCode:
         module = read_code(EXERCISES / "course.py").module
         package = module.__name__.rpartition(".")[0]
         neighbours = ("detectors", "mistakes", "mistakes_flagship", "model_problems", "quiz_answers", "reasoning",
-                      "reference")
+                      "reference", "thin_wide")
         missing = [f"{name}.{item}" for name in neighbours for item in sys.modules[f"{package}.{name}"].__all__
                    if getattr(module, item, None) is not getattr(sys.modules[f"{package}.{name}"], item)]
         assert missing == []
@@ -229,7 +229,7 @@ class TestStudentFiles:
                    if line and not line.startswith("#"))
         shipped = {p.name for p in student.rglob("*.py")}
         assert not shipped & {"course_dir.py", "reference.py", "mistakes.py", "detectors.py", "quiz_answers.py",
-                              "model_problems.py", "analysis.py", "train.py"}
+                              "model_problems.py", "analysis.py", "train.py", "thin_wide.py"}
 
     def test_github_classroom_and_notebook_ship_stubs(self, implemented, tmp_path):
         """The starter repository and the notebook hold stubs, never the instructor's implementations."""

@@ -28,7 +28,8 @@ STRAY_NAMES = {"submissions", "graded", "dist", "notes.txt", "draft.txt", "train
 # What the default course uses: assignment.yaml, its problems and quiz, course.py with every course
 # file it imports (models/model.py too, imported by model_problems.py), the models' weights and index.
 PYTHON = {"course.py", "detectors.py", "mistakes.py", "mistakes_flagship.py", "model_problems.py",
-          "quiz_answers.py", "reasoning.py", "reference.py", "models/__init__.py", "models/model.py"}
+          "quiz_answers.py", "reasoning.py", "reference.py", "models/__init__.py", "models/model.py",
+          "thin_wide.py"}
 
 
 def default_manifest() -> set[str]:

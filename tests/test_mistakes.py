@@ -535,6 +535,54 @@ MODEL_BUGS = [
 ]
 BUGS += MODEL_BUGS
 
+# The thin-head and one-wide-head problems (exercises/thin_wide.py): one bug per named mistake.
+_THIN = """
+        def thin_head(k, mask=None):
+            T = len(k)
+            allowed = np.ones((T, T), dtype=bool) if mask is None else mask
+            reach = np.zeros((T, T))
+            for i in range(T):
+                keys = np.flatnonzero(allowed[i])"""
+_WIDE = """
+        def one_wide_head(weights, tokens, vocab):
+            i = np.arange(2, weights.shape[-1])
+            prev, first = weights[:, i, i - 1], weights[:, i, 0]
+            t_prev, t_first = tokens[:, i - 1], np.broadcast_to(tokens[:, :1], prev.shape)
+            differ, margin = t_prev != t_first, prev - first
+            won = [np.concatenate([margin[differ & (t_prev == t)], -margin[differ & (t_first == t)]]).mean()
+                   for t in range(vocab)]
+            split, order = np.array([prev.mean(), first.mean()]), np.argsort(-np.array(won))"""
+THIN_WIDE_BUGS = [
+    Bug("thin_head", "thin-head-largest-magnitude", _THIN + """
+                reach[i, keys[np.argmax(np.abs(k[keys]))]] = 1
+            return reach, float(all(reach[i, i - 1] for i in range(1, T)))
+    """),
+    Bug("thin_head", "thin-head-positive-queries-only", _THIN + """
+                reach[i, keys[np.argmax(k[keys])]] = 1
+            return reach, float(all(reach[i, i - 1] for i in range(1, T)))
+    """),
+    Bug("thin_head", "thin-head-mask-ignored", _THIN + """
+                reach[i, np.argmax(k)] = reach[i, np.argmin(k)] = 1
+            return reach, float(all(reach[i, i - 1] for i in range(1, T)))
+    """),
+    Bug("one_wide_head", "wide-head-top-weight-only", _WIDE + """
+            i = np.arange(2, weights.shape[-1])
+            rows = weights[:, i, :]
+            top = rows.argmax(axis=-1)
+            prev = np.where(top == i - 1, weights[:, i, i - 1], 0.0).mean()
+            first = np.where(top == 0, weights[:, i, 0], 0.0).mean()
+            return np.array([prev, first]), order
+    """),
+    Bug("one_wide_head", "wide-head-from-query-1", _WIDE + """
+            i = np.arange(1, weights.shape[-1])
+            return np.array([weights[:, i, i - 1].mean(), weights[:, i, 0].mean()]), order
+    """),
+    Bug("one_wide_head", "wide-head-order-reversed", _WIDE + """
+            return split, order[::-1]
+    """),
+]
+BUGS += THIN_WIDE_BUGS
+
 def buggy_submission(bug: Bug) -> str:
     """The model answer with one function redefined (the later definition wins)."""
     return solution_source() + "\n\n" + textwrap.dedent(bug.source)

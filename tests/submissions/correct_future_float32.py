@@ -233,3 +233,33 @@ def ablation_deltas(X: Array, readings: Array, W_O: Array, W_U: Array, tokens: A
     whole = loss(keep)
     return np.array([loss(np.where(np.arange(len(keep)) == k, F32(0), keep)) - whole
                      for k in range(len(keep))], dtype=F32)
+
+
+def thin_head(k: Array, mask: Optional[Array] = None) -> tuple[Array, int]:
+    """Width 1: a positive query favours the largest visible key, a negative one the smallest."""
+    (keys,) = _f32(k)
+    seen = np.ones((keys.size, keys.size), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    high = np.where(seen, keys[None, :], -np.inf).argmax(axis=1)
+    low = np.where(seen, keys[None, :], np.inf).argmin(axis=1)
+    rows = np.arange(keys.size)
+    reach = np.zeros(seen.shape, dtype=np.int8)
+    reach[rows, high] = reach[rows, low] = 1
+    return reach, int(all(reach[rows[1:], rows[1:] - 1]))
+
+
+def one_wide_head(weights: Array, tokens: Array, vocab: int) -> tuple[Array, Array]:
+    """The split between key i-1 and key 0, and the tokens ranked by how often their key wins."""
+    (w,) = _f32(weights)
+    ids = np.rint(np.asarray(tokens)).astype(np.int64)
+    queries = np.arange(2, w.shape[-1])
+    prev, first = w[:, queries, queries - 1], w[:, queries, 0]
+    split = np.array([prev.mean(dtype=np.float64), first.mean(dtype=np.float64)], dtype=F32)
+    a, b = ids[:, queries - 1], np.broadcast_to(ids[:, :1], prev.shape)
+    contest = a != b
+    wins = np.zeros(vocab)
+    games = np.zeros(vocab)
+    np.add.at(wins, a[contest], (prev > first)[contest])
+    np.add.at(wins, b[contest], (first > prev)[contest])
+    np.add.at(games, a[contest], 1)
+    np.add.at(games, b[contest], 1)
+    return split, np.argsort(-(wins / np.maximum(games, 1)), kind="stable")
