@@ -116,3 +116,9 @@ def ablation_deltas(X, readings, W_O, W_U, tokens):
     """X (N, T, d_model), readings (N, h, T, d_k), W_O (h*d_k, d_model), W_U (d_model, 2V), tokens (N, T).
     Return (h,): the loss with head k's reading zeroed minus the whole model's loss."""
     raise NotImplementedError("ablation_deltas: not implemented yet (see `mha show ablation_deltas`)")
+
+
+def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """in_proj_weight (3E, E), in_proj_bias (3E,), out_proj_weight (E, E), out_proj_bias (E,): an
+    nn.MultiheadAttention's parameters. Return (W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O) in the course's layout."""
+    raise NotImplementedError("from_torch_layout: not implemented yet (see `mha show from_torch_layout`)")

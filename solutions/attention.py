@@ -229,3 +229,11 @@ def ablation_deltas(X, readings, W_O, W_U, tokens):
         removed[:, k] = 0.0
         deltas.append(loss(removed) - whole)
     return np.array(deltas)
+
+
+def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """PyTorch stacks the Q, K, V projections by rows and applies each as x A^T: slice, then transpose."""
+    E = out_proj_weight.shape[0]
+    W_Q, W_K, W_V = (in_proj_weight[i * E:(i + 1) * E].T for i in range(3))   # (E, E) each
+    b_Q, b_K, b_V = (in_proj_bias[i * E:(i + 1) * E] for i in range(3))       # (E,) each
+    return W_Q, W_K, W_V, out_proj_weight.T, b_Q, b_K, b_V, out_proj_bias

@@ -16,6 +16,7 @@ SEVERAL_HEADS = ["multi_head_reading", "head_contributions", "two_head_layer"]
 COUNTS = ["count_routing_distributions", "parameter_count"]
 REASONING = ["padded_batch_attention", "one_head_both_designs"]
 TRAINED = ["run_model", "head_scores", "ablation_deltas"]
+BRIDGE = ["from_torch_layout"]
 
 # each correct alternative submission and the problems it answers
 CORRECT = {
@@ -24,7 +25,7 @@ CORRECT = {
     "correct_loops.py": ARRAYS + HEADS + COUNTS,
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
     # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
-    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + REASONING + ["predict_shapes"] + TRAINED,
+    "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + REASONING + ["predict_shapes"] + TRAINED + BRIDGE,
 }
 
 

@@ -164,7 +164,7 @@ class TestGradeAllClass:
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
             "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 0 failed (0 unchanged "
-            "since the last run, not graded again); mean 129.4 of 243",
+            "since the last run, not graded again); mean 134.0 of 251",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
             f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}",
@@ -178,14 +178,14 @@ class TestGradeAllClass:
         items = [p.id for p in course.problems] + [i.id for i in course.quiz.items if not i.manual]
         assert list(rows[0]) == ["student", "status", *items, "total", "note"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "243"), ("bob", "graded", "182"), ("carol", "empty", "47"),
-            ("dave", "timeout", "191"), ("erin", "import failure", "0"), ("frank", "graded", "196"),
-            ("gina", "syntax error", "47")]
+            ("alice", "graded", "251"), ("bob", "graded", "190"), ("carol", "empty", "49"),
+            ("dave", "timeout", "197"), ("erin", "import failure", "0"), ("frank", "graded", "202"),
+            ("gina", "syntax error", "49")]
         bob = {k: v for k, v in rows[1].items() if v not in ("5", "10", "15", "20", "1", "2")}
         assert bob == {"student": "bob", "status": "graded", "softmax": "3", "scaled_dot_product_attention": "0",
                        "multi_head_attention": "0", "one_head_both_designs": "0", "run_model": "0",
                        "head_scores": "8", "pruning": "0", "fresh_claims": "3", "claim_evidence": "3",
-                       "model_claims": "3", "total": "182", "note": ""}
+                       "model_claims": "3", "from_torch_layout": "6", "total": "190", "note": ""}
         assert rows[3]["attention_reading"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -195,9 +195,9 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 243), "bob": ("graded", 0, 182), "carol": ("empty", 0, 47),
-            "dave": ("timeout", 0, 191), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 196),
-            "gina": ("syntax error", 0, 47)}
+            "alice": ("graded", 0, 251), "bob": ("graded", 0, 190), "carol": ("empty", 0, 49),
+            "dave": ("timeout", 0, 197), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 202),
+            "gina": ("syntax error", 0, 49)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
@@ -206,7 +206,7 @@ class TestGradeAllClass:
         assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
             in feedback["erin"]
         assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
-        assert feedback["alice"].endswith("Score: 243/243 (100%), 19 of 19 problems and 31 of 31 quiz items fully "
+        assert feedback["alice"].endswith("Score: 251/251 (100%), 20 of 20 problems and 32 of 32 quiz items fully "
                                           "correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
@@ -221,8 +221,8 @@ class TestGradeAllClass:
         """Per item: exact full-marks and zero counts, distribution and mean; 7 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 243.0, round(906 / 7, 4))
-        assert sorted(data["totals"]) == [0.0, 47.0, 47.0, 182.0, 191.0, 196.0, 243.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 251.0, round(938 / 7, 4))
+        assert sorted(data["totals"]) == [0.0, 49.0, 49.0, 190.0, 197.0, 202.0, 251.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
         assert counts["softmax"] == (3, 3)                       # alice, dave, frank / carol, erin, gina
         assert counts["attention_reading"] == (3, 4)             # alice, bob, frank / carol, dave, erin, gina
@@ -259,10 +259,10 @@ class TestGradeAllClass:
         scored = [i for i in course.quiz.items if not i.manual]
         assert page.count("<tr><td><code>") == len(course.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
-               "mean total 129.43 of 243." in page
+               "mean total 134.00 of 251." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
-        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>47</td>' in page
+        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>49</td>' in page
 
 
 class TestWrittenAnswers:
@@ -310,7 +310,7 @@ class TestGradeAllRerun:
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert "(6 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
-        assert read_csv(out / "gradebook.csv")[5]["total"] == "196"
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "202"
 
     def test_changed_limits_grade_everybody_again(self, regradable):
         """Results depend on the limits: a new --timeout grades every student again."""

@@ -41,7 +41,7 @@ def seeds():
 @pytest.fixture(scope="module")
 def choice_items(course):
     items = [i for i in course.quiz.items if i.choices]
-    assert len(items) == 19 and any(i.id == PINNED and not i.shuffle for i in items)
+    assert len(items) == 20 and any(i.id == PINNED and not i.shuffle for i in items)
     return items
 
 
