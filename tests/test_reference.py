@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.course.generators import draw_params, fill
+from grader.grading.prepared import build_args
+
 from .conftest import COURSE as ref
 
 
@@ -205,6 +208,41 @@ class TestRecordedTorch:
                 np.testing.assert_allclose(now[name], committed[name], **CLOSE, err_msg=name)
             else:
                 np.testing.assert_array_equal(now[name], committed[name], err_msg=name)
+
+
+class TestFromTorchLayout:
+    """The problem that reads nn.MultiheadAttention's parameters as the course's matrices."""
+
+    def test_each_student_gets_a_layer_of_their_own_width(self, course):
+        """The first public case's E is the student's param, shown in the prompt; students differ."""
+        problem = course.problem("from_torch_layout")
+        widths = set()
+        for seed in range(40):
+            e = draw_params(problem.params, problem.id, seed)["e"]
+            in_w, in_b, out_w, out_b = build_args(problem, problem.cases[0], seed)
+            assert (in_w.shape, in_b.shape, out_w.shape, out_b.shape) == ((3 * e, e), (3 * e,), (e, e), (e,))
+            assert f"width E = {e}." in fill(problem.prompt, {"e": e})
+            widths.add(e)
+        assert len(widths) >= 3
+
+    def test_the_prompt_asks_and_does_not_tell(self, course):
+        """The prompt and hints give torch's layout, never the conversion: no transpose, no slice written out."""
+        problem = course.problem("from_torch_layout")
+        for text in (problem.prompt, *problem.hints):
+            for phrase in (".T", "transpos", "[:E]", "np.split", "in_proj_weight[", "reshape"):
+                assert phrase not in text, phrase
+
+    def test_four_matrices_and_four_biases_of_width_e(self):
+        """(3E, E), (3E,), (E, E), (E,) in: four (E, E) matrices and four (E,) biases out."""
+        shapes = ((12, 4), (12,), (4, 4), (4,))
+        assert [w.shape for w in ref.from_torch_layout(*map(np.zeros, shapes))] == [(4, 4)] * 4 + [(4,)] * 4
+
+    @pytest.mark.parametrize("shapes", [((4, 12), (12,), (4, 4), (4,)), ((12, 4), (4,), (4, 4), (4,)),
+                                        ((12, 4), (12,), (4, 4), (12,))])
+    def test_a_wrong_shape_is_refused_naming_every_shape(self, shapes):
+        """Arrays that are not (3E, E), (3E,), (E, E), (E,) are a ValueError that names what it got."""
+        with pytest.raises(ValueError, match=r"expected in_proj_weight \(3E, E\).*for E = 4; got"):
+            ref.from_torch_layout(*map(np.zeros, shapes))
 
 
 @pytest.fixture(scope="module")
