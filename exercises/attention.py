@@ -128,3 +128,9 @@ def one_wide_head(weights, tokens, vocab):
     """weights (N, T, T): one head's maps; tokens (N, T); vocab V.
     Return (split (2,), order (V,)) (see `mha show one_wide_head`)."""
     raise NotImplementedError("one_wide_head: not implemented yet (see `mha show one_wide_head`)")
+
+
+def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """in_proj_weight (3E, E), in_proj_bias (3E,), out_proj_weight (E, E), out_proj_bias (E,): an
+    nn.MultiheadAttention's parameters. Return (W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O) in the course's layout."""
+    raise NotImplementedError("from_torch_layout: not implemented yet (see `mha show from_torch_layout`)")

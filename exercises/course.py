@@ -64,6 +64,9 @@ from .mistakes import (
     split_heads_batched_reshape_first,
     split_heads_no_transpose,
     split_heads_reshape_only,
+    torch_layout_interleaved_rows,
+    torch_layout_not_transposed,
+    torch_layout_out_proj_not_transposed,
     variant,  # the older name of bug
 )
 from .mistakes_flagship import (
@@ -167,9 +170,11 @@ from .reference import (
     Trace,
     attention_layer,
     attention_reading,
+    biased_attention,
     build_parameters,
     causal_mask,
     count_routing_distributions,
+    from_torch_layout,
     head_contributions,
     head_pattern_weights,
     layer_pattern_weights,
@@ -254,6 +259,11 @@ FUNCTIONS = {
                    "num_heads": "int", "key_mask": "mask"},
         "returns": ["output", "weights"]},
 }
-
 FUNCTIONS.update(MODEL_FUNCTIONS)  # run_model, head_scores, ablation_deltas (model_problems.py)
 FUNCTIONS.update(THIN_WIDE_FUNCTIONS)  # thin_head, one_wide_head (thin_wide.py)
+FUNCTIONS["from_torch_layout"] = {  # PyTorch's layout read as the course's matrices
+    "signature": "from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias) "
+                 "-> (W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)",
+    "params": {"in_proj_weight": "array", "in_proj_bias": "array", "out_proj_weight": "array",
+               "out_proj_bias": "array"},
+    "returns": ["W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]}

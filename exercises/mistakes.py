@@ -432,5 +432,37 @@ def mha_softmax_over_queries(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return run_steps(X, W_Q, W_K, W_V, W_O, num_heads, mask, softmax=_softmax_over_queries)
 
 
+# --- PyTorch's layout --------------------------------------------------------------------------
+
+def _torch_blocks(in_proj_weight, in_proj_bias):
+    w_in, b_in = np.asarray(in_proj_weight, dtype=np.float64), np.asarray(in_proj_bias, dtype=np.float64)
+    E = w_in.shape[1]
+    return [w_in[i * E:(i + 1) * E] for i in range(3)], [b_in[i * E:(i + 1) * E] for i in range(3)]
+
+
+@bug
+def torch_layout_not_transposed(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """Takes each stacked block and out_proj.weight as stored, as if PyTorch computed x A, not x A^T."""
+    (w_q, w_k, w_v), (b_q, b_k, b_v) = _torch_blocks(in_proj_weight, in_proj_bias)
+    return w_q, w_k, w_v, np.asarray(out_proj_weight, dtype=np.float64), b_q, b_k, b_v, out_proj_bias
+
+
+@bug
+def torch_layout_out_proj_not_transposed(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """Transposes the input projections but keeps out_proj.weight as stored."""
+    (w_q, w_k, w_v), (b_q, b_k, b_v) = _torch_blocks(in_proj_weight, in_proj_bias)
+    return w_q.T, w_k.T, w_v.T, np.asarray(out_proj_weight, dtype=np.float64), b_q, b_k, b_v, out_proj_bias
+
+
+@bug
+def torch_layout_interleaved_rows(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """Reads the stack as interleaved, row 3r + 0/1/2 for query/key/value, instead of three blocks."""
+    w_in, b_in = np.asarray(in_proj_weight, dtype=np.float64), np.asarray(in_proj_bias, dtype=np.float64)
+    E = w_in.shape[1]
+    rows, biases = w_in.reshape(E, 3, E), b_in.reshape(E, 3)             # (E, 3, E): every third row
+    return (rows[:, 0].T, rows[:, 1].T, rows[:, 2].T, np.asarray(out_proj_weight, dtype=np.float64).T,
+            biases[:, 0], biases[:, 1], biases[:, 2], out_proj_bias)
+
+
 # each by name, for course.py
 __all__ = ["BUGS", "STEPS", "bug", "combine_bugs", "run_steps", "variant", *BUGS]  # variant: bug's older name

@@ -28,7 +28,7 @@ __all__ = [
     "scaled_dot_product_attention", "split_heads", "merge_heads", "multi_head_attention",
     "predict_shapes", "parameter_shapes", "build_parameters", "parameter_count", "previous_token_head", "sink_head",
     "causal_mask", "head_pattern_weights", "attention_layer", "multi_head_reading", "head_contributions",
-    "two_head_layer", "layer_pattern_weights",
+    "two_head_layer", "layer_pattern_weights", "from_torch_layout", "biased_attention",
 ]
 
 
@@ -354,3 +354,41 @@ def layer_pattern_weights(seq_len: int, W_Q, W_K, num_heads: int) -> np.ndarray:
     k = split_heads(eye @ np.asarray(W_K, dtype=np.float64), num_heads)
     _, weights = _attend(q, k, q, causal_mask(seq_len))
     return weights
+
+
+# --- PyTorch's layout: nn.MultiheadAttention's parameters as the course's matrices ------------
+
+def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """The course's W_Q, W_K, W_V, W_O and biases b_Q, b_K, b_V, b_O of an nn.MultiheadAttention.
+
+    torch stores in_proj_weight (3E, E) as the query, key and value projections stacked by rows,
+    in_proj_bias (3E,) likewise, and out_proj as a Linear(E, E); a Linear computes x A^T + b. The
+    course computes X W + b, so each W is a block of rows, transposed. Heads need no reordering:
+    torch and split_heads both give head i the columns (i - 1) * d_k to i * d_k - 1.
+    Returns (W_Q, W_K, W_V, W_O), each (E, E), then (b_Q, b_K, b_V, b_O), each (E,).
+    """
+    w_in = np.asarray(in_proj_weight, dtype=np.float64)
+    b_in = np.asarray(in_proj_bias, dtype=np.float64)
+    w_out = np.asarray(out_proj_weight, dtype=np.float64)
+    b_out = np.asarray(out_proj_bias, dtype=np.float64)
+    E = w_out.shape[0]
+    if w_in.shape != (3 * E, E) or b_in.shape != (3 * E,) or w_out.shape != (E, E) or b_out.shape != (E,):
+        raise ValueError(f"expected in_proj_weight (3E, E), in_proj_bias (3E,), out_proj (E, E) and (E,) "
+                         f"for E = {E}; got {w_in.shape}, {b_in.shape}, {w_out.shape}, {b_out.shape}")
+    w_q, w_k, w_v = (w_in[i * E:(i + 1) * E].T for i in range(3))  # rows of A -> columns of W: (E, E)
+    b_q, b_k, b_v = (b_in[i * E:(i + 1) * E] for i in range(3))     # (E,)
+    return w_q, w_k, w_v, w_out.T, b_q, b_k, b_v, b_out
+
+
+def biased_attention(X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, num_heads: int, mask=None):
+    """multi_head_attention with biases: Q = X W_Q + b_Q (and K, V likewise), output + b_O.
+
+    A column of ones appended to X carries each bias as one more row of its W, so the course's
+    own multi_head_attention runs the biased layer unchanged. X (n, d_model); returns the output
+    (n, d_model) and the per-head weights (h, n, n).
+    """
+    x = np.asarray(X, dtype=np.float64)
+    ones = np.hstack([x, np.ones((len(x), 1))])                     # (n, d_model + 1)
+    w_q, w_k, w_v = (np.vstack([W, b]) for W, b in ((W_Q, b_Q), (W_K, b_K), (W_V, b_V)))
+    out, weights = multi_head_attention(ones, w_q, w_k, w_v, W_O, num_heads, mask=mask)
+    return out + np.asarray(b_O, dtype=np.float64), weights

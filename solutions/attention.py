@@ -256,3 +256,11 @@ def one_wide_head(weights, tokens, vocab):
         won = np.concatenate([(prev - first)[differ & (t_prev == t)], (first - prev)[differ & (t_first == t)]])
         favour[t] = won.mean() if won.size else 0.0
     return np.array([prev.mean(), first.mean()]), np.argsort(-favour, kind="stable")
+
+
+def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    """PyTorch stacks the Q, K, V projections by rows and applies each as x A^T: slice, then transpose."""
+    E = out_proj_weight.shape[0]
+    W_Q, W_K, W_V = (in_proj_weight[i * E:(i + 1) * E].T for i in range(3))   # (E, E) each
+    b_Q, b_K, b_V = (in_proj_bias[i * E:(i + 1) * E] for i in range(3))       # (E,) each
+    return W_Q, W_K, W_V, out_proj_weight.T, b_Q, b_K, b_V, out_proj_bias

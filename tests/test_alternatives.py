@@ -17,6 +17,7 @@ COUNTS = ["count_routing_distributions", "parameter_count"]
 REASONING = ["padded_batch_attention", "one_head_both_designs"]
 TRAINED = ["run_model", "head_scores", "ablation_deltas"]
 WIDTH = ["thin_head", "one_wide_head"]
+BRIDGE = ["from_torch_layout"]
 
 # each correct alternative submission and the problems it answers
 CORRECT = {
@@ -26,7 +27,7 @@ CORRECT = {
     "correct_python_types.py": ARRAYS + HEADS + COUNTS + ["predict_shapes"],
     # `from __future__ import annotations`, type hints, float32, no `assert`, shared helpers
     "correct_future_float32.py": ARRAYS + HEADS + SEVERAL_HEADS + COUNTS + REASONING + ["predict_shapes"] + TRAINED
-                                   + WIDTH,
+                                   + WIDTH + BRIDGE,
 }
 
 

@@ -534,6 +534,31 @@ MODEL_BUGS = [
     """),
 ]
 BUGS += MODEL_BUGS
+# --- PyTorch's layout read as the course's matrices -----------------------------------------------
+
+_TORCH = """
+        def from_torch_layout(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+            E = out_proj_weight.shape[0]"""
+
+BRIDGE_BUGS = [
+    Bug("from_torch_layout", "torch-layout-not-transposed", _TORCH + """
+            W_Q, W_K, W_V = np.split(in_proj_weight, 3)          # blocks as stored: x A, not x A^T
+            b_Q, b_K, b_V = np.split(in_proj_bias, 3)
+            return W_Q, W_K, W_V, out_proj_weight, b_Q, b_K, b_V, out_proj_bias
+    """),
+    Bug("from_torch_layout", "torch-layout-out-proj-not-transposed", _TORCH + """
+            W_Q, W_K, W_V = (in_proj_weight[i * E:(i + 1) * E].T for i in range(3))
+            b_Q, b_K, b_V = np.split(in_proj_bias, 3)
+            return W_Q, W_K, W_V, out_proj_weight, b_Q, b_K, b_V, out_proj_bias
+    """),
+    Bug("from_torch_layout", "torch-layout-interleaved-rows", _TORCH + """
+            W_Q, W_K, W_V = (in_proj_weight[i::3].T for i in range(3))   # every third row
+            b_Q, b_K, b_V = (in_proj_bias[i::3] for i in range(3))
+            return W_Q, W_K, W_V, out_proj_weight.T, b_Q, b_K, b_V, out_proj_bias
+    """),
+]
+BUGS += BRIDGE_BUGS
+
 
 # The thin-head and one-wide-head problems (exercises/thin_wide.py): one bug per named mistake.
 _THIN = """

@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.course.generators import draw_params, fill
+from grader.grading.prepared import build_args
+
 from .conftest import COURSE as ref
 
 
@@ -105,6 +108,7 @@ class TestMultiHeadAttention:
 ORACLE = Path(__file__).resolve().parent / "oracle" / "torch_mha.npz"
 RECORDER = ORACLE.parent / "record_torch.py"
 CLOSE = {"rtol": 1e-10, "atol": 1e-12}
+TORCH_NAMES = ("in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias")  # nn.MultiheadAttention's
 
 
 def recorded(path: Path = ORACLE) -> dict[str, np.ndarray]:
@@ -125,6 +129,10 @@ def reference_answers(r: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     found["cross.per_head"] = ref.attention_layer(x_q, x_kv, *W, heads["cross"], average_weights=False)[1]
     found["padded.output"], found["padded.weights"] = ref.padded_batch_attention(x_kv, *W, heads["padded"],
                                                                                  key_mask=r["key_mask"])
+    course_W = ref.from_torch_layout(*(r[f"torch_layout.{name}"] for name in TORCH_NAMES))
+    found["torch_layout.output"], found["torch_layout.weights"] = ref.biased_attention(
+        X, *course_W, heads["torch_layout"], mask=ref.causal_mask(len(X)))
+    found["sdpa.output"], _ = ref.scaled_dot_product_attention(X @ W[0], X @ W[1], X @ W[2], mask=ref.causal_mask(len(X)))
     return found
 
 
@@ -135,7 +143,7 @@ class TestRecordedTorch:
     def test_the_recording_answers_every_case(self):
         """The file holds torch's answer to every case the reference is compared on, recorded by torch 2.x."""
         r = recorded()
-        assert r["cases"].tolist() == ["self", "causal", "one_head", "cross", "padded"]
+        assert r["cases"].tolist() == ["self", "causal", "one_head", "cross", "padded", "torch_layout"]
         assert sorted(set(reference_answers(r)) - set(r)) == []
         assert str(r["torch_version"]).startswith("2.")
 
@@ -154,6 +162,38 @@ class TestRecordedTorch:
         wrong, _ = ref.mha_scaled_by_sqrt_d_model(r["X"], *W, 2)
         assert not np.allclose(wrong, r["self.output"], **CLOSE)
 
+    def test_the_course_reads_torchs_own_layout(self):
+        """The parameters torch loaded under its own names, read by from_torch_layout and run with their
+        biases, give torch's output: the layout is right, and the biases were not zero."""
+        r = recorded()
+        assert r["torch_layout.in_proj_weight"].shape == (18, 6) and r["torch_layout.out_proj.bias"].shape == (6,)
+        assert np.abs(r["torch_layout.in_proj_bias"]).min() > 0 and np.abs(r["torch_layout.out_proj.bias"]).min() > 0
+        W = ref.from_torch_layout(*(r[f"torch_layout.{name}"] for name in TORCH_NAMES))
+        without_biases, _ = ref.multi_head_attention(r["X"], *W[:4], 3, mask=ref.causal_mask(len(r["X"])))
+        assert not np.allclose(without_biases, r["torch_layout.output"], **CLOSE)
+
+    @pytest.mark.parametrize("bug", ["torch_layout_not_transposed", "torch_layout_out_proj_not_transposed",
+                                     "torch_layout_interleaved_rows"])
+    def test_each_named_layout_mistake_misses_torchs_output(self, bug):
+        """Each named mistake of from_torch_layout, run the same way, gives another output than torch."""
+        r = recorded()
+        W = getattr(ref, bug)(*(r[f"torch_layout.{name}"] for name in TORCH_NAMES))
+        wrong, _ = ref.biased_attention(r["X"], *W, 3, mask=ref.causal_mask(len(r["X"])))
+        assert not np.allclose(wrong, r["torch_layout.output"], **CLOSE)
+
+    def test_torch_reads_a_boolean_mask_as_the_keys_to_block(self):
+        """The course's causal mask given to nn.MultiheadAttention unchanged blocks the allowed keys: query 0
+        reads only later keys and the last query, with every key blocked, gets nan (the quiz's claim)."""
+        w = recorded()["misread.weights"]                                   # (h, L, L)
+        assert np.isnan(w[:, -1]).all()
+        assert np.all(w[:, 0, 0] == 0.0) and np.allclose(w[:, 0, 1:].sum(-1), 1.0)
+
+    def test_torch_averages_the_heads_weights_by_default(self):
+        """Without average_attn_weights=False, torch returns the mean of the heads' weights, (N, L, S)."""
+        r = recorded()
+        assert r["cross.averaged"].shape == (2, 3, 4) and r["cross.per_head"].shape == (2, 2, 3, 4)
+        np.testing.assert_allclose(r["cross.averaged"], r["cross.per_head"].mean(axis=1), **CLOSE)
+
     def test_torch_records_the_same_answers_when_installed(self, tmp_path):
         """Recorded afresh by the installed torch (in its own process), every array equals the committed one."""
         if importlib.util.find_spec("torch") is None:
@@ -168,6 +208,86 @@ class TestRecordedTorch:
                 np.testing.assert_allclose(now[name], committed[name], **CLOSE, err_msg=name)
             else:
                 np.testing.assert_array_equal(now[name], committed[name], err_msg=name)
+
+
+class TestFromTorchLayout:
+    """The problem that reads nn.MultiheadAttention's parameters as the course's matrices."""
+
+    def test_each_student_gets_a_layer_of_their_own_width(self, course):
+        """The first public case's E is the student's param, shown in the prompt; students differ."""
+        problem = course.problem("from_torch_layout")
+        widths = set()
+        for seed in range(40):
+            e = draw_params(problem.params, problem.id, seed)["e"]
+            in_w, in_b, out_w, out_b = build_args(problem, problem.cases[0], seed)
+            assert (in_w.shape, in_b.shape, out_w.shape, out_b.shape) == ((3 * e, e), (3 * e,), (e, e), (e,))
+            assert f"width E = {e}." in fill(problem.prompt, {"e": e})
+            widths.add(e)
+        assert len(widths) >= 3
+
+    def test_the_prompt_asks_and_does_not_tell(self, course):
+        """The prompt and hints give torch's layout, never the conversion: no transpose, no slice written out."""
+        problem = course.problem("from_torch_layout")
+        for text in (problem.prompt, *problem.hints):
+            for phrase in (".T", "transpos", "[:E]", "np.split", "in_proj_weight[", "reshape"):
+                assert phrase not in text, phrase
+
+    def test_four_matrices_and_four_biases_of_width_e(self):
+        """(3E, E), (3E,), (E, E), (E,) in: four (E, E) matrices and four (E,) biases out."""
+        shapes = ((12, 4), (12,), (4, 4), (4,))
+        assert [w.shape for w in ref.from_torch_layout(*map(np.zeros, shapes))] == [(4, 4)] * 4 + [(4,)] * 4
+
+    @pytest.mark.parametrize("shapes", [((4, 12), (12,), (4, 4), (4,)), ((12, 4), (4,), (4, 4), (4,)),
+                                        ((12, 4), (12,), (4, 4), (12,))])
+    def test_a_wrong_shape_is_refused_naming_every_shape(self, shapes):
+        """Arrays that are not (3E, E), (3E,), (E, E), (E,) are a ValueError that names what it got."""
+        with pytest.raises(ValueError, match=r"expected in_proj_weight \(3E, E\).*for E = 4; got"):
+            ref.from_torch_layout(*map(np.zeros, shapes))
+
+
+@pytest.fixture(scope="module")
+def torch():
+    """torch, where installed: a test oracle only, never a dependency of the package."""
+    return pytest.importorskip("torch")
+
+
+class TestFromTorchLayoutLive:
+    """from_torch_layout against a live torch, when it is installed: torch's own initialization and the
+    mask conventions the quiz states."""
+
+    @pytest.mark.parametrize("E,h", [(4, 1), (8, 2), (12, 4)])
+    def test_a_layer_torch_initialized_runs_the_same_in_the_course(self, torch, E, h):
+        """A layer as torch initializes it (biases then drawn, since torch starts them at zero), read by
+        from_torch_layout, gives torch's output and per-head weights through the course's layer."""
+        torch.manual_seed(E * 10 + h)
+        mha = torch.nn.MultiheadAttention(E, h, batch_first=True, dtype=torch.float64)
+        with torch.no_grad():
+            mha.in_proj_bias.normal_()
+            mha.out_proj.bias.normal_()
+            X = np.random.default_rng(E).standard_normal((5, E))
+            x = torch.from_numpy(X)[None]
+            allowed = ref.causal_mask(5)
+            out, weights = mha(x, x, x, attn_mask=torch.from_numpy(~allowed), average_attn_weights=False)
+        state = mha.state_dict()
+        W = ref.from_torch_layout(*(state[name].numpy() for name in TORCH_NAMES))
+        ours, our_weights = ref.biased_attention(X, *W, h, mask=allowed)
+        np.testing.assert_allclose(ours, out[0].numpy(), **CLOSE)
+        np.testing.assert_allclose(our_weights, weights[0].numpy(), **CLOSE)
+
+    def test_masks_are_read_as_the_quiz_says(self, torch):
+        """nn.MultiheadAttention: True in attn_mask or key_padding_mask blocks a key; F.scaled_dot_product_attention:
+        True lets it be read, as in the course."""
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=torch.float64)
+        x = torch.randn(1, 3, 4, dtype=torch.float64)
+        key0 = torch.tensor([[True, False, False]] * 3)
+        with torch.no_grad():
+            _, blocked = mha(x, x, x, attn_mask=key0, average_attn_weights=False)
+            _, padded = mha(x, x, x, key_padding_mask=key0[:1], average_attn_weights=False)
+            read = torch.nn.functional.scaled_dot_product_attention(x[0], x[0], torch.eye(3, dtype=torch.float64),
+                                                                    attn_mask=key0)
+        assert float(blocked[..., 0].abs().max()) == 0.0 and float(padded[..., 0].abs().max()) == 0.0
+        np.testing.assert_allclose(read.numpy(), np.tile([1.0, 0.0, 0.0], (3, 1)), **CLOSE)
 
 
 class TestSoftmax:

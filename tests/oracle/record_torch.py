@@ -18,7 +18,14 @@ One layer's weights (d_model 6) serve every case; the outputs are stored by case
 - `cross`: batched cross-attention (queries from one input, keys and values from another),
   weights averaged over the heads and per head;
 - `padded`: a padded batch (torch's key_padding_mask is True at padding, the course's key_mask
-  True at a real token), every sequence with at least one real token.
+  True at a real token), every sequence with at least one real token;
+- `torch_layout`: a layer with biases whose parameters are given in torch's own layout, under its
+  own names (`in_proj_weight` (3E, E), `in_proj_bias`, `out_proj.weight`, `out_proj.bias`, loaded
+  with load_state_dict, which refuses a wrong name or shape), causal, per-head weights; the course
+  reads them with from_torch_layout. Beside it, what the quiz says of torch's masks: `misread`, the
+  course's causal mask passed to that layer unchanged (read as the keys to block: the last query has
+  none left, nan), and `sdpa`, F.scaled_dot_product_attention given the course's mask (True = may
+  attend there).
 """
 from __future__ import annotations
 
@@ -33,7 +40,8 @@ import numpy as np
 OUT = Path(__file__).resolve().parent / "torch_mha.npz"
 SEED = 20260
 D_MODEL = 6
-HEADS = {"self": 2, "causal": 3, "one_head": 1, "cross": 2, "padded": 3}  # each divides D_MODEL
+HEADS = {"self": 2, "causal": 3, "one_head": 1, "cross": 2, "padded": 3, "torch_layout": 3}  # each divides D_MODEL
+TORCH_NAMES = ("in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias")  # its state_dict
 
 
 def inputs(seed: int = SEED) -> dict[str, np.ndarray]:
@@ -46,6 +54,10 @@ def inputs(seed: int = SEED) -> dict[str, np.ndarray]:
     found["x_q"] = rng.standard_normal((2, 3, D_MODEL))              # (N, L, d_model)
     found["x_kv"] = rng.standard_normal((2, 4, D_MODEL))             # (N, S, d_model)
     found["key_mask"] = np.array([[True, True, True, False], [True, False, False, False]])  # (N, S)
+    shapes = {"in_proj_weight": (3 * D_MODEL, D_MODEL), "in_proj_bias": (3 * D_MODEL,),
+              "out_proj.weight": (D_MODEL, D_MODEL), "out_proj.bias": (D_MODEL,)}
+    for name in TORCH_NAMES:  # drawn after the arrays above, which stay as they were
+        found[f"torch_layout.{name}"] = rng.standard_normal(shapes[name]) / math.sqrt(D_MODEL)
     found["cases"], found["heads"] = np.array(list(HEADS)), np.array(list(HEADS.values()))
     return found
 
@@ -77,6 +89,15 @@ def record(given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         padding = torch.from_numpy(~given["key_mask"])
         out, weights = layer("padded")(kv, kv, kv, key_padding_mask=padding, average_attn_weights=False)
         found |= {"padded.output": out.numpy(), "padded.weights": weights.numpy()}
+        biased = torch.nn.MultiheadAttention(D_MODEL, HEADS["torch_layout"], batch_first=True, dtype=torch.float64)
+        biased.load_state_dict({name: torch.from_numpy(given[f"torch_layout.{name}"]) for name in TORCH_NAMES})
+        allowed = torch.from_numpy(np.tril(np.ones((n, n), dtype=bool)))                    # the course's mask
+        out, weights = biased(x, x, x, attn_mask=~allowed, average_attn_weights=False)
+        found |= {"torch_layout.output": out[0].numpy(), "torch_layout.weights": weights[0].numpy()}
+        _, misread = biased(x, x, x, attn_mask=allowed, average_attn_weights=False)
+        found["misread.weights"] = misread[0].numpy()
+        qkv = [x[0] @ torch.from_numpy(given[w]) for w in ("W_Q", "W_K", "W_V")]            # one head, (n, d_model)
+        found["sdpa.output"] = torch.nn.functional.scaled_dot_product_attention(*qkv, attn_mask=allowed).numpy()
     found["torch_version"] = np.array(torch.__version__)
     return found
 

@@ -263,3 +263,11 @@ def one_wide_head(weights: Array, tokens: Array, vocab: int) -> tuple[Array, Arr
     np.add.at(games, a[contest], 1)
     np.add.at(games, b[contest], 1)
     return split, np.argsort(-(wins / np.maximum(games, 1)), kind="stable")
+
+
+def from_torch_layout(in_proj_weight: Array, in_proj_bias: Array, out_proj_weight: Array,
+                      out_proj_bias: Array) -> tuple[Array, ...]:
+    w_in, b_in, w_out, b_out = _f32(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias)
+    w_q, w_k, w_v = np.split(w_in, 3, axis=0)   # stacked by rows: query, key, value
+    b_q, b_k, b_v = np.split(b_in, 3)
+    return w_q.T, w_k.T, w_v.T, w_out.T, b_q, b_k, b_v, b_out
