@@ -272,6 +272,8 @@ def run_and_print(seed: int, every: int = SETUP.every, out=None) -> Run:
         if s.step % every == 0 or s.step == SETUP.steps:
             print(format_snapshot(s), file=out, flush=True)
 
+    print(f"prev, first: each head's previous-token and first-token score; loss: the mean training loss "
+          f"of the {SETUP.every} steps before", file=out, flush=True)
     run = train(seed, SETUP, show)
     print(report(run), file=out, flush=True)
     return run

@@ -96,6 +96,21 @@ class TestPool:
             quiz_answers.emerge_step(9)
 
 
+    def test_the_pool_mode_writes_these_runs(self, tmp_path):
+        """`train.py --pool` (write_pool) on the first two seeds writes the first two runs of pool.json."""
+        log = tmp_path / "log.txt"
+        with log.open("w") as handle:
+            written = train.write_pool(tmp_path / "pool.json", size=2, log=handle)
+        assert json.loads((tmp_path / "pool.json").read_text()) == written
+        assert written["seeds"] == POOL["seeds"][:2] and written["setup"] == POOL["setup"]
+        for got, expected in zip(written["runs"], POOL["runs"]):
+            assert {k: v for k, v in got.items() if k not in ("previous", "first")} == \
+                {k: v for k, v in expected.items() if k not in ("previous", "first")}
+            np.testing.assert_allclose(got["previous"], expected["previous"], rtol=0, atol=2e-4)
+            np.testing.assert_allclose(got["first"], expected["first"], rtol=0, atol=2e-4)
+        assert log.read_text().splitlines()[0].startswith("seed   1  previous_step 100")
+
+
 class TestAStudentsRun:
     @pytest.mark.parametrize("seed", [7, 14])
     def test_a_fresh_run_gives_the_pools_numbers(self, cli, seed):
