@@ -15,7 +15,7 @@ __all__ = ["one_head_distributions", "budget_left", "budget_referent", "budget_l
            "head2_reading", "head1_reading", "head2_reversed_reading", "heads_averaged_reading",
            "unweighted_sum_reading", "practice_head2_reading", "practice_head1_reading",
            "practice_heads_averaged_reading", "practice_head2_reversed_reading", "practice_unweighted_reading",
-           "concat_reading", "concat_interleaved", "POOL", "pool_run", "emerge_step", "emerge_roles"]
+           "concat_reading", "concat_interleaved", "emerge_step", "emerge_roles"]
 
 WORKED_VALUES = np.array([[1, 0, 10, 0], [0, 1, 0, 20]], dtype=np.float64)  # (T=2, d_v=4): v1, v2
 HEAD_WEIGHTS = (np.array([0.8, 0.2]), np.array([0.1, 0.9]))                  # head 1, head 2 over (v1, v2)
