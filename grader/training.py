@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["Setup", "SETUP", "Snapshot", "Run", "ROLE_SCORE", "PROBE_SIZE", "init_params", "forward",
-           "loss_and_grads", "head_scores", "probe_tokens", "train", "summary", "main"]
+           "loss_and_grads", "head_scores", "probe_tokens", "train", "summary", "format_snapshot", "report",
+           "run_and_print", "main"]
 
 WEIGHTS = ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U")
 ROLE_SCORE = 0.9    # a head whose score reaches this has taken the role (previous-token or first-token)

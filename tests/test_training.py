@@ -145,3 +145,10 @@ class TestCommand:
         """A bad seed or --every: exit 2 and a message naming it, never a traceback."""
         result = cli(*args)
         assert result.exit_code == 2 and message in result.output, result.output
+
+    def test_the_module_command_names_a_bad_every(self, capsys):
+        """`python -m grader.training 3 --every 150`: exit 2 and the rule, before any training."""
+        with pytest.raises(SystemExit) as exit_info:
+            training.main(["3", "--every", "150"])
+        assert exit_info.value.code == 2
+        assert "--every must be a multiple of 100 (got 150)" in capsys.readouterr().err
