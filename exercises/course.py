@@ -138,6 +138,8 @@ from .quiz_answers import (
     budget_referent,
     concat_interleaved,
     concat_reading,
+    emerge_roles,
+    emerge_step,
     head1_reading,
     head2_reading,
     head2_reversed_reading,

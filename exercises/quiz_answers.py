@@ -3,6 +3,10 @@ returns a number (quiz.yaml `answer:` and `wrong[].value` name them). Where the 
 answer (it counts its own softmax rows, it reads values), it does."""
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
 import numpy as np
 
 from . import reference as ref
@@ -11,7 +15,7 @@ __all__ = ["one_head_distributions", "budget_left", "budget_referent", "budget_l
            "head2_reading", "head1_reading", "head2_reversed_reading", "heads_averaged_reading",
            "unweighted_sum_reading", "practice_head2_reading", "practice_head1_reading",
            "practice_heads_averaged_reading", "practice_head2_reversed_reading", "practice_unweighted_reading",
-           "concat_reading", "concat_interleaved"]
+           "concat_reading", "concat_interleaved", "emerge_step", "emerge_roles"]
 
 WORKED_VALUES = np.array([[1, 0, 10, 0], [0, 1, 0, 20]], dtype=np.float64)  # (T=2, d_v=4): v1, v2
 HEAD_WEIGHTS = (np.array([0.8, 0.2]), np.array([0.1, 0.9]))                  # head 1, head 2 over (v1, v2)
@@ -117,3 +121,34 @@ def concat_reading(w1: int, w2: int, coord: int) -> float:
 def concat_interleaved(w1: int, w2: int, coord: int) -> float:
     """The two readings joined coordinate by coordinate, z^(1)_1, z^(2)_1, ... (a known-wrong answer)."""
     return concat_reading(w1, w2, (coord - 1) % 2 * WORKED_VALUES.shape[1] + (coord - 1) // 2 + 1)
+
+
+# --- roles watched as they emerge: the course's runs of `mha train SEED`, read from pool.json ------
+
+POOL = Path(__file__).resolve().parent / "models" / "pool.json"  # written by models/train.py --pool
+
+
+@functools.cache
+def _pool() -> dict[int, dict]:
+    return {run["seed"]: run for run in json.loads(POOL.read_text(encoding="utf-8"))["runs"]}
+
+
+def pool_run(train_seed: int) -> dict:
+    """The course's record of `mha train {train_seed}`: what grader.training.summary found in it."""
+    try:
+        return _pool()[train_seed]
+    except KeyError:
+        raise ValueError(f"seed {train_seed} is not in the pool ({POOL.name} has {sorted(_pool())})") from None
+
+
+def emerge_step(train_seed: int) -> int:
+    """The first step shown at which a head's previous-token score reaches the role score; 0 when none does."""
+    return pool_run(train_seed)["previous_step"] or 0
+
+
+def emerge_roles(train_seed: int) -> int:
+    """The run's ending as two digits: the previous-token head, then the first-token head, 0 for a role
+    no head took (21: head 2 previous-token, head 1 first-token; 10: head 1 previous-token, no
+    first-token head; 0: neither role taken)."""
+    run = pool_run(train_seed)
+    return 10 * run["previous_head"] + run["first_head"]

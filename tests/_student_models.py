@@ -1,7 +1,8 @@
 """The trained models as a student loads them: `grader.trained.load_model` run in the student's folder.
 
 Every export that gives students work ships the course's models/*.npz (never models/index.json,
-which records each head's role and answers quiz items); `load_model` looks in ./models first.
+which records each head's role and answers quiz items, nor models/pool.json, the course's runs of
+the seeds students train); `load_model` looks in ./models first.
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ def load_in(folder: Path, python: Path | str = sys.executable) -> tuple[Path, Pa
 
 def assert_models_shipped(folder: Path) -> None:
     """`folder`/models holds every .npz of the course, byte for byte, and nothing else; the models'
-    index.json is in no file of `folder`."""
+    index.json and pool.json are in no file of `folder`."""
     course = {p.name: p.read_bytes() for p in (EXERCISES / "models").glob("*.npz")}
     shipped = {p.name: p.read_bytes() for p in (folder / "models").iterdir()}
     assert course and shipped == course
-    index = (EXERCISES / "models" / "index.json").read_bytes()
-    assert not [p for p in folder.rglob("*") if p.is_file() and p.read_bytes() == index]
+    keys = {(EXERCISES / "models" / name).read_bytes() for name in ("index.json", "pool.json")}
+    assert not [p for p in folder.rglob("*") if p.is_file() and p.read_bytes() in keys]

@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 # A module may import from its own layer or from a lower one (higher number = higher layer).
 LAYERS = {"errors": 0, "paths": 0, "distribution": 0, "sandbox": 1, "trained": 1, "course": 2, "starter": 2, "outputs": 2,
-          "grading": 3,
+          "training": 1, "grading": 3,
           "reports": 4, "exports": 4, "classroom": 4, "notebook": 4, "cli": 5, "pytest_plugin": 5,
           "__main__": 6}
 # The imports against the flow, each with why: a failed otter test, and an nbgrader test cell,

@@ -234,7 +234,8 @@ class TestKnownWrongValues:
                                          "two_head_reading", "double_width_budget", "two_head_reading_practice",
                                          "own_reading",
                                          "your_previous_head", "your_head_ablation", "wide_vs_narrow",
-                                         "head_count_sweep", "removable_heads"])
+                                         "head_count_sweep", "removable_heads",
+                                         "roles_emerge_step", "roles_emerge_heads"])
     def test_no_collision_for_any_students_numbers(self, quiz, item_id):
         """For every combination of params: no known-wrong value is accepted as the answer, and no two
         known-wrong values are close enough for one answer to match both."""
@@ -250,7 +251,7 @@ class TestKnownWrongValues:
         checked = {"distributions_one_head", "attention_budget", "head_count", "two_head_reading",
                    "double_width_budget", "two_head_reading_practice", "own_reading",
                    "your_previous_head", "your_head_ablation", "wide_vs_narrow", "head_count_sweep",
-                   "removable_heads"}
+                   "removable_heads", "roles_emerge_step", "roles_emerge_heads"}
         assert {i.id for i in quiz.items if i.kind is QuizKind.NUMERIC} == checked
 
 

@@ -305,6 +305,20 @@ class TestOneCommandLine:
         assert {p.name: p.read_bytes() for p in (tmp_path / "bundled").iterdir()} == \
             {p.name: p.read_bytes() for p in (tmp_path / "installed").iterdir()}
 
+    def test_train_runs_from_the_bundle_and_gives_the_pools_run(self, student, tmp_path):
+        """`mha train SEED` from the bundle's own package, in an empty folder, prints what the installed
+        one prints, and its last row is the course's record of that seed (models/pool.json)."""
+        import json
+        pool = {run["seed"]: run for run in json.loads((EXERCISES / "models" / "pool.json").read_text())["runs"]}
+        bundled = self._run(student, ["train", "10", "--every", "500"], tmp_path)
+        installed = self._run(None, ["train", "10", "--every", "500"], tmp_path)
+        assert bundled.returncode == 0, bundled.stderr[-2000:]
+        assert (bundled.stdout, bundled.returncode) == (installed.stdout, installed.returncode)
+        rows = [line for line in bundled.stdout.splitlines() if line.startswith("step")]
+        assert [int(row.split()[1]) for row in rows] == [0, 500, 1000]
+        (p1, f1), (p2, f2) = zip(pool[10]["previous"][-1], pool[10]["first"][-1])
+        assert rows[-1].endswith(f"head 1: prev {p1:.2f} first {f1:.2f}  head 2: prev {p2:.2f} first {f2:.2f}")
+
     def test_a_mistyped_id_and_an_empty_folder_say_what_to_do(self, student, tmp_path):
         """The bundle's `mha` says "did you mean" for a mistyped id and `mha init` in an empty folder."""
         typo = self._run(student, ["show", "sofmax"], tmp_path)

@@ -7,6 +7,14 @@ floating-point rounding in matrix products. The evaluation sequences are the sam
     python -m exercises.models.train              # every model, into this folder (about 50 s of one core)
     python -m exercises.models.train --only d16   # the models whose name starts with "d16"
     python -m exercises.models.train --out DIR    # elsewhere; an index.json already there is merged
+    python -m exercises.models.train --pool       # pool.json: the students' runs (`mha train SEED`), about 1 min
+
+The pool: the runs students watch with `mha train SEED` (grader/training.py, the same arithmetic as
+`train` below, so the same seed gives the same weights) are computed here once, for the seeds
+the quiz draws from, and recorded in pool.json, which the quiz's answer functions read: grading
+never trains. A seed enters the pool only when its numbers are clear (`clear_of_boundaries`):
+no score a quiz answer depends on lies within POOL_MARGIN of the role score, so rounding on
+another machine cannot move an answer.
 """
 from __future__ import annotations
 
@@ -18,10 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from grader.training import PROBE_SIZE, ROLE_SCORE, SETUP, summary, train as student_train
+
 from .analysis import describe
 from .model import EVAL_SEED, EVAL_SIZE, TASK, Config, Model, init_params, load, loss_and_grads, sample, save
 
-__all__ = ["Run", "RUNS", "Schedule", "SCHEDULE", "train", "main"]
+__all__ = ["Run", "RUNS", "Schedule", "SCHEDULE", "train", "main", "POOL_SIZE", "POOL_MARGIN", "clear_of_boundaries",
+           "pool_entry", "write_pool"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -85,12 +96,68 @@ def train(config: Config, seed: int, schedule: Schedule = SCHEDULE) -> tuple[dic
     return params, losses
 
 
+POOL_SIZE = 16       # seeds in the pool: the first this many from 1 on whose numbers are clear
+POOL_MARGIN = 0.02   # no score an answer depends on within this of the role score (0.9)
+
+
+def clear_of_boundaries(snapshots, margin: float = POOL_MARGIN) -> str | None:
+    """Why a run's answers could move under rounding (None when they cannot): the highest
+    previous-token score of any snapshot (which decides the step it first reaches the role score),
+    or any head's final score of either kind, within `margin` of the role score."""
+    for s in snapshots:
+        if abs(max(s.previous) - ROLE_SCORE) < margin:
+            return f"at step {s.step} the highest previous-token score is {max(s.previous):.4f}"
+    end = snapshots[-1]
+    for kind, scores in (("previous-token", end.previous), ("first-token", end.first)):
+        for k, score in enumerate(scores):
+            if abs(score - ROLE_SCORE) < margin:
+                return f"at the end head {k + 1}'s {kind} score is {score:.4f}"
+    return None
+
+
+def pool_entry(seed: int, snapshots) -> dict:
+    """One seed of pool.json: what the quiz asks (grader.training.summary) and every snapshot's scores."""
+    return {"seed": seed, **summary(snapshots),
+            "steps": [s.step for s in snapshots],
+            "previous": [[round(x, 4) for x in s.previous] for s in snapshots],
+            "first": [[round(x, 4) for x in s.first] for s in snapshots]}
+
+
+def write_pool(path: Path, size: int = POOL_SIZE, log=sys.stderr) -> dict:
+    """Train seeds 1, 2, ... with the students' setup until `size` of them are clear; write pool.json."""
+    runs: list[dict] = []
+    skipped: list[dict] = []
+    seed = 0
+    while len(runs) < size:
+        seed += 1
+        run = student_train(seed)
+        why = clear_of_boundaries(run.snapshots)
+        if why:
+            skipped.append({"seed": seed, "why": why})
+            print(f"seed {seed:3d}  left out: {why}", file=log)
+            continue
+        runs.append(pool_entry(seed, run.snapshots))
+        e = runs[-1]
+        print(f"seed {seed:3d}  previous_step {e['previous_step']}  previous_head {e['previous_head']}  "
+              f"first_head {e['first_head']}  specialized {e['specialized']}", file=log)
+    pool = {"setup": SETUP.__dict__, "role_score": ROLE_SCORE, "margin": POOL_MARGIN, "probe_size": PROBE_SIZE,
+            "description": "the runs of `mha train SEED` (grader/training.py) for the seeds the quiz draws from",
+            "seeds": [r["seed"] for r in runs], "runs": runs, "left_out": skipped}
+    path.write_text(json.dumps(pool, indent=1) + "\n", encoding="utf-8")
+    return pool
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train the shipped attention-only models (numpy only).")
     parser.add_argument("--out", type=Path, default=HERE, help="folder for the .npz files and index.json")
     parser.add_argument("--only", default="", help="train only the runs whose name starts with this")
+    parser.add_argument("--pool", action="store_true",
+                        help="write pool.json (the students' `mha train` runs the quiz asks about) instead")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.pool:
+        write_pool(args.out / "pool.json")
+        return 0
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {}
     entries = {e["name"]: e for e in index.get("models", [])}

@@ -45,11 +45,12 @@ from ..paths import PACKAGE, write_atomically
 # list and init from the precomputed seed cases, the sandbox's worker with the siblings it loads by path (confine, jail,
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
-# files). A module not listed here is never shipped: the
+# files) and `grader.training` (`mha train`: the course's trainer, run on a student's seed).
+# A module not listed here is never shipped: the
 # course's code (reference, bugs, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
-    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py",
+    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py", "training.py",
     "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
     "course/functions.py", "grading/head_pattern.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/source.py", "cli/student_commands.py",

@@ -1,4 +1,4 @@
-"""The commands a student runs, `mha check`, `show`, `init` and `list`, and the student bundle's `mha`.
+"""The commands a student runs, `mha check`, `show`, `init`, `list` and `train`, and the student bundle's `mha`.
 
 The installed `mha` (commands.py) and the student bundle's `mha` (`bundle` below) are the same
 commands over different sources of cases (source.py): a course folder, or the seed cases the
@@ -160,7 +160,34 @@ def list_(source: Source) -> None:
     click.echo("\n".join(listing_lines(listing, max(width, 40))))
 
 
-STUDENT_COMMANDS = (check, show, init, list_)
+def _every(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    from ..training import SETUP
+    if value % SETUP.every:
+        raise click.BadParameter(f"must be a multiple of {SETUP.every} (got {value})", ctx, param)
+    return value
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("seed", type=click.IntRange(min=0))
+@click.option("--every", type=click.IntRange(min=100), default=100, show_default=True, callback=_every,
+              help="Print the head scores every this many steps (a multiple of 100).")
+def train(seed: int, every: int) -> None:
+    """Train the course's two-head model from SEED (numpy, a few seconds), printing each head's
+    previous-token and first-token scores as it learns, then which head took which role.
+
+    Every draw comes from SEED, so the same seed gives the same run on any machine: the quiz
+    items that name your seed are graded on the course's own run of it.
+
+    \b
+    Example:
+      mha train 17                 # the seed your quiz item names
+      mha train 17 --every 200     # fewer lines
+    """
+    from ..training import run_and_print
+    run_and_print(seed, every)
+
+
+STUDENT_COMMANDS = (check, show, init, list_, train)
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -174,6 +201,7 @@ def bundle(ctx: click.Context, traceback: bool) -> None:
     Example:
       mha init                  # your starter files: attention.py and answers.yaml
       mha check                 # every problem, public cases, with hints
+      mha train 17              # watch a model's heads take roles as it trains
     """
     ctx.obj = BundleSource()
 
