@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -144,11 +143,14 @@ def course():
 
 def with_everything_on(folder: Path) -> Path:
     """The packaged course copied to `folder` with its optional problems moved under `problems`
-    (after the core), as an instructor who switches them all on would have it."""
+    (after the core) and its optional quiz items asked, as an instructor who switches them all on
+    would have it."""
+    import yaml
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__"))
     path = folder / "assignment.yaml"
     core, _, optional = path.read_text().partition("\noptional:")
-    switched_on = "".join(f"  - {i}\n" for i in re.findall(r"^    - (\w+)$", optional, flags=re.M))
+    problems = (yaml.safe_load("optional:" + optional)["optional"] or {}).get("problems") or ()
+    switched_on = "".join(f"  - {i}\n" for i in problems)
     path.write_text(core.rstrip("\n") + "\n" + switched_on)
     return folder
 

@@ -164,7 +164,7 @@ class TestGradeAllClass:
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == [
             "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty, 0 failed (0 unchanged "
-            "since the last run, not graded again); mean 89.6 of 165",
+            "since the last run, not graded again); mean 90.1 of 166",
             f"gradebook: {out / 'gradebook.csv'}",
             f"report: {out / 'report.html'}",
             f"written answers, to grade by hand: {out / 'written.html'} and {out / 'written.csv'}",
@@ -179,13 +179,13 @@ class TestGradeAllClass:
         items = [p.id for p in course.problems] + [i.id for i in course.quiz.items if not i.manual]
         assert list(rows[0]) == ["student", "status", *items, "total", "note"]  # written items: graded by hand
         assert [(r["student"], r["status"], r["total"]) for r in rows] == [
-            ("alice", "graded", "165"), ("bob", "graded", "137"), ("carol", "empty", "47"),
-            ("dave", "timeout", "113"), ("erin", "import failure", "0"), ("frank", "graded", "118"),
-            ("gina", "syntax error", "47")]
-        bob = {k: v for k, v in rows[1].items() if v not in ("5", "10", "15", "20", "1", "2")}
-        assert bob == {"student": "bob", "status": "graded", "softmax": "3", "multi_head_attention": "0",
-                       "head_scores": "8", "pruning": "0", "fresh_claims": "3", "claim_evidence": "3",
-                       "model_claims": "3", "total": "137", "note": ""}
+            ("alice", "graded", "166"), ("bob", "graded", "138"), ("carol", "empty", "26"),
+            ("dave", "timeout", "135"), ("erin", "import failure", "0"), ("frank", "graded", "140"),
+            ("gina", "syntax error", "26")]
+        bob = {k: v for k, v in rows[1].items() if v not in ("5", "6", "8", "10", "15", "20", "1", "2", "3")}
+        assert rows[1]["softmax"] == "3"  # the wrong axis: some cases right
+        assert bob == {"student": "bob", "status": "graded", "multi_head_attention": "0",
+                       "pruning": "0", "total": "138", "note": ""}
         assert rows[3]["parameter_count"] == "0" and rows[3]["softmax"] == "10"
 
     def test_one_result_and_one_feedback_file_per_student(self, graded):
@@ -195,9 +195,9 @@ class TestGradeAllClass:
         assert sorted(p.stem for p in (out / "feedback").iterdir()) == STUDENTS
         records = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in STUDENTS}
         assert {s: (r["status"], r["seed"], r["result"]["score"]) for s, r in records.items()} == {
-            "alice": ("graded", 0, 165), "bob": ("graded", 0, 137), "carol": ("empty", 0, 47),
-            "dave": ("timeout", 0, 113), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 118),
-            "gina": ("syntax error", 0, 47)}
+            "alice": ("graded", 0, 166), "bob": ("graded", 0, 138), "carol": ("empty", 0, 26),
+            "dave": ("timeout", 0, 135), "erin": ("import failure", 0, 0), "frank": ("graded", 0, 140),
+            "gina": ("syntax error", 0, 26)}
         feedback = {s: (out / "feedback" / f"{s}.txt").read_text() for s in STUDENTS}
         assert "likely mistake (softmax-wrong-axis)" in feedback["bob"]
         assert "no attention.py was submitted (found: answers.yaml)" in feedback["carol"]
@@ -206,7 +206,7 @@ class TestGradeAllClass:
         assert "FAIL  attention.py stopped the process while being imported\n      the process exited with code 3\n" \
             in feedback["erin"]
         assert feedback["gina"].count("was never closed") == 1 and "attention.py has a syntax error on line" in feedback["gina"]
-        assert feedback["alice"].endswith("Score: 165/165 (100%), 11 of 11 problems and 31 of 31 quiz items fully "
+        assert feedback["alice"].endswith("Score: 166/166 (100%), 14 of 14 problems and 17 of 17 quiz items fully "
                                           "correct\n")
 
     def test_no_temporary_paths_or_timings_in_results(self, graded):
@@ -221,8 +221,8 @@ class TestGradeAllClass:
         """Per item: exact full-marks and zero counts, distribution and mean; 7 students analysed."""
         data = json.loads((graded[1] / "item_analysis.json").read_text())
         items = {i["id"]: i for i in data["items"]}
-        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 165.0, round(627 / 7, 4))
-        assert sorted(data["totals"]) == [0.0, 47.0, 47.0, 113.0, 118.0, 137.0, 165.0]
+        assert (data["students"], data["max_total"], data["mean_total"]) == (7, 166.0, round(631 / 7, 4))
+        assert sorted(data["totals"]) == [0.0, 26.0, 26.0, 135.0, 138.0, 140.0, 166.0]
         counts = {k: (i["full_marks"], i["zero"]) for k, i in items.items()}
         assert counts["softmax"] == (3, 3)                       # alice, dave, frank / carol, erin, gina
         assert counts["parameter_count"] == (3, 4)               # alice, bob, frank / carol, dave, erin, gina
@@ -259,10 +259,10 @@ class TestGradeAllClass:
         scored = [i for i in core_course.quiz.items if not i.manual]
         assert page.count("<tr><td><code>") == len(core_course.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
-               "mean total 89.57 of 165." in page
+               "mean total 90.14 of 166." in page
         assert "Only 7 students were analysed." in page  # the small-sample caveat
         assert "Your weights are normalized down the first axis" in page  # a mistake's message, not only its id
-        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>22</td>' in page
+        assert '<td><code>gina</code></td><td><span class="bad">syntax error</span></td><td class=n>26</td>' in page
 
 
 class TestWrittenAnswers:
@@ -310,7 +310,7 @@ class TestGradeAllRerun:
         changed = grade_all(str(folder), "--out", str(out), "--jobs", "2", "--timeout", TIMEOUT)
         assert "(6 unchanged since the last run, not graded again)" in changed.stdout
         assert (out / "results" / "frank.json").read_bytes() != before["results/frank.json"]
-        assert read_csv(out / "gradebook.csv")[5]["total"] == "118"
+        assert read_csv(out / "gradebook.csv")[5]["total"] == "140"
 
     def test_changed_limits_grade_everybody_again(self, regradable):
         """Results depend on the limits: a new --timeout grades every student again."""

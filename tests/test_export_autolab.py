@@ -79,7 +79,7 @@ class TestTango:
         last = json.loads(done.stdout.strip().splitlines()[-1])
         assert last["scores"] == mha_scores(cli, tmp_path, solutions, course.problems)
         assert last["scores"] == {p.id: float(p.points) for p in course.problems}
-        assert "Score: 118/118" in done.stdout
+        assert "Score: 140/140" in done.stdout
 
     def test_one_bug_costs_what_mha_grade_takes(self, job, course, cli, tmp_path):
         """A submission with one bug: the scores line equals `mha grade`'s, multi_head_attention below full marks,

@@ -122,7 +122,7 @@ class TestStarterHoldsNoCourseCode:
         assert len(distinct) > len(hidden) / 2
         assert {name for name in distinct if any(name in text for text in texts.values())} == set()
 
-    def test_no_quiz_key_of_a_hidden_item(self, starter, course):
+    def test_no_quiz_key_of_a_hidden_item(self, starter, core_course):
         """A hidden item's answer, right choices and feedback are nowhere: its seed cases entry holds none of them."""
         from grader.course.quiz import DEFAULT_SEED, draw
         texts = _texts(starter)
@@ -131,8 +131,8 @@ class TestStarterHoldsNoCourseCode:
         def feedback(item) -> set[str]:
             v = draw(item, DEFAULT_SEED)
             return {t for t in [v.feedback, *(c.feedback for c in v.choices), *(w.feedback for w in item.wrong)] if t}
-        hidden = [i for i in course.quiz.items if i.hidden]
-        public = set().union(*(feedback(i) for i in course.quiz.items if not i.hidden))
+        hidden = [i for i in core_course.quiz.items if i.hidden]
+        public = set().union(*(feedback(i) for i in core_course.quiz.items if not i.hidden))
         assert hidden and public
         for item in hidden:
             entry = stored[item.id]

@@ -62,8 +62,8 @@ class TestLoadProblem:
          ":3: unknown function 'attention_writing' (declared by the course: softmax, attention_reading, "
          "count_routing_distributions, scaled_dot_product_attention, split_heads, merge_heads, multi_head_attention, "
          "predict_shapes, parameter_count, previous_token_head, sink_head, multi_head_reading, head_contributions, "
-         "two_head_layer, one_head_both_designs, padded_batch_attention, run_model, head_scores, ablation_deltas, "
-         "from_torch_layout; "
+         "two_head_layer, one_head_both_designs, padded_batch_attention, run_model, head_scores, ablation_deltas, thin_head, "
+         "one_wide_head, from_torch_layout; "
          "or declare it with a 'function:' block of signature, params, returns)"),
         ("visibility: public", "visibility: secret", ":8: 'visibility' must be public or hidden (got 'secret')"),
         ("      weights: [0.8, 0.2]\n", "      weights: [0.8, 0.2]\n      keys: [1]\n",

@@ -65,7 +65,7 @@ def test_the_failing_problem_comes_first(cli, tmp_path):
     result = cli("check", "--path", str(_one_mistake(tmp_path)))
     summary = result.stdout[result.stdout.index("\nSummary\n"):].splitlines()[2:]
     assert summary[0].startswith("  FAIL  softmax ")
-    assert summary[1].startswith("  PASS  10 problems ") and summary[1].endswith("every case right")
+    assert summary[1].startswith("  PASS  13 problems ") and summary[1].endswith("every case right")
     assert result.stdout.count("PASS") == 4  # the right problems twice (section, summary), the quiz twice
     assert "PASS  5 items right, 7 points: distributions_one_head, " in result.stdout
 

@@ -47,9 +47,9 @@ def quiz(course):
 
 
 @pytest.fixture(scope="module")
-def core(course):
+def core(core_course):
     """The core: the items the packaged course asks unless an instructor switches more on."""
-    return course.quiz
+    return core_course.quiz
 
 
 def _choices(quiz, right: bool) -> list[str]:

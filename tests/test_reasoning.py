@@ -117,13 +117,15 @@ class TestPaddedBatch:
 
 
 class TestOrder:
-    def test_the_set_ends_on_its_thesis_after_its_evidence(self, course):
-        """two_head_layer (the lesson's thesis) comes after the evidence that one head falls short, and
-        the problems on a head's width (thin_head, one_wide_head) come after the thesis."""
-        ids = [p.id for p in course.problems]
-        assert ids.index("two_head_layer") < min(ids.index("thin_head"), ids.index("one_wide_head"))
-        assert ids.index("one_head_both_designs") < ids.index("two_head_layer")
+    def test_the_set_ends_on_its_thesis_after_its_evidence(self, course, core_course):
+        """In the core, the problems on a head's width (thin_head, one_wide_head) come after the
+        evidence that one head falls short (one_head_both_designs); switched on, two_head_layer (the
+        lesson's thesis, built by hand) comes after that evidence too."""
+        ids = [p.id for p in core_course.problems]
+        assert ids.index("one_head_both_designs") < min(ids.index("thin_head"), ids.index("one_wide_head"))
         assert ids.index("multi_head_attention") < ids.index("padded_batch_attention")
+        every = [p.id for p in course.problems]
+        assert every.index("one_head_both_designs") < every.index("two_head_layer")
 
     def test_a_one_line_answer_is_worth_less_than_a_layer(self, course):
         """Points follow effort: a one-line reading or formula is worth less than a whole layer."""

@@ -54,6 +54,7 @@ AUTOGRADER_ONLY = frozenset({
     ("grading/prepared.py", "course_fn", "grader.course.code"),  # a case input the course computes
     ("grading/prepared.py", "reference_answer", "grader.course.code"),
     ("grading/prepared.py", "quiz_item", "grader.course.quiz"),
+    ("grading/prepared.py", "_from_store", "grader.course.quiz"),  # the prepared-cases store: grade-all's alone
     ("grading/grade.py", "grade", "grader.course.quiz"),
 })
 

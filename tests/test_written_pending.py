@@ -52,14 +52,14 @@ class TestReports:
             assert (p["status"], p["score"], p["passed"], p["max_score"]) == ("pending", None, None, 2.0)
             assert p["written"] and p["manual"] is True
         assert data["pending_points"] == 6
-        assert data["score"] == data["max_score"] == core_course.max_score == 165
+        assert data["score"] == data["max_score"] == core_course.max_score == 166
 
     def test_text_says_plus_points_by_hand_and_no_zero(self, graded):
         """Text: the written answers' heading gives the points still to be given by hand; no 0/2 anywhere."""
         out = graded["text"]
         assert "\nWritten answers: plus 6 points graded by hand (pending, not in this score)\nrecorded: " in out
-        assert "\nScore: 165/165 (100%), 11 of 11 problems and 31 of 31 quiz items fully correct\n" in out
-        assert "0/2" not in out and "0 of 2" not in out
+        assert "\nScore: 166/166 (100%), 14 of 14 problems and 17 of 17 quiz items fully correct\n" in out
+        assert not re.search(r"(?<![\d.])0(/| of )2(?![\d.])", out)  # "20 of 20" is no zero
 
     def test_gradescope_tests_carry_no_score(self, graded):
         """Gradescope: each written item is a test without score or max_score (a message, not a zero);
@@ -71,7 +71,7 @@ class TestReports:
             assert "score" not in test and "max_score" not in test and test.get("status") != "failed"
             assert test["output"].startswith("Pending: graded by hand (2 points, given by your instructor).")
         assert "Plus 6 points for the written answers, graded by hand: pending" in data["output"]
-        assert data["score"] == sum(t["max_score"] for t in data["tests"] if "max_score" in t) == 165
+        assert data["score"] == sum(t["max_score"] for t in data["tests"] if "max_score" in t) == 166
 
     def test_junit_skips_them(self, graded):
         """JUnit: a skipped testcase per written item, with its message; no failure, no error, no text."""
@@ -98,7 +98,7 @@ class TestReports:
         data = json.loads(result.stdout)
         assert {p["id"]: (p["status"], p["score"]) for p in data["problems"] if p.get("manual")} == \
             {item: ("pending", None) for item in WRITTEN}
-        assert data["pending_points"] == 6 and data["score"] == data["max_score"] == 165
+        assert data["pending_points"] == 6 and data["score"] == data["max_score"] == 166
 
 
 class TestExports:
@@ -202,10 +202,10 @@ class TestWrittenScores:
         book = {r["student"]: r for r in _rows(tmp_path / "out" / "gradebook.csv")}
         assert list(book["alice"])[-6:] == ["total", *WRITTEN, "total_with_written", "note"]
         assert [book["alice"][i] for i in (*WRITTEN, "total", "total_with_written")] == \
-            ["2", "1.5", "1", "165", "169.5"]
+            ["2", "1.5", "1", "166", "170.5"]
         bob_total = book["bob"]["total"]
         assert [book["bob"][i] for i in (*WRITTEN, "total_with_written")] == ["", "", "0", ""]
-        assert float(bob_total) < 165  # no answers.yaml: the quiz is not answered; the written items no zero
+        assert float(bob_total) < 166  # no answers.yaml: the quiz is not answered; the written items no zero
         kept = {(r["student"], r["item"]): r["points"] for r in _rows(filled)}
         assert kept == {(r["student"], r["item"]): given.get((r["student"], r["item"]), "") for r in rows}
 
