@@ -171,8 +171,9 @@ class TestSourceParsedInTheGrader:
     def test_a_one_mib_attention_py(self, edge_course):
         """1 MiB of dense statements and a failing problem (the grader reads the call graph only
         of text it may parse): that problem 0, the rest full marks, the grader under 300 MB."""
-        padding = "_ = 0\n" * ((1 << 20) // 6 - 2000)
-        folder = write_submission(new_folder(edge_course, "mib-source"), solution_source() + BROKEN_AR + padding,
+        head = solution_source() + BROKEN_AR
+        padding = "_ = 0\n" * (((1 << 20) - len(head.encode()) - 10000) // 6)  # the file: just under 1 MiB
+        folder = write_submission(new_folder(edge_course, "mib-source"), head + padding,
                                   answers=edge_course.key)
         assert (1 << 20) - 20000 < (folder / "attention.py").stat().st_size <= 1 << 20
         run = grade(edge_course, folder, timeout=10)
