@@ -55,7 +55,7 @@ def make_class(folder: Path) -> list[str]:
 
 def graded(folder: Path, out: Path, jobs: int = 2) -> dict[str, bytes]:
     result = CliRunner().invoke(main, ["--course", str(EXERCISES), "grade-all", str(folder), "--out", str(out),
-                                       "--jobs", str(jobs), "--no-progress", "--timeout", "5"],
+                                       "--jobs", str(jobs), "--no-progress", "--timeout", "10"],
                                 env={"MHA_COURSE_SECRET": SECRET}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     names = [*out.glob("results/*.json"), *out.glob("feedback/*.txt"), *out.glob("*.csv"), *out.glob("*.json")]
