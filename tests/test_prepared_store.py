@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -17,7 +18,7 @@ from grader.course.loader import load_course
 from grader.course.seeds import student_seed
 from grader.grading import prepared as prepared_module
 from grader.grading.prepared import PreparedCases, prepare
-from grader.grading.prepared_store import FOLDER, PreparedStore
+from grader.grading.prepared_store import BLOBS, FOLDER, PreparedStore, _same
 from grader.paths import CACHE_ENV
 
 from .conftest import EXERCISES, solution_source
@@ -152,6 +153,71 @@ def test_the_store_is_private(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     for folder in (path.parent, path.parent.parent, path.parent.parent.parent):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    blobs = sorted((store.folder / BLOBS).iterdir())
+    assert blobs and stat.S_IMODE((store.folder / BLOBS).stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(blob.stat().st_mode) == 0o600 for blob in blobs)
+
+
+def _model_seeds(course, count: int = 2) -> list[int]:
+    """`count` seeds whose students draw the same trained single-head model (one_wide_head's s16)."""
+    from grader.course.generators import draw_params
+    problem = course.problem("one_wide_head")
+    by_model: dict[int, list[int]] = {}
+    for seed in range(1, 200):
+        same = by_model.setdefault(draw_params(problem.params, problem.id, seed)["s16"], [])
+        same.append(seed)
+        if len(same) == count:
+            return same
+    raise AssertionError("no two seeds draw the same model")
+
+
+def test_a_model_drawn_by_many_seeds_is_kept_once_and_read_once(tmp_path):
+    """Two students on the same trained model: its maps are one blob file that both seeds' files name,
+    read back as one read-only array (so the student processes are sent it without encoding it again),
+    and every case reads back exactly as prepared, numpy scalars and Fortran-ordered answers included."""
+    course = load_course(EXERCISES)
+    store = PreparedStore(course, tmp_path / "cache")
+    first, second = _model_seeds(course)
+    for seed in (first, second):
+        PreparedCases(store=store).get(course.problem("softmax"), course.problem("softmax").cases[0], seed)
+    names = {p.stem for p in (store.folder / BLOBS).iterdir()}
+    named = [set(re.findall(r'"blob":"([0-9a-f]{64})"', (store.folder / f"{s}.json").read_text())) for s in (first, second)]
+    assert names and names == named[0] | named[1] and len(named[0] & named[1]) >= 2  # public and hidden maps
+    reader = PreparedStore(course, tmp_path / "cache")
+    one, two = reader.load(first), reader.load(second)
+    assert one is not None and two is not None
+    wide = [(c.name, "weights") for c in course.problem("one_wide_head").visible_cases(include_hidden=True)]
+    shared = [one["one_wide_head", name].args[0] for name, _ in wide if one["one_wide_head", name].args[0] is
+              two["one_wide_head", name].args[0]]
+    assert len(shared) >= 2 and all(not a.flags.writeable for a in shared)
+    stored = json.loads((store.folder / f"{first}.json").read_text())
+    assert all(data is not None for pid, _, data in stored["cases"] if pid in ("thin_head", "from_torch_layout"))
+    for (pid, name), read in one.items():
+        if pid and read is not None:
+            problem = course.problem(pid)
+            fresh = prepare(problem, next(c for c in problem.cases if c.name == name), first)
+            assert _same(fresh.args, read.args) and _same(fresh.expected, read.expected), (pid, name)
+
+
+def test_a_damaged_blob_is_never_used(tmp_path):
+    """A blob whose bytes no longer match its name (or that is gone): the seed is prepared again."""
+    course = load_course(EXERCISES)
+    store = PreparedStore(course, tmp_path / "cache")
+    seed = 7
+    PreparedCases(store=store).get(course.problem("softmax"), course.problem("softmax").cases[0], seed)
+    assert PreparedStore(course, tmp_path / "cache").load(seed) is not None
+    blob = sorted((store.folder / BLOBS).iterdir())[0]
+    data = json.loads(blob.read_text())
+    data["b64"] = ("A" if data["b64"][0] != "A" else "B") + data["b64"][1:]
+    blob.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+    assert PreparedStore(course, tmp_path / "cache").load(seed) is None
+    blob.unlink()
+    assert PreparedStore(course, tmp_path / "cache").load(seed) is None
+    again = PreparedCases(store=PreparedStore(course, tmp_path / "cache"))
+    problem = course.problem("one_wide_head")
+    got = again.get(problem, problem.cases[0], seed)
+    assert got.args[0].tobytes() == prepare(problem, problem.cases[0], seed).args[0].tobytes()
+    assert blob.is_file()  # written again
 
 
 def test_without_a_place_to_keep_them_cases_are_prepared_as_before(tmp_path):

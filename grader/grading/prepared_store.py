@@ -14,9 +14,16 @@ or parsed, or that is damaged in any way is ignored and prepared again. Nothing 
 for a correct grade: without a cache folder, cases are prepared as before.
 
 A case is stored only when what is read back is identical to what was prepared (types, dtypes,
-shapes, bytes, memory order: `_same`); any other case (a numpy scalar in its inputs, say) is
+shapes, bytes, memory order: `_same`); any other case (an array that is a strided view, say) is
 stored as "prepare it" and prepared afresh when read. So a case graded from the store is graded
 on exactly the inputs and expected answer it would have been graded on without it.
+
+A large array (BLOB_BYTES or more: a trained model's attention maps, say) is kept once, by its
+content, in the key's `blobs/` folder, named by the SHA-256 of its JSON, and its seeds' files name
+it. Students whose seeds draw the same model share it: read once per grader process and kept in
+memory (the same read-only array), so it is also sent to their student processes without being
+encoded again (session.py). A blob whose content does not match its name is damage: the seed is
+prepared again.
 
 Where: `<cache folder>/prepared/<key>/<seed>.json` (paths.cache_dir: $MHA_CACHE_DIR, else
 $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises), every folder mode 0700 and every
@@ -32,6 +39,8 @@ import json
 import os
 import platform
 import shutil
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -46,8 +55,11 @@ from .seed_cases import decode, encode
 
 __all__ = ["PreparedStore", "course_key"]
 
-FORMAT = 1
+FORMAT = 2
 FOLDER = "prepared"
+BLOBS = "blobs"  # in a key's folder: the large arrays, one file each, named by the SHA-256 of their JSON
+BLOB_BYTES = 64 << 10  # an array's base64 at least this long is kept as a blob (a trained model's maps)
+BLOBS_KEPT = 64 << 20  # bytes of blobs a grader process keeps in memory
 KEEP = 4  # versions of courses (keys) kept: each a folder of one file per seed
 STUDENT_FILES = {"answers.yaml", "attention.py"}  # in a course folder, but the student's, not the course's
 
@@ -105,6 +117,8 @@ class PreparedStore:
                                                   (course.quiz.items if course.quiz is not None else ())}
         self.folder = base / FOLDER / self.key[:32] if base is not None else None
         self._pruned = False
+        self._blobs: OrderedDict[str, np.ndarray] = OrderedDict()  # name -> its read-only array, most recent last
+        self._blob_lock = threading.Lock()
 
     def _path(self, seed: int) -> Path | None:
         return self.folder / f"{int(seed)}.json" if self.folder is not None else None
@@ -121,7 +135,7 @@ class PreparedStore:
             if data.get("format") != FORMAT or data.get("key") != self.key or data.get("seed") != seed:
                 return None
             found: dict[tuple[str, str], Any] = {
-                (pid, name): None if stored is None else _case(stored, self.cases[pid, name][1])
+                (pid, name): None if stored is None else _case(self._resolved(stored), self.cases[pid, name][1])
                 for pid, name, stored in data["cases"]}
             if found.keys() != self.cases.keys():
                 return None
@@ -154,6 +168,7 @@ class PreparedStore:
             os.chmod(base, 0o700)  # hidden cases: only the grader's user may enter
             path.parent.parent.mkdir(mode=0o700, exist_ok=True)
             os.chmod(path.parent.parent, 0o700)
+            cases = [[pid, name, None if stored is None else self._blobbed(stored)] for pid, name, stored in cases]
             write_private(path, json.dumps({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases,
                                             "quiz": quiz}, separators=(",", ":")))
             if not self._pruned:
@@ -161,6 +176,56 @@ class PreparedStore:
                 _prune(path.parent.parent, keep=KEEP, current=path.parent)
         except (OSError, TypeError, ValueError):
             pass  # no cache this time (read-only home, full disk): grading does not need it
+
+    # ------------------------------------------------ large arrays, kept once (see the module's text)
+
+    def _blobbed(self, stored: Any) -> Any:
+        """`stored` with each large array written to its blob file (if not there yet) and named."""
+        if isinstance(stored, list):
+            return [self._blobbed(v) for v in stored]
+        if not isinstance(stored, dict):
+            return stored
+        if isinstance(stored.get("b64"), str) and len(stored["b64"]) >= BLOB_BYTES and self.folder is not None:
+            text = json.dumps(stored, sort_keys=True, separators=(",", ":"))
+            name = hashlib.sha256(text.encode()).hexdigest()
+            path = self.folder / BLOBS / f"{name}.json"
+            if not path.is_file():
+                write_private(path, text)
+            return {"blob": name}
+        return {k: self._blobbed(v) for k, v in stored.items()}
+
+    def _resolved(self, stored: Any) -> Any:
+        """`stored` with each named blob in place, as its read-only array (raises on any damage)."""
+        if isinstance(stored, list):
+            return [self._resolved(v) for v in stored]
+        if not isinstance(stored, dict):
+            return stored
+        if "blob" in stored:
+            return self._blob(str(stored["blob"]))
+        return {k: self._resolved(v) for k, v in stored.items()}
+
+    def _blob(self, name: str) -> np.ndarray:
+        with self._blob_lock:
+            known = self._blobs.get(name)
+            if known is not None:
+                self._blobs.move_to_end(name)
+                return known
+        if len(name) != 64 or not all(c in "0123456789abcdef" for c in name) or self.folder is None:
+            raise ValueError("not a blob's name")
+        text = (self.folder / BLOBS / f"{name}.json").read_text()
+        data = json.loads(text)
+        if hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest() != name:
+            raise ValueError("a damaged blob")
+        array = decode(data)
+        if not isinstance(array, np.ndarray):
+            raise ValueError("a blob that is not an array")
+        array.flags.writeable = False
+        with self._blob_lock:
+            array = self._blobs.setdefault(name, array)
+            self._blobs.move_to_end(name)
+            while len(self._blobs) > 1 and sum(a.nbytes for a in self._blobs.values()) > BLOBS_KEPT:
+                self._blobs.popitem(last=False)
+        return array
 
 
 def _stored(case: PreparedCase) -> dict | None:

@@ -56,17 +56,19 @@ def encode(value: Any, binary: bool = False) -> Any:
     """Plain JSON for an input or an expected answer (arrays keep their dtype and shape); with
     `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back)."""
     if isinstance(value, np.ndarray):
-        if binary:
-            data = np.ascontiguousarray(value)
-            return {"b64": base64.b64encode(data.tobytes()).decode(), "shape": list(value.shape),
-                    "dtype": data.dtype.str}
+        if binary:  # exactly: an array in Fortran order is read back in Fortran order
+            fortran = value.flags.f_contiguous and not value.flags.c_contiguous
+            data = value.tobytes(order="F" if fortran else "C")
+            return {"b64": base64.b64encode(data).decode(), "shape": list(value.shape),
+                    "dtype": value.dtype.str, **({"order": "F"} if fortran else {})}
         return {"nd": value.ravel().tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
     if isinstance(value, tuple):
         return {"tuple": [encode(v, binary) for v in value]}
     if isinstance(value, dict):
         return {"dict": {str(k): encode(v, binary) for k, v in value.items()}}
     if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
+        # binary: exactly, a numpy scalar read back as the same numpy type
+        return {"scalar": value.item(), "dtype": value.dtype.str} if binary else value.item()
     return value
 
 
@@ -76,7 +78,9 @@ def decode(data: Any) -> Any:
             return np.array(data["nd"], dtype=data["dtype"]).reshape(data["shape"])
         if "b64" in data:
             return np.frombuffer(base64.b64decode(data["b64"], validate=True),
-                                 dtype=np.dtype(data["dtype"])).reshape(data["shape"])
+                                 dtype=np.dtype(data["dtype"])).reshape(data["shape"], order=data.get("order", "C"))
+        if "scalar" in data:
+            return np.dtype(data["dtype"]).type(data["scalar"])
         if "tuple" in data:
             return tuple(decode(v) for v in data["tuple"])
         if "dict" in data:
