@@ -10,7 +10,7 @@ compared commands interleaved, so a noisy machine slows both alike):
 (a) cold `mha grade` of one submission, `python -c "import numpy"`, and their ratio (with the
     seed cache filled, and, once per round, with an empty seed cache);
 (b) `mha check` latency;
-(c) `mha grade-all` throughput on N generated submissions (correct, buggy, empty, slow), in
+(c) `mha grade-all` throughput on N generated submissions (by default issue 35's class: model answers, one bug, stubs), in
     submissions per second, beside a naive loop of one `mha grade` per submission, sequential
     (timed on an evenly spread sample of the same class, every (N / sample)-th submission, in
     slices run between the batches);
@@ -53,13 +53,14 @@ ANSWERS = ROOT / "solutions" / "answers.yaml"
 SLOW = ROOT / "tests" / "submissions" / "correct_loops.py"  # correct, in pure-Python loops (some functions)
 BIN = Path(sys.executable).parent
 
-# Each bug: (text in the model answer, its replacement). Every one costs points somewhere.
+# Each bug: (text in the model answer, its replacement). Every one costs points in the core course.
 BUGS = (
     ("e = np.exp(x - x.max(axis=-1, keepdims=True))", "e = np.exp(x)"),                 # overflows
-    ("scores = Q @ K.T / math.sqrt(d_k)", "scores = Q @ K.T / d_k"),                     # wrong scale
+    ("scores = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)", "scores = q @ k.transpose(0, 2, 1) / d_k"),  # scale
     ("    return num_layers * batch * num_heads * num_queries",
      "    return num_layers * batch * num_heads * d_v * num_queries"),                   # counts d_v
-    ("return H.transpose(1, 0, 2).reshape(n, h * d_head)", "return H.reshape(n, h * d_head)"),
+    ("concat = (weights @ v).transpose(1, 0, 2).reshape(n, d_model)",
+     "concat = (weights @ v).reshape(n, d_model)"),                                      # heads interleaved
     ("    n, d_model = X.shape\n", "    raise NotImplementedError('split_heads')\n"),
 )
 
@@ -102,9 +103,9 @@ class Student:
     source: str | None      # attention.py's text (None: not submitted)
 
 
-# One block of 40 students, repeated: 28 correct, 8 buggy, 3 empty, 1 slow.
+# --mix varied: one block of 40 students, repeated: 28 correct, 8 buggy, 3 empty, 1 slow.
 PATTERN = "ccbcceccbcccbcscccbceccbcccbcccbcecccbcc"
-# --mix issue: issue 35's class, one block of 20 repeated: 16 model answers, 3 with one bug, 1 untouched stub
+# the default class (--mix class), one block of 20 repeated: 16 model answers, 3 with one bug, 1 untouched stub
 ISSUE_PATTERN = "ccccbccccuccccbccccb"
 
 
@@ -116,11 +117,13 @@ def make_class(n: int) -> list[Student]:
     for old, _ in BUGS:
         assert old in model, f"benchmark out of date: {old!r} is not in {SOLUTION}"
     students = []
-    pattern = ISSUE_PATTERN if MIX == "issue" else PATTERN
+    pattern = PATTERN if MIX == "varied" else ISSUE_PATTERN
+    buggy = 0  # the buggy students so far: each bug in turn
     for i in range(n):
         kind = {"c": "correct", "b": "buggy", "e": "empty", "s": "slow", "u": "stub"}[pattern[i % len(pattern)]]
         source = {"correct": model, "slow": slow, "empty": None if i % 2 else "", "stub": stub,
-                  "buggy": model.replace(*BUGS[i % len(BUGS)])}[kind]
+                  "buggy": model.replace(*BUGS[buggy % len(BUGS)])}[kind]
+        buggy += kind == "buggy"
         if source:
             source += f"\n# student {i:04d}\n"  # every file differs, as real ones do
         students.append(Student(f"s{i:04d}", kind, source))
@@ -248,7 +251,7 @@ def grade_all_command(folder: Path, out: Path, jobs: int) -> list[str]:
 
 
 SECRET: str | None = None  # the course secret of the run (--secret): per-student seeds
-MIX = "default"  # the class's make-up (--mix)
+MIX = "class"  # the class's make-up (--mix)
 
 
 def grade_all(folder: Path, out: Path, jobs: int, *, sample: bool = False, cache: Path | None = None) -> Batch:
@@ -432,9 +435,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="course secret, so every student has their own numbers [a fixed one]; '' for one seed")
     parser.add_argument("--solutions", type=Path, default=SOLUTION.parent,
                         help="its model attention.py and answers.yaml [solutions/]")
-    parser.add_argument("--mix", choices=("default", "issue"), default="default",
-                        help="the class: 70%% correct, 20%% buggy, 7.5%% empty, 2.5%% slow [default], or issue 35's: "
-                             "80%% model answers, 15%% with one bug, 5%% untouched stubs [issue]")
+    parser.add_argument("--mix", choices=("class", "varied"), default="class",
+                        help="the class: 80%% model answers, 15%% with one bug, 5%% untouched stubs [class, the "
+                             "default], or 70%% correct, 20%% buggy, 7.5%% empty, 2.5%% slow (pure-Python loops) [varied]")
     parser.add_argument("--only", default="abcdef",
                         help="the sections to run, e.g. --only cf for grade-all and the floor while iterating [abcdef]")
     args = parser.parse_args(argv)
@@ -521,7 +524,7 @@ def report(args, scratch: Path) -> None:
     statuses = check_results(students, out)
     batch = sorted(batches, key=lambda b: b.seconds)[len(batches) // 2]
     memory = "e" in args.only
-    sampled = grade_all(folder, out, args.jobs, sample=True) if memory else batch
+    sampled = grade_all(folder, out, args.jobs, sample=True)  # the CPU split (and the memory) of one more run
     quarter = scratch / "quarter"  # the same sampling on a class a quarter the size
     quarter.mkdir()
     for student in students[: max(1, args.n // 4)]:
