@@ -1,14 +1,15 @@
 """Issue 35's class graded by both paths: `mha grade-all` (student processes in the sandbox, each
 seed's cases from the prepared-cases store, the big arrays as shared blobs, the fast wire encoding)
-and the benchmark's floor (every student's functions called in this process on that seed's cases
-from the seed cache, judged by the same code: no sandbox, no store, no wire). Every one of the 200
-students, each on their own seed, gets the same score both ways, and the batch's scores are what
-each kind of submission must get."""
+and the benchmark's floor's way (every student's functions called in this process, benchmarks/run.py's
+InProcess, on that seed's cases prepared afresh, judged by the same code: no sandbox, no store, no
+wire). Every one of the 200 students, each on their own seed, gets the same score both ways, and the
+batch's scores are what each kind of submission must get."""
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -53,6 +54,23 @@ def test_two_hundred_students_score_the_same_in_the_sandbox_and_in_one_process(t
     seeds = {json.loads((out / "results" / f"{s.name}.json").read_text())["seed"] for s in students}
     assert len(seeds) == 200  # a seed per student
 
-    _, in_one_process = bench.floor(students, folder)
-    assert in_one_process == in_sandbox
+    assert _in_one_process(bench, students, folder) == in_sandbox
     assert len(set(in_sandbox.values())) > 3  # the bugs cost different points
+
+
+def _in_one_process(bench, students, folder: Path) -> dict[str, float]:
+    """Each student's score with their functions called in this process (the floor's InProcess) on
+    their seed's cases prepared here, without the store."""
+    from grader.classroom.batch import discover, read_files
+    from grader.course.loader import load_course
+    from grader.course.seeds import student_seed
+    from grader.grading import grade as grading
+    from grader.grading.prepared import PreparedCases
+    course = load_course(EXERCISES)
+    found = {s.student: s for s in discover(folder)}
+    real, grading.WatchedSession = grading.WatchedSession, bench.InProcess
+    try:
+        return {s.name: grading.grade(course, read_files(found[s.name]), seed=student_seed(SECRET, s.name),
+                                      cache=PreparedCases()).score for s in students}
+    finally:
+        grading.WatchedSession = real
