@@ -367,7 +367,9 @@ def floor(students: list[Student], folder: Path) -> tuple[float, dict[str, float
     found = {s.student: s for s in discover(folder)}
     real, grading.WatchedSession = grading.WatchedSession, InProcess  # type: ignore[misc,assignment]
     scores = {}
+    import warnings
     try:
+        warnings.simplefilter("ignore", RuntimeWarning)  # a buggy softmax overflows, in this process
         start = time.perf_counter()
         for student in students:  # the files read as the batch reads them
             files = read_files(found[student.name])
@@ -517,19 +519,20 @@ def report(args, scratch: Path) -> None:
     naive_dir.mkdir()
     batches, naive_s = [], 0.0
     # the first grade-all of the class, each seed's cases prepared (and kept in the prepared-cases store)
-    cold_batch = grade_all(folder, out, args.jobs, cache=scratch / "cold-store")
+    store = scratch / "store"  # the cold run fills it; every later run reads it
+    cold_batch = grade_all(folder, out, args.jobs, cache=store)
     for i in range(args.batch_repeat):  # the naive loop in slices between the batches: same conditions
-        batches.append(grade_all(folder, out, args.jobs))
+        batches.append(grade_all(folder, out, args.jobs, cache=store))
         naive_s += naive_loop(sample[i::args.batch_repeat], folder, naive_dir)
     statuses = check_results(students, out)
     batch = sorted(batches, key=lambda b: b.seconds)[len(batches) // 2]
     memory = "e" in args.only
-    sampled = grade_all(folder, out, args.jobs, sample=True)  # the CPU split (and the memory) of one more run
+    sampled = grade_all(folder, out, args.jobs, sample=True, cache=store)  # the CPU split (and memory) of one more run
     quarter = scratch / "quarter"  # the same sampling on a class a quarter the size
     quarter.mkdir()
     for student in students[: max(1, args.n // 4)]:
         shutil.copytree(folder / student.name, quarter / student.name)
-    small = grade_all(quarter, scratch / "graded-quarter", args.jobs, sample=True) if memory else batch
+    small = grade_all(quarter, scratch / "graded-quarter", args.jobs, sample=True, cache=store) if memory else batch
     rate = args.n / batch.seconds
     naive_rate = len(sample) / naive_s
     seeded = " with a course secret (a seed per student)" if SECRET else ""
