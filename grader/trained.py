@@ -12,10 +12,11 @@ part of the student bundle: it reads the files and nothing of the course's code.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .records import record
 
 __all__ = ["Trained", "load_model", "evaluation_tokens", "head_order", "models_folder"]
 
@@ -25,7 +26,7 @@ EVAL_SIZE = 2048
 VOCAB, SEQ_LEN = 8, 8
 
 
-@dataclass(frozen=True)
+@record
 class Trained:
     """One model's weights (float64) with its heads in the order asked for."""
 

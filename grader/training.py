@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .records import record
+
 __all__ = ["Setup", "SETUP", "Snapshot", "Run", "ROLE_SCORE", "PROBE_SIZE", "init_params", "forward",
            "loss_and_grads", "head_scores", "probe_tokens", "train", "summary", "format_snapshot", "report",
            "run_and_print", "main"]
@@ -31,7 +33,7 @@ ROLE_SCORE = 0.9    # a head whose score reaches this has taken the role (previo
 PROBE_SIZE = 256    # the evaluation sequences the scores are measured on while training
 
 
-@dataclass(frozen=True)
+@record
 class Setup:
     """A run's model and schedule: minibatch Adam, the learning rate decayed linearly to lr * final,
     head scores measured every `every` steps."""
@@ -58,7 +60,7 @@ class Setup:
 SETUP = Setup()   # the students' runs: two heads of width 4, 1000 steps, scores every 100
 
 
-@dataclass(frozen=True)
+@record
 class Snapshot:
     """The head scores at one step (after that many updates; step 0 is the initial weights)."""
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..records import record
 
 UPPER_LOWER = 0.27  # Kelley's 27% groups for the upper-lower discrimination index
 SMALL_CLASS = 30    # below this many students, discrimination and item-rest figures are rough
 
 
-@dataclass(frozen=True)
+@record
 class StudentRow:
     """One student's graded outcome, as the item analysis needs it."""
 
@@ -26,7 +28,7 @@ class StudentRow:
     note: str = ""                          # status error or grader-error: how the grader failed
 
 
-@dataclass(frozen=True)
+@record
 class ItemStats:
     id: str
     max_score: float
@@ -38,7 +40,7 @@ class ItemStats:
     zero: int
 
 
-@dataclass(frozen=True)
+@record
 class Analysis:
     students: int
     max_total: float

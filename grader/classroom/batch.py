@@ -26,7 +26,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,6 +39,7 @@ from ..grading.results import GradeResult, Status
 from ..grading.student_files import StudentFile, entry_kind, open_folder, read_student_file, refusal
 from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
+from ..records import record
 from ..sandbox.limits import Limits
 from ..sandbox.student_text import one_line
 from .analysis import StudentRow
@@ -59,7 +60,7 @@ FAILED = (ERROR, GRADER_ERROR)  # the grader failed: no score (blank in the grad
 Grader = Callable[[Course, Path, int], GradeResult]
 
 
-@dataclass(frozen=True)
+@record
 class _GradeFiles:
     """The default grader: the files as read (no copy), each seed's cases prepared once for the class."""
 
@@ -71,7 +72,7 @@ class _GradeFiles:
         return grade(course, files, limits=self.limits, seed=seed, cache=self.cache)
 
 
-@dataclass(frozen=True)
+@record
 class Submission:
     """One student's files, as found on disk."""
 
@@ -90,7 +91,7 @@ class Submission:
         return safe if safe == self.student else f"{safe[:71]}-{digest}"
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     """What happened to one submission in this run."""
 

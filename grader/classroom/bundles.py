@@ -50,7 +50,8 @@ from ..paths import PACKAGE, write_atomically
 # course's code (reference, bugs, detectors, quiz answers), the loader of hidden cases,
 # and whatever serves only instructors. tests/test_student_bundle.py checks the list.
 STUDENT_MODULES = (
-    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "starter.py", "trained.py", "training.py",
+    "__init__.py", "distribution.py", "errors.py", "notebook.py", "paths.py", "records.py", "starter.py", "trained.py",
+    "training.py",
     "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
     "course/functions.py", "grading/head_pattern.py",
     "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/source.py", "cli/student_commands.py",

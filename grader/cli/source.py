@@ -10,17 +10,17 @@ never course_source.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import SubmissionError
 from ..paths import PACKAGE, SUBMISSION_NAME
+from ..records import record
 
 STUDENT_ENV = "MHA_STUDENT"  # the student's id, as --student
 
 
-@dataclass(frozen=True)
+@record
 class ProblemRow:
     """A problem as `mha list` shows it."""
 
@@ -31,7 +31,7 @@ class ProblemRow:
     title: str
 
 
-@dataclass(frozen=True)
+@record
 class ItemRow:
     """A quiz item as `mha list` shows it."""
 
@@ -42,7 +42,7 @@ class ItemRow:
     title: str
 
 
-@dataclass(frozen=True)
+@record
 class Listing:
     """What `mha list` shows: the problems and quiz items with their points."""
 

@@ -18,12 +18,13 @@ import sys
 import types
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..errors import SpecError, SpecErrors
+from ..records import record
 from .functions import FunctionSpec, Param, ParamKind, ReturnKind
 
 __all__ = ["CODE_KEY", "RETURN_KINDS", "CourseCode", "load_code", "read_code", "course_of", "code_path",
@@ -203,7 +204,7 @@ def check_reference(spec: FunctionSpec, fn: Callable | None, code: Path, at: Cal
            f"parameters ({', '.join(declared)})")
 
 
-@dataclass(frozen=True)
+@record
 class CourseCode:
     """A course's loaded code and the functions its `FUNCTIONS` mapping declares."""
 

@@ -7,8 +7,9 @@ use the return kind to pick a comparison.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from ..records import record
 
 
 class ParamKind(Enum):
@@ -31,7 +32,7 @@ class ReturnKind(Enum):
     HEAD_PAIR = "head_pair"    # (W_Q, W_K) of a two-head layer, graded by each head's pattern
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     name: str
     kind: ParamKind
@@ -39,7 +40,7 @@ class Param:
     required: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class FunctionSpec:
     name: str
     params: tuple[Param, ...]

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ..records import record
 from .functions import FunctionSpec
 
 
@@ -33,7 +34,7 @@ DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-6
 
 
-@dataclass(frozen=True)
+@record
 class Comparison:
     kind: CompareKind
     rtol: float = DEFAULT_RTOL
@@ -42,7 +43,7 @@ class Comparison:
     min_weight: float = 0.9        # head_pattern: weight the target position must get
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     name: str
     args: Mapping[str, Any]        # parameter name -> literal or generator spec (validated)
@@ -61,7 +62,7 @@ class Case:
         return self.visibility is Visibility.HIDDEN
 
 
-@dataclass(frozen=True)
+@record
 class Mistake:
     """A named misconception: a known-wrong implementation (a bug) and what to tell the student."""
 
@@ -72,7 +73,7 @@ class Mistake:
     detector: bool = False         # a predicate (args, answer) -> bool rather than a wrong implementation
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     id: str
     title: str
@@ -112,7 +113,7 @@ DEFAULT_TOLERANCE = 1e-6
 NumberSource = float | str
 
 
-@dataclass(frozen=True)
+@record
 class Choice:
     """One choice of a choice item. `letter` is its position (a, b, c...): in the file for the item
     itself, in the student's own order for a seed's draw (quiz.choice_order)."""
@@ -125,7 +126,7 @@ class Choice:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class WrongValue:
     """A known-wrong numeric answer and the misconception that produces it."""
 
@@ -135,7 +136,7 @@ class WrongValue:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class RubricEntry:
     """One criterion of a written item's rubric and the points a grader gives for meeting it."""
 
@@ -144,14 +145,14 @@ class RubricEntry:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class DrawnWrongValue(WrongValue):
     """A known-wrong value as one seed draws it: its number computed, its feedback filled in."""
 
     value: float
 
 
-@dataclass(frozen=True)
+@record
 class QuizItem:
     id: str
     title: str
@@ -181,7 +182,7 @@ class QuizItem:
         return self.kind is QuizKind.WRITTEN
 
 
-@dataclass(frozen=True)
+@record
 class Quiz:
     title: str
     items: tuple[QuizItem, ...]
@@ -207,7 +208,7 @@ class Quiz:
         return replace(self, items=tuple(items), optional=())
 
 
-@dataclass(frozen=True)
+@record
 class Course:
     title: str
     root: Path
@@ -230,7 +231,7 @@ class Course:
         return next((p for p in self.problems if p.id == problem_id), None)
 
 
-@dataclass(frozen=True)
+@record
 class Draw:
     """One item with its numbers drawn from a seed: what a student sees and what is graded."""
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InternalError, SpecError, SubmissionError
+from ..records import record
 from .yamlio import load_yaml
 
 DEFAULT_SEED = 0
@@ -47,7 +47,7 @@ def student_token(student: str) -> str:
     return hashlib.sha256(normalize_student(student).encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@record
 class CourseSettings:
     """course.yaml (and the environment): the secret, and which id of a student picks their numbers."""
 

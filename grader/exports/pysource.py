@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..records import record
 from ..starter import starter_files, stub, student_module  # noqa: F401 - the exports' names for them
 
 __all__ = ["Module", "split_module", "stub", "student_module", "starter_files"]
 
 
-@dataclass(frozen=True)
+@record
 class Module:
     imports: str                                          # the top-level import lines, in order
     functions: dict[str, str] = field(default_factory=dict)  # name -> its source (decorators included)

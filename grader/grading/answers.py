@@ -12,13 +12,14 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from ..course.model import MAX_WRITTEN, Choice, Draw, Quiz, QuizKind
 from ..course.yamlio import BriefRepr, line_of, load_yaml
 from ..errors import SpecError
+from ..records import record
 from ..sandbox.student_text import StudentText, student_text
 from .results import CaseResult, CaseStatus, ProblemResult
 from .scoring import choices_credit, in_range
@@ -58,7 +59,7 @@ def _shown(value: Any) -> str:
     return kind + (text if len(text) <= 60 else text[:57] + "...")
 
 
-@dataclass(frozen=True)
+@record
 class AnswerSheet:
     """What a student wrote: raw answers by item id, with their lines, or why the file is unusable."""
 
@@ -272,7 +273,7 @@ def _no_file(result: ProblemResult, name: str) -> ProblemResult:
     return replace(result, cases=(case,))
 
 
-@dataclass(frozen=True)
+@record
 class QuizResults:
     items: tuple[ProblemResult, ...]
     messages: tuple[str, ...] = ()   # notes about the answers file as a whole (unknown item ids)

@@ -6,12 +6,13 @@ cases) and a detail with expected versus got (shown for public cases only).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..course.model import CompareKind, Comparison
+from ..records import record
 from ..sandbox.codec import Opaque
 from .results import RETURNED_NONE
 
@@ -28,7 +29,7 @@ def wrong_form(kind: str) -> bool:
     return kind == RETURNED_NONE or kind.rsplit(": ", 1)[-1] in FORM_FAILURES
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     passed: bool
     kind: str = ""     # e.g. "wrong shape"; never contains expected values

@@ -56,7 +56,7 @@ import copy
 import functools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ import numpy as np
 
 from ..course.functions import ReturnKind
 from ..course.model import Mistake, Problem
+from ..records import record
 from ..sandbox.session import CaseRun, RunStatus
 from .checks import as_array, check, wrong_form
 from .results import CaseResult, CaseStatus, ProblemResult
@@ -145,7 +146,7 @@ class Fit(Enum):
     CONTRADICTS = "contradicts"
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
     mistake: Mistake | None = None
     explained: frozenset[int] = frozenset()  # indices of the cases the named mistake explains

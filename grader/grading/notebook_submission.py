@@ -32,10 +32,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SubmissionError
+from ..records import record
 from ..sandbox.codec import Bounds, DecodeError, loads_bounded
 from ..sandbox.student_text import one_line
 from .student_files import PARSE_BYTES, SOURCE_BYTES, open_folder, read_student_file
@@ -55,7 +56,7 @@ TOOLS = frozenset({"grader", "otter"})   # checking tools: never part of a submi
 _DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@record
 class BrokenCell:
     """A code cell that is not valid Python: left out of the submission, it costs its functions."""
 

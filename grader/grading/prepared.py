@@ -10,7 +10,7 @@ import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,13 @@ from ..course.functions import FunctionSpec, ReturnKind
 from ..course.model import Case, Draw, Problem, QuizItem
 from ..course.seeds import DEFAULT_SEED
 from ..errors import InternalError, SpecError
+from ..records import record
 
 __all__ = ["PreparedCase", "PreparedCases", "build_args", "literal_expected", "reference_answer", "prepare",
            "summarize_inputs"]
 
 
-@dataclass(frozen=True)
+@record
 class PreparedCase:
     case: Case
     args: tuple[Any, ...]   # positional arguments, pristine: never handed to student code

@@ -1,9 +1,10 @@
 """Results of grading: plain frozen data that reporters read; the scores by the rules of scoring.py."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
+from ..records import record
 from ..sandbox.student_text import EMPTY, StudentText, student_text
 from .scoring import points_earned, weighted_share
 
@@ -46,7 +47,7 @@ class Status(Enum):
     ERROR = "error"                    # the grader itself failed on this submission
 
 
-@dataclass(frozen=True)
+@record
 class LoadError:
     """Why attention.py could not be imported: told once, with the line it points at."""
 
@@ -67,7 +68,7 @@ class LoadError:
         return f"importing attention.py raised {self.kind}{where}: {self.message}"
 
 
-@dataclass(frozen=True)
+@record
 class WeightGrid:
     """A public case's attention weights beside the expected ones (rows: queries, columns: keys),
     rounded and cut to a few rows and columns, for a picture in a report."""
@@ -78,7 +79,7 @@ class WeightGrid:
     shape: tuple[int, int] = (0, 0)            # the full size, before it was cut
 
 
-@dataclass(frozen=True)
+@record
 class CaseResult:
     """One case's outcome. For hidden cases `detail` and `inputs` are always empty."""
 
@@ -104,7 +105,7 @@ class CaseResult:
         return 1.0 if self.passed else self.credit or 0.0
 
 
-@dataclass(frozen=True)
+@record
 class ProblemResult:
     id: str
     title: str
@@ -148,7 +149,7 @@ class ProblemResult:
         return self.manual
 
 
-@dataclass(frozen=True)
+@record
 class GradeResult:
     title: str
     submission: StudentText    # the submission's name (a path, a student id): the student may have chosen it

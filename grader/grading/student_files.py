@@ -16,10 +16,10 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import kind_of
+from ..records import record
 from ..sandbox.student_text import one_line
 
 __all__ = ["StudentFile", "open_folder", "read_student_file", "entry_kind", "refusal", "shown_name", "SOURCE_BYTES",
@@ -34,7 +34,7 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@dataclass(frozen=True)
+@record
 class StudentFile:
     """One file of a submission, as read: its bytes, or why it was not read (or neither: missing)."""
 

@@ -11,11 +11,11 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SubmissionError
 from ..paths import SUBMISSION_NAME
+from ..records import record
 from .answers import ANSWERS_NAME, MAX_BYTES as ANSWERS_BYTES
 from .notebook_submission import MAX_BYTES as NOTEBOOK_BYTES, BrokenCell, notebook_parts
 from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, read_student_file, shown_name
@@ -23,7 +23,7 @@ from .student_files import SOURCE_BYTES, StudentFile, entry_kind, open_folder, r
 __all__ = ["SOURCE_BYTES", "SubmissionFiles", "read_submission", "read_folder", "read_files"]
 
 
-@dataclass(frozen=True)
+@record
 class SubmissionFiles:
     """A submission as read: the code to run (a notebook's definitions already extracted) and the
     quiz answers beside it, each as bytes or with the reason it was not read."""

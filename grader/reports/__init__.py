@@ -7,12 +7,12 @@ chosen one is imported (JUnit's XML library alone costs a cold `mha grade` a few
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from ..grading.results import GradeResult
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """A report format: its name on the command line, its reporter module and what it writes."""
 

@@ -15,10 +15,10 @@ import re
 import shutil
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TextIO
 
 from ..grading.results import WeightGrid
+from ..records import record
 
 __all__ = ["Style", "wrap", "grid_lines", "near", "MIN_WIDTH", "MAX_WIDTH"]
 
@@ -29,7 +29,7 @@ SHADES, ASCII_SHADES = " ░▒▓█", " .:+#"  # weight 0 .. 1 in five steps
 _SGR = re.compile(r"\033\[[0-9;]*m")
 
 
-@dataclass(frozen=True)
+@record
 class Style:
     """What the output can show: colour (ANSI SGR codes), its width, and Unicode shade blocks."""
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..records import record
 from .student_text import StudentText, one_line, student_text
 
 ALLOWED_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -36,7 +37,7 @@ MAX_ELEMENTS = 1 << 21
 MAX_DIGITS = 40  # of an integer: int64 has 19; Python's int() refuses 4300 and is slow well before
 
 
-@dataclass(frozen=True)
+@record
 class Bounds:
     """What one piece of student-made JSON may hold, checked on its bytes before it is parsed."""
 

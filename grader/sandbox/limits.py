@@ -5,12 +5,13 @@ Import-light on purpose: the CLI reads the defaults for its help text without lo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from ..records import record
 
 __all__ = ["Limits"]
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """Resource limits for student code."""
 

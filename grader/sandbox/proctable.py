@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from ..records import record
 
 __all__ = ["CHILDREN_FILES", "Proc", "alive", "children", "descendants", "has_marker", "processes", "status",
            "tree", "user_tasks"]
@@ -15,7 +16,7 @@ __all__ = ["CHILDREN_FILES", "Proc", "alive", "children", "descendants", "has_ma
 CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # the kernel keeps them
 
 
-@dataclass(frozen=True)
+@record
 class Proc:
     """One line of the process table."""
 

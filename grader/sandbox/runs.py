@@ -1,10 +1,10 @@
 """What one run of student code came to: a case's status, value or error, and a failed import."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ..records import record
 from .student_text import StudentText
 
 __all__ = ["CaseRun", "LoadFailure", "RunStatus", "StudentError"]
@@ -20,7 +20,7 @@ class RunStatus(Enum):
     BAD_RESULT = "bad_result"
 
 
-@dataclass(frozen=True)
+@record
 class StudentError:
     """An exception student code raised, as the student process described it (student_text)."""
 
@@ -30,7 +30,7 @@ class StudentError:
     where: StudentText | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CaseRun:
     """What happened when the student's function ran on one case."""
 
@@ -41,7 +41,7 @@ class CaseRun:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class LoadFailure:
     kind: StudentText
     message: StudentText

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import InternalError
 from ..paths import remove_tree
+from ..records import record
 from .codec import ALLOWED_DTYPES, ANSWER, DecodeError, Opaque, decode_value, encode_arg, read_event
 from .isolation import Isolation
 from .limits import Limits
@@ -55,7 +56,7 @@ CALL_DIM = 256
 CALL_INT = 1 << 16
 
 
-@dataclass(frozen=True)
+@record
 class StandIns:
     """Functions of the submission the grader answers for: `names`, bound to stand-ins in the
     student process, and `answer(name, args, kwargs, deadline)`, given the decoded, bounded
@@ -340,7 +341,7 @@ class Worker:
                 pass
 
 
-@dataclass(frozen=True)
+@record
 class ProblemRun:
     """The student's answers for one problem's cases (in request order)."""
 

@@ -1,0 +1,119 @@
+"""`record`: a frozen dataclass whose methods are shared code, not code written for each class.
+
+For each dataclass, Python before 3.13 writes its __init__, __repr__, __eq__, __hash__,
+__setattr__ and __delattr__ as source text and compiles them, in every process that imports it:
+about half a millisecond a class. The grader's value types (problems, cases, runs, results...)
+are forty of them, and a cold `mha grade` spent about 25 ms, an eighth of its time, compiling
+them (docs/performance.md). A record is the same class without that: `dataclasses.dataclass`
+builds its fields (so `fields`, `replace`, `asdict` and `is_dataclass` work as for any
+dataclass), and the methods are the functions below, which read the class's fields.
+
+A record behaves as `@dataclass(frozen=True)` does for what the grader uses: positional and
+keyword arguments, defaults and `field(default_factory=...)`, a field's `repr`, `compare` and
+`hash`, equality with instances of the very same class, hashing, FrozenInstanceError on
+assignment or deletion, and the same repr text (tests/test_records.py compares the two). Refused
+when declared: `field(init=False)`, keyword-only fields, __post_init__, and a class defining one
+of these methods itself (InitVar is not supported either).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import MISSING, FrozenInstanceError, dataclass, fields
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # type checkers know typing_extensions, on every Python (it need not be installed)
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10: the marker matters to type checkers only
+    def dataclass_transform(**_: Any):
+        return lambda decorated: decorated
+
+__all__ = ["record"]
+
+T = TypeVar("T")
+_METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__post_init__")
+
+
+class _Spec:
+    """What the shared methods need of one record class, worked out once."""
+
+    __slots__ = ("names", "known", "defaults", "factories", "shown", "compared", "hashed")
+
+    def __init__(self, cls: type) -> None:
+        every = fields(cls)
+        self.names = tuple(f.name for f in every)
+        self.known = frozenset(self.names)
+        self.defaults = {f.name: f.default for f in every if f.default is not MISSING}
+        self.factories = {f.name: f.default_factory for f in every if f.default_factory is not MISSING}
+        self.shown = tuple(f.name for f in every if f.repr)
+        self.compared = tuple(f.name for f in every if f.compare)
+        self.hashed = tuple(f.name for f in every if (f.compare if f.hash is None else f.hash))
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    spec: _Spec = type(self).__record__
+    names = spec.names
+    if len(args) > len(names):
+        raise TypeError(f"{type(self).__qualname__}.__init__() takes {len(names) + 1} positional arguments "
+                        f"but {len(args) + 1} were given")
+    values = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name not in spec.known:
+            raise TypeError(f"{type(self).__qualname__}.__init__() got an unexpected keyword argument {name!r}")
+        if name in values:
+            raise TypeError(f"{type(self).__qualname__}.__init__() got multiple values for argument {name!r}")
+        values[name] = value
+    state = self.__dict__
+    for name in names:
+        if name in values:
+            state[name] = values[name]
+        elif name in spec.defaults:
+            state[name] = spec.defaults[name]
+        elif name in spec.factories:
+            state[name] = spec.factories[name]()
+        else:
+            raise TypeError(f"{type(self).__qualname__}.__init__() missing 1 required positional argument: {name!r}")
+
+
+def _repr(self: Any) -> str:
+    spec: _Spec = type(self).__record__
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in spec.shown)
+    return f"{type(self).__qualname__}({shown})"
+
+
+def _eq(self: Any, other: Any) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = type(self).__record__.compared
+    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+
+def _hash(self: Any) -> int:
+    return hash(tuple(getattr(self, n) for n in type(self).__record__.hashed))
+
+
+def _setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+@dataclass_transform(frozen_default=True)
+def record(cls: type[T]) -> type[T]:
+    """The class as a frozen dataclass (see the module's docstring)."""
+    own = [name for name in _METHODS if name in cls.__dict__]
+    if own:
+        raise TypeError(f"{cls.__qualname__} defines {', '.join(own)}: make it a dataclass, not a record")
+    built: Any = dataclass(init=False, repr=False, eq=False)(cls)  # fields only: nothing compiled
+    for f in fields(built):
+        if not f.init or f.kw_only is True:
+            raise TypeError(f"{cls.__qualname__}.{f.name}: a record's fields are all plain __init__ arguments")
+    spec = _Spec(built)
+    for name, spec_of in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq), ("__hash__", _hash),
+                          ("__setattr__", _setattr), ("__delattr__", _delattr)):
+        setattr(built, name, spec_of)
+    built.__record__ = spec
+    return built
