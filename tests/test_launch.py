@@ -139,6 +139,20 @@ class TestExit:
         assert threads == dict.fromkeys(THREAD_VARIABLES, "1")  # printed by an exit handler
         assert os.listdir(tmp) == []
 
+    @pytest.mark.parametrize("command", ["grade", "check"])
+    def test_a_mistyped_id_after_the_early_start_leaves_nothing(self, command, tmp_path):
+        """The student process starts while the cases are read (grade.early_session): a problem
+        id found unknown then is still exit 2 with "did you mean", and the session started for
+        nothing is closed: no folder of it is left in $TMPDIR."""
+        tmp = tmp_path / "tmp"
+        tmp.mkdir()
+        argv = [command, str(SOLUTIONS), "--problem", "sofmax"] if command == "grade" else \
+            [command, "sofmax", "--path", str(SOLUTIONS / "attention.py")]
+        done, _ = run_launch(argv, TMPDIR=str(tmp))
+        assert done.returncode == 2, done.stderr
+        assert "unknown problem 'sofmax': did you mean 'softmax'?" in done.stderr
+        assert os.listdir(tmp) == []
+
     def test_a_reader_that_went_away_is_a_quiet_exit(self):
         """stdout closed before grade writes its report: exit 0, nothing on stderr."""
         read, write = os.pipe()

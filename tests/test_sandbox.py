@@ -323,3 +323,17 @@ def test_doctor_says_which_mode_runs(cli):
     expected = (("same user",) if os.geteuid() != 0 else ("uid",) if off
                 else ("namespaces",) if REQUIRE_ISOLATION else ("namespaces", "uid"))
     assert mode in expected
+
+
+def test_a_session_started_early_has_its_whole_budget_once_used(write_submission):
+    """A session started before the cases are read (grade.early_session) waits for the grader,
+    maybe longer than the submission's whole budget (here a sleep); `begin` starts the budget
+    when it is used, so that wait is never the student's timeout."""
+    import numpy as np
+    path = write_submission("def total(values):\n    return float(sum(values))\n")
+    with Session(path, Limits(problem_seconds=5.0, submission_seconds=2.0, load_seconds=2.0)) as session:
+        time.sleep(2.5)  # the grader reading the cases, slowly
+        session.begin()
+        run = session.run("total", [[np.array([1.0, 2.0, 3.0])]], 5.0)
+    assert session.load_failure is None
+    assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value == 6.0

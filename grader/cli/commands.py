@@ -113,17 +113,20 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 check_output(output)  # a link, a FIFO...: refused before any grading
             path = read_submission(submission)  # every file read once, before anything else
             from ..course.seeds import prairielearn_seed
-            seed_cases = obj.seed_cases(prairielearn_seed(prairielearn_data) if prairielearn_data else obj.seed(student))
-            from ..grading.grade import grade_seed_cases, known_ids
+            from ..grading.grade import early_session, grade_seed_cases, known_ids
             from ..sandbox.isolation import private_paths
-            known_ids(seed_cases, problem_ids)
             if obj.gradescope_metadata is not None and os.geteuid() == 0:
                 # it holds earlier submissions' results, hidden feedback and all: the student uid (an
                 # "other") may not read it (in namespaces it is not in its file system anyway)
                 from ..sandbox.isolation import protect
                 protect((obj.gradescope_metadata,))
-            result = grade_seed_cases(seed_cases, path, include_hidden=True, problem_ids=problem_ids, limits=limits,
-                                      private=private_paths(obj.root))
+            private = private_paths(obj.root)
+            with early_session(path, limits, private) as session:  # it starts while the cases are read
+                seed_cases = obj.seed_cases(prairielearn_seed(prairielearn_data) if prairielearn_data
+                                            else obj.seed(student))
+                known_ids(seed_cases, problem_ids)
+                result = grade_seed_cases(seed_cases, path, include_hidden=True, problem_ids=problem_ids,
+                                          limits=limits, private=private, session=session)
             if fmt == "gradescope":
                 from ..reports import gradescope
                 report = gradescope.render(result, hidden_visibility)

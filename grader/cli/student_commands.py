@@ -50,17 +50,19 @@ def check(source: Source, problems: tuple[str, ...], path: Path | None, fmt: str
     """
     from ..sandbox.spawn import prestart
     prestart()  # student processes' Python and numpy load while this one loads the cases
-    from ..grading.grade import grade_seed_cases, known_ids
+    from ..grading.grade import early_session, grade_seed_cases, known_ids
     from ..grading.submission import read_submission
     try:
-        seed_cases = source.cases(student)
-        known_ids(seed_cases, problems)
         chosen = path or source.default_submission()
         if path is None and not chosen.exists():
             raise missing_submission(chosen)
         submission = read_submission(chosen)
-        result = grade_seed_cases(seed_cases, submission, include_hidden=False, problem_ids=problems, limits=limits,
-                                  private=source.private())
+        private = source.private()
+        with early_session(submission, limits, private) as session:  # it starts while the cases are read
+            seed_cases = source.cases(student)
+            known_ids(seed_cases, problems)
+            result = grade_seed_cases(seed_cases, submission, include_hidden=False, problem_ids=problems,
+                                      limits=limits, private=private, session=session)
     except GraderError as exc:
         fail(exc)
     echo_report(result, fmt)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -311,18 +312,46 @@ def not_read(problem: Problem, prepared: list[PreparedCase], reason: str) -> Pro
 
 def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
                    quiz: Sequence[Draw], quiz_ids: Sequence[str], submission: Path | SubmissionFiles, *,
-                   include_hidden: bool, limits: Limits | None = None, private: Sequence[Path] = ()) -> GradeResult:
+                   include_hidden: bool, limits: Limits | None = None, private: Sequence[Path] = (),
+                   session: WatchedSession | None = None) -> GradeResult:
     """Grade `submission` on `problems`, each on `cases(problem)` (called once the student process
     is starting, so preparing them overlaps its start), and on quiz items whose numbers are
     drawn; `quiz_ids`: every quiz item of the assignment (answers to others are reported as
     unknown). The path shared by `mha grade` (fresh or from the seed cache) and the bundle's `mha check`.
 
     `submission`: the files already read (submission.read_submission), or a path to read them
-    from (attention.py, with answers.yaml beside it)."""
+    from (attention.py, with answers.yaml beside it). `session`: one `early_session` started for
+    those files, used for the first run (its budget starting then) and closed here either way."""
+    try:
+        return _grade_prepared(title, problems, cases, quiz, quiz_ids, submission, include_hidden, limits, private,
+                               session)
+    finally:
+        if session is not None:
+            session.close()  # not needed after all (nothing to run), or closed already (which does nothing)
+
+
+@contextmanager
+def early_session(files: SubmissionFiles, limits: Limits | None, private: Sequence[Path]) -> Iterator[WatchedSession | None]:
+    """A session for `files` started now, before the cases are read, so that its student process
+    starts (forked, confined, the submission imported) while the grader reads them: for
+    grade_prepared's `session`. None when there is no code to run; closed on leaving, used or not."""
+    session = WatchedSession(files.source.data, limits, private=private) if files.source.data is not None else None
+    try:
+        yield session
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Problem], list[PreparedCase]],
+                    quiz: Sequence[Draw], quiz_ids: Sequence[str], submission: Path | SubmissionFiles,
+                    include_hidden: bool, limits: Limits | None, private: Sequence[Path],
+                    early: WatchedSession | None) -> GradeResult:
     limits = limits or Limits()
     start = time.monotonic()
     files = submission if isinstance(submission, SubmissionFiles) else read_submission(Path(submission))
-    # the answers were read before any student code runs; grading them runs no student code
+    # the answers were read before any student code ran (an early session's may be running now,
+    # on its own copy); grading them runs no student code
     quiz_results = grade_draws(quiz, files.answers, quiz_ids, include_hidden=include_hidden)
     results: tuple[ProblemResult, ...] = ()
     messages: tuple[str, ...] = files.notes
@@ -340,7 +369,9 @@ def grade_prepared(title: str, problems: Sequence[Problem], cases: Callable[[Pro
         runnable = [p for p in problems if left_out[p.id] is None]
         ran: tuple[ProblemResult, ...] = ()
         if runnable:
-            with WatchedSession(files.source.data, limits, private=private) as session:
+            if early is not None:
+                early.begin()  # its budget starts now: the time it waited for the grader is not the student's
+            with early or WatchedSession(files.source.data, limits, private=private) as session:
                 ran = run_problems(runnable, cases, session, limits)
                 if session.load_failure is not None:
                     load_error = _load_error(session.load_failure, source)
@@ -395,16 +426,21 @@ def _no_code(source: str | None) -> bool:
 
 
 def grade_seed_cases(seed_cases, submission: Path | SubmissionFiles, *, include_hidden: bool,
-                   problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
-                   private: Sequence[Path] = ()) -> GradeResult:
+                     problem_ids: Iterable[str] | None = None, limits: Limits | None = None,
+                     private: Sequence[Path] = (), session: WatchedSession | None = None) -> GradeResult:
     """Grade `submission` on precomputed seed cases (seed_cases.py): the student bundle's public ones,
-    or the autograder's seed cache (seed_cache.py), which has the hidden cases too."""
+    or the autograder's seed cache (seed_cache.py), which has the hidden cases too. `session`: one
+    `early_session` started for these files (grade_prepared)."""
     wanted = set(problem_ids) if problem_ids else None
-    prepared = {p.id: [c for c in cases if include_hidden or not c.case.hidden] for p, cases in seed_cases.problems}
+    of = {p.id: cases for p, cases in seed_cases.problems}  # each problem's decoded when first asked for
+
+    def prepared(problem: Problem) -> list[PreparedCase]:
+        return [c for c in of[problem.id] if include_hidden or not c.case.hidden]
+
     return grade_prepared(seed_cases.title, [p for p, _ in seed_cases.problems if wanted is None or p.id in wanted],
-                          lambda p: prepared[p.id], [v for v in seed_cases.quiz if wanted is None or v.item.id in wanted],
+                          prepared, [v for v in seed_cases.quiz if wanted is None or v.item.id in wanted],
                           seed_cases.quiz_ids + seed_cases.quiz_off, submission, include_hidden=include_hidden,
-                          limits=limits, private=private)
+                          limits=limits, private=private, session=session)
 
 
 def known_ids(seed_cases, ids: Iterable[str]) -> None:

@@ -86,7 +86,7 @@ def cached_seed_cases(root: Path, seed: int, load_course: Callable[[], object] |
     try:
         data = json.loads(path.read_bytes())
         if data.get("stamp") == current:
-            return SeedCases(data, path)
+            return SeedCases(data, path, lazy=True)  # the grader's own file: each problem decoded when used
     except Exception:  # none yet, damaged, or of another version: prepare again
         pass
     data = {**_build(root, seed, load_course, valid_then, _stamped(files, -1)), "stamp": current}

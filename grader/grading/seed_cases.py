@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -245,12 +246,14 @@ def _mistake(data: dict) -> Mistake:
 class SeedCases:
     """One seed's prepared cases, loaded for checking (student side: no reference needed)."""
 
-    def __init__(self, data: dict, path: Path):
+    def __init__(self, data: dict, path: Path, *, lazy: bool = False):
+        """`lazy`: each problem's cases are decoded when first used (for data the grader wrote
+        itself, the seed cache); otherwise here, so that a damaged file is refused at once."""
         if not isinstance(data, dict) or data.get("format") not in READABLE:
             raise SubmissionError(f"{path}: not a seed cases file of this version of mha-exercises")
         self.path = path
         self.title: str = data["title"]
-        self.problems: list[tuple[Problem, list]] = [self._problem(p) for p in data["problems"]]
+        self.problems: list[tuple[Problem, Sequence]] = [self._problem(p, lazy) for p in data["problems"]]
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
         self.quiz_off: list[str] = quiz.get("off", []) if quiz else []  # switched off: an answer is ignored
@@ -267,20 +270,44 @@ class SeedCases:
             raise SubmissionError(f"{path}: cannot read the seed cases ({exc})") from None
 
     @staticmethod
-    def _problem(p: dict):
-        from .prepared import PreparedCase
+    def _problem(p: dict, lazy: bool = False):
         compare = dict(p["compare"])
         compare["kind"] = CompareKind(compare["kind"])
-        cases, prepared = [], []
-        for c in p["cases"]:
-            case = Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
-                        weight=c["weight"], raises=c["raises"], reveal=c.get("reveal", True))
-            cases.append(case)
-            prepared.append(PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c.get("expected")),
-                                         wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
-                                         inputs=c.get("inputs"), form=c.get("form")))
+        cases = tuple(Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
+                           weight=c["weight"], raises=c["raises"], reveal=c.get("reveal", True)) for c in p["cases"])
         problem = Problem(id=p["id"], title=p["title"], points=p["points"], function=_function_from(p["function"]),
-                          prompt="", compare=Comparison(**compare), cases=tuple(cases), hints=tuple(p["hints"]),
+                          prompt="", compare=Comparison(**compare), cases=cases, hints=tuple(p["hints"]),
                           mistakes=tuple(_mistake(m) for m in p["mistakes"]), timeout=p["timeout"],
                           code=Path(p["code"]) if p.get("code") else None)
+        prepared = _Prepared(cases, p["cases"])
+        if not lazy:
+            prepared.decoded()
         return problem, prepared
+
+
+class _Prepared(Sequence):
+    """A problem's prepared cases, decoded from their JSON when first used (a cold `mha grade`
+    decodes each problem's arrays while the student process works on an earlier problem)."""
+
+    def __init__(self, cases: tuple[Case, ...], data: list[dict]):
+        self._cases, self._data = cases, data
+        self._decoded: list | None = None
+
+    def decoded(self) -> list:
+        if self._decoded is None:
+            from .prepared import PreparedCase
+            self._decoded = [PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c.get("expected")),
+                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
+                                          inputs=c.get("inputs"), form=c.get("form"))
+                             for case, c in zip(self._cases, self._data)]
+            self._data = []
+        return self._decoded
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.decoded()[index]
+
+    def __iter__(self):
+        return iter(self.decoded())

@@ -383,6 +383,7 @@ class Session:
                  separate_user: bool | None = None, stand_ins: StandIns | None = None):
         self.limits = limits or Limits()
         self.stand_ins = stand_ins
+        self._closed = False
         self.start = time.monotonic()
         self.deadline = self.start + self.limits.submission_seconds
         self.isolation = Isolation(separate_user, private)
@@ -584,8 +585,20 @@ class Session:
         error = run.error and replace(run.error, message=one_line(self._scrub(run.error.message)))
         return replace(run, error=error, detail=self._scrub(run.detail))
 
+    def begin(self) -> None:
+        """Start the submission's budget, and the wait for its process to start, now: for a session
+        started early (grade.early_session), whose process started while the grader read the cases."""
+        shift = time.monotonic() - self.start
+        self.start += shift
+        self.deadline += shift
+        self._start_by += shift
+
     def close(self) -> None:
-        """Kill every process of the session, delete its files, release its uid."""
+        """Kill every process of the session, delete its files, release its uid (once: closing
+        again does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             try:
                 self._retire()
