@@ -107,7 +107,7 @@ def record(cls: type[T]) -> type[T]:
     own = [name for name in _METHODS if name in cls.__dict__]
     if own:
         raise TypeError(f"{cls.__qualname__} defines {', '.join(own)}: make it a dataclass, not a record")
-    built: Any = dataclass(init=False, repr=False, eq=False)(cls)  # fields only: nothing compiled
+    built: Any = dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no generated methods
     for f in fields(built):
         if not f.init or f.kw_only is True:
             raise TypeError(f"{cls.__qualname__}.{f.name}: a record's fields are all plain __init__ arguments")
