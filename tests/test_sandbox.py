@@ -337,3 +337,40 @@ def test_a_session_started_early_has_its_whole_budget_once_used(write_submission
         run = session.run("total", [[np.array([1.0, 2.0, 3.0])]], 5.0)
     assert session.load_failure is None
     assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value == 6.0
+
+
+STANDARD_IMPORTS = """
+def used():
+    import bisect, cmath, decimal, fractions, heapq, random, statistics, textwrap
+    import numpy as np
+    import numpy.fft
+    draws = [np.random.default_rng().random() for _ in range(2)] + [float(np.random.rand())]
+    return [bisect.bisect([1, 2, 3], 2), cmath.sqrt(-1).imag, float(decimal.Decimal("0.5")),
+            float(fractions.Fraction(1, 4)), heapq.nsmallest(1, [3, 1, 2])[0], random.random() < 1,
+            statistics.mean([1, 2, 3]), len(textwrap.wrap("a b", 1)), float(numpy.fft.fft([1.0, 0.0])[0].real),
+            len(set(draws)) == 3]
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("namespaces", ["on", "off"])
+def test_student_code_imports_the_standard_modules_in_every_mode(write_submission, monkeypatch, namespaces):
+    """As root, in namespaces or not, student code imports the standard modules (those with C
+    parts too: cmath, decimal, statistics...), numpy.fft and numpy.random, whether the zygote
+    had loaded them yet or not: loaded ahead, reached through its file system, or through the
+    import folders' descriptors."""
+    if os.geteuid() != 0:
+        isolation_missing("a separate student uid needs root")
+    if namespaces == "off":
+        monkeypatch.setenv(NAMESPACES_ENV, "off")
+    from grader.sandbox.spawn import stop_fork_server
+    stop_fork_server()  # a fresh zygote, asked at once: it has not loaded them yet
+    path = write_submission(STANDARD_IMPORTS)
+    with Session(path, Limits(problem_seconds=30.0, submission_seconds=60)) as session:
+        run = session.run("used", [[]], 30.0)
+        mode = session.isolation.mode
+    if namespaces == "on" and mode != "namespaces":
+        isolation_missing(f"namespaces do not work here ({session.isolation.why})")
+    assert run.cases[0].status is RunStatus.RETURNED, run.cases[0]
+    assert run.cases[0].value == [2, 1.0, 0.5, 0.25, 1, True, 2, 2, 1.0, True]
+    assert mode == ("namespaces" if namespaces == "on" else "uid")
