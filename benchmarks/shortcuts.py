@@ -9,11 +9,11 @@ the median wall time and the median CPU time (user + system of the process and o
 reaped), both also as a fraction of `import numpy`'s in the same run.
 
   launch       as `mha` runs it: the zygote started before click and the CLI load, then the
-               command, then what it made frozen (gc.freeze) and a plain exit
+               command, then what it made frozen (gc.freeze) and the process ended at once
+               (launch._leave: the fork server stopped, the output flushed, os._exit)
   late-start   the zygote started after grader.cli.commands is imported, as a click callback would
-  plain-exit   no gc.freeze before the exit
-  fast-exit    the exit handlers run by CPython's private atexit._run_exitfuncs, then os._exit:
-               no interpreter teardown at all
+  frozen-exit  gc.freeze, then a plain exit (the interpreter's teardown)
+  plain-exit   neither: a plain exit
   secrets      `import secrets` first (what drawing the sandbox uid with it would load)
 and two imports: `grader.cli.launch` alone and with `grader.cli.commands`; their difference is
 what the early zygote start overlaps.
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 DRIVER = r'''
-import atexit, gc, os, sys
+import gc, os, sys
 mode = sys.argv.pop(1)
 if mode == "secrets":
     import secrets
@@ -43,20 +43,20 @@ if mode != "late-start":
 from grader.cli.commands import main as cli
 if mode == "late-start":
     prestart()
+code = None
 try:
     cli(prog_name="mha")
 except SystemExit as exc:
     code = exc.code
-if mode == "fast-exit":
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code or 0)
-if mode != "plain-exit":
-    gc.freeze()
-sys.exit(code)
+if mode == "plain-exit":
+    sys.exit(code)
+gc.freeze()
+if mode == "frozen-exit":
+    sys.exit(code)
+from grader.cli.launch import _leave
+_leave(code)
 '''
-MODES = ("launch", "late-start", "plain-exit", "fast-exit", "secrets")
+MODES = ("launch", "late-start", "frozen-exit", "plain-exit", "secrets")
 CPU: dict[str, list[float]] = {}
 
 
@@ -96,9 +96,9 @@ def main() -> None:
         print(f"{name:18} wall {w[name]:7.1f} ms ({w[name] / w['import numpy']:.2f}x)   "
               f"cpu {c[name]:6.1f} ms ({c[name] / c['import numpy']:.2f}x)")
     print("differences in CPU time, x numpy's import:")
-    for label, a, b in (("teardown skipped (fast-exit vs plain-exit)", "plain-exit", "fast-exit"),
-                        ("teardown skipped beyond gc.freeze (fast-exit vs launch)", "launch", "fast-exit"),
-                        ("gc.freeze (launch vs plain-exit)", "plain-exit", "launch"),
+    for label, a, b in (("teardown skipped (launch vs plain-exit)", "plain-exit", "launch"),
+                        ("teardown skipped beyond gc.freeze (launch vs frozen-exit)", "frozen-exit", "launch"),
+                        ("gc.freeze before a plain exit (frozen-exit vs plain-exit)", "plain-exit", "frozen-exit"),
                         ("secrets imported (secrets vs launch)", "secrets", "launch"),
                         ("what the early start overlaps (launch+cli vs launch)", "import launch+cli",
                          "import launch")):

@@ -33,16 +33,21 @@ ROOT_MODE = os.geteuid() == 0
 DROPPED_UID = 65534  # a non-root uid for the non-root runs (kept in group 0 to read this checkout)
 AR, CR, PS = PROBLEMS
 
-# what `python -c` runs: `mha`, and at its exit the grader process's peak resident memory
-# written to $MHA_TEST_PEAK (only by this process, not by processes forked from it)
+# what `python -c` runs: `mha`, and at its end (an exit handler, or os._exit, which ends grade
+# and check: grader/cli/launch.py) the grader process's peak resident memory written to
+# $MHA_TEST_PEAK (only by this process, not by processes forked from it)
 _RUN = textwrap.dedent("""
     import atexit, os, runpy, sys
-    _pid = os.getpid()
+    _pid, _exit = os.getpid(), os._exit
     def _peak():
         if os.getpid() == _pid:
             with open("/proc/self/status") as status, open(os.environ["MHA_TEST_PEAK"], "w") as out:
                 out.write(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+    def _end(status):
+        _peak()
+        _exit(status)
     atexit.register(_peak)
+    os._exit = _end
     sys.argv = ["mha", *sys.argv[1:]]
     runpy.run_module("grader", run_name="__main__")
 """)

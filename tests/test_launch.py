@@ -15,21 +15,32 @@ from .conftest import EXERCISES, ROOT, SOLUTIONS
 
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-# `launch.main()` as the console script runs it; at exit (after click's sys.exit) the thread
-# variables the process ended with are printed to stderr as the last line, as JSON.
+# `launch.main()` as the console script runs it. As it ends (at os._exit, or in an exit handler
+# for a command that exits as usual) the last line on stderr is JSON: the thread variables the
+# process ended with, the exit handlers registered since it started, how it ended.
 LAUNCH = """\
 import atexit, json, os, sys
 VARIABLES = {variables!r}
-atexit.register(lambda: print(json.dumps({{v: os.environ.get(v) for v in VARIABLES}}), file=sys.stderr))
+registered, register = [], atexit.register
+atexit.register = lambda f, *a, **k: registered.append(f.__module__ + "." + f.__qualname__) or register(f, *a, **k)
+
+def report(how):
+    atexit.unregister(report)
+    print(json.dumps({{"threads": {{v: os.environ.get(v) for v in VARIABLES}}, "exit handlers": registered,
+                      "ended": how}}), file=sys.stderr, flush=True)
+
+register(report, "exit handlers")
+real_exit = os._exit
+os._exit = lambda status: report("os._exit") or real_exit(status)
 sys.argv = ["mha", *json.loads(sys.argv[1])]
 from grader.cli.launch import main
 main()
 """
 
 
-def run_launch(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
+def run_launch(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess, dict]:
     """Run `mha ARGV` through launch.main() in a fresh Python whose environment has no thread
-    variables but those in `env`; the result and the thread variables seen at exit."""
+    variables but those in `env`; the result and what LAUNCH reports at the end."""
     environ = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     environ.update(env, MHA_COURSE=str(EXERCISES))
     code = LAUNCH.format(variables=THREAD_VARIABLES)
@@ -72,21 +83,22 @@ class TestCommandOf:
 
 class TestMain:
     @pytest.mark.parametrize("argv,calls", [
-        (["grade", "solutions"], ["zygote", "cli mha", "freeze"]),
-        (["--course", "x", "check"], ["zygote", "cli mha", "freeze"]),
+        (["grade", "solutions"], ["zygote", "cli mha", "freeze", "end None"]),
+        (["--course", "x", "check"], ["zygote", "cli mha", "freeze", "end None"]),
         (["list"], ["cli mha"]),
         (["--course", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
         """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
-        off, and freeze what they made once done (one submission: see launch.py); other commands do
-        not start it and keep the collector on."""
+        off, freeze what they made once done and end the process (one submission: see launch.py);
+        other commands do not start it, keep the collector on and return."""
         import grader.cli.commands
         from grader.sandbox import spawn
         seen = []
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
         monkeypatch.setattr(grader.cli.commands, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
         monkeypatch.setattr(launch.gc, "freeze", lambda: seen.append("freeze"))
+        monkeypatch.setattr(launch, "_leave", lambda code: seen.append(f"end {code}"))
         monkeypatch.setattr(sys, "argv", ["mha", *argv])
         for variable in THREAD_VARIABLES:  # restored (unset or as they were) after the test
             monkeypatch.setenv(variable, "")
@@ -97,7 +109,7 @@ class TestMain:
         finally:
             gc.enable()
         assert seen == calls
-        assert collecting == (calls == ["cli mha"])
+        assert collecting == (calls == ["cli mha"])  # (a one-submission command's process ends: not re-enabled)
         assert {v: os.environ.get(v) for v in THREAD_VARIABLES} == dict.fromkeys(THREAD_VARIABLES, "1")
 
     def test_python_m_grader_version(self):
@@ -110,33 +122,42 @@ class TestMain:
     def test_grade_gives_full_marks_with_one_blas_thread(self):
         """`mha grade solutions --format json --problem softmax` through the launcher: exit 0, full
         marks, and the grader ran with OPENBLAS/OMP/MKL_NUM_THREADS=1 when the environment had none."""
-        done, threads = run_launch(["grade", str(SOLUTIONS), "--format", "json", "--problem", "softmax"])
+        done, end = run_launch(["grade", str(SOLUTIONS), "--format", "json", "--problem", "softmax"])
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert [p["id"] for p in report["problems"]] == ["softmax"]
         assert report["score"] == report["max_score"] == 10
-        assert threads == dict.fromkeys(THREAD_VARIABLES, "1")
+        assert end["threads"] == dict.fromkeys(THREAD_VARIABLES, "1")
 
     def test_thread_counts_from_the_environment_are_kept(self):
         """OPENBLAS_NUM_THREADS=3 in the environment stays 3; the variables not set become 1."""
-        done, threads = run_launch(["--version"], OPENBLAS_NUM_THREADS="3")
+        done, end = run_launch(["--version"], OPENBLAS_NUM_THREADS="3")
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("mha, version ")
-        assert threads == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        assert end["threads"] == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        assert end["ended"] == "exit handlers"  # not a one-submission command: it exits as usual
 
 
 class TestExit:
-    """grade and check exit as any command does, with what they made frozen."""
+    """grade and check end at once (os._exit) once done, with their status, output and clean-up."""
 
-    def test_exit_status_output_and_exit_handlers_are_kept(self, tmp_path):
-        """A failing check exits 1 with its whole report on stdout, the exit handlers have run
-        (the fork server stopped, the folder it was lent deleted: nothing left in $TMPDIR)."""
+    @pytest.mark.parametrize("command", ["grade", "check"])
+    def test_exit_status_output_and_clean_up_are_kept(self, command, tmp_path):
+        """A failing check or grade exits 1 with its whole report on stdout; it ended through
+        os._exit, with no exit handler skipped but the fork server's, which it ran itself (the
+        zygote stopped, the folder it was lent deleted: nothing left in $TMPDIR)."""
         tmp = tmp_path / "tmp"
         tmp.mkdir()
-        done, threads = run_launch(["check", "--path", str(EXERCISES / "attention.py")], TMPDIR=str(tmp))
+        argv = ["check", "--path", str(EXERCISES / "attention.py")] if command == "check" else \
+            ["grade", str(EXERCISES), "--format", "json", "--fail-under", "50"]
+        done, end = run_launch(argv, TMPDIR=str(tmp))
         assert done.returncode == 1, done.stderr
-        assert "not implemented yet" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("Score:")
-        assert threads == dict.fromkeys(THREAD_VARIABLES, "1")  # printed by an exit handler
+        if command == "check":
+            assert "not implemented yet" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("Score:")
+        else:
+            assert json.loads(done.stdout)["score"] < 50
+        assert end == {"threads": dict.fromkeys(THREAD_VARIABLES, "1"), "ended": "os._exit",
+                       "exit handlers": ["grader.sandbox.spawn._stop"]}
         assert os.listdir(tmp) == []
 
     @pytest.mark.parametrize("command", ["grade", "check"])
@@ -164,6 +185,27 @@ class TestExit:
         finally:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, "")
+
+    @pytest.mark.parametrize("code,status", [("no such thing", 1), (None, 0), (3, 3), (True, 1), (258, 2)])
+    def test_the_commands_exit_is_the_process_status(self, code, status, monkeypatch, capsys):
+        """launch's end of a one-submission command: SystemExit's code becomes the status Python
+        would give it (a message printed to stderr, status 1), after the fork server is stopped."""
+        calls = []
+        monkeypatch.setattr(launch.gc, "freeze", lambda: calls.append("freeze"))
+        monkeypatch.setattr("grader.sandbox.spawn.stop_fork_server", lambda: calls.append("stop"))
+
+        class Ended(Exception):
+            pass
+
+        def exit_now(number):
+            calls.append(number)
+            raise Ended
+
+        monkeypatch.setattr(launch.os, "_exit", exit_now)
+        with pytest.raises(Ended):
+            launch._main(lambda prog_name: sys.exit(code), one_submission=True)
+        assert calls == ["freeze", "stop", status]
+        assert capsys.readouterr().err == ("no such thing\n" if code == "no such thing" else "")
 
     @pytest.mark.parametrize("code", ["no such thing", None, 3])
     def test_the_commands_exit_goes_through(self, code, monkeypatch):
