@@ -283,7 +283,7 @@ def cache_dir(env=None) -> Path | None:
         return None
 
 
-def write_private(path: Path, data: str) -> None:
+def write_private(path: Path, data: str | bytes) -> None:
     """write_atomically into a cache folder that only this user may enter (made so if needed), mode
     0600; not synced to disk: what is read from there is checked, and rebuilt when damaged."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

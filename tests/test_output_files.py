@@ -150,8 +150,8 @@ class TestModes:
                          env={"MHA_CACHE_DIR": str(cache / "mha")})
         assert run.code == 0, run.stderr
         assert json.loads(run.stdout)["score"] == edge_course.total
-        seed_cases = [p for p in (cache / "mha").iterdir() if p.suffix == ".json" and p.name != "shared-folders.json"]
-        assert mode(cache / "mha") == 0o700 and len(seed_cases) == 1 and seed_cases[0].suffix == ".json"
+        seed_cases = [p for p in (cache / "mha").iterdir() if p.suffix == ".cases"]
+        assert mode(cache / "mha") == 0o700 and len(seed_cases) == 1
         assert {p.name: mode(p) for p in (cache / "mha").iterdir()} == {
             p.name: 0o600 for p in (cache / "mha").iterdir()}
 

@@ -7,6 +7,7 @@ import shutil
 import stat
 import textwrap
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -17,6 +18,7 @@ from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import seed_cache as seed_cache_module
 from grader.grading.grade import grade, grade_seed_cases
 from grader.grading.seed_cache import CACHE_ENV, cached_seed_cases
+from grader.grading.seed_cases import SeedCases, build, pack, unpack
 from grader.grading.validation import valid_then
 from grader.reports.json_report import as_dict
 from grader.sandbox.isolation import private_paths
@@ -99,7 +101,7 @@ class TestNeverStale:
         softmax.write_text(softmax.read_text().replace("points: 10", "points: 30"))
         second = runner.invoke(main, ["--course", str(root), "grade", str(SOLUTIONS), "--format", "json"])
         assert json.loads(first.stdout)["max_score"] + 20 == json.loads(second.stdout)["max_score"]
-        assert len(list(cache.glob("*.json"))) == 2
+        assert len(list(cache.glob("*.cases"))) == 2
 
     def test_an_invalid_problem_file_is_reported_not_served_from_the_cache(self, tmp_path, cache):
         """A problem file broken after a compile still gets its file:line error (exit 3)."""
@@ -138,7 +140,7 @@ class TestNeverStale:
         assert not list(cache.glob("*"))  # nothing compiled, nothing noted
         counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
         assert len(cached_seed_cases(root, 0, valid_then=valid_then).problems) == len(load_course(root).problems)
-        assert len(list(cache.glob("*-0.json"))) == 1 and len(list(cache.glob("*.valid"))) == 1
+        assert len(list(cache.glob("*-0.cases"))) == 1 and len(list(cache.glob("*.valid"))) == 1
 
     def test_a_changed_grader_file_is_prepared_again(self, cache, monkeypatch):
         """The stamp covers the grader package: a file of it with another size or time is a new stamp."""
@@ -148,8 +150,9 @@ class TestNeverStale:
         class Later:
             def __init__(self, info):
                 self.st_size, self.st_mtime_ns = info.st_size, info.st_mtime_ns + 1
-        monkeypatch.setattr(seed_cache_module.Path, "stat",
-                            lambda self: Later(real_stat(self)) if self.name == "reference.py" else real_stat(self))
+        monkeypatch.setattr(seed_cache_module.os, "stat",
+                            lambda path, **kw: Later(real_stat(path)) if str(path).endswith("grading/checks.py")
+                            else real_stat(path, **kw))
         assert seed_cache_module.stamp(EXERCISES, 0) != before
         assert seed_cache_module.stamp(EXERCISES, 1) != seed_cache_module.stamp(EXERCISES, 0)
 
@@ -157,21 +160,26 @@ class TestNeverStale:
         """A truncated or foreign file is ignored and compiled again; the grade is unaffected."""
         course = load_course(EXERCISES)
         cached_seed_cases(EXERCISES, 0, lambda: course)
-        (path,) = cache.glob("*.json")
-        path.write_text(path.read_text()[:1000])
+        (path,) = cache.glob("*.cases")
+        whole = path.read_bytes()
+        path.write_bytes(whole[:1000])
         calls = []
         again = cached_seed_cases(EXERCISES, 0, lambda: calls.append(1) or course)
         assert calls == [1] and len(again.problems) == len(course.problems)
-        assert json.loads(path.read_text())["stamp"] == seed_cache_module.stamp(EXERCISES, 0)
-        path.write_text(json.dumps({"format": 1, "stamp": "another grader"}))
+        assert path.read_bytes() == whole and unpack(whole)[0]["stamp"] == seed_cache_module.stamp(EXERCISES, 0)
+        path.write_bytes(whole[:-1])  # the arrays' bytes cut short: refused by their length
         cached_seed_cases(EXERCISES, 0, lambda: calls.append(2) or course)
-        assert calls == [1, 2]
+        path.write_text(json.dumps({"format": 1, "stamp": seed_cache_module.stamp(EXERCISES, 0)}))  # not packed
+        cached_seed_cases(EXERCISES, 0, lambda: calls.append(3) or course)
+        path.write_bytes(pack({**unpack(whole)[0], "stamp": "another grader"}))
+        cached_seed_cases(EXERCISES, 0, lambda: calls.append(4) or course)
+        assert calls == [1, 2, 3, 4] and path.read_bytes() == whole
 
     def test_only_the_graders_user_can_read_it(self, cache):
         """It holds hidden cases and quiz answers: folder 0700, file 0600."""
         course = load_course(EXERCISES)
         cached_seed_cases(EXERCISES, 0, lambda: course)
-        (path,) = cache.glob("*.json")
+        (path,) = cache.glob("*.cases")
         assert stat.S_IMODE(cache.stat().st_mode) == 0o700
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -180,13 +188,14 @@ class TestNeverStale:
         course = load_course(EXERCISES)
         cache.mkdir(mode=0o700)
         for i in range(seed_cache_module.KEEP + 3):
-            old = cache / f"{i:08x}-0.json"
+            old = cache / f"{i:08x}-0.cases"
             old.write_text("{}")
             os.utime(old, ns=(i * 10**9, i * 10**9))
+        (cache / "12345678-0.json").write_text("{}")  # format 1's file, read no more
         cached_seed_cases(EXERCISES, 0, lambda: course)
-        kept = {p.name for p in cache.glob("*-*.json")}
+        kept = {p.name for p in cache.glob("*-*.*")}
         assert len(kept) == seed_cache_module.KEEP
-        assert f"{seed_cache_module.KEEP + 2:08x}-0.json" in kept and "00000000-0.json" not in kept
+        assert f"{seed_cache_module.KEEP + 2:08x}-0.cases" in kept and "00000000-0.cases" not in kept
 
     def test_an_unwritable_cache_still_grades(self, tmp_path, monkeypatch):
         """No cache can be written (a file where the folder should be): grading goes on."""
@@ -223,10 +232,54 @@ class TestPrepareCommand:
         assert result.exit_code == 0
         assert result.stdout == (f"prepared {len(course.problems)} problem(s), {cases} cases and "
                                  f"{len(course.quiz.items)} quiz items into {cache}\n")
-        assert len(list(cache.glob("*.json"))) == 1
+        assert len(list(cache.glob("*.cases"))) == 1
 
     def test_a_student_seed_needs_the_secret(self, cache):
         result = CliRunner().invoke(main, ["--course", str(EXERCISES), "compile", "--student", "s1"],
                                     env={"MHA_COURSE_SECRET": ""})
         assert result.exit_code == ExitCode.USAGE
         assert "course secret" in result.stderr
+
+
+class TestPacked:
+    """The seed cache's file is packed (seed_cases.pack): its arrays' bytes after the JSON."""
+
+    @staticmethod
+    def _values(seed_cases: SeedCases) -> list:
+        return [(p.case.name, p.args, p.expected, p.wrong_answers) for _, prepared in seed_cases.problems
+                for p in prepared]
+
+    @staticmethod
+    def _same(a, b) -> bool:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return (type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape and a.tobytes("A") == b.tobytes("A")
+                    and a.flags.f_contiguous == b.flags.f_contiguous and a.flags.c_contiguous == b.flags.c_contiguous
+                    and not b.flags.writeable and b.ctypes.data % 16 == 0)
+        if isinstance(a, (tuple, list)):
+            return type(a) is type(b) and len(a) == len(b) and all(TestPacked._same(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict):
+            return type(a) is type(b) and a.keys() == b.keys() and all(TestPacked._same(a[k], b[k]) for k in a)
+        return type(a) is type(b) and (a == b or a != a and b != b)
+
+    def test_every_value_reads_back_exactly(self):
+        """Every input, expected answer and mistake's answer of a seed reads back from the packed
+        file as from its JSON: type, dtype, shape, bytes and memory order; each array read-only and
+        16-byte aligned in the file's bytes."""
+        data = build(load_course(EXERCISES), 7, "cached", hidden=True)
+        header, blob = unpack(pack(data))
+        assert "b64" not in json.dumps(header) and len(json.dumps(header)) < len(json.dumps(data)) / 3
+        from_json, packed = SeedCases(data, EXERCISES), SeedCases(header, EXERCISES, lazy=True, blob=blob)
+        pairs = list(zip(self._values(from_json), self._values(packed), strict=True))
+        assert len(pairs) > 50 and all(self._same(a, b) for a, b in pairs)
+        arrays = [v for _, (_, args, expected, _) in pairs for v in (*args, expected) if isinstance(v, np.ndarray)]
+        assert len(arrays) > 100 and max(a.nbytes for a in arrays) > 16 << 10  # a trained model's maps among them
+
+    @pytest.mark.parametrize("damage", ["cut", "longer", "first line", "json"])
+    def test_a_damaged_file_is_refused(self, damage):
+        """unpack refuses a file that is not whole (ValueError), which the seed cache prepares again."""
+        raw = pack(build(load_course(EXERCISES), 0, "cached", hidden=True))
+        end = raw.index(b"\n")
+        damaged = {"cut": raw[:-16], "longer": raw + b"\0", "first line": b"mha-exercises seed cases 12\n" + raw[end + 1:],
+                   "json": raw[:end + 1] + b"[" + raw[end + 2:]}[damage]
+        with pytest.raises(ValueError):
+            unpack(damaged)

@@ -3,7 +3,9 @@
 A cold `mha grade` or `mha check` spent about a third of its own time parsing the problem
 files and running the reference on every case. Those depend only on the course's files, the
 grader's code and the seed, so the first run stores them (full seed cases, seed_cases.py) and
-later runs read one JSON file instead, as Python reuses its .pyc files.
+later runs read one file instead, as Python reuses its .pyc files. The file is packed
+(seed_cases.pack): the JSON, then every array's bytes, which are read in place (no base64 to
+decode, a fifth of the JSON to parse: about 5 ms less of each cold start).
 
 A seed cache file is stored with its stamp: the seed, the size and modification
 time of every file of the grader package (its generators, checks...),
@@ -18,7 +20,8 @@ correct grade.
 Where: $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises, in a
 folder only the grader's user may enter (mode 0700). A seed cache file holds hidden cases
 and quiz answers: student code, which runs as another user when the grader is root, cannot
-read it (docs/security.md). It is data only (JSON), never code.
+read it (docs/security.md). It is data only (JSON and the arrays' bytes, each read with the
+dtype and shape the JSON gives it), never code.
 """
 from __future__ import annotations
 
@@ -29,19 +32,36 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import CACHE_ENV, PACKAGE, cache_dir, write_private
-from .seed_cases import SeedCases, build
+from .seed_cases import SeedCases, build, pack, unpack
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_seed_cases", "stamp", "validated", "mark_validated"]
 
-FORMAT = 1
+FORMAT = 2  # format 2: packed (seed_cases.pack), arrays as their bytes after the JSON
+SUFFIX = ".cases"
 STUDENT_FILES = {"answers.yaml", "attention.py"}  # files in the course folder that are not the course's
 
 
-def _files(root: Path, wanted: Callable[[str], bool], prune: Callable[[str], bool]) -> list[Path]:
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not prune(d))
-        found += [Path(folder, name) for name in sorted(files) if wanted(name)]
+def _files(root: Path | str, wanted: Callable[[str], bool], prune: Callable[[str], bool],
+           relative: str = "") -> list[tuple[str, str]]:
+    """(relative path, path) of the `wanted` files under `root`, each folder's files (by name) before
+    its subfolders (by name, those `prune` names left out, links to folders not followed), as os.walk
+    lists them: plain strings, as this runs on every cold start."""
+    files: list[str] = []
+    folders: list[str] = []
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                try:
+                    folder = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    folder = False
+                (folders if folder else files).append(entry.name)
+    except OSError:
+        return []
+    found = [(relative + name, os.path.join(root, name)) for name in sorted(files) if wanted(name)]
+    for name in sorted(folders):
+        if not prune(name):
+            found += _files(os.path.join(root, name), wanted, prune, f"{relative}{name}/")
     return found
 
 
@@ -57,14 +77,14 @@ def _stamped(files: str, seed: int) -> str:
 def _files_stamp(root: Path) -> str:
     """The size and modification time of the grader's files, and those and the CRC-32 of the course's."""
     lines = []
-    for path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
-        info = path.stat()
-        lines.append(f"grader/{path.relative_to(PACKAGE)} {info.st_size} {info.st_mtime_ns}")
-    root = Path(root).resolve()
-    for path in _files(root, lambda n: n.endswith((".yaml", ".yml", ".py")) and n not in STUDENT_FILES,
-                       lambda d: d.startswith(".")):
-        data, info = path.read_bytes(), path.stat()
-        lines.append(f"{path.relative_to(root)} {len(data)} {info.st_mtime_ns} {zlib.crc32(data):08x}")
+    for relative, path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
+        info = os.stat(path)
+        lines.append(f"grader/{relative} {info.st_size} {info.st_mtime_ns}")
+    for relative, path in _files(Path(root).resolve(), lambda n: n.endswith((".yaml", ".yml", ".py")) and n not in STUDENT_FILES,
+                                 lambda d: d.startswith(".")):
+        with open(path, "rb") as handle:
+            info, data = os.fstat(handle.fileno()), handle.read()
+        lines.append(f"{relative} {len(data)} {info.st_mtime_ns} {zlib.crc32(data):08x}")
     return "\n".join(lines)
 
 
@@ -82,16 +102,16 @@ def cached_seed_cases(root: Path, seed: int, load_course: Callable[[], object] |
     if folder is None or files is None:
         return _seed_cases(_build(root, seed, load_course, valid_then, None))
     current = _stamped(files, seed)
-    path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}.json"
+    path = folder / f"{zlib.crc32(current.encode()):08x}-{seed}{SUFFIX}"
     try:
-        data = json.loads(path.read_bytes())
-        if data.get("stamp") == current:
-            return SeedCases(data, path, lazy=True)  # the grader's own file: each problem decoded when used
+        data, blob = unpack(path.read_bytes())
+        if data.get("stamp") == current:  # the grader's own file: each problem decoded when used
+            return SeedCases(data, path, lazy=True, blob=blob)
     except Exception:  # none yet, damaged, or of another version: prepare again
         pass
     data = {**_build(root, seed, load_course, valid_then, _stamped(files, -1)), "stamp": current}
     try:
-        write_private(path, json.dumps(data, separators=(",", ":")))
+        write_private(path, pack(data))
         _prune(path.parent, keep=KEEP)
     except OSError:
         pass  # no cache this time (read-only home, full disk): grading does not need it
@@ -113,9 +133,9 @@ KEEP = 16  # seed cache files kept: every change of the files makes a new one
 
 
 def _prune(folder: Path, keep: int) -> None:
-    """Delete all but the `keep` most recently written seed cache files."""
-    found = sorted(folder.glob("*-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-    for old in found[keep:]:
+    """Delete all but the `keep` most recently written seed cache files (and any of format 1)."""
+    found = sorted(folder.glob(f"*-*{SUFFIX}"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in [*found[keep:], *folder.glob("*-*.json")]:
         old.unlink(missing_ok=True)
 
 

@@ -73,20 +73,79 @@ def encode(value: Any, binary: bool = False) -> Any:
     return value
 
 
-def decode(data: Any) -> Any:
+_DTYPES: dict[str, np.dtype] = {}
+
+
+def _dtype(name: str) -> np.dtype:
+    known = _DTYPES.get(name)
+    if known is None:
+        known = _DTYPES[name] = np.dtype(name)
+    return known
+
+
+def decode(data: Any, blob: memoryview | None = None) -> Any:
+    """The value `encode` wrote; `blob`: the bytes of the arrays of a packed file (`unpack`)."""
     if isinstance(data, dict):
         if "nd" in data:
             return np.array(data["nd"], dtype=data["dtype"]).reshape(data["shape"])
         if "b64" in data:
             return np.frombuffer(base64.b64decode(data["b64"], validate=True),
-                                 dtype=np.dtype(data["dtype"])).reshape(data["shape"], order=data.get("order", "C"))
+                                 dtype=_dtype(data["dtype"])).reshape(data["shape"], order=data.get("order", "C"))
+        if "at" in data:
+            at, size = data["at"], data["nbytes"]
+            if blob is None or not (isinstance(at, int) and isinstance(size, int) and 0 <= at <= len(blob) - size):
+                raise ValueError("an array whose bytes are not in the file")
+            return np.frombuffer(blob[at:at + size], dtype=_dtype(data["dtype"])).reshape(
+                data["shape"], order=data.get("order", "C"))
         if "scalar" in data:
-            return np.dtype(data["dtype"]).type(data["scalar"])
+            return _dtype(data["dtype"]).type(data["scalar"])
         if "tuple" in data:
-            return tuple(decode(v) for v in data["tuple"])
+            return tuple(decode(v, blob) for v in data["tuple"])
         if "dict" in data:
-            return {k: decode(v) for k, v in data["dict"].items()}
+            return {k: decode(v, blob) for k, v in data["dict"].items()}
     return data
+
+
+PACKED = b"mha-exercises seed cases"  # the first word of a packed file
+ALIGN = 16  # every array's bytes start at a multiple of this in the file (and so in memory)
+
+
+def pack(data: dict) -> bytes:
+    """`data` (build's JSON, arrays written as base64) as one file whose arrays are their raw
+    bytes after the JSON: reading it back (`unpack`) parses a fifth of the JSON and decodes no
+    base64. The first line says how long the JSON and the bytes are, so a truncated file is refused."""
+    blob = bytearray()
+
+    def raw(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "b64" in node:
+                data = base64.b64decode(node["b64"], validate=True)
+                blob.extend(bytes(-len(blob) % ALIGN))
+                at = len(blob)
+                blob.extend(data)
+                return {**{k: v for k, v in node.items() if k != "b64"}, "at": at, "nbytes": len(data)}
+            return {k: raw(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [raw(v) for v in node]
+        return node
+    header = json.dumps(raw(data), separators=(",", ":")).encode()
+    first = b"%s %d %d\n" % (PACKED, len(header), len(blob))
+    padding = bytes(-(len(first) + len(header)) % ALIGN)
+    return first + header + padding + bytes(blob)
+
+
+def unpack(raw: bytes) -> tuple[Any, memoryview]:
+    """The JSON and the arrays' bytes of a file `pack` wrote; ValueError for anything else
+    (another kind of file, a truncated one)."""
+    end = raw.find(b"\n", 0, 100)
+    words = raw[:end].split(b" ") if end > 0 else []
+    if len(words) != 5 or b" ".join(words[:3]) != PACKED or not all(w.isdigit() for w in words[3:]):
+        raise ValueError("not a packed seed cases file")
+    header_end = end + 1 + int(words[3])
+    start = header_end + -header_end % ALIGN
+    if len(raw) != start + int(words[4]):
+        raise ValueError("a packed seed cases file of the wrong length")
+    return json.loads(raw[end + 1:header_end]), memoryview(raw)[start:]
 
 
 def plain(value: Any) -> Any:
@@ -246,14 +305,15 @@ def _mistake(data: dict) -> Mistake:
 class SeedCases:
     """One seed's prepared cases, loaded for checking (student side: no reference needed)."""
 
-    def __init__(self, data: dict, path: Path, *, lazy: bool = False):
+    def __init__(self, data: dict, path: Path, *, lazy: bool = False, blob: memoryview | None = None):
         """`lazy`: each problem's cases are decoded when first used (for data the grader wrote
-        itself, the seed cache); otherwise here, so that a damaged file is refused at once."""
+        itself, the seed cache); otherwise here, so that a damaged file is refused at once.
+        `blob`: the arrays' bytes of a packed file (`unpack`)."""
         if not isinstance(data, dict) or data.get("format") not in READABLE:
             raise SubmissionError(f"{path}: not a seed cases file of this version of mha-exercises")
         self.path = path
         self.title: str = data["title"]
-        self.problems: list[tuple[Problem, Sequence]] = [self._problem(p, lazy) for p in data["problems"]]
+        self.problems: list[tuple[Problem, Sequence]] = [self._problem(p, lazy, blob) for p in data["problems"]]
         quiz = data.get("quiz")
         self.quiz_ids: list[str] = quiz["ids"] if quiz else []
         self.quiz_off: list[str] = quiz.get("off", []) if quiz else []  # switched off: an answer is ignored
@@ -270,7 +330,7 @@ class SeedCases:
             raise SubmissionError(f"{path}: cannot read the seed cases ({exc})") from None
 
     @staticmethod
-    def _problem(p: dict, lazy: bool = False):
+    def _problem(p: dict, lazy: bool = False, blob: memoryview | None = None):
         compare = dict(p["compare"])
         compare["kind"] = CompareKind(compare["kind"])
         cases = tuple(Case(name=c["name"], args={}, visibility=Visibility(c.get("visibility", "public")),
@@ -279,7 +339,7 @@ class SeedCases:
                           prompt="", compare=Comparison(**compare), cases=cases, hints=tuple(p["hints"]),
                           mistakes=tuple(_mistake(m) for m in p["mistakes"]), timeout=p["timeout"],
                           code=Path(p["code"]) if p.get("code") else None)
-        prepared = _Prepared(cases, p["cases"])
+        prepared = _Prepared(cases, p["cases"], blob)
         if not lazy:
             prepared.decoded()
         return problem, prepared
@@ -289,18 +349,19 @@ class _Prepared(Sequence):
     """A problem's prepared cases, decoded from their JSON when first used (a cold `mha grade`
     decodes each problem's arrays while the student process works on an earlier problem)."""
 
-    def __init__(self, cases: tuple[Case, ...], data: list[dict]):
-        self._cases, self._data = cases, data
+    def __init__(self, cases: tuple[Case, ...], data: list[dict], blob: memoryview | None = None):
+        self._cases, self._data, self._blob = cases, data, blob
         self._decoded: list | None = None
 
     def decoded(self) -> list:
         if self._decoded is None:
             from .prepared import PreparedCase
-            self._decoded = [PreparedCase(case, tuple(decode(a) for a in c["args"]), decode(c.get("expected")),
-                                          wrong_answers=tuple((m, decode(out)) for m, out in c["wrong_answers"]),
+            blob = self._blob
+            self._decoded = [PreparedCase(case, tuple(decode(a, blob) for a in c["args"]), decode(c.get("expected"), blob),
+                                          wrong_answers=tuple((m, decode(out, blob)) for m, out in c["wrong_answers"]),
                                           inputs=c.get("inputs"), form=c.get("form"))
                              for case, c in zip(self._cases, self._data)]
-            self._data = []
+            self._data, self._blob = [], None
         return self._decoded
 
     def __len__(self) -> int:
