@@ -2,6 +2,7 @@
 otherwise, the same result either way."""
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -243,3 +244,40 @@ class TestAliasBudget:
         assert said == message
         if message is None:
             assert loaded == {"a": [1, 2, 3], "b": [[1, 2, 3], [1, 2, 3]]}
+
+
+LAZY_PATTERN = textwrap.dedent("""\
+    import json, re, sys
+    from pathlib import Path
+    if sys.argv[1] == "yaml first":
+        import yaml
+    from grader.course.yamlio import load_yaml
+    from grader.errors import SpecError
+    import yaml.reader
+    pattern = yaml.reader.Reader.NON_PRINTABLE
+    made_at_import = not hasattr(pattern, "_pattern") or pattern._pattern is not None
+    real = re.compile(pattern._source if hasattr(pattern, "_source") else pattern.pattern)
+    texts = ["plain", "tab\\t and newline\\n", "bell \\x07", "\\x85 next line", "\\ud800", "\\ufffe", "\\U0001F600", "del \\x7f"]
+    spans = [[m.span() if m else None for m in (pattern.search(t), real.search(t))] for t in texts]
+    try:
+        load_yaml(Path("a.yaml"), "a: 1\\nb: c\\x07d\\n")
+        message = None
+    except SpecError as exc:
+        message = str(exc)
+    print(json.dumps([type(pattern).__name__, made_at_import, spans, message]))
+""")
+
+
+@pytest.mark.parametrize("order", ["grader first", "yaml first"])
+def test_pyyaml_is_imported_without_compiling_its_unicode_pattern(order):
+    """yamlio imports PyYAML with Reader.NON_PRINTABLE (every printable character of Unicode:
+    5 ms of every cold start) made on first use; it finds what the real pattern finds, and a
+    control character is still refused through it. PyYAML imported before the grader is left
+    as it is. (If PyYAML changes that pattern, its import makes it at once again and this test says so.)"""
+    done = subprocess.run([sys.executable, "-c", LAZY_PATTERN, order], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT)
+    kind, made_at_import, spans, message = json.loads(done.stdout)
+    assert (kind, made_at_import) == (("PatternOnFirstUse", False) if order == "grader first" else ("Pattern", True))
+    assert all(lazy == real for lazy, real in spans) and [s[0] is not None for s in spans] == [
+        False, False, True, False, True, True, False, True]
+    assert message is not None and "unacceptable character #x0007: special characters are not allowed" in message

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..course.seeds import CourseSettings
+from ..course.yamlio import yaml
 from ..errors import SubmissionError
 
 __all__ = ["GRADESCOPE_METADATA", "first_submitter", "read_metadata"]

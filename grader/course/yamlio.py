@@ -1,13 +1,57 @@
 """Safe YAML reading that remembers line numbers, rejects duplicate keys and reads 1e-6 as a float."""
 from __future__ import annotations
 
+import importlib
 import re
 import reprlib
+import sys
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
+
+# yaml.reader compiles, as it is imported, a character class of every printable character of
+# Unicode (Reader.NON_PRINTABLE): about 5 ms, two fifths of PyYAML's import and a twentieth of a
+# cold `mha grade`. Only PyYAML's pure-Python reader uses it, which reads a file only when libyaml
+# cannot (a file that could nest too deeply for it, or one it rejects, to say where): it is
+# made the first time it is used instead. Any other pattern is made as usual.
+_PYYAML_NON_PRINTABLE = "[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]"
+
+
+class PatternOnFirstUse:
+    """A regular expression made (re.compile) when one of its methods is first looked up."""
+
+    __slots__ = ("_source", "_pattern")
+
+    def __init__(self, source: str):
+        self._source = source
+        self._pattern: re.Pattern | None = None
+
+    def __getattr__(self, name: str):
+        pattern = self._pattern
+        if pattern is None:
+            pattern = self._pattern = re.compile(self._source)
+        return getattr(pattern, name)
+
+
+def _import_yaml():
+    if "yaml" not in sys.modules:
+        real = re.compile
+
+        def compile_(pattern, flags=0):
+            return PatternOnFirstUse(pattern) if pattern == _PYYAML_NON_PRINTABLE and flags == 0 else real(pattern, flags)
+        re.compile = compile_  # type: ignore[assignment]
+        try:
+            return importlib.import_module("yaml")
+        finally:
+            re.compile = real
+    return sys.modules["yaml"]
+
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    yaml = _import_yaml()  # the package's one import of PyYAML: `from ..course.yamlio import yaml`
 
 
 class YMap(dict):

@@ -48,9 +48,8 @@ import shlex
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from ..course.model import Course
+from ..course.yamlio import yaml
 from ..errors import SpecError, SubmissionError
 
 __all__ = ["WORKFLOW_PATH", "VENDOR", "check_source", "steps", "render", "write"]
