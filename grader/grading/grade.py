@@ -451,11 +451,11 @@ def known_ids(seed_cases, ids: Iterable[str]) -> None:
 def check_known(known: Sequence[str], ids: Iterable[str]) -> None:
     """Raise SubmissionError for the first of `ids` not in `known`, with the closest known id
     when one is near ("did you mean 'softmax'?"), else every known one."""
-    import difflib
-
-    from ..errors import SubmissionError
     unknown = [i for i in ids if i not in known]
     if unknown:
+        import difflib  # only for a mistyped id
+
+        from ..errors import SubmissionError
         near = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f"did you mean {near[0]!r}? (`mha list` lists them all)" if near else f"known: {', '.join(known)}"
         raise SubmissionError(f"unknown problem {unknown[0]!r}: {hint}")
