@@ -132,3 +132,16 @@ def test_the_graders_value_types_are_records():
     from grader.sandbox.runs import CaseRun
     for cls in (Case, Problem, CaseResult, ProblemResult, GradeResult, CaseRun):
         assert "__record__" in vars(cls), cls
+
+
+def test_a_docstring_is_kept_or_written_from_the_fields():
+    """A record's own docstring is kept; one without gets its name and fields, as dataclass
+    writes it from the signature (without calling inspect.signature)."""
+    @record
+    class Documented:
+        """Said here."""
+
+        name: str
+
+    assert Documented.__doc__ == "Said here."
+    assert Rec.__doc__ == "Rec(name: str, weight: float = 1.0, tags: tuple = (), extra: dict = <factory>, note: str = '')"
