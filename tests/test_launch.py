@@ -192,7 +192,7 @@ class TestExit:
         would give it (a message printed to stderr, status 1), after the fork server is stopped."""
         calls = []
         monkeypatch.setattr(launch.gc, "freeze", lambda: calls.append("freeze"))
-        monkeypatch.setattr("grader.sandbox.spawn.stop_fork_server", lambda: calls.append("stop"))
+        monkeypatch.setattr("grader.sandbox.spawn.stop_fork_server", lambda reap: calls.append(f"stop reap={reap}"))
 
         class Ended(Exception):
             pass
@@ -204,7 +204,7 @@ class TestExit:
         monkeypatch.setattr(launch.os, "_exit", exit_now)
         with pytest.raises(Ended):
             launch._main(lambda prog_name: sys.exit(code), one_submission=True)
-        assert calls == ["freeze", "stop", status]
+        assert calls == ["freeze", "stop reap=False", status]
         assert capsys.readouterr().err == ("no such thing\n" if code == "no such thing" else "")
 
     @pytest.mark.parametrize("code", ["no such thing", None, 3])

@@ -89,7 +89,7 @@ def _leave(code: object) -> None:
     output flushed, then os._exit, without the interpreter's teardown."""
     status = exit_status(code)
     from ..sandbox.spawn import stop_fork_server
-    stop_fork_server()
+    stop_fork_server(reap=False)  # killed; whoever adopts it reaps it (its namespaces' teardown is not waited for)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

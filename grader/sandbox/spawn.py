@@ -318,8 +318,9 @@ class ForkServer:
                 self._released.add(pid)  # its exit status, when it comes, is dropped
         self._send({"op": "release", "pid": pid})
 
-    def close(self) -> None:
-        """Stop the zygote; children still running die with it (their parent-death signal)."""
+    def close(self, reap: bool = True) -> None:
+        """Stop the zygote; children still running die with it (their parent-death signal).
+        `reap`: wait for it to be gone (not when this process ends at once: launch._leave)."""
         with self._changed:
             self._closed = True
             self._changed.notify_all()
@@ -329,7 +330,8 @@ class ForkServer:
             pass
         self._sock.close()
         self.proc.kill()
-        self.proc.wait()
+        if reap:
+            self.proc.wait()
         self._errors.close()
         self._drop_ahead()
 
@@ -351,16 +353,17 @@ def fork_server() -> ForkServer:
         return _server
 
 
-def stop_fork_server() -> None:
-    """Stop this process's zygote now (at exit it stops by itself; a forked process must call this)."""
-    _stop()
+def stop_fork_server(reap: bool = True) -> None:
+    """Stop this process's zygote now (at exit it stops by itself; a forked process must call this).
+    Without `reap`, its end is not waited for (for a process about to end itself)."""
+    _stop(reap)
 
 
-def _stop() -> None:
+def _stop(reap: bool = True) -> None:
     global _server
     with _server_lock:
         if _server is not None:
-            _server.close()
+            _server.close(reap)
             _server = None
 
 
