@@ -333,6 +333,9 @@ class InProcess:
     def __exit__(self, *exc: object) -> None:
         return None
 
+    def stop(self) -> None:  # every answer is in: no student process to end
+        return None
+
     def run(self, function: str, args, seconds: float, then=None):
         import copy
 

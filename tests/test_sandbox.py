@@ -339,6 +339,34 @@ def test_a_session_started_early_has_its_whole_budget_once_used(write_submission
     assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value == 6.0
 
 
+@pytest.mark.root
+def test_a_stopped_session_kills_its_process_at_once_and_closes_as_ever(write_submission):
+    """Session.stop (every answer is in) kills the student process without waiting for it (a
+    process it left running retires it in `run` already): the answer already read stands, it is
+    gone before close, and close then finds nothing of the session alive."""
+    import numpy as np
+
+    from grader.sandbox import proctable
+    path = write_submission(
+        "def total(values):\n"
+        "    return float(sum(values))\n")
+    with Session(path, Limits(problem_seconds=5.0, submission_seconds=30.0)) as session:
+        run = session.run("total", [[np.array([1.0, 2.0])]], 5.0)
+        uid, pid = session.isolation.uid, session._worker.proc.pid
+
+        def session_processes() -> set[int]:
+            return {p for p, proc in proctable.processes().items() if uid in proc.uids and proc.alive}
+        before = session_processes()
+        session.stop()
+        deadline = time.monotonic() + 10
+        while session_processes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        after = session_processes()
+    assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value == 3.0
+    assert pid in before
+    assert after == set() and session_processes() == set()
+
+
 STANDARD_IMPORTS = """
 def used():
     import bisect, cmath, decimal, fractions, heapq, random, statistics, textwrap

@@ -269,6 +269,7 @@ def run_problems(problems: Sequence[Problem], cases: Callable[[Problem], list[Pr
     first = _in_turn(problems, public, session, lambda p: limit[p.id])
     second = _in_turn(problems, hidden, session,
                       lambda p: limit[p.id] - (first[p.id][1].seconds if p.id in first else 0.0))
+    session.stop()  # every answer is in: the student process ends while they are judged
     results = []
     for problem in problems:
         run_of: dict[int, CaseRun] = {}

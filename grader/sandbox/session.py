@@ -315,6 +315,12 @@ class Worker:
             return f"the process was killed by {name}{hint}"
         return f"the process exited with code {code}"
 
+    def stop(self) -> None:
+        """As root, SIGKILL the process and its descendants now, without waiting for them: `close`
+        then waits, scans and reaps as ever, and their exit overlaps what the grader does meanwhile."""
+        if self.proc.returncode is None and self.isolation.separate_user:
+            self.isolation.kill_tree(self.proc.pid, seconds=0.0)
+
     def kill(self) -> None:
         """Kill the worker and every other process of the session; output already sent stays readable."""
         live = self.proc.returncode is None  # not reaped yet, so its pid is still its own (and its group's)
@@ -463,6 +469,12 @@ class Session:
             self.load_failure = LoadFailure(one_line("crashed"), one_line(worker.exit_description()))
         self._retire()
         return False
+
+    def stop(self) -> None:
+        """Nothing more runs in this session: its student process is killed now (Worker.stop), and
+        cleaned up by `close` as ever."""
+        if self._worker is not None:
+            self._worker.stop()
 
     def _retire(self) -> None:
         self._ahead = None  # a request sent ahead to this worker dies with it: it is sent again
