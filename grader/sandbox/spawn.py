@@ -46,6 +46,13 @@ __all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "pre
            "stop_fork_server", "student_env"]
 
 WORKER = Path(__file__).with_name("worker.py")
+# The zygote loads worker.py as its siblings are loaded (worker._sibling): from the file Python
+# byte-compiled when the package was installed. Run as a script, worker.py was compiled from its
+# source on every start (6 ms, on the way to a cold grade's first student process). Then it is
+# told to serve: its name is not __main__.
+ZYGOTE_CODE = ("import sys, importlib.util as u; sys.argv.pop(0); "
+               "s = u.spec_from_file_location('_mha_worker', sys.argv[0]); m = u.module_from_spec(s); "
+               "sys.modules[s.name] = m; s.loader.exec_module(m); m.zygote(int(sys.argv[2]))")
 FORK_SERVER = sys.platform == "linux" and hasattr(socket, "send_fds")  # else: one Python per student process
 
 
@@ -168,7 +175,8 @@ class ForkServer:
         try:
             placeholder = {MARKER: "0" * MARKER_LENGTH}  # overwritten in each child (see confine.mark)
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-u", "-B", str(WORKER), "--zygote", str(theirs.fileno()), *library_paths()],
+                [sys.executable, "-I", "-S", "-u", "-B", "-c", ZYGOTE_CODE, str(WORKER), "--zygote", str(theirs.fileno()),
+                 *library_paths()],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors,
                 pass_fds=(theirs.fileno(),), cwd="/", env=student_env("/", placeholder),
                 start_new_session=True, close_fds=True)
