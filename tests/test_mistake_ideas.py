@@ -95,6 +95,9 @@ class _Course:
     def __exit__(self, *exc):
         return None
 
+    def stop(self):  # every answer is in (run_problems): nothing to end here
+        return None
+
     def run(self, name, args, seconds, then=None):
         import copy
 

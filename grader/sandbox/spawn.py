@@ -47,8 +47,9 @@ __all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "pre
 
 WORKER = Path(__file__).with_name("worker.py")
 # The zygote loads worker.py as its siblings are loaded (worker._sibling): from the file Python
-# byte-compiled when the package was installed. Run as a script, worker.py was compiled from its
-# source on every start (6 ms, on the way to a cold grade's first student process). Then it is
+# byte-compiled when the package was installed. Run as a script, worker.py was turned into
+# bytecode from its source on every start (6 ms, on the way to a cold grade's first student
+# process). Then it is
 # told to serve: its name is not __main__.
 ZYGOTE_CODE = ("import sys, importlib.util as u; sys.argv.pop(0); "
                "s = u.spec_from_file_location('_mha_worker', sys.argv[0]); m = u.module_from_spec(s); "
