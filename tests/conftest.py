@@ -24,6 +24,15 @@ from ._shared import once
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
+
+
+def mha_command() -> str:
+    """This environment's `mha`: the one beside the Python running the tests (a venv need not be
+    activated, nor on PATH), else the first on PATH."""
+    beside = Path(sys.executable).parent / "mha"
+    found = str(beside) if beside.is_file() else shutil.which("mha")
+    assert found, "no mha command beside this Python or on PATH: install the package first"
+    return found
 # The default course's own code (reference, named mistakes, answer functions), loaded as any course's is.
 COURSE_CODE = read_code(EXERCISES / "course.py")
 COURSE = COURSE_CODE.module

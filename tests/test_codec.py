@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from grader.sandbox.codec import DecodeError, decode_value, encode_arg
+from grader.sandbox.codec import DecodeError, decode_value, encode_arg, read_event
 
 from .conftest import ROOT
 
@@ -89,3 +89,21 @@ class TestStrictDecoding:
         """The list form (bool arrays, and specials as strings) decodes as before."""
         got = decode_value({"t": "array", "dtype": "float64", "shape": [3], "v": [1, 2.5, "nan"]})
         assert np.array_equal(got, [1.0, 2.5, np.nan], equal_nan=True)
+
+
+class TestAnswerLines:
+    """A line from the student process is read as UTF-8 JSON, its integers bounded, by one decoder
+    made once per bound (codec._decoder); anything else is a garbled answer, never an exception."""
+
+    def test_a_line_reads_as_before_and_long_integers_stay_text(self):
+        event = read_event(b'{"event": "case", "id": 3, "big": %s, "text": "\xc3\xa9"}' % (b"9" * 60))
+        assert event["id"] == 3 and event["text"] == "\u00e9"
+        assert isinstance(event["big"], str) and event["big"] == "9" * 60
+        assert read_event(b'{"event": "done", "n": -12}') == {"event": "done", "n": -12}
+
+    @pytest.mark.parametrize("line", [
+        '{"event": "done"}'.encode("utf-16"), b'{"event": "\xff\xfe"}', b'{"event": ', b"[1, 2]", b"",
+    ], ids=["utf-16", "not-utf-8", "cut-short", "not-an-object", "empty"])
+    def test_anything_else_is_a_garbled_answer(self, line):
+        event = read_event(line)
+        assert event["event"] == "garbled" and event["why"]

@@ -19,7 +19,7 @@ from grader.exports import wheelhouse
 from grader.exports.gradescope import build as build_zip
 
 from ._install import clean_env
-from .conftest import EXERCISES, SOLUTIONS
+from .conftest import EXERCISES, SOLUTIONS, mha_command
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +82,7 @@ def run_autograder(root: Path, files: dict[str, str], sid: str = "s1", image: bo
          "users": [{"email": f"{sid}@example.edu", "name": "Student", "sid": sid}], "previous_submissions": []}))
     env = {**os.environ, "AUTOGRADER_ROOT": str(root)}
     if not image:
-        env["MHA_BIN"] = shutil.which("mha")
+        env["MHA_BIN"] = mha_command()
     env.pop("MHA_COURSE_SECRET", None)
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -240,7 +240,7 @@ class TestHiddenItems:
         (root / "submission" / "attention.py").write_text((SOLUTIONS / "attention.py").read_text())
         (root / "submission" / "answers.yaml").write_text((SOLUTIONS / "answers.yaml").read_text())
         (root / "submission_metadata.json").write_text(json.dumps({"id": 1, "users": []}))
-        env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": shutil.which("mha")}
+        env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": mha_command()}
         env.pop("MHA_COURSE_SECRET", None)
         done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
                               text=True, timeout=300)
@@ -352,7 +352,7 @@ class TestEarlierResults:
             metadata.chmod(0o644)
             for folder in (root, root / "submission"):
                 folder.chmod(0o755)
-            env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": shutil.which("mha"),
+            env = {**os.environ, "AUTOGRADER_ROOT": str(root), "MHA_BIN": mha_command(),
                    "MHA_NAMESPACES": namespaces}
             env.pop("MHA_COURSE_SECRET", None)
             done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,

@@ -28,7 +28,7 @@ from grader.grading.grade import grade
 from grader.starter import student_module
 
 from ._install import clean_env
-from .conftest import EXERCISES, SOLUTIONS
+from .conftest import EXERCISES, SOLUTIONS, mha_command
 from .test_mistakes import BUGS, buggy_submission
 
 PYTHON = wheelhouse.running_python()
@@ -91,7 +91,7 @@ def grade_job(course_dir: Path, tmp: Path, problem: str, source: str, install: b
         scratch.chmod(0o1777)
         env = clean_env(tmp, MHA_GRADE_ROOT=str(grade), MHA_PYTHON=sys.executable, TMPDIR=str(scratch))
         if not install:
-            env["MHA_BIN"] = shutil.which("mha") or str(Path(sys.executable).parent / "mha")
+            env["MHA_BIN"] = mha_command()
         done = subprocess.run([*offline(), entry_point], env=env, capture_output=True, text=True, timeout=600,
                               cwd=grade / "student" if in_student else tmp)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -360,7 +360,7 @@ class TestCodeSeeds:
         (grade_dir / "data").mkdir()
         (grade_dir / "data" / "data.json").write_text(json.dumps({"params": {}}))
         env = clean_env(tmp_path, MHA_GRADE_ROOT=str(grade_dir), MHA_PYTHON=sys.executable,
-                        MHA_BIN=shutil.which("mha") or str(Path(sys.executable).parent / "mha"))
+                        MHA_BIN=mha_command())
         done = subprocess.run([str(grade_dir / "serverFilesCourse" / "mha" / "grade.sh")], env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

@@ -18,7 +18,8 @@ from grader.course.loader import load_course
 from grader.course.seeds import student_seed
 from grader.grading import prepared as prepared_module
 from grader.grading.prepared import PreparedCases, prepare
-from grader.grading.prepared_store import BLOBS, FOLDER, PreparedStore, _same
+from grader.grading.prepared_store import BLOBS, FOLDER, SUFFIX, PreparedStore, _same
+from grader.grading.seed_cases import pack, unpack
 from grader.paths import CACHE_ENV
 
 from .conftest import EXERCISES, solution_source
@@ -82,7 +83,7 @@ def test_a_class_scores_the_same_without_the_store_and_with_it_cold_and_warm(tmp
     assert not (tmp_path / "cache" / FOLDER).exists()  # nothing was kept without the store
 
     cold = graded(folder, tmp_path / "cold")
-    kept = sorted((tmp_path / "cache" / FOLDER).glob("*/*.json"))
+    kept = sorted((tmp_path / "cache" / FOLDER).glob(f"*/*{SUFFIX}"))
     assert sorted(int(p.stem) for p in kept) == sorted(student_seed(SECRET, s) for s in students)
 
     prepared_now: list[tuple[str, str]] = []
@@ -103,7 +104,7 @@ def test_a_class_scores_the_same_without_the_store_and_with_it_cold_and_warm(tmp
     for name in before:
         assert cold[name] == before[name], name
         assert warm[name] == before[name], name
-    stored = json.loads(kept[0].read_text())
+    stored = unpack(kept[0].read_bytes())[0]
     afresh = {(pid, case) for pid, case, data in stored["cases"] if data is None}
     assert set(prepared_now) <= afresh and len(afresh) < len(stored["cases"]) // 4
     assert drawn_now == [] and stored["quiz"] and all(data is not None for _, data in stored["quiz"])
@@ -125,14 +126,17 @@ def test_the_store_is_keyed_on_content_and_ignores_what_is_not_exactly_its_own(t
     assert read.inputs == first.inputs and read.args[0].tobytes() == first.args[0].tobytes()
     assert read.expected.tobytes() == prepare(problem, problem.cases[0], seed).expected.tobytes()
 
-    path = store.folder / f"{seed}.json"
-    data = json.loads(path.read_text())
+    path = store.folder / f"{seed}{SUFFIX}"
+    whole = path.read_bytes()
+    data, arrays = unpack(whole)
     for changed in ({**data, "seed": seed + 1}, {**data, "key": "0" * 64}, {**data, "cases": data["cases"][1:]}):
-        path.write_text(json.dumps(changed))
+        path.write_bytes(pack(changed)[:-len(arrays)] + bytes(arrays))  # the same arrays, at the same places
         assert store.load(seed) is None
-    path.write_text(json.dumps(data)[:-100])
+    path.write_bytes(whole[:-100])  # truncated
     assert store.load(seed) is None
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data))  # JSON, as an earlier version wrote
+    assert store.load(seed) is None
+    path.write_bytes(whole)
     assert store.load(seed) is not None
 
     yaml = course_root / "problems" / "softmax.yaml"
@@ -149,7 +153,7 @@ def test_the_store_is_private(tmp_path):
     store = PreparedStore(course, tmp_path / "cache")
     problem = course.problem("softmax")
     PreparedCases(store=store).get(problem, problem.cases[0], 5)
-    path = store.folder / "5.json"
+    path = store.folder / f"5{SUFFIX}"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     for folder in (path.parent, path.parent.parent, path.parent.parent.parent):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
@@ -181,7 +185,8 @@ def test_a_model_drawn_by_many_seeds_is_kept_once_and_read_once(tmp_path):
     for seed in (first, second):
         PreparedCases(store=store).get(course.problem("softmax"), course.problem("softmax").cases[0], seed)
     names = {p.stem for p in (store.folder / BLOBS).iterdir()}
-    named = [set(re.findall(r'"blob":"([0-9a-f]{64})"', (store.folder / f"{s}.json").read_text())) for s in (first, second)]
+    named = [set(re.findall(r'"blob":"([0-9a-f]{64})"', json.dumps(unpack((store.folder / f"{s}{SUFFIX}").read_bytes())[0],
+                                                                  separators=(",", ":")))) for s in (first, second)]
     assert names and names == named[0] | named[1] and len(named[0] & named[1]) >= 2  # public and hidden maps
     reader = PreparedStore(course, tmp_path / "cache")
     one, two = reader.load(first), reader.load(second)
@@ -190,7 +195,7 @@ def test_a_model_drawn_by_many_seeds_is_kept_once_and_read_once(tmp_path):
     shared = [one["one_wide_head", name].args[0] for name, _ in wide if one["one_wide_head", name].args[0] is
               two["one_wide_head", name].args[0]]
     assert len(shared) >= 2 and all(not a.flags.writeable for a in shared)
-    stored = json.loads((store.folder / f"{first}.json").read_text())
+    stored = unpack((store.folder / f"{first}{SUFFIX}").read_bytes())[0]
     assert all(data is not None for pid, _, data in stored["cases"] if pid in ("thin_head", "from_torch_layout"))
     for (pid, name), read in one.items():
         if pid and read is not None:

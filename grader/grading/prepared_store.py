@@ -2,7 +2,7 @@
 
 With a course secret every student has their own seed, and preparing one seed's cases (building
 every case's inputs and running the reference on them) costs several times what grading a
-submission on them costs. `grade-all` keeps them here, one JSON file per seed, so a second run
+submission on them costs. `grade-all` keeps them here, one file per seed, so a second run
 of the class (a changed submission, a late one, `--force`) and a class of 500 seeds read them
 instead of computing them again.
 
@@ -25,11 +25,12 @@ memory (the same read-only array), so it is also sent to their student processes
 encoded again (session.py). A blob whose content does not match its name is damage: the seed is
 prepared again.
 
-Where: `<cache folder>/prepared/<key>/<seed>.json` (paths.cache_dir: $MHA_CACHE_DIR, else
+Where: `<cache folder>/prepared/<key>/<seed>.cases` (paths.cache_dir: $MHA_CACHE_DIR, else
 $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises), every folder mode 0700 and every
 file 0600: it holds hidden cases and their answers, which student code, running as another
-user when the grader is root, cannot read (docs/security.md). It is data only (JSON, arrays as
-the base64 of their bytes, strictly checked against their dtype and shape), never code.
+user when the grader is root, cannot read (docs/security.md). It is data only, never code: packed
+as the seed cache is (seed_cases.pack: JSON, then the arrays' bytes, each strictly checked
+against its dtype and shape when read; a blob is JSON, its array as base64).
 Written atomically (a temporary file, then a rename), so a reader sees a whole file or none.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ import platform
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -51,12 +52,13 @@ import numpy as np
 from ..course.model import Case, Choice, Draw, DrawnWrongValue, QuizItem
 from ..paths import PACKAGE, cache_dir, write_private
 from .prepared import PreparedCase
-from .seed_cases import decode, encode
+from .seed_cases import decode, encode, pack, unpack
 
 __all__ = ["PreparedStore", "course_key"]
 
-FORMAT = 2
+FORMAT = 3  # 3: packed (seed_cases.pack), blobs named in place
 FOLDER = "prepared"
+SUFFIX = ".cases"
 BLOBS = "blobs"  # in a key's folder: the large arrays, one file each, named by the SHA-256 of their JSON
 BLOB_BYTES = 64 << 10  # an array's base64 at least this long is kept as a blob (a trained model's maps)
 BLOBS_KEPT = 64 << 20  # bytes of blobs a grader process keeps in memory
@@ -121,7 +123,7 @@ class PreparedStore:
         self._blob_lock = threading.Lock()
 
     def _path(self, seed: int) -> Path | None:
-        return self.folder / f"{int(seed)}.json" if self.folder is not None else None
+        return self.folder / f"{int(seed)}{SUFFIX}" if self.folder is not None else None
 
     def load(self, seed: int) -> dict[tuple[str, str], Any] | None:
         """The seed's stored cases by (problem id, case name) and quiz draws by ("", item id) (None for
@@ -131,11 +133,11 @@ class PreparedStore:
         if path is None:
             return None
         try:
-            data = json.loads(path.read_bytes())
+            data, arrays = unpack(path.read_bytes())
             if data.get("format") != FORMAT or data.get("key") != self.key or data.get("seed") != seed:
                 return None
             found: dict[tuple[str, str], Any] = {
-                (pid, name): None if stored is None else _case(self._resolved(stored), self.cases[pid, name][1])
+                (pid, name): None if stored is None else _case(stored, self.cases[pid, name][1], arrays, self._blob)
                 for pid, name, stored in data["cases"]}
             if found.keys() != self.cases.keys():
                 return None
@@ -169,8 +171,7 @@ class PreparedStore:
             path.parent.parent.mkdir(mode=0o700, exist_ok=True)
             os.chmod(path.parent.parent, 0o700)
             cases = [[pid, name, None if stored is None else self._blobbed(stored)] for pid, name, stored in cases]
-            write_private(path, json.dumps({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases,
-                                            "quiz": quiz}, separators=(",", ":")))
+            write_private(path, pack({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases, "quiz": quiz}))
             if not self._pruned:
                 self._pruned = True
                 _prune(path.parent.parent, keep=KEEP, current=path.parent)
@@ -194,17 +195,8 @@ class PreparedStore:
             return {"blob": name}
         return {k: self._blobbed(v) for k, v in stored.items()}
 
-    def _resolved(self, stored: Any) -> Any:
-        """`stored` with each named blob in place, as its read-only array (raises on any damage)."""
-        if isinstance(stored, list):
-            return [self._resolved(v) for v in stored]
-        if not isinstance(stored, dict):
-            return stored
-        if "blob" in stored:
-            return self._blob(str(stored["blob"]))
-        return {k: self._resolved(v) for k, v in stored.items()}
-
     def _blob(self, name: str) -> np.ndarray:
+        """The named blob, as its read-only array (raises on any damage)."""
         with self._blob_lock:
             known = self._blobs.get(name)
             if known is not None:
@@ -238,10 +230,11 @@ def _stored(case: PreparedCase) -> dict | None:
         return None
 
 
-def _case(stored: dict, case: Case) -> PreparedCase:
-    """A stored case of the course's `case`."""
-    return PreparedCase(case, tuple(decode(a) for a in stored["args"]), decode(stored["expected"]),
-                        inputs=stored["inputs"])
+def _case(stored: dict, case: Case, arrays: memoryview | None = None,
+          blobs: Callable[[str], np.ndarray] | None = None) -> PreparedCase:
+    """A stored case of the course's `case` (`arrays`, `blobs`: where its arrays' bytes are)."""
+    return PreparedCase(case, tuple(decode(a, arrays, blobs) for a in stored["args"]),
+                        decode(stored["expected"], arrays, blobs), inputs=stored["inputs"])
 
 
 def _same_case(prepared: PreparedCase, read: PreparedCase) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,9 @@ def _dtype(name: str) -> np.dtype:
     return known
 
 
-def decode(data: Any, blob: memoryview | None = None) -> Any:
-    """The value `encode` wrote; `blob`: the bytes of the arrays of a packed file (`unpack`)."""
+def decode(data: Any, blob: memoryview | None = None, named: Callable[[str], Any] | None = None) -> Any:
+    """The value `encode` wrote; `blob`: the bytes of the arrays of a packed file (`unpack`);
+    `named`: what an array kept elsewhere ({"blob": name}: prepared_store.py's blobs) is."""
     if isinstance(data, dict):
         if "nd" in data:
             return np.array(data["nd"], dtype=data["dtype"]).reshape(data["shape"])
@@ -100,9 +101,11 @@ def decode(data: Any, blob: memoryview | None = None) -> Any:
         if "scalar" in data:
             return _dtype(data["dtype"]).type(data["scalar"])
         if "tuple" in data:
-            return tuple(decode(v, blob) for v in data["tuple"])
+            return tuple(decode(v, blob, named) for v in data["tuple"])
         if "dict" in data:
-            return {k: decode(v, blob) for k, v in data["dict"].items()}
+            return {k: decode(v, blob, named) for k, v in data["dict"].items()}
+        if "blob" in data and named is not None:
+            return named(str(data["blob"]))
     return data
 
 

@@ -103,15 +103,26 @@ def loads_bounded(data: bytes | str, bounds: Bounds, what: str = "the data") -> 
     if opened > bounds.depth and not _depth_within(structure.translate(None, _NOT_BRACKETS), bounds.depth):
         raise DecodeError(f"{what} is nested too deeply (more than {bounds.depth} levels)")
 
-    def integer(text: str) -> int | str:
-        return int(text) if len(text.lstrip("-")) <= bounds.digits else _LongNumber(text)
-
     try:
-        return json.loads(raw, parse_int=integer)
+        return _decoder(bounds.digits).decode(raw.decode("utf-8", "surrogatepass"))
     except RecursionError:  # only past the bounds, which are far below the recursion limit
         raise DecodeError(f"{what} is nested too deeply") from None
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError included: JSON from the student process is UTF-8
         raise DecodeError(f"{what} is not valid JSON ({str(exc)[:80]})") from None
+
+
+_DECODERS: dict[int, json.JSONDecoder] = {}
+
+
+def _decoder(digits: int) -> json.JSONDecoder:
+    """A JSON decoder whose integers of more than `digits` digits stay text (made once per bound:
+    json.loads with a hook makes a decoder for every line)."""
+    known = _DECODERS.get(digits)
+    if known is None:
+        def integer(text: str) -> int | str:
+            return int(text) if len(text.lstrip("-")) <= digits else _LongNumber(text)
+        known = _DECODERS[digits] = json.JSONDecoder(parse_int=integer)
+    return known
 
 
 def read_event(line: bytes, bounds: Bounds = ANSWER) -> dict:
