@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,9 @@ def _environment(tmp: Path, course_folder: Path) -> tuple[Path, dict]:
                     JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
                     JUPYTER_PLATFORM_DIRS="1")
     env.pop("JUPYTER_PATH", None)
-    env["PATH"] = f"{python.parent}:{env['PATH']}"  # a kernel started by name is this venv's python
+    # a kernel started by name is this venv's python; the commands of the packages linked from here
+    # (nbgrader runs alembic by name) are beside this environment's python, on PATH or not
+    env["PATH"] = f"{python.parent}:{Path(sys.executable).parent}:{env['PATH']}"
     done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", "-r", "requirements.txt"],
                           cwd=course_folder, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -261,7 +264,7 @@ class TestStudentValidate:
         env = clean_env(tmp_path, HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "config"),
                         JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                         IPYTHONDIR=str(home / "ipython"))
-        env["PATH"] = f"{python.parent}:{env['PATH']}"
+        env["PATH"] = f"{python.parent}:{Path(sys.executable).parent}:{env['PATH']}"  # as _environment's
         done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", str(wheel)], env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
