@@ -38,12 +38,12 @@ _METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__dela
 class _Spec:
     """What the shared methods need of one record class, worked out once."""
 
-    __slots__ = ("names", "known", "defaults", "factories", "shown", "compared", "hashed")
+    __slots__ = ("names", "position", "defaults", "factories", "shown", "compared", "hashed")
 
     def __init__(self, cls: type) -> None:
         every = fields(cls)
         self.names = tuple(f.name for f in every)
-        self.known = frozenset(self.names)
+        self.position = {name: at for at, name in enumerate(self.names)}
         self.defaults = {f.name: f.default for f in every if f.default is not MISSING}
         self.factories = {f.name: f.default_factory for f in every if f.default_factory is not MISSING}
         self.shown = tuple(f.name for f in every if f.repr)
@@ -54,24 +54,28 @@ class _Spec:
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     spec: _Spec = type(self).__record__
     names = spec.names
-    if len(args) > len(names):
+    given = len(args)
+    if given > len(names):
         raise TypeError(f"{type(self).__qualname__}.__init__() takes {len(names) + 1} positional arguments "
-                        f"but {len(args) + 1} were given")
-    values = dict(zip(names, args))
-    for name, value in kwargs.items():
-        if name not in spec.known:
-            raise TypeError(f"{type(self).__qualname__}.__init__() got an unexpected keyword argument {name!r}")
-        if name in values:
-            raise TypeError(f"{type(self).__qualname__}.__init__() got multiple values for argument {name!r}")
-        values[name] = value
+                        f"but {given + 1} were given")
     state = self.__dict__
-    for name in names:
-        if name in values:
-            state[name] = values[name]
-        elif name in spec.defaults:
-            state[name] = spec.defaults[name]
-        elif name in spec.factories:
-            state[name] = spec.factories[name]()
+    state.update(zip(names, args))  # in the fields' order, as a dataclass's __init__ sets them
+    for name in kwargs:
+        at = spec.position.get(name)
+        if at is None:
+            raise TypeError(f"{type(self).__qualname__}.__init__() got an unexpected keyword argument {name!r}")
+        if at < given:
+            raise TypeError(f"{type(self).__qualname__}.__init__() got multiple values for argument {name!r}")
+    if given == len(names):
+        return
+    defaults, factories = spec.defaults, spec.factories
+    for name in names[given:]:
+        if name in kwargs:
+            state[name] = kwargs[name]
+        elif name in defaults:
+            state[name] = defaults[name]
+        elif name in factories:
+            state[name] = factories[name]()
         else:
             raise TypeError(f"{type(self).__qualname__}.__init__() missing 1 required positional argument: {name!r}")
 

@@ -107,3 +107,15 @@ class TestAnswerLines:
     def test_anything_else_is_a_garbled_answer(self, line):
         event = read_event(line)
         assert event["event"] == "garbled" and event["why"]
+
+
+@pytest.mark.parametrize("array", [
+    np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3).T, np.asfortranarray(np.ones((3, 2), np.float32)),
+    np.zeros((0, 3)), np.array(3.5), np.arange(5, dtype=">i4"), np.arange(8, dtype=np.float32)[::2],
+    np.array([True, False]), np.zeros((2, 0, 2), dtype=np.int8), np.array([1 + 2j]), np.arange(4, dtype="<u2"),
+], ids=["c", "transposed", "fortran", "empty", "0-d", "big-endian", "strided", "bool", "empty-3d", "complex", "uint16"])
+def test_an_input_array_is_sent_exactly_as_encode_arg_writes_it(array):
+    """session._array_json, which writes an input array's JSON directly (from its memory when it can),
+    writes the same bytes as json.dumps of encode_arg, whatever the array's order, strides or byte order."""
+    from grader.sandbox.session import _array_json
+    assert _array_json(array) == json.dumps(encode_arg(array)).encode()

@@ -37,7 +37,10 @@ class Verdict:
 
     @classmethod
     def ok(cls) -> Verdict:
-        return cls(True)
+        return _OK if cls is Verdict else cls(True)  # immutable: one is enough
+
+
+_OK = Verdict(True)
 
 
 def describe(value: Any) -> str:

@@ -221,7 +221,8 @@ class Worker:
         finally:
             os.close(write_fd)
         isolation.started(self.proc)
-        self._buffer = b""
+        self._buffer = b""  # answers read but not yet taken, from self._taken on
+        self._taken = 0
         self._pending = bytearray()  # requests not yet taken by the student's stdin pipe
         self._broken = False         # that pipe is closed: the process is gone
         self._sel = selectors.DefaultSelector()
@@ -232,10 +233,11 @@ class Worker:
     def next_event(self, deadline: float) -> dict | None:
         """The next answer, or None on timeout; {'event': 'exited'} if the process is gone."""
         while True:
-            newline = self._buffer.find(b"\n")
-            if newline >= 0:
-                line, self._buffer = self._buffer[:newline], self._buffer[newline + 1:]
+            newline = self._buffer.find(b"\n", self._taken)
+            if newline >= 0:  # (the rest stays where it is: a chunk of many answers is not copied for each)
+                line, self._taken = self._buffer[self._taken:newline], newline + 1
                 return read_event(line)  # checked within codec.ANSWER before it is parsed
+            self._buffer, self._taken = self._buffer[self._taken:], 0
             if len(self._buffer) > MAX_MESSAGE:
                 return {"event": "garbled", "why": f"an answer larger than {MAX_MESSAGE >> 20} MiB"}
             remaining = deadline - time.monotonic()
@@ -670,14 +672,25 @@ def _encoded_case(number: int, case: Sequence[Any]) -> bytes:
     return b'{"id": %d, "args": [%s]}' % (number, b", ".join(_encoded_arg(a) for a in case))
 
 
+_WIRE_DTYPES: dict[np.dtype, tuple[np.dtype, bytes | None]] = {}  # dtype -> (native order, its name if allowed)
+
+
 def _array_json(value: np.ndarray) -> bytes:
     """encode_arg's JSON of an array, written directly: base64 needs no JSON escaping, and json.dumps
-    would scan every character of it."""
-    native = value.astype(value.dtype.newbyteorder("="), order="C", copy=False)
-    if native.dtype.name not in ALLOWED_DTYPES:
+    would scan every character of it. The base64 is made from the array's memory when it is in C
+    order already (no copy), and a dtype's name is looked up once (numpy works it out each time)."""
+    known = _WIRE_DTYPES.get(value.dtype)
+    if known is None:
+        native_type = value.dtype.newbyteorder("=")
+        known = _WIRE_DTYPES[value.dtype] = (
+            native_type, native_type.name.encode() if native_type.name in ALLOWED_DTYPES else None)
+    native_type, name = known
+    if name is None:
         return json.dumps(encode_arg(value)).encode()
-    return b'{"nd": "%s", "shape": %s, "dtype": "%s"}' % (
-        base64.b64encode(native.tobytes()), json.dumps(list(native.shape)).encode(), native.dtype.name.encode())
+    native = value.astype(native_type, order="C", copy=False)
+    data = memoryview(native).cast("B") if native.flags.c_contiguous and native.size else native.tobytes()
+    return b'{"nd": "%s", "shape": [%s], "dtype": "%s"}' % (
+        base64.b64encode(data), b", ".join(b"%d" % side for side in native.shape), name)
 
 
 def _encoded_arg(value: Any) -> bytes:
