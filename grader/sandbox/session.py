@@ -688,7 +688,7 @@ def _array_json(value: np.ndarray) -> bytes:
     if name is None:
         return json.dumps(encode_arg(value)).encode()
     native = value.astype(native_type, order="C", copy=False)
-    data = memoryview(native).cast("B") if native.flags.c_contiguous and native.size else native.tobytes()
+    data = native.data.cast("B") if native.flags.c_contiguous and native.size else native.tobytes()
     return b'{"nd": "%s", "shape": [%s], "dtype": "%s"}' % (
         base64.b64encode(data), b", ".join(b"%d" % side for side in native.shape), name)
 
