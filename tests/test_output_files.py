@@ -84,6 +84,7 @@ class TestCharacterDevices:
     def test_a_terminal_is_written_in_place(self, edge_course, submission):
         """A pseudo-terminal of this test's own (a character device) gets the report written into it."""
         primary, secondary = os.openpty()
+        reader = None
         try:
             name = os.ttyname(secondary)
             assert check_output(Path(name)) == -1
@@ -103,9 +104,13 @@ class TestCharacterDevices:
             run = run_grader(edge_course, "grade", str(submission), "--format", "json", "--output", name, cwd=submission)
             assert run.code == 0, run.stderr
         finally:
+            # the terminal's last end closed: the reader gets every byte still buffered, then EIO, and
+            # stops; closing the primary end first could drop what it had not read yet (a busy machine)
             os.close(secondary)
+            if reader is not None:
+                reader.join(timeout=60)
             os.close(primary)
-        reader.join(timeout=10)
+        assert reader is not None and not reader.is_alive()
         text = b"".join(chunks).decode().replace("\r\n", "\n")
         assert json.loads(text)["score"] == edge_course.total
 
