@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from grader.sandbox.codec import DecodeError, decode_value, encode_arg, read_event
+from grader.sandbox.codec import ANSWER, DecodeError, decode_value, encode_arg, loads_bounded, read_event
 
 from .conftest import ROOT
 
@@ -100,6 +100,8 @@ class TestAnswerLines:
         assert event["id"] == 3 and event["text"] == "\u00e9"
         assert isinstance(event["big"], str) and event["big"] == "9" * 60
         assert read_event(b'{"event": "done", "n": -12}') == {"event": "done", "n": -12}
+        assert read_event(b'\xef\xbb\xbf{"event": "done"}') == {"event": "done"}  # a UTF-8 BOM, as json.loads reads it
+        assert loads_bounded('\ufeff{"cells": []}', ANSWER) == {"cells": []}  # a notebook's text that starts with one
 
     @pytest.mark.parametrize("line", [
         '{"event": "done"}'.encode("utf-16"), b'{"event": "\xff\xfe"}', b'{"event": ', b"[1, 2]", b"",

@@ -104,7 +104,8 @@ def loads_bounded(data: bytes | str, bounds: Bounds, what: str = "the data") -> 
         raise DecodeError(f"{what} is nested too deeply (more than {bounds.depth} levels)")
 
     try:
-        return _decoder(bounds.digits).decode(raw.decode("utf-8", "surrogatepass"))
+        text = raw.decode("utf-8", "surrogatepass")
+        return _decoder(bounds.digits).decode(text[1:] if text.startswith("\ufeff") else text)  # a BOM, as json.loads skips it
     except RecursionError:  # only past the bounds, which are far below the recursion limit
         raise DecodeError(f"{what} is nested too deeply") from None
     except ValueError as exc:  # UnicodeDecodeError included: JSON from the student process is UTF-8
