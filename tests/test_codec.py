@@ -1,5 +1,6 @@
-"""The wire format (grader/sandbox/codec.py and the student side, grader/sandbox/worker.py): arrays travel as the
-base64 of their bytes and come back exactly, or not at all."""
+"""The wire format (grader/sandbox/codec.py and the student side, grader/sandbox/worker.py): an input array
+travels as its bytes after the request's JSON line, an answer's as the base64 of its bytes, and both come
+back exactly, or not at all."""
 from __future__ import annotations
 
 import base64
@@ -116,8 +117,20 @@ class TestAnswerLines:
     np.zeros((0, 3)), np.array(3.5), np.arange(5, dtype=">i4"), np.arange(8, dtype=np.float32)[::2],
     np.array([True, False]), np.zeros((2, 0, 2), dtype=np.int8), np.array([1 + 2j]), np.arange(4, dtype="<u2"),
 ], ids=["c", "transposed", "fortran", "empty", "0-d", "big-endian", "strided", "bool", "empty-3d", "complex", "uint16"])
-def test_an_input_array_is_sent_exactly_as_encode_arg_writes_it(array):
-    """session._array_json, which writes an input array's JSON directly (from its memory when it can),
-    writes the same bytes as json.dumps of encode_arg, whatever the array's order, strides or byte order."""
-    from grader.sandbox.session import _array_json
-    assert _array_json(array) == json.dumps(encode_arg(array)).encode()
+def test_an_input_array_arrives_exactly_from_the_requests_binary_part(worker, array):
+    """session._encoded_cases puts an input array's bytes in the request's binary part (from its own
+    memory when it can) and names them in the JSON; the worker reads back the very values, dtype
+    (in native byte order) and shape, writable, whatever the array's order, strides or byte order,
+    as encode_arg's base64 form (a stand-in's reply) gives them."""
+    from grader.sandbox.session import _encoded_cases
+    other = np.arange(3.0)
+    encoded = _encoded_cases([[other, 7, array], [array, None]])
+    data = memoryview(b"".join(encoded.data))
+    assert len(data) == encoded.size == other.nbytes + 2 * array.nbytes
+    cases = wire(json.loads(encoded.text))
+    assert [len(case["args"]) for case in cases] == [3, 2] and cases[0]["args"][1] == 7 and cases[1]["args"][1] is None
+    for got in (worker.decode_arg(cases[0]["args"][2], data), worker.decode_arg(cases[1]["args"][0], data),
+                worker.decode_arg(wire(encode_arg(array)))):
+        assert got.dtype == array.dtype.newbyteorder("=") and got.shape == array.shape
+        assert np.array_equal(got, array) and got.flags.writeable
+    assert np.array_equal(worker.decode_arg(cases[0]["args"][0], data), other)

@@ -1,8 +1,9 @@
 """The sandbox: the one place where student code runs, and the trust boundary of the grader.
 
 What crosses the boundary, and in which form:
-- in: the submission's text, and each case's arguments as plain JSON (arrays as base64 bytes
-  with shape and dtype; `codec.encode_arg`), one request per problem on the student's stdin;
+- in: the submission's text, and each case's arguments as plain JSON, one request per problem on
+  the student's stdin; an array is named in the JSON by its shape, dtype and the place of its
+  bytes in the request's binary part, sent right after the JSON line (`session._encoded_cases`);
 - out: one JSON line per case on a dedicated pipe, holding tagged plain data made in the student
   process (numbers, text, lists, arrays as base64 bytes) or an error's type, bases and message.
   `codec.decode_value` checks every field and builds only plain values, ndarrays and `Opaque`;

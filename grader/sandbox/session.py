@@ -277,14 +277,15 @@ class Worker:
                 else:
                     self._sel.unregister(key.fileobj)
 
-    def send(self, request: bytes) -> bool:
-        """Queue `request` for the student's stdin and write what the pipe takes now, never
-        waiting: student code may shrink the pipe or stop reading. The rest is written while
-        answers are awaited (`next_event`), so no write outlasts a deadline. False once the
-        pipe is closed (the process is gone)."""
+    def send(self, *parts: bytes | memoryview) -> bool:
+        """Queue a message (the concatenation of `parts`) for the student's stdin and write what
+        the pipe takes now, never waiting: student code may shrink the pipe or stop reading. The
+        rest is written while answers are awaited (`next_event`), so no write outlasts a deadline.
+        False once the pipe is closed (the process is gone)."""
         if self._broken:
             return False
-        self._pending += request
+        for part in parts:
+            self._pending += part
         return self._flush()
 
     def _flush(self) -> bool:
@@ -493,9 +494,10 @@ class Session:
         """Send a request; its sequence number, or None if the worker is gone."""
         self._seq += 1  # answers to an earlier request (a forked copy of the worker...) are ignored
         stand_ins = b', "stand_ins": %s' % json.dumps(list(self.stand_ins.names)).encode() if self.stand_ins else b""
-        request = b'{"seq": %d, "function": %s%s, "cases": %s}\n' % (
-            self._seq, json.dumps(function).encode(), stand_ins, _encoded_cases(args))
-        return self._seq if worker.send(request) else None
+        cases = _encoded_cases(args)
+        header = b'{"seq": %d, "function": %s%s, "bytes": %d, "cases": %s}\n' % (
+            self._seq, json.dumps(function).encode(), stand_ins, cases.size, cases.text)
+        return self._seq if worker.send(header, *cases.data) else None
 
     def run(self, function: str, args: Sequence[Sequence[Any]], seconds: float,
             then: tuple[str, Sequence[Sequence[Any]]] | None = None) -> ProblemRun:
@@ -519,7 +521,7 @@ class Session:
         else:
             marks = worker.stdout.mark(), worker.stderr.mark()
             seq, started = self._request(worker, function, args), time.monotonic()
-        if then is not None and seq is not None and len(_encoded_cases(then[1])) <= PREFETCH_BYTES:
+        if then is not None and seq is not None and _encoded_cases(then[1]).size <= PREFETCH_BYTES:
             next_seq = self._request(worker, *then)
             if next_seq is not None:
                 self._ahead = _Ahead(worker, then[0], then[1], next_seq)
@@ -628,7 +630,18 @@ class Session:
         self.close()
 
 
-_ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], bytes]] = OrderedDict()
+@record
+class _Encoded:
+    """The cases of a request as sent: `text`, their JSON, in which each input array is
+    {"nd": [offset, length], "shape": [...], "dtype": ...}, naming its bytes (native byte order, C
+    order) in the request's binary part, `data` (`size` bytes, sent right after the JSON line)."""
+
+    text: bytes
+    data: tuple[bytes | memoryview, ...]
+    size: int
+
+
+_ENCODED: OrderedDict[tuple[int, ...], tuple[Sequence[Sequence[Any]], _Encoded]] = OrderedDict()
 _ENCODED_LOCK = threading.Lock()
 
 
@@ -638,17 +651,22 @@ def _number(value: Any) -> int | None:
     return int(text) if text.isdigit() and len(text) < 10 else None  # never a 400-digit "line"
 
 
-def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
-    """The cases of a request as JSON. Memoized by the identity of the argument lists, which the
-    memo keeps alive (so an id cannot be reused while its entry is kept): in a batch, every
-    submission is sent the very same prepared inputs."""
+def _encoded_cases(args: Sequence[Sequence[Any]]) -> _Encoded:
+    """The cases of a request (see _Encoded). Memoized by the identity of the argument lists, which
+    the memo keeps alive (so an id cannot be reused while its entry is kept): in a batch on one
+    seed, every submission is sent the very same prepared inputs."""
     key = tuple(id(case) for case in args)
     with _ENCODED_LOCK:
         known = _ENCODED.get(key)
         if known is not None and all(a is b for a, b in zip(known[0], args)):
             _ENCODED.move_to_end(key)
             return known[1]
-    encoded = b"[%s]" % b", ".join(_encoded_case(i, case) for i, case in enumerate(args))
+    data: list[bytes | memoryview] = []
+    size = [0]
+    text = b"[%s]" % b", ".join(
+        b'{"id": %d, "args": [%s]}' % (i, b", ".join(_encoded_arg(a, data, size) for a in case))
+        for i, case in enumerate(args))
+    encoded = _Encoded(text, tuple(data), size[0])
     with _ENCODED_LOCK:
         _ENCODED[key] = (list(args), encoded)
         while len(_ENCODED) > 64:
@@ -656,59 +674,27 @@ def _encoded_cases(args: Sequence[Sequence[Any]]) -> bytes:
     return encoded
 
 
-LARGE_BYTES = 16 << 10  # an input array at least this large is encoded once while it is in use
-_LARGE: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()  # id -> (the array, kept alive; its JSON)
+_DTYPE_NAMES: dict[np.dtype, tuple[np.dtype, bytes]] = {}  # dtype -> (its native byte order, that one's name)
 
 
-def _large(value: Any) -> bool:
-    """A large read-only input array (a prepared case's: it cannot change while it is memoized)."""
-    return isinstance(value, np.ndarray) and value.nbytes >= LARGE_BYTES and not value.flags.writeable
-
-
-def _encoded_case(number: int, case: Sequence[Any]) -> bytes:
-    """One case of a request as JSON. A large input array's JSON is memoized by the array's identity
-    (the memo keeps it alive, so an id cannot be reused while its entry is kept): students whose seeds
-    draw the same trained model are sent the very same array (prepared_store.py's blobs)."""
-    return b'{"id": %d, "args": [%s]}' % (number, b", ".join(_encoded_arg(a) for a in case))
-
-
-_WIRE_DTYPES: dict[np.dtype, tuple[np.dtype, bytes | None]] = {}  # dtype -> (native order, its name if allowed)
-
-
-def _array_json(value: np.ndarray) -> bytes:
-    """encode_arg's JSON of an array, written directly: base64 needs no JSON escaping, and json.dumps
-    would scan every character of it. The base64 is made from the array's memory when it is in C
-    order already (no copy), and a dtype's name is looked up once (numpy works it out each time)."""
-    known = _WIRE_DTYPES.get(value.dtype)
-    if known is None:
-        native_type = value.dtype.newbyteorder("=")
-        known = _WIRE_DTYPES[value.dtype] = (
-            native_type, native_type.name.encode() if native_type.name in ALLOWED_DTYPES else None)
-    native_type, name = known
-    if name is None:
-        return json.dumps(encode_arg(value)).encode()
-    native = value.astype(native_type, order="C", copy=False)
-    data = native.data.cast("B") if native.flags.c_contiguous and native.size else native.tobytes()
-    return b'{"nd": "%s", "shape": [%s], "dtype": "%s"}' % (
-        base64.b64encode(data), b", ".join(b"%d" % side for side in native.shape), name)
-
-
-def _encoded_arg(value: Any) -> bytes:
+def _encoded_arg(value: Any, data: list[bytes | memoryview], size: list[int]) -> bytes:
+    """One input's JSON; an array's bytes go to `data` (`size[0]` bytes so far), in native byte
+    order and C order: from the array's own memory when it is that already (no copy), and each
+    dtype's name looked up once (numpy works it out on every call)."""
     if not isinstance(value, np.ndarray):
         return json.dumps(encode_arg(value)).encode()
-    if not _large(value):
-        return _array_json(value)
-    with _ENCODED_LOCK:
-        known = _LARGE.get(id(value))
-        if known is not None and known[0] is value:
-            _LARGE.move_to_end(id(value))
-            return known[1]
-    encoded = _array_json(value)
-    with _ENCODED_LOCK:
-        _LARGE[id(value)] = (value, encoded)
-        while len(_LARGE) > 32:
-            _LARGE.popitem(last=False)
-    return encoded
+    known = _DTYPE_NAMES.get(value.dtype)
+    if known is None:
+        native_type = value.dtype.newbyteorder("=")
+        known = _DTYPE_NAMES[value.dtype] = (native_type, native_type.name.encode())
+    native_type, name = known
+    native = value.astype(native_type, order="C", copy=False)
+    raw = native.data.cast("B") if native.flags.c_contiguous and native.size else native.tobytes()
+    offset = size[0]
+    data.append(raw)
+    size[0] += len(raw)
+    return b'{"nd": [%d, %d], "shape": [%s], "dtype": "%s"}' % (
+        offset, len(raw), b", ".join(b"%d" % side for side in native.shape), name)
 
 
 def _case_run(event: dict) -> CaseRun:

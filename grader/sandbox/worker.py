@@ -13,8 +13,8 @@ of the `grader` package: the reference, the problems and the expected values nev
 
 Start-up of a student process, before any student code, is the same either way: set the resource
 limits, (as root) enter its namespaces (jail.py) and switch to the student's uid/gid for good,
-install the system-call filter (seccomp.py), then say "ready". Requests arrive as JSON lines on stdin;
-each answer is one JSON line on RESULT_FD.
+install the system-call filter (seccomp.py), then say "ready". Requests arrive on stdin, each a JSON line followed
+by its input arrays' bytes (no base64 to decode); each answer is one JSON line on RESULT_FD.
 Return values are turned into plain tagged data here (numbers, nested lists, type names), so the
 grader never touches an object the student made.
 
@@ -49,10 +49,11 @@ import numpy as np
 # code runs in this process and can still undo anything here: that only spoils its own answers,
 # which are compared in the grader's process.
 _dumps, _loads, _write, _monotonic = json.dumps, json.loads, os.write, time.perf_counter
+_strict_dumps = json.JSONEncoder(allow_nan=False).encode  # made once: json.dumps(allow_nan=False) makes one per call
 _ndarray, _asarray, _frombuffer = np.ndarray, np.asarray, np.frombuffer
 _b64encode, _b64decode = base64.b64encode, base64.b64decode
 _np_bool, _np_integer, _np_floating, _finite = np.bool_, np.integer, np.floating, math.isfinite
-_readline = sys.stdin.buffer.readline
+_readline, _read = sys.stdin.buffer.readline, sys.stdin.buffer.read
 _exit = os._exit
 globals().update({name: getattr(builtins, name) for name in (
     "isinstance", "type", "float", "int", "str", "list", "tuple", "dict", "bool", "hasattr", "enumerate",
@@ -92,6 +93,9 @@ MAX_TEXT = 200
 def _float(x):
     f = float.__float__(float(x))
     return f if _finite(f) else ("nan" if f != f else ("inf" if f > 0 else "-inf"))
+
+
+_NATIVE: dict = {}  # a returned array's dtype -> (that dtype in native byte order, its name)
 
 
 def encode(x, depth=0):
@@ -134,16 +138,26 @@ def encode(x, depth=0):
         if arr.dtype.kind == "b":  # as JSON true/false: whatever bytes a bool array holds
             return {"t": "array", "dtype": "bool", "shape": list(arr.shape), "v": _ndarray.tolist(arr.ravel()),
                     "type": kind.__name__}
-        native = _ndarray.astype(arr, arr.dtype.newbyteorder("="), order="C", copy=False)  # read in native order
-        return {"t": "array", "dtype": native.dtype.name, "shape": list(native.shape),
+        native_type = _NATIVE.get(arr.dtype)
+        if native_type is None:  # each dtype's native form and name worked out once (numpy does it on every call)
+            native_type = _NATIVE[arr.dtype] = (arr.dtype.newbyteorder("="), arr.dtype.newbyteorder("=").name)
+        native = _ndarray.astype(arr, native_type[0], order="C", copy=False)  # read in native order
+        return {"t": "array", "dtype": native_type[1], "shape": list(native.shape),
                 "b64": _b64encode(_ndarray.tobytes(native)).decode("ascii"), "type": kind.__name__}
     return {"t": "object", "type": kind.__name__}
 
 
-def decode_arg(a):
-    """Case inputs arrive as plain JSON; arrays as {"nd": base64 of the bytes, "shape": [...], "dtype": ...}."""
-    if isinstance(a, dict):  # a bytearray: the student may change the array, as any input
-        return _frombuffer(bytearray(_b64decode(a["nd"])), dtype=a["dtype"]).reshape(a["shape"])
+def decode_arg(a, data=None):
+    """Case inputs arrive as plain JSON; an array as {"nd": [offset, length] of its bytes in the
+    request's binary part `data`, "shape": [...], "dtype": ...} (a stand-in's reply: "nd" is the
+    base64 of the bytes). Copied into a bytearray: the student may change an input."""
+    if isinstance(a, dict):
+        raw = a["nd"]
+        if isinstance(raw, list):
+            buffer = bytearray(data[raw[0]:raw[0] + raw[1]])
+        else:
+            buffer = bytearray(_b64decode(raw))
+        return _frombuffer(buffer, dtype=a["dtype"]).reshape(a["shape"])
     return a
 
 
@@ -165,12 +179,27 @@ _queued: list = []  # messages read from stdin while a stand-in waited for its r
 _current = [None, 0]  # the request being answered (its seq), and the stand-ins' calls made so far
 
 
+def _read_message():
+    """The next message on stdin (None once it is closed): a JSON line, and for a request the
+    `bytes` of its binary part right after it, kept as the message's "data"."""
+    line = _readline()
+    if not line:
+        return None
+    message = _loads(line)
+    size = message.get("bytes") if type(message) is dict else None
+    if type(size) is int and size > 0:
+        data = _read(size)
+        if len(data) != size:
+            return None
+        message["data"] = memoryview(data)
+    return message
+
+
 def _next_message():
     """The next message from the grader (None once stdin is closed)."""
     if _queued:
         return _queued.pop(0)
-    line = _readline()
-    return _loads(line) if line else None
+    return _read_message()
 
 
 def _stand_in(name):
@@ -181,10 +210,9 @@ def _stand_in(name):
         send({"event": "call", "seq": _current[0], "call": call, "function": name,
               "args": [encode(a) for a in args], "kwargs": [[str(k), encode(v)] for k, v in kwargs.items()]})
         while True:
-            line = _readline()
-            if not line:
+            message = _read_message()
+            if message is None:
                 _exit(0)
-            message = _loads(line)
             if isinstance(message, dict) and message.get("reply") == call:
                 break
             _queued.append(message)
@@ -207,7 +235,7 @@ def _error(exc):
 
 
 def send(message):
-    data = (_dumps(message, allow_nan=False) + "\n").encode()
+    data = (_strict_dumps(message) + "\n").encode()
     view = memoryview(data)
     while view:
         view = view[_write(RESULT_FD, view):]
@@ -248,8 +276,9 @@ def run(module, request):
         send({"event": "no_function", "seq": seq})
         return False
     writes = _writes()
+    data = request.get("data")
     for case in request["cases"]:
-        args = [decode_arg(a) for a in case["args"]]
+        args = [decode_arg(a, data) for a in case["args"]]
         start = _monotonic()
         try:
             value = fn(*args)
