@@ -273,6 +273,60 @@ class TestOneSubmissionCannotChangeTheNext:
         assert server.spawned >= before + 2 and spawn.fork_server() is server
 
 
+class TestSparesStartedAhead:
+    """`mha grade-all` starts each grader process's zygote before it loads the course
+    (spawn.prestart_spares); a grader process forked by the batch adopts one, and the batch leaves
+    none running and no folder lent to them."""
+
+    @staticmethod
+    def _class(folder: Path, students: int) -> list[batch.Submission]:
+        said = solution_source() + textwrap.dedent("""
+
+            import os
+
+
+            def softmax(scores):
+                raise ValueError(f"forked by {os.getppid()}")
+        """)
+        for number in range(students):
+            (folder / f"s{number}").mkdir(parents=True)
+            (folder / f"s{number}" / "attention.py").write_text(said)
+        return batch.discover(folder)
+
+    @staticmethod
+    def _grade(course, found, out: Path) -> None:
+        outcomes = list(batch.grade_all(course, found, out, seed_of=lambda student: 0, jobs=2,
+                                        limits=Limits(problem_seconds=5)))
+        assert [o.status for o in outcomes] == ["graded"] * len(found)
+
+    @pytest.mark.usefixtures("without_namespaces")
+    def test_each_grader_process_forks_its_students_from_a_spare(self, tmp_path):
+        course = load_course(EXERCISES)
+        found = self._class(tmp_path / "class", 4)
+        spawn.prestart_spares(2)
+        spares = list(spawn._spares)
+        self._grade(course, found, tmp_path / "out")
+        parents = {int(line.rsplit(" ", 1)[1]) for s in found
+                   for line in (tmp_path / "out" / "feedback" / f"{s.student}.txt").read_text().splitlines()
+                   if line.rstrip().rsplit(" ", 1)[0].endswith("forked by")}
+        assert parents and parents <= {spare.proc.pid for spare in spares}
+        assert all(spare.proc.returncode is not None for spare in spares)  # ended, and reaped by the batch
+        assert spawn._spares == [] and spawn._handed == []
+
+    def test_a_spare_never_adopted_is_stopped_and_no_lent_folder_stays(self, tmp_path, monkeypatch):
+        import tempfile
+        temporary = tmp_path / "tmp"
+        temporary.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+        course = load_course(EXERCISES)
+        found = self._class(tmp_path / "class", 2)
+        spawn.prestart_spares(3)  # two grader processes: the third spare is nobody's
+        spares = list(spawn._spares)
+        self._grade(course, found, tmp_path / "out")
+        assert all(spare.proc.returncode is not None for spare in spares)
+        assert sorted(temporary.iterdir()) == []  # neither the lent folders nor the sessions' are left
+
+
 class TestCommandLine:
     def test_grade_starts_the_zygote_before_loading_the_course(self, cli, monkeypatch, tmp_path):
         """`mha grade` starts the zygote first, so numpy loads there while the grader loads YAML
@@ -288,6 +342,26 @@ class TestCommandLine:
         result = cli("grade", str(ROOT / "solutions"), "--format", "json", "--problem", "softmax")
         assert result.exit_code == 0
         assert calls[:2] == ["zygote", "load"]
+
+    def test_grade_all_starts_a_zygote_per_job_before_loading_the_course(self, cli, monkeypatch, tmp_path):
+        """`mha grade-all --jobs 2` starts both grader processes' zygotes first (spawn.prestart_spares),
+        so numpy loads there while the course loads."""
+        import grader.course.loader
+        calls = []
+        real_spares, real_load = spawn.prestart_spares, grader.course.loader.load_course
+        real_read = grader.course.loader.read_course
+        monkeypatch.setattr(spawn, "prestart_spares", lambda count: (calls.append(f"zygotes {count}"),
+                                                                     real_spares(count))[1])
+        # a validated course is loaded through load_course, one not validated yet through read_course
+        monkeypatch.setattr(grader.course.loader, "load_course", lambda root: (calls.append("load"), real_load(root))[1])
+        monkeypatch.setattr(grader.course.loader, "read_course", lambda root: (calls.append("load"), real_read(root))[1])
+        (tmp_path / "class" / "ann").mkdir(parents=True)
+        (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
+        result = cli("grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2",
+                     "--no-progress")
+        assert result.exit_code == 0, result.output
+        assert calls[:2] == ["zygotes 2", "load"]
+        assert spawn._spares == [] and spawn._handed == []  # the one nobody adopted (a class of one) is stopped
 
     def test_grade_imports_nothing_heavy(self, tmp_path):
         """`mha grade` loads no plotting, notebook, otter or exporter module."""

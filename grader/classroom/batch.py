@@ -41,6 +41,7 @@ from ..grading.submission import SOURCE_BYTES, SubmissionFiles
 from ..paths import SUBMISSION_NAME, remove_tree, write_atomically
 from ..records import record
 from ..sandbox.limits import Limits
+from ..sandbox.spawn import adopt_spare, reap_spares, use_spare
 from ..sandbox.student_text import one_line
 from .analysis import StudentRow
 from .submission_metadata import GRADESCOPE_METADATA, first_submitter, read_metadata
@@ -369,6 +370,7 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
         if jobs > 1 and len(submissions) > 1 and FORK:
             results = _in_processes(work, lost, submissions, jobs)
         else:
+            use_spare(0)  # a zygote started ahead (spawn.prestart_spares), if any
             results = _in_threads(work, submissions, jobs)
         for done, (index, record, resumed) in enumerate(results, 1):
             if done % SYNC_EVERY == 0:
@@ -378,6 +380,7 @@ def grade_all(course: Course, submissions: Sequence[Submission], out: Path, *,
         if os.getpid() == owner:  # not in a forked grader process
             _sync(out)
             remove_tree(scratch)
+            reap_spares()
 
 
 FEEDBACK_HASH = "feedback_sha256"  # a stored record's: the hash of the feedback file written with it
@@ -530,11 +533,15 @@ def _in_processes(work: Work, lost: Callable[..., dict], submissions: Sequence[S
         busy[conn] = (proc, index)
 
     try:
-        for _ in range(min(jobs, len(submissions))):
+        for number in range(min(jobs, len(submissions))):
             ours, theirs = context.Pipe()
             proc = context.Process(target=_serve, args=(theirs, [ours, *busy], work, submissions), name="mha-grader",
                                    daemon=True)
-            proc.start()
+            adopt_spare(number)  # its zygote, started ahead (spawn.prestart_spares), if there is one
+            try:
+                proc.start()
+            finally:
+                adopt_spare(None)
             theirs.close()
             send_next(ours, proc)
         while busy:

@@ -115,6 +115,8 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     from ..classroom import batch
     from ..classroom.class_report import Plotter
     plotter = hand = None
+    from ..sandbox.spawn import prestart_spares
+    prestart_spares(jobs or _default_jobs())  # each grader process's zygote loads while the course does
     try:
         course = obj.course()
         seed_of = _seeds(obj)

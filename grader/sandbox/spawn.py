@@ -42,8 +42,8 @@ from ..paths import PACKAGE, cache_dir, remove_tree
 MARKER = "MHA_SANDBOX"  # environment variable carrying a session's marker (isolation.py)
 MARKER_LENGTH = 24      # characters of a marker (hex)
 
-__all__ = ["WORKER", "ForkServer", "StudentProcess", "fork_server", "pipe", "prestart", "reap", "start_student",
-           "stop_fork_server", "student_env"]
+__all__ = ["WORKER", "ForkServer", "StudentProcess", "adopt_spare", "fork_server", "pipe", "prestart",
+           "prestart_spares", "reap", "reap_spares", "start_student", "stop_fork_server", "student_env", "use_spare"]
 
 WORKER = Path(__file__).with_name("worker.py")
 # The zygote loads worker.py as its siblings are loaded (worker._sibling): from the file Python
@@ -170,7 +170,8 @@ def library_paths() -> list[str]:
 class ForkServer:
     """The zygote process and the grader's end of its socket."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: bool = True) -> None:
+        """`read`: start reading the zygote's messages now (a spare: once a grader process adopts it)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._errors = tempfile.TemporaryFile()
         try:
@@ -199,10 +200,25 @@ class ForkServer:
         self.prepared: tuple[bool, str] | None = None  # what came of `prepare`: namespaces work, or why not
         self._ahead: Path | None = None  # the folder `prepare` lends the zygote until then
         self._asked = False  # `prepare` was called (once is enough)
+        self._parent = os.getpid()  # the zygote's parent: the one process that can wait for it
+        if read:
+            self._start_reading()
+
+    def _start_reading(self) -> None:
         threading.Thread(target=self._read, name="mha-fork-server", daemon=True).start()
+
+    def _adopted(self) -> None:
+        """In a grader process forked from the one that started this zygote (see `prestart_spares`):
+        it serves this process from now on. Its state is fresh here (no thread of the parent
+        survives a fork), so the locks are made anew, and the zygote's messages are read here."""
+        self._send_lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._start_reading()
 
     @property
     def alive(self) -> bool:
+        if os.getpid() != self._parent:  # adopted: only its parent can wait for it; its end closes the socket
+            return not self._closed
         return not self._closed and self.proc.poll() is None
 
     def _read(self) -> None:
@@ -338,11 +354,25 @@ class ForkServer:
         except OSError:
             pass
         self._sock.close()
-        self.proc.kill()
-        if reap:
-            self.proc.wait()
+        if os.getpid() == self._parent:
+            self.proc.kill()
+            if reap:
+                self.proc.wait()
+        else:  # adopted: its parent (the batch's process) reaps it, after this process, so the pid is still its own
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self._errors.close()
         self._drop_ahead()
+
+    def hand_over(self) -> None:
+        """In the process that started this spare, once a grader process has adopted it: this
+        process's end of the socket is closed (the zygote sees its grader's end, and only that),
+        and its folder lent to `prepare` is the adopter's to delete; the zygote is reaped by
+        `reap_spares`."""
+        self._sock.close()
+        self._errors.close()
 
 
 _server: ForkServer | None = None
@@ -350,9 +380,15 @@ _server_lock = threading.Lock()
 
 
 def fork_server() -> ForkServer:
-    """This grader process's zygote, started (or replaced, if it died) on first use."""
-    global _server
+    """This grader process's zygote: the spare it was forked to adopt, or one started (or replaced,
+    if it died) on first use."""
+    global _server, _adopt
     with _server_lock:
+        if _server is None and isinstance(_adopt, ForkServer):
+            adopted, _adopt = _adopt, None
+            adopted._adopted()
+            atexit.register(_stop)
+            _server = adopted
         if _server is None or not _server.alive:
             if _server is None:
                 atexit.register(_stop)
@@ -369,17 +405,98 @@ def stop_fork_server(reap: bool = True) -> None:
 
 
 def _stop(reap: bool = True) -> None:
-    global _server
+    global _server, _adopt
     with _server_lock:
+        if isinstance(_adopt, ForkServer):  # a spare this process was forked to adopt, and never used
+            _adopt.close(reap)
+            _adopt = None
         if _server is not None:
             _server.close(reap)
             _server = None
 
 
 def _forget() -> None:
-    """In a forked copy of the grader: the zygote is the parent's; this process starts its own."""
-    global _server, _server_lock
+    """In a forked copy of the grader: the zygote is the parent's; this process starts its own, or
+    adopts the spare the parent is forking it for (`adopt_spare`). Its copies of the other spares'
+    sockets are closed: each zygote must see its own grader's end of the socket, and only that."""
+    global _server, _server_lock, _adopt, _spares
     _server, _server_lock = None, threading.Lock()
+    adopting, _adopt = _adopt, None
+    spares, _spares = _spares, []
+    for index, spare in enumerate(spares):
+        if index == adopting:
+            _adopt = spare
+        else:
+            spare._sock.close()
+
+
+_spares: list[ForkServer] = []      # zygotes started ahead for the grader processes this process forks
+_handed: list[ForkServer] = []      # spares handed over to grader processes: reaped by reap_spares
+_adopt: ForkServer | int | None = None  # the spare the next fork adopts (its index until then)
+
+
+def prestart_spares(count: int) -> None:
+    """Start `count` zygotes now, for the grader processes this process will fork (`adopt_spare`):
+    Python and numpy load while the course loads, instead of after each grader process starts.
+    As root, each also builds the student's file system ahead (ForkServer.prepare). Never raises:
+    a zygote that cannot start is started again by the grader process that needs it."""
+    if not FORK_SERVER:
+        return
+    if not _spares and not _handed:
+        atexit.register(reap_spares)  # (a command that fails before grading leaves none running)
+    jail = jail_spec()
+    for _ in range(count):
+        try:
+            spare = ForkServer(read=False)
+        except InternalError:
+            return
+        if jail is not None:
+            spare.prepare(jail)
+        _spares.append(spare)
+
+
+def adopt_spare(index: int | None) -> None:
+    """Say which spare (by its index) the next forked process adopts as its own zygote; with None,
+    once that process is forked: this process hands the spare over (closes its end of the socket)."""
+    global _adopt
+    if index is not None:
+        _adopt = index
+        return
+    adopting, _adopt = _adopt, None
+    if isinstance(adopting, int) and adopting < len(_spares):
+        _spares[adopting].hand_over()
+        _handed.append(_spares[adopting])
+
+
+def use_spare(index: int) -> None:
+    """In the process that started the spares: spare `index` becomes this process's own zygote
+    (grading in threads here), if it has none yet."""
+    global _server
+    with _server_lock:
+        if _server is None and index < len(_spares) and _spares[index] not in _handed:
+            spare = _spares[index]  # (kept in the list: reap_spares leaves it to _stop, at exit)
+            spare._start_reading()
+            atexit.register(_stop)
+            _server = spare
+
+
+def reap_spares(seconds: float = 5.0) -> None:
+    """In the process that started the spares, once its grader processes are done: stop the
+    spares nobody adopted, and wait for the handed-over ones to end (their graders closed their
+    sockets; one still there after `seconds` is killed)."""
+    global _spares, _handed
+    spares, handed = _spares, _handed
+    _spares, _handed = [], []
+    for spare in spares:
+        if spare not in handed and spare is not _server:
+            spare.close()
+    end = time.monotonic() + seconds
+    for spare in handed:
+        try:
+            spare.proc.wait(max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            spare.proc.kill()
+            spare.proc.wait()
 
 
 os.register_at_fork(after_in_child=_forget)
