@@ -114,7 +114,7 @@ HOSTILES = (
     Hostile("read_secrets", loses=(AR, CR), root_only=True,
             says=("student code cannot import the grader package",
                   "probes: reference=closed package_list=closed problems=closed problems_list=closed "
-                  "solutions=closed git=closed write_course=closed write_exercises=closed "
+                  "solutions=closed git=closed kept_trees=closed write_course=closed write_exercises=closed "
                   "reference_by_path=closed import_grader="), fallback=True),
     Hostile("stall_stdin", loses=(CR,), says=("timed out (time limit of 1 s for this problem)",), fallback=True),
     Hostile("claim_squatter", loses=(PS,), root_only=True, fallback=True,
@@ -152,6 +152,10 @@ def submission_source(hostile: Hostile, token: str, edge_course: EdgeCourse) -> 
     snippet = (HOSTILE / f"{hostile.name}.py").read_text()
     text = (head + snippet).replace("@TOKEN@", token).replace("@COURSE@", str(edge_course.base))
     text = text.replace("@PYTHON@", repr(sorted(installation_in_tmp())))  # a virtualenv under /tmp
+    from grader.course.yamlio import _kept_folder
+    kept = _kept_folder()
+    assert kept is not None and any(kept.iterdir())  # the course was loaded here: its trees are kept
+    text = text.replace("@KEPT@", str(kept))
     return text.replace("@PACKAGE@", str(PACKAGE)).replace("@CHECKOUT@", str(ROOT)), head.count("\n")
 
 

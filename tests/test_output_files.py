@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.course.yamlio import KEPT_FOLDER
 from grader.errors import ExitCode, OutputError
 from grader.paths import check_output, write_atomically
 
@@ -148,8 +149,9 @@ class TestModes:
                 p.name: 0o700 if p.is_dir() else 0o600 for p in (cache / "mha").rglob("*")}
 
     def test_the_prepared_course_stays_private(self, edge_course, submission):
-        """`mha grade` compiles the assignment on its first run: under umask 022, a 0700 cache
-        folder holding one 0600 seed cache."""
+        """`mha grade` prepares the assignment on its first run: under umask 022, a 0700 cache
+        folder holding one 0600 seed cache, and a 0700 folder of the course files' parsed trees,
+        each 0600 (course/yamlio.py: a problem file holds hidden cases)."""
         cache = new_folder(edge_course, "seed-cache")
         run = run_grader(edge_course, "grade", str(submission), "--format", "json", cwd=submission, umask=0o022,
                          env={"MHA_CACHE_DIR": str(cache / "mha")})
@@ -157,8 +159,10 @@ class TestModes:
         assert json.loads(run.stdout)["score"] == edge_course.total
         seed_cases = [p for p in (cache / "mha").iterdir() if p.suffix == ".cases"]
         assert mode(cache / "mha") == 0o700 and len(seed_cases) == 1
+        kept = cache / "mha" / KEPT_FOLDER
         assert {p.name: mode(p) for p in (cache / "mha").iterdir()} == {
-            p.name: 0o600 for p in (cache / "mha").iterdir()}
+            p.name: 0o700 if p == kept else 0o600 for p in (cache / "mha").iterdir()}
+        assert mode(kept) == 0o700 and {mode(p) for p in kept.iterdir()} == {0o600}
 
     @pytest.mark.parametrize("secret, expected", [(None, 0o644), ("a-course-secret", 0o600)])
     def test_gradescope_zip_is_private_when_it_holds_the_secret(self, cli, monkeypatch, tmp_path, secret, expected):

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from grader.cli.commands import main
 from grader.course.loader import load_course
 from grader.course.seeds import student_seed
+from grader.course.yamlio import KEPT_FOLDER
 from grader.errors import ExitCode, SpecError, SpecErrors
 from grader.grading import seed_cache as seed_cache_module
 from grader.grading.grade import grade, grade_seed_cases
@@ -131,13 +132,13 @@ class TestNeverStale:
             cached_seed_cases(root, 0, valid_then=valid_then)
         (error,) = str(info.value).splitlines()  # the key's error alone
         assert error.startswith(f"{softmax}:{worked}: case 'worked example': 'expect' disagrees with the reference (")
-        assert not list(cache.glob("*"))  # nothing compiled, nothing noted
+        assert [p.name for p in cache.glob("*")] == [KEPT_FOLDER]  # nothing compiled, nothing noted (the files parsed)
         softmax.write_text(softmax.read_text().replace("expect: [0.1, 0.2, 0.7]", right_key, 1))
         with pytest.raises(SpecError) as info:  # the key is right: the case the reference cannot answer
             cached_seed_cases(root, 0, valid_then=valid_then)
         case = 1 + counts.read_text().splitlines().index("  - name: width 8, two heads")
         assert str(info.value).startswith(f"{counts}:{case}: case 'width 8, two heads': the reference raised ValueError")
-        assert not list(cache.glob("*"))  # nothing compiled, nothing noted
+        assert [p.name for p in cache.glob("*")] == [KEPT_FOLDER]  # nothing compiled, nothing noted (the files parsed)
         counts.write_text(counts.read_text().replace("args: {d_model: 8, num_heads: 3}", good_case, 1))
         assert len(cached_seed_cases(root, 0, valid_then=valid_then).problems) == len(load_course(root).problems)
         assert len(list(cache.glob("*-0.cases"))) == 1 and len(list(cache.glob("*.valid"))) == 1
@@ -186,7 +187,7 @@ class TestNeverStale:
     def test_only_the_latest_prepared_courses_are_kept(self, cache):
         """Every change of the files makes a new seed cache; the oldest go."""
         course = load_course(EXERCISES)
-        cache.mkdir(mode=0o700)
+        cache.mkdir(mode=0o700, exist_ok=True)  # (the course's parsed files are kept there already)
         for i in range(seed_cache_module.KEEP + 3):
             old = cache / f"{i:08x}-0.cases"
             old.write_text("{}")

@@ -281,3 +281,70 @@ def test_pyyaml_is_imported_without_compiling_its_unicode_pattern(order):
     assert all(lazy == real for lazy, real in spans) and [s[0] is not None for s in spans] == [
         False, False, True, False, True, True, False, True]
     assert message is not None and "unacceptable character #x0007: special characters are not allowed" in message
+
+
+def _same_tree(a, b) -> bool:
+    """Equal, of the same types all the way down, with the same lines."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, YMap):
+        return (a.line, a.key_lines, a.duplicates, list(a)) == (b.line, b.key_lines, b.duplicates, list(b)) \
+            and all(_same_tree(a[k], b[k]) for k in a)
+    if isinstance(a, YList):
+        return (a.line, a.item_lines, len(a)) == (b.line, b.item_lines, len(b)) and all(map(_same_tree, a, b))
+    return repr(a) == repr(b)
+
+
+class TestKeptTrees:
+    """A course file is parsed once: its tree is kept in the cache folder by its text and read
+    back while the text is the same (yamlio._keep); student text is always parsed."""
+
+    @pytest.fixture
+    def cache(self, tmp_path, monkeypatch) -> Path:
+        from grader.paths import CACHE_ENV
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+        return tmp_path / "cache" / grader.course.yamlio.KEPT_FOLDER
+
+    @pytest.mark.parametrize("duplicates", [False, True])
+    def test_every_shipped_file_reads_back_exactly_without_pyyaml(self, cache, monkeypatch, duplicates):
+        files = sorted(EXERCISES.rglob("*.yaml"))
+        parsed = [load_yaml(path, duplicates=duplicates) for path in files]
+        assert len(list(cache.iterdir())) == len(files)
+        monkeypatch.setattr(grader.course.yamlio, "_parse_yaml", lambda *a, **k: pytest.fail("parsed again"))
+        for path, tree in zip(files, parsed):
+            again = load_yaml(path, duplicates=duplicates)
+            assert _same_tree(again, tree) and again is not tree, path
+
+    def test_a_changed_file_is_parsed_again_and_a_damaged_tree_too(self, cache, tmp_path):
+        path = tmp_path / "p.yaml"
+        path.write_text(MIXED.split("when:")[0])
+        first = load_yaml(path)
+        path.write_text("title: changed\nlist: [1, 2.5, true, null]\n")
+        assert load_yaml(path) == {"title": "changed", "list": [1, 2.5, True, None]}
+        for kept in cache.iterdir():
+            kept.write_text('{"m": 1, "k": [["title"')  # cut short
+        assert load_yaml(path)["title"] == "changed"
+        path.write_text(MIXED.split("when:")[0])
+        assert _same_tree(load_yaml(path), first)
+
+    def test_what_would_not_read_back_is_not_kept_and_still_reads(self, cache, tmp_path):
+        path = tmp_path / "p.yaml"
+        path.write_text("when: 2026-01-27\n")  # a date: not JSON
+        assert str(load_yaml(path)["when"]) == "2026-01-27"
+        bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdef", "bcdefg"))
+        path.write_text(bomb)  # ten million values written out
+        assert len(load_yaml(path)["g"]) == 10
+        assert not cache.exists() or list(cache.iterdir()) == []
+
+    def test_student_text_is_never_kept(self, cache, tmp_path):
+        (tmp_path / "answers.yaml").write_text("distributions_one_head: b\n")
+        sheet = read_answers(tmp_path / "answers.yaml", QUIZ_IDS)
+        assert sheet.answers["distributions_one_head"] == "b"
+        assert load_yaml(Path("answers.yaml"), "a: 1\n") == {"a": 1}
+        assert not cache.exists() or list(cache.iterdir()) == []
+
+    def test_kept_trees_are_private(self, cache):
+        load_yaml(EXERCISES / "assignment.yaml")
+        assert cache.stat().st_mode & 0o777 == 0o700
+        assert [kept.stat().st_mode & 0o777 for kept in cache.iterdir()] == [0o600]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import reprlib
 import sys
@@ -218,7 +219,134 @@ def _load(text: str, loader_class, max_values: int | None, duplicates: bool = Fa
         loader.dispose()
 
 
+# ------------------------------------------------ the parsed course files, kept for the next run
+
+KEPT_FOLDER = "yaml"     # in the cache folder (paths.cache_dir): a course file's parsed tree, by its text
+KEPT_FORMAT = 1
+KEPT_LIMIT = 2000        # files kept at most (each a few kilobytes); past that the oldest half goes
+
+
+def _kept_name(text: str, duplicates: bool) -> str:
+    """The kept tree's file name: the text's length and two checksums of it (zlib's: hashlib would
+    load OpenSSL), the reading's options, and what else shapes the tree (this file, PyYAML)."""
+    import zlib
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        own = Path(__file__).stat()
+        code = f"{own.st_size}-{own.st_mtime_ns}"
+    except OSError:
+        code = "?"
+    version = f"{KEPT_FORMAT}-{yaml.__version__}-{code}-{int(duplicates)}".encode()
+    return f"{len(data):x}-{zlib.crc32(data):08x}-{zlib.adler32(data):08x}-{zlib.crc32(version):08x}.json"
+
+
+KEPT_VALUES = 1 << 18  # values in a kept tree at most (an alias repeats its value in the JSON)
+
+
+def _plain_tree(node, budget: list[int] | None = None) -> object:
+    """A parsed tree as JSON: a mapping as {"m": line, "k": [[key, line, value]...], "d": [[key,
+    lines]...]}, a sequence as {"l": line, "i": item lines, "v": values}; TypeError for anything
+    that would not read back as it is (a date, bytes, a set...) or a tree of more than KEPT_VALUES
+    values written out."""
+    budget = [KEPT_VALUES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TypeError("too large to keep")
+    kind = type(node)
+    if kind is YMap:
+        return {"m": node.line,
+                "k": [[_plain_tree(k, budget), node.key_lines[k], _plain_tree(v, budget)] for k, v in node.items()],
+                "d": [[_plain_tree(k, budget), list(lines)] for k, lines in node.duplicates.items()]}
+    if kind is YList:
+        return {"l": node.line, "i": list(node.item_lines), "v": [_plain_tree(v, budget) for v in node]}
+    if node is None or kind in (str, int, float, bool):
+        return node
+    raise TypeError(f"a {kind.__name__} is not kept")
+
+
+def _tree(data) -> object:
+    """The parsed tree `_plain_tree` wrote."""
+    if type(data) is dict:
+        if "m" in data:
+            result = YMap()
+            result.line, result.key_lines, result.duplicates = data["m"], {}, {}
+            for key, line, value in data["k"]:
+                key = _tree(key)
+                result[key] = _tree(value)
+                result.key_lines[key] = line
+            for key, lines in data["d"]:
+                result.duplicates[_tree(key)] = list(lines)
+            return result
+        items = YList(_tree(v) for v in data["v"])
+        items.line, items.item_lines = data["l"], list(data["i"])
+        return items
+    return data
+
+
+def _kept_folder() -> Path | None:
+    from ..paths import cache_dir
+    base = cache_dir()
+    return base / KEPT_FOLDER if base is not None else None
+
+
+def _read_kept(text: str, duplicates: bool):
+    """The tree kept for this very text, or _NOT_KEPT."""
+    folder = _kept_folder()
+    if folder is None:
+        return _NOT_KEPT
+    try:
+        import json
+        return _tree(json.loads((folder / _kept_name(text, duplicates)).read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # none yet, or damaged: parsed again
+        return _NOT_KEPT
+
+
+def _keep(text: str, duplicates: bool, tree) -> None:
+    """Keep the parsed tree of `text` (in the grader user's 0700 cache folder: a problem file holds
+    hidden cases); nothing is kept when it cannot be, and grading never needs it."""
+    folder = _kept_folder()
+    if folder is None:
+        return
+    try:
+        import json
+
+        from ..paths import write_private
+        data = json.dumps(_plain_tree(tree), separators=(",", ":"))
+        if folder.is_dir() and len(names := os.listdir(folder)) > KEPT_LIMIT:
+            paths = sorted((folder / name for name in names), key=lambda p: p.stat().st_mtime_ns)
+            for old in paths[:len(paths) // 2]:
+                old.unlink(missing_ok=True)
+        write_private(folder / _kept_name(text, duplicates), data)
+    except (OSError, TypeError, ValueError, RecursionError):
+        pass
+
+
+_NOT_KEPT = object()
+
+
 def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = None, duplicates: bool = False):
+    """Parse one YAML file; every failure is a SpecError with the file and line.
+
+    A course's file (read here from `path`, no `max_values`) is parsed once: its tree is kept in
+    the cache folder by its text (`_keep`), and read back from there while the text is the same,
+    about a tenth of the time PyYAML takes to build it. Text handed in (a student's answers) is
+    always parsed."""
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
+        if max_values is None:
+            kept = _read_kept(text, duplicates)
+            if kept is not _NOT_KEPT:
+                return kept
+            tree = _parse_yaml(path, text, max_values=None, duplicates=duplicates)
+            _keep(text, duplicates, tree)
+            return tree
+    return _parse_yaml(path, text, max_values=max_values, duplicates=duplicates)
+
+
+def _parse_yaml(path: Path, text: str, *, max_values: int | None = None, duplicates: bool = False):
     """Parse one YAML file; every failure is a SpecError with the file and line.
 
     The text (the file's, or `text` handed in: a student's answers, read with a size limit) is
@@ -231,11 +359,6 @@ def load_yaml(path: Path, text: str | None = None, *, max_values: int | None = N
     (a "billion laughs") is refused before it is built, so no message or report can expand it.
     `duplicates`: a key written twice in a mapping is no error; the mapping keeps its first value
     and the lines of each such key (YMap.duplicates), for the caller to judge."""
-    try:
-        if text is None:
-            text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), None, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
     if _nesting_bound(text) <= MAX_FAST_NESTING:
         try:
             return _load(text, _FastLoader, max_values, duplicates)

@@ -1,11 +1,13 @@
-# Tries to read the reference, the hidden cases, the solutions and their git history, to import
-# the grader, and to write into the grader's folders. Reports what happened as its error.
+# Tries to read the reference, the hidden cases (in the course, and as the trees of its files the
+# grader keeps in its cache), the solutions and their git history, to import the grader, and to
+# write into the grader's folders. Reports what happened as its error.
 import importlib.util
 import os
 import sys
 
 COURSE = "@COURSE@"    # the test's course folder: exercises/, solutions/, .git/
 PACKAGE = "@PACKAGE@"  # the installed grader package
+KEPT = "@KEPT@"        # the grader's kept trees of the course's files (yamlio.KEPT_FOLDER in its cache)
 
 
 def _try(label, action):
@@ -57,6 +59,7 @@ def count_routing_distributions(*layer):
         _try("problems_list", lambda: os.listdir(os.path.join(COURSE, "exercises", "problems"))),
         _try("solutions", lambda: _read(os.path.join(COURSE, "solutions", "attention.py"))),
         _try("git", lambda: _read(os.path.join(COURSE, ".git", "HEAD"))),
+        _try("kept_trees", lambda: os.listdir(KEPT)),
         _try("write_course", lambda: _write(COURSE)),
         _try("write_exercises", lambda: _write(os.path.join(COURSE, "exercises"))),
         _try("reference_by_path", _import_reference_by_path),
