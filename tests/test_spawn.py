@@ -343,9 +343,12 @@ class TestCommandLine:
         assert result.exit_code == 0
         assert calls[:2] == ["zygote", "load"]
 
-    def test_grade_all_starts_a_zygote_per_job_before_loading_the_course(self, cli, monkeypatch, tmp_path):
-        """`mha grade-all --jobs 2` starts both grader processes' zygotes first (spawn.prestart_spares),
-        so numpy loads there while the course loads."""
+    @pytest.mark.parametrize("students, zygotes", [(3, 2), (1, 1)])
+    def test_grade_all_starts_a_zygote_per_grader_process_before_loading_the_course(self, cli, monkeypatch, tmp_path,
+                                                                                    students, zygotes):
+        """`mha grade-all --jobs 2` starts its grader processes' zygotes first (spawn.prestart_spares),
+        so numpy loads there while the course loads: one per grader process, and one for a class of
+        one (graded in the command's own process)."""
         import grader.course.loader
         calls = []
         real_spares, real_load = spawn.prestart_spares, grader.course.loader.load_course
@@ -355,13 +358,14 @@ class TestCommandLine:
         # a validated course is loaded through load_course, one not validated yet through read_course
         monkeypatch.setattr(grader.course.loader, "load_course", lambda root: (calls.append("load"), real_load(root))[1])
         monkeypatch.setattr(grader.course.loader, "read_course", lambda root: (calls.append("load"), real_read(root))[1])
-        (tmp_path / "class" / "ann").mkdir(parents=True)
-        (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
+        for number in range(students):
+            (tmp_path / "class" / f"s{number}").mkdir(parents=True)
+            (tmp_path / "class" / f"s{number}" / "attention.py").write_text(solution_source())
         result = cli("grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2",
                      "--no-progress")
         assert result.exit_code == 0, result.output
-        assert calls[:2] == ["zygotes 2", "load"]
-        assert spawn._spares == [] and spawn._handed == []  # the one nobody adopted (a class of one) is stopped
+        assert calls[:2] == [f"zygotes {zygotes}", "load"]
+        assert spawn._spares == [] and spawn._handed == []
 
     def test_grade_imports_nothing_heavy(self, tmp_path):
         """`mha grade` loads no plotting, notebook, otter or exporter module."""

@@ -27,6 +27,18 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def _zygotes_needed(obj: Ctx, submissions: Path, out: Path, jobs: int) -> int:
+    """The zygotes the batch will use, as it will share the class out (batch.grade_all): one per
+    grader process, one when a single submission is graded in this process, none for no
+    submissions (or when they cannot be found: the command says why, after the course)."""
+    from ..classroom import batch
+    try:
+        found = len(batch.discover(submissions, exclude=out, settings=obj.settings()))
+    except Exception:
+        return 0
+    return min(jobs, found) if found > 1 and batch.FORK else min(found, 1)
+
+
 class ShardParam(click.ParamType):
     """--shard: K/N (1 <= K <= N), or auto (read from a Slurm job array or a Kubernetes Indexed Job)."""
 
@@ -116,7 +128,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     from ..classroom.class_report import Plotter
     plotter = hand = None
     from ..sandbox.spawn import prestart_spares
-    prestart_spares(jobs or _default_jobs())  # each grader process's zygote loads while the course does
+    prestart_spares(_zygotes_needed(obj, submissions, out, jobs or _default_jobs()))  # they load while the course does
     try:
         course = obj.course()
         seed_of = _seeds(obj)
