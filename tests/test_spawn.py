@@ -366,6 +366,11 @@ class TestCommandLine:
         assert result.exit_code == 0, result.output
         assert calls[:2] == [f"zygotes {zygotes}", "load"]
         assert spawn._spares == [] and spawn._handed == []
+        calls.clear()  # a second run into the same folder reads its results back: it starts none ahead
+        result = cli("grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "2",
+                     "--no-progress")
+        assert result.exit_code == 0, result.output
+        assert calls[:2] == ["zygotes 0", "load"]
 
     def test_grade_imports_nothing_heavy(self, tmp_path):
         """`mha grade` loads no plotting, notebook, otter or exporter module."""

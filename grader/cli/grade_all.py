@@ -27,11 +27,18 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _zygotes_needed(obj: Ctx, submissions: Path, out: Path, jobs: int) -> int:
-    """The zygotes the batch will use, as it will share the class out (batch.grade_all): one per
-    grader process, one when a single submission is graded in this process, none for no
-    submissions (or when they cannot be found: the command says why, after the course)."""
+def _zygotes_needed(obj: Ctx, submissions: Path, out: Path, jobs: int, force: bool) -> int:
+    """The zygotes to start ahead for the batch, as it will share the class out (batch.grade_all):
+    one per grader process, one when a single submission is graded in this process; none for no
+    submissions (or when they cannot be found: the command says why, after the course), and none
+    for a run after an earlier one into the same folder, where most submissions are usually read
+    back, not graded (each grader process then starts its own zygote if it grades one)."""
     from ..classroom import batch
+    try:
+        if not force and any((out / batch.RESULTS_DIR).iterdir()):
+            return 0
+    except OSError:  # no earlier results
+        pass
     try:
         found = len(batch.discover(submissions, exclude=out, settings=obj.settings()))
     except Exception:
@@ -128,7 +135,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
     from ..classroom.class_report import Plotter
     plotter = hand = None
     from ..sandbox.spawn import prestart_spares
-    prestart_spares(_zygotes_needed(obj, submissions, out, jobs or _default_jobs()))  # they load while the course does
+    prestart_spares(_zygotes_needed(obj, submissions, out, jobs or _default_jobs(), force))  # they load while the course does
     try:
         course = obj.course()
         seed_of = _seeds(obj)

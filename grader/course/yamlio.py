@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import re
 import reprlib
@@ -243,44 +244,57 @@ def _kept_name(text: str, duplicates: bool) -> str:
 KEPT_VALUES = 1 << 18  # values in a kept tree at most (an alias repeats its value in the JSON)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain_tree(node, budget: list[int] | None = None) -> object:
     """A parsed tree as JSON: a mapping as {"m": line, "k": [[key, line, value]...], "d": [[key,
     lines]...]}, a sequence as {"l": line, "i": item lines, "v": values}; TypeError for anything
     that would not read back as it is (a date, bytes, a set...) or a tree of more than KEPT_VALUES
-    values written out."""
+    values written out. (Plain values are written where they stand: a call for each of the
+    thousands in a course would cost more than the parse saved.)"""
     budget = [KEPT_VALUES] if budget is None else budget
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise TypeError("too large to keep")
     kind = type(node)
-    if kind is YMap:
-        return {"m": node.line,
-                "k": [[_plain_tree(k, budget), node.key_lines[k], _plain_tree(v, budget)] for k, v in node.items()],
-                "d": [[_plain_tree(k, budget), list(lines)] for k, lines in node.duplicates.items()]}
-    if kind is YList:
-        return {"l": node.line, "i": list(node.item_lines), "v": [_plain_tree(v, budget) for v in node]}
-    if node is None or kind in (str, int, float, bool):
+    if kind in _SCALARS:
         return node
+    plain = _SCALARS
+    if kind is YMap:
+        budget[0] -= 2 * len(node) + len(node.duplicates) + 1
+        if budget[0] < 0:
+            raise TypeError("too large to keep")
+        lines = node.key_lines
+        return {"m": node.line,
+                "k": [[k if type(k) in plain else _plain_tree(k, budget), lines[k],
+                       v if type(v) in plain else _plain_tree(v, budget)] for k, v in node.items()],
+                "d": [[k if type(k) in plain else _plain_tree(k, budget), list(at)] for k, at in node.duplicates.items()]}
+    if kind is YList:
+        budget[0] -= len(node) + 1
+        if budget[0] < 0:
+            raise TypeError("too large to keep")
+        return {"l": node.line, "i": list(node.item_lines),
+                "v": [v if type(v) in plain else _plain_tree(v, budget) for v in node]}
     raise TypeError(f"a {kind.__name__} is not kept")
 
 
 def _tree(data) -> object:
     """The parsed tree `_plain_tree` wrote."""
-    if type(data) is dict:
-        if "m" in data:
-            result = YMap()
-            result.line, result.key_lines, result.duplicates = data["m"], {}, {}
-            for key, line, value in data["k"]:
+    if type(data) is not dict:
+        return data
+    if "m" in data:
+        result = YMap()
+        result.line, lines, result.duplicates = data["m"], {}, {}
+        for key, line, value in data["k"]:
+            if type(key) is dict:
                 key = _tree(key)
-                result[key] = _tree(value)
-                result.key_lines[key] = line
-            for key, lines in data["d"]:
-                result.duplicates[_tree(key)] = list(lines)
-            return result
-        items = YList(_tree(v) for v in data["v"])
-        items.line, items.item_lines = data["l"], list(data["i"])
-        return items
-    return data
+            result[key] = _tree(value) if type(value) is dict else value
+            lines[key] = line
+        result.key_lines = lines
+        for key, at in data["d"]:
+            result.duplicates[_tree(key)] = list(at)
+        return result
+    items = YList(_tree(v) if type(v) is dict else v for v in data["v"])
+    items.line, items.item_lines = data["l"], list(data["i"])
+    return items
 
 
 def _kept_folder() -> Path | None:
@@ -303,24 +317,39 @@ def _read_kept(text: str, duplicates: bool):
 
 def _keep(text: str, duplicates: bool, tree) -> None:
     """Keep the parsed tree of `text` (in the grader user's 0700 cache folder: a problem file holds
-    hidden cases); nothing is kept when it cannot be, and grading never needs it."""
+    hidden cases); nothing is kept when it cannot be, and grading never needs it. The folder is
+    made private (and pruned) once per process; each tree is written to a new file of its own,
+    then renamed into place, so a reader never sees half of one."""
     folder = _kept_folder()
     if folder is None:
         return
     try:
         import json
-
-        from ..paths import write_private
-        data = json.dumps(_plain_tree(tree), separators=(",", ":"))
-        if folder.is_dir() and len(names := os.listdir(folder)) > KEPT_LIMIT:
-            paths = sorted((folder / name for name in names), key=lambda p: p.stat().st_mtime_ns)
-            for old in paths[:len(paths) // 2]:
-                old.unlink(missing_ok=True)
-        write_private(folder / _kept_name(text, duplicates), data)
+        data = json.dumps(_plain_tree(tree), separators=(",", ":")).encode()
+        if folder not in _READY:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(folder, 0o700)
+            if len(names := os.listdir(folder)) > KEPT_LIMIT:
+                paths = sorted((folder / name for name in names), key=lambda p: p.stat().st_mtime_ns)
+                for old in paths[:len(paths) // 2]:
+                    old.unlink(missing_ok=True)
+            _READY.add(folder)
+        name = _kept_name(text, duplicates)
+        temporary = folder / f".{name}.{os.getpid()}.{next(_WRITES)}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, folder / name)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
     except (OSError, TypeError, ValueError, RecursionError):
         pass
 
 
+_READY: set[Path] = set()  # kept-tree folders made private (and pruned) by this process
+_WRITES = itertools.count()
 _NOT_KEPT = object()
 
 
