@@ -83,18 +83,20 @@ class TestCommandOf:
 
 class TestMain:
     @pytest.mark.parametrize("argv,calls", [
-        (["grade", "solutions"], ["zygote", "cli mha", "freeze", "end None"]),
-        (["--course", "x", "check"], ["zygote", "cli mha", "freeze", "end None"]),
+        (["grade", "solutions"], ["zygote started", "zygote", "cli mha", "freeze", "end None"]),
+        (["--course", "x", "check"], ["zygote started", "zygote", "cli mha", "freeze", "end None"]),
         (["list"], ["cli mha"]),
         (["--course", "grade", "validate"], ["cli mha"]),
     ])
     def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
-        """check and grade start the zygote before the CLI runs, with the cyclic garbage collector
+        """check and grade start the zygote before the CLI runs (first of all, with built-in
+        modules only: zygote_start; then `spawn` takes it over), with the cyclic garbage collector
         off, freeze what they made once done and end the process (one submission: see launch.py);
         other commands do not start it, keep the collector on and return."""
         import grader.cli.commands
-        from grader.sandbox import spawn
+        from grader.sandbox import spawn, zygote_start
         seen = []
+        monkeypatch.setattr(zygote_start, "start", lambda: seen.append("zygote started"))
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
         monkeypatch.setattr(grader.cli.commands, "main", lambda prog_name: seen.append(f"cli {prog_name}"))
         monkeypatch.setattr(launch.gc, "freeze", lambda: seen.append("freeze"))

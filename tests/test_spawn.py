@@ -404,3 +404,83 @@ class TestForkedProcess:
             worker.kill()
             assert worker.proc.returncode == -signal.SIGKILL and worker.proc.wait() == -signal.SIGKILL
             assert worker.proc.pid not in signalled
+
+    def test_a_refused_spawn_is_the_graders_failure_once_its_reply_is_read(self, write_submission, monkeypatch):
+        """The session goes on while the zygote forks its student process (ForkedProcess reads the
+        reply when first needed): a spawn the zygote refuses is still an InternalError naming
+        why, raised by the session, with nothing of it left running."""
+        from grader.errors import InternalError
+        path = write_submission("def f():\n    return 1\n")
+        server = spawn.fork_server()
+        real = server.request
+
+        def refused(request, fds):  # the zygote gets no descriptors: it refuses, and says why
+            return real(request, ())
+
+        monkeypatch.setattr(server, "request", refused)
+        with pytest.raises(InternalError, match=r"could not start \(expected 4 file descriptors\)"):
+            with Session(path) as session:
+                session.run("f", [[]], 10.0)
+        assert session._worker is None
+
+
+# What the zygote started first thing (zygote_start) becomes, in a fresh Python: a JSON line.
+EARLY = """\
+import json, os, sys, tempfile
+from grader.sandbox import spawn, zygote_start
+from grader.sandbox.session import Session
+leaked = tempfile.NamedTemporaryFile(prefix="mha-leaked-")
+os.set_inheritable(leaked.fileno(), True)  # what a careless caller may leave open for its children
+zygote_start.start()
+early = zygote_start._early[1] if zygote_start._early else None
+if sys.argv[1] == "unused":
+    spawn.stop_fork_server()
+    print(json.dumps({"early": early, "gone": not os.path.exists(f"/proc/{early}")}))
+    sys.exit()
+if sys.argv[1] == "forked":
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if zygote_start.take() is None else 1)
+    print(json.dumps({"early": early, "child took it": os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) != 0}))
+    sys.exit()
+server = spawn.fork_server()
+with Session(b"import os\\ndef parent():\\n    return os.getppid()\\n") as session:
+    parent = session.run("parent", [[]], 30.0).cases[0].value
+fds = {os.readlink(f"/proc/{server.proc.pid}/fd/{n}") for n in os.listdir(f"/proc/{server.proc.pid}/fd")}
+print(json.dumps({"early": early, "server": server.proc.pid, "parent": parent, "leaked": leaked.name in fds,
+                  "cwd": os.readlink(f"/proc/{server.proc.pid}/cwd")}))
+"""
+
+
+class TestStartedFirst:
+    """`mha grade` and `mha check` start the zygote with built-in modules only, before anything
+    else (zygote_start), and the fork server takes it over."""
+
+    @staticmethod
+    def _run(mode: str, **env: str) -> dict:
+        environ = {**os.environ, "MHA_NAMESPACES": "off", **env}  # (a student sees its parent outside them)
+        done = subprocess.run([sys.executable, "-c", EARLY, mode], cwd=ROOT, env=environ, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def test_the_fork_server_forks_from_the_zygote_started_first(self):
+        """The student process is the early zygote's child; the zygote runs in /, and a descriptor
+        its starter left inheritable is not open in it."""
+        seen = self._run("used")
+        assert seen["early"] and seen["server"] == seen["early"] == seen["parent"]
+        assert seen["cwd"] == "/" and not seen["leaked"]
+
+    def test_one_never_used_is_stopped_and_reaped(self):
+        seen = self._run("unused")
+        assert seen["early"] and seen["gone"]
+
+    def test_a_forked_copy_of_its_starter_does_not_take_it(self):
+        seen = self._run("forked")
+        assert seen["early"] and not seen["child took it"]
+
+    def test_where_it_cannot_start_the_fork_server_starts_its_own(self, tmp_path):
+        """No folder for its stderr file: nothing is started early, and the fork server starts
+        the zygote itself, as before."""
+        seen = self._run("used", TMPDIR=str(tmp_path / "missing"))
+        assert seen["early"] is None and seen["server"] == seen["parent"]

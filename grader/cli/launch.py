@@ -52,6 +52,8 @@ def _start(argv: list[str]) -> bool:
         os.environ.setdefault(variable, "1")
     if command_of(argv) not in EARLY_START:
         return False
+    from ..sandbox import zygote_start
+    zygote_start.start()  # first of all: its Python and numpy load while this process imports the rest
     gc.disable()  # one submission, a fraction of a second: collections would only walk what the imports made
     from ..sandbox.spawn import prestart
     prestart()

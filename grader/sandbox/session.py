@@ -220,7 +220,6 @@ class Worker:
             raise
         finally:
             os.close(write_fd)
-        isolation.started(self.proc)
         self._buffer = b""  # answers read but not yet taken, from self._taken on
         self._taken = 0
         self._pending = bytearray()  # requests not yet taken by the student's stdin pipe
@@ -306,6 +305,17 @@ class Worker:
         elif watched and not self._pending:
             self._sel.unregister(fd)
         return not self._broken
+
+    def refused(self) -> str | None:
+        """Why the process never started, if the zygote said so (or never answered): a forked
+        process's spawn is answered while the grader goes on (spawn.ForkedProcess)."""
+        started = getattr(self.proc, "started", None)
+        try:
+            if started is not None:
+                started()
+        except InternalError as exc:
+            return str(exc)
+        return None
 
     def exit_description(self) -> str:
         try:
@@ -443,10 +453,15 @@ class Session:
             self.deadline += time.monotonic() - began
         if event is not None and event.get("event") == "ready" and not worker.ready:
             worker.ready = True
+            self.isolation.started(worker.proc)  # how it runs (the zygote's reply is in by now)
             event = None
         if worker.ready:
             event = worker.next_event(min(self.deadline, time.monotonic() + self.limits.load_seconds))
         if not worker.ready:  # no student code has run yet: the grader's environment is at fault
+            refused = worker.refused()
+            if refused is not None:
+                self._retire()
+                raise InternalError(refused)
             problem = "did not start in time" if event is None else worker.exit_description()
             worker.drain()
             said = worker.stderr.data.decode("utf-8", "replace").strip().splitlines()[-1:]

@@ -38,29 +38,22 @@ from typing import IO, Protocol, cast
 
 from ..errors import InternalError
 from ..paths import PACKAGE, cache_dir, remove_tree
+from . import zygote_start
+from .zygote_start import MARKER, MARKER_LENGTH, student_env
 
-MARKER = "MHA_SANDBOX"  # environment variable carrying a session's marker (isolation.py)
-MARKER_LENGTH = 24      # characters of a marker (hex)
-
-__all__ = ["WORKER", "ForkServer", "StudentProcess", "adopt_spare", "fork_server", "pipe", "prestart",
+__all__ = ["MARKER", "MARKER_LENGTH", "WORKER", "ForkServer", "StudentProcess", "adopt_spare", "fork_server", "pipe", "prestart",
            "prestart_spares", "reap", "reap_spares", "start_student", "stop_fork_server", "student_env", "use_spare"]
 
-WORKER = Path(__file__).with_name("worker.py")
-# The zygote loads worker.py as its siblings are loaded (worker._sibling): from the file Python
-# byte-compiled when the package was installed. Run as a script, worker.py was turned into
-# bytecode from its source on every start (6 ms, on the way to a cold grade's first student
-# process). Then it is
-# told to serve: its name is not __main__.
-ZYGOTE_CODE = ("import sys, importlib.util as u; sys.argv.pop(0); "
-               "s = u.spec_from_file_location('_mha_worker', sys.argv[0]); m = u.module_from_spec(s); "
-               "sys.modules[s.name] = m; s.loader.exec_module(m); m.zygote(int(sys.argv[2]))")
+WORKER = Path(zygote_start.WORKER)
 FORK_SERVER = sys.platform == "linux" and hasattr(socket, "send_fds")  # else: one Python per student process
 
 
 class StudentProcess(Protocol):
     """What the sandbox needs of a student process (a subprocess.Popen is one)."""
 
-    pid: int
+    @property
+    def pid(self) -> int: ...
+
     stdin: IO[bytes]
     stdout: IO[bytes]
     stderr: IO[bytes]
@@ -73,41 +66,72 @@ class StudentProcess(Protocol):
     def kill(self) -> None: ...
 
 
-def student_env(home: str, extra: dict[str, str]) -> dict[str, str]:
-    """The whole environment of a student process: nothing of the grader's but PATH."""
-    env = {**extra, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home,
-           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed on some CPUs (see env notes)
-        if key in os.environ:
-            env[key] = os.environ[key]
-    return env
-
-
 class ForkedProcess:
-    """A student process forked by the zygote: Popen's surface, with the exit status from the zygote."""
+    """A student process forked by the zygote: Popen's surface, with the exit status from the zygote.
 
-    def __init__(self, server: ForkServer, pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
-                 jailed: bool = False, why: str = ""):
-        self.server, self.pid = server, pid
-        self.jailed, self.why = jailed, why  # runs in namespaces (jail.py); why not, if they were asked for
+    It is asked for (`ForkServer.request`) and this object made at once: the grader goes on with its
+    work while the zygote (still loading numpy, on a cold start) forks it. Its pid and how it runs
+    (`jailed`, `why`) are read from the zygote's reply when first needed (`started`), waiting for
+    it until `deadline`; a spawn the zygote refused raises InternalError then, as it would have."""
+
+    def __init__(self, server: ForkServer, request: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+                 deadline: float):
+        self.server = server
+        self._request: int | None = request  # until the reply is read
+        self._deadline = deadline
+        self._pid: int | None = None
+        self._jailed, self._why = False, ""
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self._code: int | None = None  # set once waited for
         self._released = False         # then the zygote may reap it
 
+    def started(self) -> bool:
+        """Whether the zygote forked it (its reply read, waited for if need be); InternalError if it
+        said why not, or did not answer by the deadline."""
+        if self._request is not None:
+            request, self._request = self._request, None
+            reply = self.server.reply(request, self._deadline)  # (raises if the zygote refused)
+            self._pid = int(reply["pid"])
+            self._jailed, self._why = bool(reply.get("jailed")), str(reply.get("why", ""))
+        return self._pid is not None
+
+    def _known(self) -> bool:
+        """`started`, without raising: False if it never was."""
+        try:
+            return self.started()
+        except InternalError:
+            return False
+
+    @property
+    def pid(self) -> int:
+        self.started()
+        return cast(int, self._pid)
+
+    @property
+    def jailed(self) -> bool:
+        """It runs in namespaces (jail.py)."""
+        self.started()
+        return self._jailed
+
+    @property
+    def why(self) -> str:
+        """Why not, if namespaces were asked for."""
+        self.started()
+        return self._why
+
     @property
     def returncode(self) -> int | None:
         """The exit status once known; once released unawaited, that of the SIGKILL it was given."""
-        if self._code is None and self._released:
+        if self._code is None and (self._released or not self._known()):
             return -signal.SIGKILL
-        return self._code if self._code is not None else self.server.status(self.pid)
+        return self._code if self._code is not None else self.server.status(cast(int, self._pid))
 
     def wait(self, timeout: float | None = None) -> int:
         """The exit status; then the zygote reaps the process (its pid is no longer ours)."""
-        if self._code is None and self._released:
+        if self._code is None and (self._released or not self._known()):
             return -signal.SIGKILL
         if self._code is None:
-            code = self.server.wait(self.pid, timeout)
+            code = self.server.wait(cast(int, self._pid), timeout)
             if code is None:
                 raise subprocess.TimeoutExpired(f"student process {self.pid}", timeout or 0)
             self._code = code
@@ -117,7 +141,7 @@ class ForkedProcess:
     def release(self, seconds: float = 1.0) -> None:
         """Let the zygote reap the process, and wait (up to `seconds`) until it has: a zombie is a
         process left behind too. The grader does not signal it again (its pid may be reused)."""
-        if self._released:
+        if self._released or not self._known():
             return
         self._released = True
         try:
@@ -146,48 +170,65 @@ class ForkedProcess:
             os.close(handle)
 
     def kill(self) -> None:
-        if not self._released:  # reaped only once released: the pid is still this process
+        if not self._released and self._known():  # reaped only once released: the pid is still this process
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
 
 
-def library_paths() -> list[str]:
-    """Where the zygote, started without the site module, finds numpy and the other installed
-    packages: this Python's site-packages folders, and numpy's own folder if it is elsewhere."""
-    import importlib.util
-    import site
-    paths = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
-    spec = importlib.util.find_spec("numpy")
-    if spec is not None and spec.origin:
-        home = str(Path(spec.origin).resolve().parent.parent)
-        if home not in paths:
-            paths.append(home)
-    return paths
+class _Started:
+    """Popen's surface for the zygote `zygote_start` started: a child of this process."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._waited(os.WNOHANG)
+
+    def _waited(self, flags: int) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:  # reaped elsewhere: as Popen says then
+                self.returncode = 0
+                return 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            return cast(int, self._waited(0))
+        end = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout)
+            time.sleep(0.001)
+        return cast(int, self.returncode)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class ForkServer:
     """The zygote process and the grader's end of its socket."""
 
-    def __init__(self, read: bool = True) -> None:
-        """`read`: start reading the zygote's messages now (a spare: once a grader process adopts it)."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._errors = tempfile.TemporaryFile()
-        try:
-            placeholder = {MARKER: "0" * MARKER_LENGTH}  # overwritten in each child (see confine.mark)
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-u", "-B", "-c", ZYGOTE_CODE, str(WORKER), "--zygote", str(theirs.fileno()),
-                 *library_paths()],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors,
-                pass_fds=(theirs.fileno(),), cwd="/", env=student_env("/", placeholder),
-                start_new_session=True, close_fds=True)
-        except OSError as exc:
-            ours.close()
-            self._errors.close()
-            raise InternalError(f"cannot start the student process: {exc}") from exc
-        finally:
-            theirs.close()
+    def __init__(self, read: bool = True, early: tuple[int, int, int] | None = None) -> None:
+        """`read`: start reading the zygote's messages now (a spare: once a grader process adopts it).
+        `early`: a zygote zygote_start started (its pid, our end of its socket, its stderr file)."""
+        if early is not None:
+            pid, fd, errors = early
+            self.proc: subprocess.Popen | _Started = _Started(pid)
+            self._errors = os.fdopen(errors, "w+b")
+            ours = socket.socket(fileno=fd)
+        else:
+            ours = self._start()
         self._sock = ours
         self._send_lock = threading.Lock()
         self._changed = threading.Condition()
@@ -203,6 +244,23 @@ class ForkServer:
         self._parent = os.getpid()  # the zygote's parent: the one process that can wait for it
         if read:
             self._start_reading()
+
+    def _start(self) -> socket.socket:
+        """Start the zygote (Popen); our end of its socket."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._errors = tempfile.TemporaryFile()
+        try:
+            argv, env = zygote_start.command(theirs.fileno())
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors,
+                pass_fds=(theirs.fileno(),), cwd="/", env=env, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            ours.close()
+            self._errors.close()
+            raise InternalError(f"cannot start the student process: {exc}") from exc
+        finally:
+            theirs.close()
+        return ours
 
     def _start_reading(self) -> None:
         threading.Thread(target=self._read, name="mha-fork-server", daemon=True).start()
@@ -253,11 +311,18 @@ class ForkServer:
         except OSError:
             return False
 
-    def spawn(self, request: dict, fds: tuple[int, int, int, int], deadline: float) -> dict:
-        """Fork a student process with these pipes (stdin, stdout, stderr, results); the zygote's
-        reply: its pid, whether it runs in namespaces and, if they were asked for and do not
-        work here, why."""
-        reply = self._ask({"op": "spawn", **request}, fds, deadline)
+    def request(self, request: dict, fds: tuple[int, int, int, int]) -> int:
+        """Ask for a student process with these pipes (stdin, stdout, stderr, results); the request's
+        id, for `reply`."""
+        rid = next(self._ids)
+        if not self._send({"id": rid, "op": "spawn", **request}, fds):
+            raise InternalError(f"the student process could not start (the fork server stopped{self._said()})")
+        return rid
+
+    def reply(self, rid: int, deadline: float) -> dict:
+        """The zygote's reply to spawn request `rid`: its pid, whether it runs in namespaces and, if
+        they were asked for and do not work here, why; InternalError if it could not start."""
+        reply = self._reply(rid, True, deadline)
         if "error" in reply:
             raise InternalError(f"the student process could not start ({reply['error']})")
         self.spawned += 1
@@ -293,7 +358,9 @@ class ForkServer:
 
     def _ask(self, request: dict, fds: tuple[int, ...], deadline: float) -> dict:
         rid = next(self._ids)
-        sent = self._send({"id": rid, **request}, fds)
+        return self._reply(rid, self._send({"id": rid, **request}, fds), deadline)
+
+    def _reply(self, rid: int, sent: bool, deadline: float) -> dict:
         with self._changed:
             while sent and rid not in self._replies and not self._closed:
                 remaining = deadline - time.monotonic()
@@ -394,7 +461,7 @@ def fork_server() -> ForkServer:
                 atexit.register(_stop)
             else:
                 _server.close()
-            _server = ForkServer()
+            _server = ForkServer(early=zygote_start.take())
         return _server
 
 
@@ -406,6 +473,7 @@ def stop_fork_server(reap: bool = True) -> None:
 
 def _stop(reap: bool = True) -> None:
     global _server, _adopt
+    zygote_start.discard()  # started by the launcher, never needed
     with _server_lock:
         if isinstance(_adopt, ForkServer):  # a spare this process was forked to adopt, and never used
             _adopt.close(reap)
@@ -578,14 +646,13 @@ def start_student(submission: Path, rlimits: str, home: Path, user: tuple[int, i
     try:
         request = {"submission": str(submission), "home": str(home), "limits": rlimits,
                    "user": list(user) if user else None, "env": env, "jail": jail}
-        reply = server.spawn(request, (stdin[0], stdout[1], stderr[1], results_fd), deadline)
+        rid = server.request(request, (stdin[0], stdout[1], stderr[1], results_fd))
     except BaseException:
         for fd in (*stdin, *stdout, *stderr):
             os.close(fd)
         raise
-    for fd in (stdin[0], stdout[1], stderr[1]):  # the child has them now
+    for fd in (stdin[0], stdout[1], stderr[1]):  # the zygote has them now
         os.close(fd)
     os.set_blocking(stdin[1], False)  # requests are written as the pipe takes them (session.Worker.send)
-    return ForkedProcess(server, int(reply["pid"]), os.fdopen(stdin[1], "wb", buffering=0),
-                         os.fdopen(stdout[0], "rb", buffering=0), os.fdopen(stderr[0], "rb", buffering=0),
-                         bool(reply.get("jailed")), str(reply.get("why", "")))
+    return ForkedProcess(server, rid, os.fdopen(stdin[1], "wb", buffering=0),
+                         os.fdopen(stdout[0], "rb", buffering=0), os.fdopen(stderr[0], "rb", buffering=0), deadline)
