@@ -62,7 +62,7 @@ STUDENT_MODULES = (
     "reports/__init__.py", "reports/html.py", "reports/terminal.py", "reports/text.py",
     "sandbox/__init__.py", "sandbox/codec.py", "sandbox/confine.py", "sandbox/isolation.py", "sandbox/jail.py",
     "sandbox/limits.py", "sandbox/proctable.py", "sandbox/runs.py", "sandbox/seccomp.py", "sandbox/session.py",
-    "sandbox/spawn.py", "sandbox/student_text.py", "sandbox/sweep.py", "sandbox/worker.py",
+    "sandbox/spawn.py", "sandbox/student_text.py", "sandbox/sweep.py", "sandbox/worker.py", "sandbox/zygote_start.py",
 )
 STUDENT_PYPROJECT = """[build-system]
 requires = ["{build_requires}"]
