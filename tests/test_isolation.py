@@ -557,6 +557,42 @@ class TestNamespaces:
                 assert later.run("find", [[]], 30.0).cases[0].value == []
                 assert later.isolation.mode == "namespaces"
 
+    @pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "reap-not-seen"])
+    def test_daemons_end_with_the_process_id_space_that_held_them(self, write_submission, monkeypatch, reaped):
+        """A student process leaves double-forked daemons (in a session of their own, ignoring every
+        signal they can) in its process-id space. Once the student process, process 1 of that
+        space, is reaped, none of them runs, without a scan of /proc: the kernel killed them. If
+        its reaping is not seen in time, the session scans for the uid's processes as ever."""
+        path = write_submission("""
+            import os, signal, time
+            def leave():
+                for _ in range(3):
+                    if os.fork() == 0:
+                        os.setsid()
+                        if os.fork() == 0:
+                            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                                signal.signal(sig, signal.SIG_IGN)
+                            while True:
+                                time.sleep(1)
+                        os._exit(0)
+                time.sleep(0.2)
+                return len([p for p in os.listdir("/proc") if p.isdigit()])
+        """)
+        from grader.sandbox import session as session_module
+        if not reaped:
+            monkeypatch.setattr(session_module, "reap", lambda proc: proc.release(seconds=0.0) and False)
+        scans = []
+        real_kill_all = Isolation.kill_all
+        monkeypatch.setattr(Isolation, "kill_all", lambda self, worker=None: scans.append(worker) or
+                            real_kill_all(self, worker))
+        with Session(path) as session:
+            run = session.run("leave", [[]], 30.0)
+            uid = session.isolation.uid
+        assert run.cases[0].status is RunStatus.RETURNED and run.cases[0].value >= 4, run  # itself and 3 daemons
+        assert session.isolation.mode == "namespaces"
+        assert not [p for p in processes().values() if uid in p.uids]
+        assert (scans == []) is reaped
+
     def test_session_folders_made_outside_tmp(self, write_submission, monkeypatch):
         """Session folders made elsewhere ($TMPDIR under /root here, or /var/tmp) are at their own
         path in the student's root, alone in their folder, with an empty /tmp beside them."""

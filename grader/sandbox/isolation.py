@@ -363,6 +363,19 @@ class Isolation:
         if (ids := self.user) is not None and self._outside:
             sweep(ids[0], shared_folders())
 
+    def pid_space_only(self, proc: object) -> bool:
+        """Whether `proc` ran in namespaces as process 1 of its own process-id space and every
+        student process of the session did too (`started`): no process of the session can live
+        outside those spaces, so when `proc` has been reaped, none is left (the kernel killed
+        every process of its space when it ended, and the earlier ones were emptied alike)."""
+        ran_jailed = getattr(proc, "ran_jailed", None)  # (a forked process: a Popen never runs jailed)
+        return self.separate_user and not self._outside and ran_jailed is not None and ran_jailed()
+
+    def emptied(self) -> None:
+        """The session's student process, the first of its own process-id space, has been reaped
+        (see `pid_space_only`): nothing of the session runs until the next one starts."""
+        self._quiet = True
+
     def _select(self, worker: int | None) -> Select:
         """Which processes belong to this session (zombies included): `worker` and its descendants,
         and, as root, every process of the student uid; without root, every process carrying the

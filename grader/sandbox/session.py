@@ -341,6 +341,13 @@ class Worker:
             # as root every process of the session is found by its uid: kill the worker's tree at
             # once, then kill_all's scan finds what is left, usually nothing
             self.isolation.kill_tree(self.proc.pid)
+        if self.isolation.pid_space_only(self.proc):
+            # process 1 of its own process-id space, where every process of the session ran: once
+            # it is reaped, the kernel has killed every other one (no scan of /proc is needed)
+            if reap(self.proc):
+                self.isolation.emptied()
+                return
+            live = False  # released all the same: its pid is no longer its own
         self.isolation.kill_all(self.proc.pid if live else None)
         if live:
             try:

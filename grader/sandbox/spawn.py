@@ -84,6 +84,7 @@ class ForkedProcess:
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self._code: int | None = None  # set once waited for
         self._released = False         # then the zygote may reap it
+        self._reaped = False           # and it was seen reaped (`release`)
 
     def started(self) -> bool:
         """Whether the zygote forked it (its reply read, waited for if need be); InternalError if it
@@ -101,6 +102,10 @@ class ForkedProcess:
             return self.started()
         except InternalError:
             return False
+
+    def ran_jailed(self) -> bool:
+        """Whether it was forked, in namespaces (process 1 of its own process-id space); never raises."""
+        return self._known() and self._jailed
 
     @property
     def pid(self) -> int:
@@ -138,11 +143,12 @@ class ForkedProcess:
             self.release()
         return self._code
 
-    def release(self, seconds: float = 1.0) -> None:
+    def release(self, seconds: float = 1.0) -> bool:
         """Let the zygote reap the process, and wait (up to `seconds`) until it has: a zombie is a
-        process left behind too. The grader does not signal it again (its pid may be reused)."""
+        process left behind too. The grader does not signal it again (its pid may be reused).
+        Whether it was seen reaped (now or at an earlier call)."""
         if self._released or not self._known():
-            return
+            return self._reaped
         self._released = True
         try:
             handle = os.pidfd_open(self.pid)  # before the release: surely this process
@@ -150,7 +156,7 @@ class ForkedProcess:
             handle = None
         self.server.release(self.pid)
         if handle is None:
-            return
+            return False
         try:
             end = time.monotonic() + seconds
             while time.monotonic() < end:
@@ -161,11 +167,13 @@ class ForkedProcess:
                         pass
                 try:
                     signal.pidfd_send_signal(handle, 0)
-                except ProcessLookupError:
-                    return  # reaped
+                except ProcessLookupError:  # reaped (a zombie still takes signal 0)
+                    self._reaped = True
+                    return True
                 except OSError:
-                    return
+                    return False
                 time.sleep(0.0002)
+            return False
         finally:
             os.close(handle)
 
@@ -585,13 +593,13 @@ def prestart() -> None:
             server.prepare(jail)
 
 
-def reap(proc: StudentProcess) -> None:
+def reap(proc: StudentProcess) -> bool:
     """Collect a killed student process: the zygote reaps a forked one (without its exit status
-    coming back here), the grader a directly started one."""
+    coming back here), the grader a directly started one. Whether it was seen reaped."""
     if isinstance(proc, ForkedProcess):
-        proc.release()
-    else:
-        proc.wait()
+        return proc.release()
+    proc.wait()
+    return True
 
 
 NAMESPACES_ENV = "MHA_NAMESPACES"  # "off": as root, run student code without namespaces (the fallback)
