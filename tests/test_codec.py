@@ -134,3 +134,17 @@ def test_an_input_array_arrives_exactly_from_the_requests_binary_part(worker, ar
         assert got.dtype == array.dtype.newbyteorder("=") and got.shape == array.shape
         assert np.array_equal(got, array) and got.flags.writeable
     assert np.array_equal(worker.decode_arg(cases[0]["args"][0], data), other)
+
+
+@pytest.mark.parametrize("value", [0, -1, 7, 2 ** 70, -(2 ** 70), True, False, None, 0.5, float("-0.0"),
+                                   np.int64(-3), np.uint8(200), np.bool_(True), np.float64(1.5)],
+                         ids=lambda v: f"{type(v).__name__}({v!r})")
+def test_an_input_that_is_no_array_is_written_as_encode_arg_gives_it(worker, value):
+    """Plain inputs (ints, bools and None written directly, the rest through encode_arg) read back
+    in the student process as the very value json gives for encode_arg's form."""
+    from grader.sandbox.session import _encoded_cases
+    encoded = _encoded_cases([[value]])
+    got = wire(json.loads(encoded.text))[0]["args"][0]
+    expected = wire(json.loads(json.dumps([encode_arg(value)])))[0]
+    assert got == expected and type(got) is type(expected)
+    assert worker.decode_arg(got, memoryview(b"")) == expected

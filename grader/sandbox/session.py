@@ -696,6 +696,7 @@ def _encoded_cases(args: Sequence[Sequence[Any]]) -> _Encoded:
     return encoded
 
 
+_LITERALS = {True: b"true", False: b"false", None: b"null"}
 _DTYPE_NAMES: dict[np.dtype, tuple[np.dtype, bytes]] = {}  # dtype -> (its native byte order, that one's name)
 
 
@@ -703,6 +704,11 @@ def _encoded_arg(value: Any, data: list[bytes | memoryview], size: list[int]) ->
     """One input's JSON; an array's bytes go to `data` (`size[0]` bytes so far), in native byte
     order and C order: from the array's own memory when it is that already (no copy), and each
     dtype's name looked up once (numpy works it out on every call)."""
+    kind = value.__class__
+    if kind is int:  # most inputs that are no array: sizes, counts, seeds
+        return b"%d" % value
+    if kind is bool or value is None:
+        return _LITERALS[value]
     if not isinstance(value, np.ndarray):
         return json.dumps(encode_arg(value)).encode()
     known = _DTYPE_NAMES.get(value.dtype)
