@@ -199,7 +199,7 @@ class WatchedSession(Session):
     def _retire(self) -> None:
         worker = self._worker
         if self._watching and worker is not None and worker.proc.returncode is None \
-                and self.isolation.others_running(worker.proc.pid):
+                and worker.others_running():
             if self._ahead is not None and self._ahead.worker is worker:
                 self._maybe = True
                 return  # kept: it is on the next problem, whose answers are collected from it

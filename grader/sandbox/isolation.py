@@ -392,15 +392,18 @@ class Isolation:
             return proctable.tree(table, marked | roots)
         return select
 
-    def others_running(self, worker: int) -> bool:
+    def others_running(self, worker: int, pid_space: bool = False) -> bool:
         """Whether any process of the session other than `worker` is alive (children, daemons).
 
         While the worker lives, every process student code starts stays below it (the worker is
         a child subreaper: orphans come back to it, double-forked daemons included). So when its
         /proc children files list no child at all, nothing else runs, and when they list a live
         child, something does: both without scanning every process. Otherwise (only exited
-        children listed, which may hide others) every process is scanned."""
-        if proctable.CHILDREN_FILES and proctable.alive(worker):
+        children listed, which may hide others) every process is scanned. With `pid_space` (the
+        worker is process 1 of the process-id space every process of the session runs in: see
+        `pid_space_only`), the worker's own state need not be read first: once it has exited,
+        the kernel has killed every other process of that space, and its children files list none."""
+        if proctable.CHILDREN_FILES and (pid_space or proctable.alive(worker)):
             children = proctable.children(worker)
             if children == []:
                 return False

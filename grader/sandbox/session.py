@@ -306,6 +306,10 @@ class Worker:
             self._sel.unregister(fd)
         return not self._broken
 
+    def others_running(self) -> bool:
+        """Whether any other process of the session runs (Isolation.others_running)."""
+        return self.isolation.others_running(self.proc.pid, self.isolation.pid_space_only(self.proc))
+
     def refused(self) -> str | None:
         """Why the process never started, if the zygote said so (or never answered): a forked
         process's spawn is answered while the grader goes on (spawn.ForkedProcess)."""
@@ -597,7 +601,7 @@ class Session:
                 worker.send(b'{"go": true}\n')  # it waits for this before the next problem
         if self._ahead is not None:
             self._ahead.started = finished
-        if failed or worker.proc.returncode is not None or self.isolation.others_running(worker.proc.pid):
+        if failed or worker.proc.returncode is not None or worker.others_running():
             self._retire()  # a fresh process, with no leftovers, serves the next problem
         runs = []
         rest = None if stop is None else stop if stop.status is RunStatus.NO_FUNCTION else CaseRun(
