@@ -180,6 +180,15 @@ def _tuple_text(shape) -> str:
     return ", ".join(str(int(n)) for n in shape)
 
 
+# for each pattern of _needles, one that matches wherever it does (and maybe elsewhere), found faster
+quick: dict[re.Pattern, re.Pattern] = {}
+
+
+def _search(pattern: re.Pattern, text: str) -> bool:
+    """pattern.search(text), the quick pattern's search first: most texts match neither."""
+    return bool(quick[pattern].search(text) and pattern.search(text))
+
+
 def _needles(value: Any, shown: set[str]) -> tuple[set[str], set[str], set[bytes], list[re.Pattern]]:
     """(number tokens, substrings, bytes, patterns) that would give `value` away."""
     tokens, texts, raw, patterns = set(), set(), set(), []
@@ -187,6 +196,9 @@ def _needles(value: Any, shown: set[str]) -> tuple[set[str], set[str], set[bytes
         for key, shape in value.items():
             numbers = r"\W{1,4}".join(str(int(n)) for n in shape)
             patterns.append(re.compile(rf"\b{re.escape(str(key))}\b[^0-9]{{1,40}}\b{numbers}\b"))
+            # the same without its first \b: it starts with the key's letters, which re looks for with a
+            # fast scan (the \b first made every search step through each character: 40 times slower)
+            quick[patterns[-1]] = re.compile(rf"{re.escape(str(key))}\b[^0-9]{{1,40}}\b{numbers}\b")
             if len(shape) >= 3 and _tuple_text(shape) not in shown:
                 texts.update({f"({_tuple_text(shape)})", f"[{_tuple_text(shape)}]", json.dumps(list(shape)),
                               json.dumps(list(shape), separators=(",", ":"))})
@@ -236,7 +248,7 @@ def _found(course, full, files: dict[Path, bytes]) -> list[str]:
                   for p, text in texts.items() if form in text]
         found += [f"{p.name}: {student} {where} as bytes" for form in raw for p, data in binary.items() if form in data]
         found += [f"{p.name}: {student} {where} as {pattern.pattern}" for pattern in patterns
-                  for p, text in texts.items() if pattern.search(text)]
+                  for p, text in texts.items() if _search(pattern, text)]
     return found
 
 
