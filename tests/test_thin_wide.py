@@ -175,6 +175,23 @@ class TestOneWideHead:
         np.testing.assert_allclose(prepared.args[0], M.forward(m.params, tokens[:256], 1)["A"][:, 0], atol=1e-10)
         np.testing.assert_array_equal(prepared.args[1], tokens[:256])
 
+    @pytest.mark.parametrize("model, head", [("d16_h1", 1), ("d16_h2", 1), ("d16_h2", 2)])
+    def test_the_maps_are_the_references_one_sequence_at_a_time(self, model, head):
+        """one_head_input computes every sequence's maps at once: each is the reference's
+        multi_head_attention on that one sequence, for every head of a model of two heads too."""
+        from exercises import reference as ref
+        from exercises.model_problems import _evaluation_tokens, _student_model
+        maps = tw.one_head_input(model, 2, "maps", head=head, first=40, count=24)
+        heads = int(model.split("_h")[1])
+        m = _student_model(f"{model}_s2", int("12"[:heads]))
+        tokens = _evaluation_tokens()[40:64]
+        T = tokens.shape[1]
+        one_at_a_time = [ref.multi_head_attention(m.E[t] + m.P[:T], m.W_Q, m.W_K, m.W_V, m.W_O, m.num_heads,
+                                                  ref.causal_mask(T))[1][head - 1] for t in tokens]
+        assert maps.shape == (24, T, T)
+        np.testing.assert_allclose(maps, one_at_a_time, rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(tw.one_head_input(model, 2, "tokens", first=40, count=24), tokens)
+
     def test_bad_inputs_are_named(self):
         """A map that is not (N, T, T), or tokens outside the vocabulary, is refused with what was expected."""
         with pytest.raises(ValueError, match=r"weights must be \(N, T, T\)"):
