@@ -21,6 +21,7 @@ argument name.
 """
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -265,16 +266,25 @@ def _eval_int(value: Any, env: Mapping[str, int]) -> int:
     return int(value)
 
 
+@functools.lru_cache(maxsize=4096)
+def _let_draw(seed: int, name: str, low: int, high: int | None) -> int:
+    """The integer a `let:` name draws: rng.integers(low, high) of its own generator (`high` None:
+    integers(low), a choice's index). Kept, because a student's seed draws the same names again for
+    every case of a problem, and the shared ones for every problem and quiz item: a generator costs
+    tens of microseconds to seed, the lookup well under one."""
+    rng = _rng(seed, f"let:{name}")
+    return int(rng.integers(low) if high is None else rng.integers(low, high))
+
+
 def realize_let(let: Mapping[str, Any], seed: int, base: Mapping[str, int] | None = None) -> dict[str, int]:
     """Draw a `let:` block's integers (which may use the names in `base`)."""
     env: dict[str, int] = dict(base or {})
     for name, spec in let.items():
-        rng = _rng(seed, f"let:{name}")
         if isinstance(spec, dict) and "randint" in spec:
             lo, hi = spec["randint"]
-            env[name] = int(rng.integers(lo, hi + 1))
+            env[name] = _let_draw(seed, name, int(lo), int(hi) + 1)
         elif isinstance(spec, dict) and "choice" in spec:
-            env[name] = int(spec["choice"][int(rng.integers(len(spec["choice"])))])
+            env[name] = int(spec["choice"][_let_draw(seed, name, len(spec["choice"]), None)])
         else:
             env[name] = _eval_int(spec, env)
     return env
