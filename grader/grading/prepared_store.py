@@ -19,8 +19,8 @@ stored as "prepare it" and prepared afresh when read. So a case graded from the 
 on exactly the inputs and expected answer it would have been graded on without it.
 
 A large array (BLOB_BYTES or more: a trained model's attention maps, say) is kept once, by its
-content, in the key's `blobs/` folder, named by the SHA-256 of its JSON, and its seeds' files name
-it. Students whose seeds draw the same model share it: read once per grader process and kept in
+content, in the key's `blobs/` folder (`<name>.array`), named by the SHA-256 of the file, and its
+seeds' files name it. Students whose seeds draw the same model share it: read once per grader process and kept in
 memory (the same read-only array), so it is also sent to their student processes without being
 encoded again (session.py). A blob whose content does not match its name is damage: the seed is
 prepared again.
@@ -30,7 +30,9 @@ $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises), every folder mode 0
 file 0600: it holds hidden cases and their answers, which student code, running as another
 user when the grader is root, cannot read (docs/security.md). It is data only, never code: packed
 as the seed cache is (seed_cases.pack: JSON, then the arrays' bytes, each strictly checked
-against its dtype and shape when read; a blob is JSON, its array as base64).
+against its dtype and shape when read; a blob is packed alike, one array). Arrays go to the file
+as their bytes, never through base64 or JSON text: checking that a seed reads back exactly, and
+writing it, costs a few milliseconds.
 Written atomically (a temporary file, then a rename), so a reader sees a whole file or none.
 """
 from __future__ import annotations
@@ -43,7 +45,6 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +53,16 @@ import numpy as np
 from ..course.model import Case, Choice, Draw, DrawnWrongValue, QuizItem
 from ..paths import PACKAGE, cache_dir, write_private
 from .prepared import PreparedCase
-from .seed_cases import decode, encode, pack, unpack
+from .seed_cases import array_bytes, decode, encode, packed, plain, unpack
 
 __all__ = ["PreparedStore", "course_key"]
 
-FORMAT = 3  # 3: packed (seed_cases.pack), blobs named in place
+FORMAT = 4  # 3: packed (seed_cases.pack), blobs named in place; 4: arrays written as their bytes, blobs packed
 FOLDER = "prepared"
 SUFFIX = ".cases"
-BLOBS = "blobs"  # in a key's folder: the large arrays, one file each, named by the SHA-256 of their JSON
-BLOB_BYTES = 64 << 10  # an array's base64 at least this long is kept as a blob (a trained model's maps)
+BLOBS = "blobs"  # in a key's folder: the large arrays, one file each, named by the SHA-256 of its content
+BLOB_SUFFIX = ".array"
+BLOB_BYTES = 48 << 10  # an array of at least this many bytes is kept as a blob (a trained model's maps)
 BLOBS_KEPT = 64 << 20  # bytes of blobs a grader process keeps in memory
 KEEP = 4  # versions of courses (keys) kept: each a folder of one file per seed
 STUDENT_FILES = {"answers.yaml", "attention.py"}  # in a course folder, but the student's, not the course's
@@ -151,27 +153,33 @@ class PreparedStore:
         """Keep the seed's prepared cases and quiz draws (`prepared`: by the keys of `cases` and
         `items`; each kept if it reads back exactly, else as None)."""
         path = self._path(seed)
-        if path is None or prepared.keys() != self.cases.keys() | self.items.keys():
+        if path is None or self.folder is None or prepared.keys() != self.cases.keys() | self.items.keys():
             return
-        cases, quiz = [], []
+        arrays = _Arrays()
+        written, quiz = [], []
         for (pid, name), case in prepared.items():
             if pid == "":
                 drawn = _drawn(case)
                 quiz.append([name, drawn if drawn is not None and _same_draw(case, _draw(drawn, case.item, seed))
                              else None])
-                continue
-            stored = _stored(case)
-            same = stored is not None and _same_case(case, _case(stored, case.case))
-            cases.append([pid, name, stored if same else None])
-
+            else:
+                written.append((pid, name, case, _stored(case, arrays)))
+        data = bytes(arrays.data)
+        cases = [[pid, name, stored if stored is not None and _same_case(case, _case(stored, case.case, memoryview(data),
+                                                                                      arrays.named)) else None]
+                 for pid, name, case, stored in written]
         try:
             base = path.parent.parent.parent
             base.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(base, 0o700)  # hidden cases: only the grader's user may enter
             path.parent.parent.mkdir(mode=0o700, exist_ok=True)
             os.chmod(path.parent.parent, 0o700)
-            cases = [[pid, name, None if stored is None else self._blobbed(stored)] for pid, name, stored in cases]
-            write_private(path, pack({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases, "quiz": quiz}))
+            for blob, content in arrays.blobs.items():  # the large arrays, each once by its content
+                blob_path = self.folder / BLOBS / f"{blob}{BLOB_SUFFIX}"
+                if not blob_path.is_file():
+                    write_private(blob_path, content)
+            write_private(path, packed({"format": FORMAT, "key": self.key, "seed": seed, "cases": cases, "quiz": quiz},
+                                       data))
             if not self._pruned:
                 self._pruned = True
                 _prune(path.parent.parent, keep=KEEP, current=path.parent)
@@ -179,21 +187,6 @@ class PreparedStore:
             pass  # no cache this time (read-only home, full disk): grading does not need it
 
     # ------------------------------------------------ large arrays, kept once (see the module's text)
-
-    def _blobbed(self, stored: Any) -> Any:
-        """`stored` with each large array written to its blob file (if not there yet) and named."""
-        if isinstance(stored, list):
-            return [self._blobbed(v) for v in stored]
-        if not isinstance(stored, dict):
-            return stored
-        if isinstance(stored.get("b64"), str) and len(stored["b64"]) >= BLOB_BYTES and self.folder is not None:
-            text = json.dumps(stored, sort_keys=True, separators=(",", ":"))
-            name = hashlib.sha256(text.encode()).hexdigest()
-            path = self.folder / BLOBS / f"{name}.json"
-            if not path.is_file():
-                write_private(path, text)
-            return {"blob": name}
-        return {k: self._blobbed(v) for k, v in stored.items()}
 
     def _blob(self, name: str) -> np.ndarray:
         """The named blob, as its read-only array (raises on any damage)."""
@@ -204,14 +197,10 @@ class PreparedStore:
                 return known
         if len(name) != 64 or not all(c in "0123456789abcdef" for c in name) or self.folder is None:
             raise ValueError("not a blob's name")
-        text = (self.folder / BLOBS / f"{name}.json").read_text()
-        data = json.loads(text)
-        if hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest() != name:
+        content = (self.folder / BLOBS / f"{name}{BLOB_SUFFIX}").read_bytes()
+        if hashlib.sha256(content).hexdigest() != name:
             raise ValueError("a damaged blob")
-        array = decode(data)
-        if not isinstance(array, np.ndarray):
-            raise ValueError("a blob that is not an array")
-        array.flags.writeable = False
+        array = _blob_array(content)
         with self._blob_lock:
             array = self._blobs.setdefault(name, array)
             self._blobs.move_to_end(name)
@@ -220,10 +209,43 @@ class PreparedStore:
         return array
 
 
-def _stored(case: PreparedCase) -> dict | None:
-    """A prepared case as JSON, or None when it does not fit JSON (read back, it is prepared afresh)."""
+class _Arrays:
+    """Where `_stored` puts a seed's arrays: a small one's bytes in `data` (the seed file's own,
+    named by their place), a large one (BLOB_BYTES or more) as a blob file's content in `blobs`,
+    named by the SHA-256 of that content."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.blobs: dict[str, bytes] = {}
+
+    def __call__(self, value: np.ndarray) -> dict:
+        if value.nbytes < BLOB_BYTES:
+            return array_bytes(value, self.data)
+        own = bytearray()
+        content = packed(array_bytes(value, own), own)
+        name = hashlib.sha256(content).hexdigest()
+        self.blobs.setdefault(name, content)
+        return {"blob": name}
+
+    def named(self, name: str) -> np.ndarray:
+        return _blob_array(self.blobs[name])
+
+
+def _blob_array(content: bytes) -> np.ndarray:
+    """The array a blob file holds, read-only (ValueError for anything else)."""
+    node, data = unpack(content)
+    array = decode(node, data)
+    if not isinstance(array, np.ndarray) or not isinstance(node, dict) or "at" not in node:
+        raise ValueError("a blob that is not an array")
+    array.flags.writeable = False
+    return array
+
+
+def _stored(case: PreparedCase, arrays: _Arrays) -> dict | None:
+    """A prepared case as JSON, its arrays' bytes put in `arrays`, or None when it does not fit
+    JSON (read back, it is prepared afresh)."""
     try:
-        stored = {"args": [encode(a, True) for a in case.args], "expected": encode(case.expected, True),
+        stored = {"args": [encode(a, arrays=arrays) for a in case.args], "expected": encode(case.expected, arrays=arrays),
                   "inputs": case.inputs}
         return json.loads(json.dumps(stored))  # as it will be read
     except Exception:
@@ -249,7 +271,7 @@ def _drawn(draw: Draw) -> dict | None:
     """A quiz draw as JSON (its item named by the caller), or None when it does not fit JSON."""
     try:
         stored = {**{name: getattr(draw, name) for name in _DRAWN},
-                  "choices": [asdict(c) for c in draw.choices], "wrong": [asdict(w) for w in draw.wrong]}
+                  "choices": [plain(c) for c in draw.choices], "wrong": [plain(w) for w in draw.wrong]}
         return json.loads(json.dumps(stored))  # as it will be read
     except Exception:
         return None

@@ -53,10 +53,13 @@ INDEX = "index.json"
 RAISED = "raised"  # a wrong answer that is the error a bug raised: {"raised": [type name, message]}
 
 
-def encode(value: Any, binary: bool = False) -> Any:
+def encode(value: Any, binary: bool = False, arrays: Callable[[np.ndarray], Any] | None = None) -> Any:
     """Plain JSON for an input or an expected answer (arrays keep their dtype and shape); with
-    `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back)."""
+    `binary`, arrays as the base64 of their bytes (exact, and ten times faster to read back);
+    with `arrays`, each array as what it returns (prepared_store.py: its bytes kept elsewhere)."""
     if isinstance(value, np.ndarray):
+        if arrays is not None:
+            return arrays(value)
         if binary:  # exactly: an array in Fortran order is read back in Fortran order
             fortran = value.flags.f_contiguous and not value.flags.c_contiguous
             data = value.tobytes(order="F" if fortran else "C")
@@ -64,12 +67,12 @@ def encode(value: Any, binary: bool = False) -> Any:
                     "dtype": value.dtype.str, **({"order": "F"} if fortran else {})}
         return {"nd": value.ravel().tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
     if isinstance(value, tuple):
-        return {"tuple": [encode(v, binary) for v in value]}
+        return {"tuple": [encode(v, binary, arrays) for v in value]}
     if isinstance(value, dict):
-        return {"dict": {str(k): encode(v, binary) for k, v in value.items()}}
+        return {"dict": {str(k): encode(v, binary, arrays) for k, v in value.items()}}
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         # binary: exactly, a numpy scalar read back as the same numpy type
-        return {"scalar": value.item(), "dtype": value.dtype.str} if binary else value.item()
+        return {"scalar": value.item(), "dtype": value.dtype.str} if binary or arrays else value.item()
     return value
 
 
@@ -131,10 +134,29 @@ def pack(data: dict) -> bytes:
         if isinstance(node, list):
             return [raw(v) for v in node]
         return node
-    header = json.dumps(raw(data), separators=(",", ":")).encode()
-    first = b"%s %d %d\n" % (PACKED, len(header), len(blob))
-    padding = bytes(-(len(first) + len(header)) % ALIGN)
-    return first + header + padding + bytes(blob)
+    return packed(raw(data), blob)
+
+
+def array_bytes(value: np.ndarray, data: bytearray) -> dict:
+    """`value`'s bytes appended to `data` (at a multiple of ALIGN), and the JSON that names them
+    there, as `pack` writes it: decode(node, the packed file's bytes) is `value` exactly (its dtype,
+    shape and memory order; an array in Fortran order is read back in Fortran order)."""
+    fortran = value.flags.f_contiguous and not value.flags.c_contiguous
+    raw = value.tobytes(order="F" if fortran else "C")
+    data.extend(bytes(-len(data) % ALIGN))
+    node = {"shape": list(value.shape), "dtype": value.dtype.str, **({"order": "F"} if fortran else {}),
+            "at": len(data), "nbytes": len(raw)}
+    data.extend(raw)
+    return node
+
+
+def packed(header: Any, data: bytes | bytearray) -> bytes:
+    """One packed file: `header` (JSON whose arrays name their place in `data`, as `pack` and
+    `array_bytes` write them), then `data`."""
+    text = json.dumps(header, separators=(",", ":")).encode()
+    first = b"%s %d %d\n" % (PACKED, len(text), len(data))
+    padding = bytes(-(len(first) + len(text)) % ALIGN)
+    return first + text + padding + bytes(data)
 
 
 def unpack(raw: bytes) -> tuple[Any, memoryview]:
