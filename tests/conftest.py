@@ -75,6 +75,15 @@ def pytest_configure(config):
         os.environ.pop(variable, None)
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject.toml's options): two workers per core. A good part of the suite waits
+    rather than computes (student processes running out their time limits, other platforms' tools
+    starting, a worker waiting for an export another one builds), and a second worker per core
+    uses that time: 482 s where one per core took 524, on two cores (docs/performance.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
+
+
 def pytest_collection_modifyitems(items):
     """Files holding a `slow` test run first (the order is otherwise kept): pytest-xdist hands out
     whole files (`--dist loadfile`) in this order, so a long file does not start last and leave
