@@ -189,6 +189,24 @@ class TestDraws:
             assert draw_params(item, 7) == draw_params(item, 7)
             assert draw(item, 7).prompt == draw(item, 7).prompt
 
+    def test_a_let_name_draws_from_its_own_generator_kept_or_not(self):
+        """A `let:` integer is what the generator of (seed, name) draws, the first time and when the
+        draw is read back from what the process kept (generators._let_draw): a student's numbers do
+        not depend on what was drawn before them."""
+        import zlib
+
+        import numpy as np
+
+        from grader.course.generators import _let_draw, realize_let
+        let = {"T": {"randint": [3, 9]}, "h": {"choice": [1, 2, 4, 8]}, "n": "$T*$h"}
+        _let_draw.cache_clear()
+        for seed in (0, 7, 123456789, 2**40 + 3):  # one seed's kept draws are never another's
+            drawn = [realize_let(let, seed) for _ in range(2)]  # the second one read back from the kept draws
+            T = int(np.random.default_rng([seed, zlib.crc32(b"let:T")]).integers(3, 10))
+            h = [1, 2, 4, 8][int(np.random.default_rng([seed, zlib.crc32(b"let:h")]).integers(4))]
+            assert drawn == [{"T": T, "h": h, "n": T * h}] * 2
+        assert _let_draw.cache_info().hits >= 2
+
     def test_two_seeds_differ_somewhere(self, quiz):
         """Two seeds give different numbers for at least one item, and so different answer keys."""
         assert any(draw_params(i, 0) != draw_params(i, 1) for i in quiz.items)
