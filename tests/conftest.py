@@ -1,6 +1,7 @@
 """Shared fixtures: the repository's course, a CLI runner, and submission writers."""
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -90,6 +91,15 @@ def pytest_collection_modifyitems(items):
     the other workers idle while it ends."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow_files)
+
+
+def pytest_collection_finish(session):
+    """What collection made (every test module and what it imported: the grader, numpy, hypothesis...)
+    lives until the end of the run: frozen (`gc.freeze`), the cyclic collector's full passes never
+    walk it again (one such pass over it took about 90 ms). On five test files of in-process grading,
+    the workers' collections took 1.7 s of CPU with it, 2.5 s without."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_runtest_setup(item):
