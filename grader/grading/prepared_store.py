@@ -20,10 +20,10 @@ on exactly the inputs and expected answer it would have been graded on without i
 
 A large array (BLOB_BYTES or more: a trained model's attention maps, say) is kept once, by its
 content, in the key's `blobs/` folder (`<name>.array`), named by the SHA-256 of the file, and its
-seeds' files name it. Students whose seeds draw the same model share it: read once per grader process and kept in
-memory (the same read-only array), so it is also sent to their student processes without being
-encoded again (session.py). A blob whose content does not match its name is damage: the seed is
-prepared again.
+seeds' files name it. Students whose seeds draw the same model share it: read once per grader
+process and kept in memory (the same read-only array), so it is also sent to their student
+processes without being encoded again (session.py). A blob whose content does not match its name
+is damage: the seed is prepared again.
 
 Where: `<cache folder>/prepared/<key>/<seed>.cases` (paths.cache_dir: $MHA_CACHE_DIR, else
 $XDG_CACHE_HOME/mha-exercises, else ~/.cache/mha-exercises), every folder mode 0700 and every
