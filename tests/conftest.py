@@ -77,12 +77,14 @@ def pytest_configure(config):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject.toml's options): two workers per core. A good part of the suite waits
-    rather than computes (student processes running out their time limits, other platforms' tools
-    starting, a worker waiting for an export another one builds), and a second worker per core
-    uses that time: 482 s where one per core took 524, on two cores (docs/performance.md)."""
+    """`-n auto` (pyproject.toml's options): a worker per core and two more (twice the cores on one
+    or two). A good part of the suite waits rather than computes (student processes running out
+    their time limits, other platforms' tools starting, a worker waiting for an export another one
+    builds), and the extra workers use that time: 482 s where one per core took 524, on two cores
+    (docs/performance.md). No more than two extra: each worker holds its own imports (otter,
+    nbformat, numpy...), and a machine of many cores has workers enough to fill the waits."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return 2 * cores
+    return cores + min(cores, 2)
 
 
 def pytest_collection_modifyitems(items):
