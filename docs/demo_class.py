@@ -1,15 +1,16 @@
-"""Grade a made-up class of 16 and draw docs/report.png, the picture of the report in README.
+"""Grade a made-up class of 16 and write docs/report.svg, the picture of the report in docs/instructors.md.
 
-    python docs/demo_class.py            # needs the instructor extra (matplotlib)
+    python docs/demo_class.py
 
 Each student is the model answers with a few classic bugs written in, sometimes with the last
 problems left out, and some wrong quiz choices; a seeded random draw picks them, so the picture
 is the same every time. The class is graded by `mha grade-all` like a real one; the picture
-puts its two plots together.
+is its two plots, one above the other.
 """
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ BUGS = {
     "split without transpose": (("X.reshape(n, num_heads, d_model // num_heads).transpose(1, 0, 2)",
                                  "X.reshape(num_heads, n, d_model // num_heads)"),),
     "merge without transpose": (("H.transpose(1, 0, 2).reshape(n, h * d_head)", "H.reshape(n, h * d_head)"),),
-    "count the value width": (("return num_heads * num_queries", "return d_v"),),
+    "count the value width": (("return num_layers * batch * num_heads * num_queries", "return d_v"),),
     "heads get full-width projections": (("weights = 4 * d_model * d_model", "weights = 4 * num_heads * d_model * d_model"),),
     "head looks at itself": (("W_K = np.eye(seq_len, k=1)", "W_K = np.eye(seq_len)"),),
 }
@@ -53,27 +54,26 @@ def make_class(folder: Path, rng: random.Random) -> None:
         student.joinpath("answers.yaml").write_text("\n".join(lines) + "\n")
 
 
-def main() -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.image as mpimg
-    import matplotlib.pyplot as plt
+def stacked(svgs: list[str]) -> str:
+    """One SVG holding `svgs` one above the other, as wide as the widest."""
+    sizes = [tuple(float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups()) for svg in svgs]
+    width, height, y, parts = max(w for w, _ in sizes), sum(h for _, h in sizes), 0.0, []
+    for svg, (_, h) in zip(svgs, sizes):
+        parts.append(svg.strip().replace("<svg ", f'<svg y="{y:g}" ', 1))
+        y += h
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:g} {height:g}" width="{width:g}" '
+            f'height="{height:g}">' + "".join(parts) + "</svg>\n")
 
+
+def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mha-demo-") as tmp:
         make_class(Path(tmp) / "class", random.Random(5))
         out = Path(tmp) / "graded"
         subprocess.run([sys.executable, "-m", "grader", "--course", str(ROOT / "exercises"), "grade-all",
                         str(Path(tmp) / "class"), "--out", str(out), "--jobs", "2"], check=True)
-        images = [mpimg.imread(out / "plots" / name) for name in ("score_histogram.png", "misconceptions.png")]
-    heights = [image.shape[0] for image in images]
-    fig, axes = plt.subplots(2, 1, figsize=(7, 7 * sum(heights) / images[0].shape[1]), dpi=100,
-                             gridspec_kw={"height_ratios": heights})
-    for ax, image in zip(axes, images):
-        ax.imshow(image)
-        ax.set_axis_off()
-    fig.subplots_adjust(left=0, right=1, top=1, bottom=0, hspace=0.02)
-    target = ROOT / "docs" / "report.png"
-    fig.savefig(target, metadata={"Software": None})
+        svgs = [(out / "plots" / name).read_text() for name in ("score_histogram.svg", "misconceptions.svg")]
+    target = ROOT / "docs" / "report.svg"
+    target.write_text(stacked(svgs))
     print(f"{target}: {target.stat().st_size // 1024} KiB")
 
 

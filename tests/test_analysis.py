@@ -4,14 +4,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import multiprocessing
-import os
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
-from grader.classroom import class_report
-from grader.classroom.analysis import SMALL_CLASS, StudentRow, analyse, flag, mistake_messages
+from grader.classroom import class_report, plots
+from grader.classroom.analysis import SMALL_CLASS, Analysis, StudentRow, analyse, flag, mistake_messages
 
 
 def rows_of(scores: dict[str, list[float]], mistakes: dict[int, dict[str, tuple[str, ...]]] | None = None):
@@ -84,11 +83,11 @@ def small_analysis():
 
 class TestClassReport:
     def test_tables_plots_and_page(self, tmp_path):
-        """JSON, both CSVs, two PNG plots and one page that inlines them and escapes titles."""
+        """JSON, both CSVs, two SVG plots and one page that holds them inline and escapes titles."""
         written = class_report.write(small_analysis(), {"a": "A <first> item", "b": "B"}, tmp_path)
         assert sorted(p.relative_to(tmp_path).as_posix() for p in written) == [
-            "item_analysis.csv", "item_analysis.json", "misconceptions.csv", "plots/misconceptions.png",
-            "plots/score_histogram.png", "report.html"]
+            "item_analysis.csv", "item_analysis.json", "misconceptions.csv", "plots/misconceptions.svg",
+            "plots/score_histogram.svg", "report.html"]
         with (tmp_path / "item_analysis.csv").open(newline="") as handle:
             first = next(csv.DictReader(handle))
         assert first == {"item": "a", "title": "A <first> item", "max_score": "1", "mean_fraction": "0.500",
@@ -96,95 +95,105 @@ class TestClassReport:
                          "distribution": "0:2 1:2", "flag": ""}
         assert (tmp_path / "misconceptions.csv").read_text() == "item,mistake,students,message\na,off-by-one,2,\n"
         assert json.loads((tmp_path / "item_analysis.json").read_text())["items"][0]["discrimination"] == 1.0
-        assert all((tmp_path / "plots" / n).read_bytes()[:4] == b"\x89PNG" for n in class_report.PLOTS)
+        svgs = [(tmp_path / "plots" / n).read_text() for n in plots.PLOTS]
+        assert [ElementTree.fromstring(svg).tag for svg in svgs] == [f"{SVG}svg"] * 2
         page = (tmp_path / "report.html").read_text()
         assert "A &lt;first&gt; item" in page and "A <first>" not in page
-        assert page.count('src="data:image/png;base64,') == 2
+        assert all(svg in page for svg in svgs) and page.count("<svg ") == 2 and "<img" not in page
 
-    def test_without_matplotlib_everything_but_the_plots(self, tmp_path, monkeypatch):
-        """If matplotlib cannot be imported, the tables and the page are still written, without images."""
-        monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
+    def test_the_plots_need_no_plotting_library(self, tmp_path, monkeypatch):
+        """With matplotlib (or PIL) impossible to import, both plots are still drawn."""
+        for name in ("matplotlib", "PIL"):
+            monkeypatch.setitem(sys.modules, name, None)  # makes `import matplotlib` raise ImportError
         written = class_report.write(small_analysis(), {}, tmp_path)
-        assert [p.name for p in written] == ["item_analysis.json", "item_analysis.csv", "misconceptions.csv",
-                                             "report.html"]
-        assert "<img" not in (tmp_path / "report.html").read_text()
-        assert not (tmp_path / "plots").exists()
+        assert [p.relative_to(tmp_path).as_posix() for p in written if p.parent.name == "plots"] == \
+            ["plots/score_histogram.svg", "plots/misconceptions.svg"]
 
-    @pytest.mark.parametrize("mistakes", [True, False])
-    def test_misconception_plot_with_and_without_mistakes(self, tmp_path, mistakes):
-        """The misconception plot is drawn even when nobody made a named mistake."""
-        analysis = small_analysis() if mistakes else analyse(rows_of({"a": [1, 0, 1]}), {"a": 1})
-        class_report.plot(analysis, {}, tmp_path)
-        assert (tmp_path / "misconceptions.png").stat().st_size > 1000
-
-
-def gone(pid: int) -> bool:
-    """No process `pid`, not even a zombie: it exited and was waited for."""
-    return not os.path.exists(f"/proc/{pid}")
+    def test_an_earlier_versions_png_plots_are_removed(self, tmp_path):
+        """Written again into a folder where an earlier version drew PNG plots, plots/ holds only
+        what report.html shows."""
+        (tmp_path / "plots").mkdir()
+        for name in ("score_histogram.png", "misconceptions.png", "mine.png"):
+            (tmp_path / "plots" / name).write_bytes(b"\x89PNG")
+        class_report.write(small_analysis(), {}, tmp_path)
+        assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["mine.png", *sorted(plots.PLOTS)]
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the plotting process is forked (Linux only)")
-class TestPlotter:
-    def test_draws_both_plots_in_its_process_and_is_joined(self, tmp_path, monkeypatch):
-        """draw() returns the two PNGs, as plot() draws them, from the forked process (plot() here
-        is broken after the fork); the process is waited for."""
-        pytest.importorskip("matplotlib")
-        plotter = class_report.Plotter()
-        pid = plotter._proc.pid
+SVG = "{http://www.w3.org/2000/svg}"
 
-        def broken(*args):
-            raise AssertionError("drawn in the test process, not by the plotting process")
 
-        real_plot = class_report.plot
-        monkeypatch.setattr(class_report, "plot", broken)
-        written = plotter.draw(small_analysis(), {"a": "A"}, tmp_path / "plots")
-        assert written == [tmp_path / "plots" / name for name in class_report.PLOTS]
-        assert all(p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 1000 for p in written)
-        assert real_plot(small_analysis(), {"a": "A"}, tmp_path / "here") == [tmp_path / "here" / n
-                                                                             for n in class_report.PLOTS]
-        assert [p.read_bytes() for p in written] == [(tmp_path / "here" / n).read_bytes() for n in class_report.PLOTS]
-        assert multiprocessing.active_children() == [] and gone(pid)
+def bars(svg: str) -> list[tuple[float, float, float, float, str, str]]:
+    """Every rectangle with a tooltip (a bar): x, y, width, height, fill, tooltip."""
+    root = ElementTree.fromstring(svg)
+    return [(float(r.get("x")), float(r.get("y")), float(r.get("width")), float(r.get("height")), r.get("fill"),
+             r.find(f"{SVG}title").text) for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
 
-    def test_a_dead_plotting_process_is_replaced_by_drawing_here(self, tmp_path):
-        """If the plotting process was killed, draw() still returns both plots, drawn in this process."""
-        pytest.importorskip("matplotlib")
-        plotter = class_report.Plotter()
-        plotter._proc.kill()
-        plotter._proc.join()
-        written = plotter.draw(small_analysis(), {}, tmp_path)
-        assert [p.name for p in written] == list(class_report.PLOTS)
-        assert all(p.stat().st_size > 1000 for p in written)
-        assert multiprocessing.active_children() == []
 
-    def test_close_without_drawing_stops_the_process(self):
-        """A plotter closed unused (grading failed) stops its process; closing again does nothing."""
-        plotter = class_report.Plotter()
-        pid = plotter._proc.pid
-        plotter.close()
-        plotter.close()
-        assert multiprocessing.active_children() == [] and gone(pid)
+def texts(svg: str) -> list[str]:
+    return [t.text for t in ElementTree.fromstring(svg).iter(f"{SVG}text")]
 
-    def test_write_with_a_plotter_gives_the_same_report(self, tmp_path):
-        """class_report.write with a plotter writes the same files, and report.html with both PNGs
-        inlined is byte-identical to the one written without."""
-        pytest.importorskip("matplotlib")
-        titles = {"a": "A <first> item", "b": "B"}
-        alone = class_report.write(small_analysis(), titles, tmp_path / "alone")
-        helped = class_report.write(small_analysis(), titles, tmp_path / "helped", class_report.Plotter())
-        assert [p.relative_to(tmp_path / "helped") for p in helped] == [p.relative_to(tmp_path / "alone") for p in alone]
-        page = (tmp_path / "helped" / "report.html").read_text()
-        assert page.count('src="data:image/png;base64,') == 2
-        assert page == (tmp_path / "alone" / "report.html").read_text()
-        assert multiprocessing.active_children() == []
 
-    def test_without_matplotlib_the_plotter_draws_nothing(self, tmp_path, monkeypatch):
-        """If the plotting process cannot import matplotlib, write() gives the page without images."""
-        monkeypatch.setitem(sys.modules, "matplotlib", None)  # inherited by the forked process
-        written = class_report.write(small_analysis(), {}, tmp_path, class_report.Plotter())
-        assert [p.name for p in written] == ["item_analysis.json", "item_analysis.csv", "misconceptions.csv",
-                                             "report.html"]
-        assert "<img" not in (tmp_path / "report.html").read_text()
-        assert multiprocessing.active_children() == []
+class TestHistogram:
+    def test_a_bar_per_occupied_bin_as_high_as_its_count(self):
+        """Nine students in 5 bins of 0-10 (numpy's histogram): a bar for each bin with students,
+        its height in proportion to its count, its tooltip naming its range and count."""
+        totals = (0, 1, 1, 3, 4.5, 9, 9, 10, 10)
+        drawn = bars(plots.histogram(Analysis(9, 10.0, 5.28, totals, (), ())))
+        assert [b[5] for b in drawn] == ["0 to 2 points: 3 students", "2 to 4 points: 1 student",
+                                         "4 to 6 points: 1 student", "8 to 10 points: 4 students"]
+        unit = drawn[1][3]
+        assert unit > 0 and [round(b[3] / unit, 6) for b in drawn] == [3, 1, 1, 4]
+        assert len({round(b[1] + b[3], 6) for b in drawn}) == 1  # one baseline
+        assert [round(b[2], 6) for b in drawn] == [round(drawn[0][2], 6)] * 4  # equal widths
+        assert drawn[3][0] > drawn[2][0] + 2 * drawn[2][2] - 1  # bin 6-8 is empty: a gap
+        words = texts(plots.histogram(Analysis(9, 10.0, 5.28, totals, (), ())))
+        assert words[0] == "Score distribution (9 students, mean 5.3)" and "total score (of 10)" in words
+
+    def test_one_student_and_no_student(self):
+        """A class of one reads "1 student"; a class of none draws axes and no bar."""
+        assert "Score distribution (1 student, mean 4.0)" in texts(plots.histogram(Analysis(1, 10.0, 4.0, (4,), (), ())))
+        assert bars(plots.histogram(Analysis(0, 10.0, 0.0, (), (), ()))) == []
+
+    def test_the_same_analysis_gives_the_same_bytes(self):
+        """Drawn twice, or from an equal analysis, a plot is the same text (merged slices compare byte for byte)."""
+        assert plots.histogram(small_analysis()) == plots.histogram(small_analysis())
+        assert plots.misconceptions(small_analysis()) == plots.misconceptions(small_analysis())
+
+
+class TestMisconceptions:
+    def test_a_bar_per_mistake_in_order_coloured_by_problem(self):
+        """One bar per named mistake, top to bottom in the analysis's order, as long as its count,
+        one colour per problem, the count written at its end."""
+        mistakes = (("softmax", "wrong-axis", 4), ("softmax", "no-shift", 1), ("split", "no-transpose", 2))
+        svg = plots.misconceptions(Analysis(5, 10.0, 5.0, (1, 2, 3, 4, 5), (), mistakes))
+        drawn = bars(svg)
+        assert [b[5] for b in drawn] == ["softmax: wrong-axis: 4 students", "softmax: no-shift: 1 student",
+                                         "split: no-transpose: 2 students"]
+        assert [b[1] for b in drawn] == sorted(b[1] for b in drawn)  # top to bottom
+        assert [round(b[2] / drawn[1][2], 6) for b in drawn] == [4, 1, 2]
+        assert [b[4] for b in drawn] == [plots.PALETTE[0], plots.PALETTE[0], plots.PALETTE[1]]
+        assert {"softmax: wrong-axis", "4", "1", "2", "students who made the mistake"} <= set(texts(svg))
+
+    def test_no_mistakes_says_so(self):
+        svg = plots.misconceptions(Analysis(3, 1.0, 1.0, (1, 1, 1), (), ()))
+        assert bars(svg) == [] and "no named mistakes" in texts(svg)
+
+    def test_a_label_is_text_whatever_it_holds(self):
+        """Markup and control characters in an item or mistake name stay text: the SVG parses,
+        and the label reads as written, less the control characters."""
+        mistakes = (('p<1> & "q"', "</text><script>x</script>\x07", 1),)
+        svg = plots.misconceptions(Analysis(1, 1.0, 1.0, (1,), (), mistakes))
+        assert 'p<1> & "q": </text><script>x</script>' in texts(svg)
+        assert "<script" not in svg
+
+
+@pytest.mark.parametrize("top, integer, expected", [
+    (10, True, [0, 2, 4, 6, 8, 10]), (166, False, [0, 50, 100, 150, 200]), (1, True, [0, 1]),
+    (3, True, [0, 1, 2, 3]), (7, True, [0, 2, 4, 6, 8]), (1, False, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+    (0, True, [0, 1])])
+def test_ticks(top, integer, expected):
+    """Round steps from 0 to at least the top; whole numbers on a count's axis."""
+    assert plots.ticks(top, integer=integer) == expected
 
 
 class TestReportAtAGlance:

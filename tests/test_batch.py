@@ -23,6 +23,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -250,12 +251,14 @@ class TestGradeAllClass:
         assert rows[1]["message"].startswith("Too strong.")
 
     def test_plots_and_html_report(self, graded, core_course):
-        """Two PNG plots, and one HTML page with both inlined and a row per item and mistake."""
+        """Two SVG plots, and one HTML page holding both and a row per item and mistake."""
         out = graded[1]
-        for name in ("score_histogram.png", "misconceptions.png"):
-            assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert sorted(p.name for p in (out / "plots").iterdir()) == ["misconceptions.svg", "score_histogram.svg"]
         page = (out / "report.html").read_text()
-        assert page.count('src="data:image/png;base64,') == 2
+        for name in ("score_histogram.svg", "misconceptions.svg"):
+            svg = (out / "plots" / name).read_text()
+            assert ElementTree.fromstring(svg).tag == "{http://www.w3.org/2000/svg}svg" and svg in page
+        assert "Score distribution (7 students, mean 90.1)" in page
         scored = [i for i in core_course.quiz.items if not i.manual]
         assert page.count("<tr><td><code>") == len(core_course.problems) + len(scored) + 2 + 7
         assert "7 students: 3 graded, 1 syntax error, 1 import failure, 1 timeout, 1 empty. 7 analysed; " \
@@ -551,7 +554,7 @@ class TestWorkDoneOncePerSeed:
 
 class TestGradingPath:
     def test_grading_imports_no_plotting_library(self, tmp_path):
-        """Grading a class loads neither matplotlib nor PIL; only the class report may."""
+        """Grading a class and writing its report, plots included, loads neither matplotlib nor PIL."""
         (tmp_path / "class" / "ann").mkdir(parents=True)
         (tmp_path / "class" / "ann" / "attention.py").write_text(solution_source())
         script = textwrap.dedent(f"""
@@ -563,11 +566,15 @@ class TestGradingPath:
             found = batch.discover({str(tmp_path / 'class')!r})
             outcomes = list(batch.grade_all(assignment, found, {str(tmp_path / 'out')!r}, seed_of=lambda s: 0,
                                             grader=lambda a, path, seed: grade(a, path, problem_ids=["softmax"])))
-            print(outcomes[0].status, sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PIL')))
+            from pathlib import Path
+            from grader.cli.grade_all import write_reports
+            write_reports(assignment, [outcomes[0].row], Path({str(tmp_path / 'out')!r}))
+            plots = sorted(p.name for p in Path({str(tmp_path / 'out' / 'plots')!r}).iterdir())
+            print(outcomes[0].status, plots, sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PIL')))
         """)
         done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == "graded []"
+        assert done.stdout.strip() == "graded ['misconceptions.svg', 'score_histogram.svg'] []"
 
 
 class TestWriteGradebook:

@@ -1,13 +1,7 @@
-"""The class report: item analysis tables (JSON, CSV), two PNG plots and one HTML page.
-
-matplotlib is imported here only, inside the functions that draw, so it never loads on the
-grading path. Without it, everything but the plots is still written. `Plotter` draws in a
-process of its own, forked before grading starts, which loads matplotlib (half a second) at a
-lower CPU priority while the class is graded, so only the drawing is left for the end.
-"""
+"""The class report: item analysis tables (JSON, CSV), two SVG plots (`plots`) and one HTML page
+that holds them all."""
 from __future__ import annotations
 
-import base64
 import csv
 import html
 import io
@@ -18,9 +12,8 @@ from pathlib import Path
 
 from ..grading.results import Status
 from ..paths import write_atomically
+from . import plots as svg_plots
 from .analysis import SMALL_CLASS, Analysis, ItemStats, StudentRow, flag
-
-PLOTS = ("score_histogram.png", "misconceptions.png")
 
 
 def _csv(rows: Sequence[Sequence[object]]) -> str:
@@ -37,120 +30,11 @@ def _distribution(item: ItemStats) -> str:
     return " ".join(f"{points:g}:{n}" for points, n in item.distribution)
 
 
-def plot(analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]:
-    """Draw the score histogram and the misconception counts; returns the files written."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
-    bins = min(20, max(5, analysis.students // 2)) if analysis.students else 5
-    ax.hist(analysis.totals, bins=bins, range=(0, analysis.max_total or 1), color="#3b6ea8", edgecolor="white")
-    ax.set_xlabel(f"total score (of {analysis.max_total:g})")
-    ax.set_ylabel("students")
-    fig.suptitle(f"Score distribution ({analysis.students} students, mean {analysis.mean_total:.1f})")
-    fig.tight_layout()
-    fig.savefig(out / PLOTS[0], metadata={"Software": None})
-    plt.close(fig)
-    written.append(out / PLOTS[0])
-
-    fig, ax = plt.subplots(figsize=(7, max(2.4, 0.32 * len(analysis.mistakes) + 1.2)), dpi=110)
-    if analysis.mistakes:
-        labels = [f"{item}: {mistake}" for item, mistake, _ in analysis.mistakes][::-1]
-        counts = [n for _, _, n in analysis.mistakes][::-1]
-        items = list(dict.fromkeys(item for item, _, _ in analysis.mistakes))
-        palette = plt.get_cmap("tab10")
-        colors = [palette(items.index(item) % 10) for item, _, _ in analysis.mistakes][::-1]  # one per problem
-        ax.barh(labels, counts, color=colors)
-        ax.set_xlabel("students who made the mistake")
-        ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an axis's default locator is a MaxNLocator
-    else:
-        ax.text(0.5, 0.5, "no named mistakes", ha="center", va="center")
-        ax.set_axis_off()
-    fig.suptitle("Named misconceptions, by problem")
-    fig.tight_layout()
-    fig.savefig(out / PLOTS[1], metadata={"Software": None})
-    plt.close(fig)
-    written.append(out / PLOTS[1])
-    return written
-
-
-class Plotter:
-    """`plot` in a forked process that imports matplotlib at once, at a lower CPU priority (nice
-    5: a small share of the cores while the class is graded, enough to be ready by its end),
-    then waits for the analysis. Start it before any thread does (it forks). Without fork (not
-    Linux), `draw` simply calls `plot`."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-        import sys
-        self._conn = self._proc = None
-        if sys.platform != "linux":
-            return
-        context = multiprocessing.get_context("fork")
-        ours, theirs = context.Pipe()
-        self._proc = context.Process(target=_plot_process, args=(theirs, ours), name="mha-plots", daemon=True)
-        self._proc.start()
-        theirs.close()
-        self._conn = ours
-
-    def draw(self, analysis: Analysis, titles: Mapping[str, str], out: Path) -> list[Path]:
-        """The plots of `analysis` in `out`, drawn by the process (or here, if it is gone)."""
-        if self._conn is None:
-            return plot(analysis, titles, out)
-        try:
-            self._conn.send_bytes(json.dumps({"analysis": asdict(analysis), "titles": dict(titles),
-                                              "out": str(out)}).encode())
-            written = json.loads(self._conn.recv_bytes())
-        except (EOFError, OSError, ValueError):  # it died: draw here
-            self.close()
-            return plot(analysis, titles, out)
-        self.close()
-        return [Path(p) for p in written]
-
-    def close(self) -> None:
-        if self._conn is not None and self._proc is not None:  # both set by the constructor, or neither
-            self._conn.close()
-            self._proc.join()
-            self._conn = self._proc = None
-
-
-def _plot_process(conn, parent_end) -> None:
-    import os
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides; Ctrl-C there closes the pipe
-    parent_end.close()
-    try:
-        os.nice(5)
-    except OSError:
-        pass
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401 - loaded now, used by plot()
-    except ImportError:
-        pass  # plot() returns no plots
-    try:
-        request = json.loads(conn.recv_bytes())
-    except (EOFError, OSError, ValueError):
-        return
-    data = request["analysis"]
-    analysis = Analysis(students=data["students"], max_total=data["max_total"], mean_total=data["mean_total"],
-                        totals=tuple(data["totals"]), items=(),
-                        mistakes=tuple(tuple(m) for m in data["mistakes"]))
-    written = plot(analysis, request["titles"], Path(request["out"]))
-    conn.send_bytes(json.dumps([str(p) for p in written]).encode())
-
-
-def write(analysis: Analysis, titles: Mapping[str, str], out: Path, plotter: Plotter | None = None,
-          students: Sequence[StudentRow] = (), messages: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
-    """Write item_analysis.json/.csv, misconceptions.csv, plots/*.png and report.html into `out`
-    (the plots drawn by `plotter` when given). `students`: every student's row, for the report's
-    per-student section; `messages`: what each named mistake tells a student."""
+def write(analysis: Analysis, titles: Mapping[str, str], out: Path, students: Sequence[StudentRow] = (),
+          messages: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
+    """Write item_analysis.json/.csv, misconceptions.csv, plots/*.svg and report.html into `out`.
+    `students`: every student's row, for the report's per-student section; `messages`: what
+    each named mistake tells a student."""
     out, messages = Path(out), messages or {}
     files = {
         "item_analysis.json": json.dumps(asdict(analysis), indent=2) + "\n",
@@ -164,7 +48,7 @@ def write(analysis: Analysis, titles: Mapping[str, str], out: Path, plotter: Plo
     }
     for name, text in files.items():
         write_atomically(out / name, text)
-    plots = plotter.draw(analysis, titles, out / "plots") if plotter else plot(analysis, titles, out / "plots")
+    plots = svg_plots.draw(analysis, out / "plots")
     write_atomically(out / "report.html", render_html(analysis, titles, plots, students, messages))
     return [out / name for name in files] + plots + [out / "report.html"]
 
@@ -173,7 +57,7 @@ _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f3f3f3}td.n{text-align:right;white-space:nowrap}tr.flag td{background:#fff6dc}
 .note{background:#fff6dc;border-left:4px solid #e0a800;padding:.5em 1em}.bad{color:#a61b1b;font-weight:600;white-space:nowrap}
-img{max-width:100%;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots img{max-width:calc(50% - 1em)}
+svg{max-width:100%;height:auto;margin:1em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots svg{max-width:calc(50% - 1em)}
 td.d{white-space:nowrap}"""
 
 
@@ -203,7 +87,7 @@ def _student_rows(students: Sequence[StudentRow], max_total: float, items: Seque
 
 def render_html(analysis: Analysis, titles: Mapping[str, str], plots: list[Path],
                 students: Sequence[StudentRow] = (), messages: Mapping[tuple[str, str], str] | None = None) -> str:
-    """One self-contained page: summary (with a caveat for a small class), plots inlined as PNG,
+    """One self-contained page: summary (with a caveat for a small class), the plots inline (SVG),
     the item table (flagging items everybody or nobody got), the misconceptions with their
     messages, and one row per student with their status."""
     e, messages = html.escape, messages or {}
@@ -216,8 +100,7 @@ def render_html(analysis: Analysis, titles: Mapping[str, str], plots: list[Path]
     mistakes = "".join(f"<tr><td><code>{e(item)}</code></td><td><code>{e(m)}</code></td><td class=n>{n}</td>"
                        f"<td>{e(messages.get((item, m), ''))}</td></tr>"
                        for item, m, n in analysis.mistakes) or "<tr><td colspan=4>none</td></tr>"
-    images = "".join(f'<img alt="{e(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-                     for p in plots)
+    images = "".join(p.read_text(encoding="utf-8") for p in plots)
     caveat = "" if analysis.students >= SMALL_CLASS else (
         f'<p class="note">Only {analysis.students} students were analysed. With fewer than about {SMALL_CLASS}, the '
         "upper and lower 27% groups hold a handful of students each, so discrimination and item-rest values swing "

@@ -1,7 +1,6 @@
 """`mha grade-all`: grade a whole class, then write the gradebook, feedback and item analysis.
 
-Registered on `mha` as a lazy command (`main.lazy` in commands.py). Plotting (matplotlib) is
-imported only by the class report, after every submission is graded.
+Registered on `mha` as a lazy command (`main.lazy` in commands.py).
 """
 from __future__ import annotations
 
@@ -132,8 +131,7 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
       mha grade-all submissions/ --out graded-2/ --shard 2/3   # then: mha merge graded-*/ --out graded/
     """
     from ..classroom import batch
-    from ..classroom.class_report import Plotter
-    plotter = hand = None
+    hand = None
     from ..sandbox.spawn import prestart_spares
     prestart_spares(_zygotes_needed(obj, submissions, out, jobs or _default_jobs(), force))  # they load while the course does
     try:
@@ -165,7 +163,6 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
                                   f"student, or a Gradescope export with {batch.GRADESCOPE_METADATA})")
         hand = _hand_scores(course, written_scores, [s.student for s in found])
         rows, resumed, failures = [], 0, []
-        plotter = Plotter()  # loads matplotlib on a spare core while the class is graded
         try:
             with _progress(len(found), progress) as step:
                 for outcome in batch.grade_all(course, found, out, seed_of=seed_of, limits=limits,
@@ -182,14 +179,11 @@ def grade_all(obj: Ctx, submissions: Path, out: Path, jobs: int | None, force: b
             if shard is not None:
                 _write_manifest(obj, course, out, shard, found, seed_of, limits)
             rows.sort(key=lambda r: r.student)  # the reports do not depend on which grading finished first
-            report = write_reports(course, rows, out, plotter, hand)
+            report = write_reports(course, rows, out, hand)
         except OSError as exc:
             raise InternalError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     except GraderError as exc:
         fail(exc)
-    finally:
-        if plotter is not None:
-            plotter.close()
     summary(rows, resumed, report, out)
     if hand is not None:
         given = sum(len(scores) for scores in hand.values())
@@ -231,7 +225,7 @@ def _hand_scores(course, path: Path | None, students: list[str]) -> dict[str, di
     return read_written_scores(path, set(students), {i.id: float(i.points) for i in quiz_items if i.manual})
 
 
-def write_reports(course, rows, out: Path, plotter=None, hand=None):
+def write_reports(course, rows, out: Path, hand=None):
     """gradebook.csv, then the item analysis of every student graded (failures left out)."""
     from ..classroom import class_report
     from ..classroom.analysis import analyse, mistake_messages
@@ -242,11 +236,7 @@ def write_reports(course, rows, out: Path, plotter=None, hand=None):
                     written=[i.id for i in quiz_items if i.manual], hand=hand)
     _write_written(out, [i for i in quiz_items if i.manual], rows, hand)
     analysis = analyse([r for r in rows if r.status not in FAILED], {i.id: float(i.points) for i in items})
-    written = class_report.write(analysis, {i.id: i.title for i in items}, out, plotter, students=rows,
-                                 messages=mistake_messages(course))
-    if not any(p.suffix == ".png" for p in written):
-        click.echo("warning: matplotlib is not installed, so report.html has no plots "
-                   "(pip install 'mha-exercises[instructor]')", err=True)
+    class_report.write(analysis, {i.id: i.title for i in items}, out, students=rows, messages=mistake_messages(course))
     return analysis
 
 

@@ -37,10 +37,8 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
       mha merge graded-1/ graded-2/ graded-3/ --out graded/
     """
     from ..classroom import batch, shards
-    from ..classroom.class_report import Plotter
     from ..sandbox.limits import Limits
     from .grade_all import ERROR_LOG, summary, write_reports
-    plotter = None
     try:
         course = obj.course()
         folders = list(shard_outs)
@@ -52,7 +50,6 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
         if len(counts) != 1 or given != list(range(1, next(iter(counts)) + 1)):
             raise shards.ShardError(f"the shards given are {', '.join(f'{k}/{n}' for k, n in (m['shard'] for m in manifests))}: "
                                     "give every slice K/N of one N, once each")
-        plotter = Plotter()
         rows, logs = [], []
         try:
             for folder in (out / batch.RESULTS_DIR, out / batch.FEEDBACK_DIR):
@@ -73,14 +70,11 @@ def merge(obj: Ctx, shard_outs: tuple[Path, ...], out: Path) -> None:
             else:
                 (out / ERROR_LOG).unlink(missing_ok=True)
             rows.sort(key=lambda r: r.student)  # as grade-all sorts them
-            report = write_reports(course, rows, out, plotter)
+            report = write_reports(course, rows, out)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, GraderError):
                 raise
             raise InternalError(f"cannot merge into {out}: {exc}") from exc
     except GraderError as exc:
         fail(exc)
-    finally:
-        if plotter is not None:
-            plotter.close()
     summary(rows, 0, report, out)
