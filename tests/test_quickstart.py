@@ -58,8 +58,14 @@ def what_the_block_needs(folder: Path) -> None:
                 f"    {body}\n")
 
 
+def course_files(folder: Path) -> list[Path]:
+    """The files of `folder`, but Python's bytecode (__pycache__, which loading the course's code
+    writes unless PYTHONDONTWRITEBYTECODE is set, and which a new course's .gitignore lists)."""
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.relative_to(folder).parts]
+
+
 def tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in course_files(folder)}
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +218,7 @@ class TestNewCourse:
         result = CliRunner().invoke(main, ["--course", str(course), "validate"])
         assert result.exit_code == 0, result.output
         assert "1 problem(s)" in result.output
-        assert not [p for p in course.rglob("*") if p.is_file() and "TODO" in p.read_text()]
+        assert not [p for p in course_files(course) if "TODO" in p.read_text()]
         assert (course / "course.yaml").stat().st_mode & 0o777 == 0o600
 
 
