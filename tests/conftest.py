@@ -71,9 +71,38 @@ def time_limit(request):
 
 def pytest_configure(config):
     """Reports follow $COLUMNS (reports/terminal.py), which pytest-xdist sets in its workers to the
-    terminal's width: the tests' reports get the default width wherever they run."""
+    terminal's width: the tests' reports get the default width wherever they run. The first
+    process of the run (before any worker starts) byte-compiles this checkout when Python will
+    not (`byte_compile_checkout`)."""
     for variable in ("COLUMNS", "LINES"):
         os.environ.pop(variable, None)
+    if not hasattr(config, "workerinput"):
+        byte_compile_checkout()
+
+
+def byte_compile_checkout(root: Path = ROOT, imported_from: Path | None = None,
+                          python_writes: bool | None = None) -> list[str]:
+    """The packages of the checkout `root` compiled to bytecode, as `pip install` compiles an
+    installed package: the names compiled, none when there is nothing to do. `imported_from`:
+    the folder the grader is imported from (this Python's); `python_writes`: whether Python
+    writes .pyc files itself as it imports (this Python's setting).
+
+    With PYTHONDONTWRITEBYTECODE set (as many container images set it), Python writes no .pyc
+    when it imports, so an editable install (this checkout) would be compiled from its source
+    again by every `mha` process and every zygote the suite starts (zygotes run with -B and
+    never write one): about a third of a cold grade's time, in hundreds of processes. Up to
+    date files are left alone. An installed package (not this checkout's) was compiled by pip."""
+    import compileall
+
+    import grader
+    imported_from = imported_from or Path(grader.__file__).resolve().parent
+    python_writes = not sys.flags.dont_write_bytecode if python_writes is None else python_writes
+    if python_writes or imported_from != root / "grader":
+        return []
+    names = ["grader", "exercises"]
+    for name in names:
+        compileall.compile_dir(str(root / name), quiet=1)
+    return names
 
 
 def pytest_xdist_auto_num_workers(config):
