@@ -178,6 +178,16 @@ class TestMisconceptions:
         svg = plots.misconceptions(Analysis(3, 1.0, 1.0, (1, 1, 1), (), ()))
         assert bars(svg) == [] and "no named mistakes" in texts(svg)
 
+    def test_a_long_label_is_cut_beside_its_bar_and_whole_in_its_tooltip(self):
+        """A label longer than plots.LABEL characters ends in an ellipsis beside its bar, and the
+        plot widens for it no further; its tooltip names it whole."""
+        mistake = "a-very-long-mistake-name-" * 6
+        svg = plots.misconceptions(Analysis(1, 1.0, 1.0, (1,), (), (("softmax", mistake, 1),)))
+        shown = [t for t in texts(svg) if t.startswith("softmax: ")]
+        assert shown == [f"softmax: {mistake}"[:plots.LABEL - 1] + "\u2026"]
+        assert bars(svg)[0][5] == f"softmax: {mistake}: 1 student"
+        assert float(ElementTree.fromstring(svg).get("width")) <= 7 * plots.LABEL + 16 + 360 + 40
+
     def test_a_label_is_text_whatever_it_holds(self):
         """Markup and control characters in an item or mistake name stay text: the SVG parses,
         and the label reads as written, less the control characters."""

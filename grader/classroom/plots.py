@@ -23,6 +23,7 @@ __all__ = ["PLOTS", "PALETTE", "histogram", "misconceptions", "draw", "ticks"]
 PLOTS = ("score_histogram.svg", "misconceptions.svg")
 RETIRED = ("score_histogram.png", "misconceptions.png")  # what earlier versions drew, removed from plots/
 BAR = "#3b6ea8"
+LABEL = 64  # characters of a mistake's label shown beside its bar (a longer one is cut, its tooltip whole)
 # one colour per problem in the mistakes' plot, in the order the problems first appear (tab10's)
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -117,7 +118,8 @@ def misconceptions(analysis: Analysis) -> str:
     labels = [f"{item}: {mistake}" for item, mistake, _ in analysis.mistakes]
     problems = list(dict.fromkeys(item for item, _, _ in analysis.mistakes))
     row, bar, top, bottom, right = 26.0, 18.0, 44.0, 48.0, 40.0
-    left = min(max(7.0 * max(map(len, labels)) + 16, 80.0), 460.0)  # about 7 pixels a character at 12 px
+    shown = [label if len(label) <= LABEL else label[:LABEL - 1] + "\u2026" for label in labels]  # the tooltip has it all
+    left = max(7.0 * max(map(len, shown)) + 16, 80.0)  # about 7 pixels a character at 12 px
     plot_w = 360.0
     width, height = left + plot_w + right, top + row * len(labels) + bottom
     x_ticks = ticks(max(n for _, _, n in analysis.mistakes), integer=True)
@@ -131,10 +133,10 @@ def misconceptions(analysis: Analysis) -> str:
         body.append(f'<line x1="{_num(x_at(x))}" x2="{_num(x_at(x))}" y1="{_num(top)}" y2="{_num(base + 5)}" '
                     f'stroke="#e4e4e4"/>'
                     f'<text x="{_num(x_at(x))}" y="{_num(base + 18)}" text-anchor="middle">{x:g}</text>')
-    for k, ((item, _, n), label) in enumerate(zip(analysis.mistakes, labels)):
+    for k, ((item, _, n), label, short) in enumerate(zip(analysis.mistakes, labels, shown)):
         y = top + row * k + (row - bar) / 2
         colour = PALETTE[problems.index(item) % len(PALETTE)]
-        body.append(f'<text x="{_num(left - 8)}" y="{_num(y + bar / 2 + 4)}" text-anchor="end">{_text(label)}</text>'
+        body.append(f'<text x="{_num(left - 8)}" y="{_num(y + bar / 2 + 4)}" text-anchor="end">{_text(short)}</text>'
                     f'<rect x="{_num(left)}" y="{_num(y)}" width="{_num(x_at(n) - left)}" height="{_num(bar)}" '
                     f'fill="{colour}"><title>{_text(f"{label}: {_students(n)}")}</title></rect>'
                     f'<text x="{_num(x_at(n) + 4)}" y="{_num(y + bar / 2 + 4)}">{n}</text>')
