@@ -1,8 +1,8 @@
 """The student notebook: each problem's prompt as Markdown, a stub cell, and a check cell.
 
-Built with nbformat (imported here only). Cell ids are derived from the problem ids, so the
-same course always gives a byte-identical notebook. The check cells are tagged
-`mha-check`; they call `grader.notebook.check`, which runs `mha check` on the cells run so far.
+Built as plain dicts and written in nbformat's form (`ipynb`). Cell ids are derived from the
+problem ids, so the same course always gives a byte-identical notebook. The check cells are
+tagged `mha-check`; they call `grader.notebook.check`, which runs `mha check` on the cells run so far.
 After the problems comes the concept quiz: per item its prompt and choices, and a raw cell tagged
 `mha-answers` holding the item's answers.yaml line, for the student to fill in. `mha grade
 NOTEBOOK.ipynb` grades the saved notebook's definitions and, from those cells, its quiz answers.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..course.model import Course, QuizItem
 from ..grading.notebook_submission import ANSWERS_TAG, CHECK_TAG
+from .ipynb import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell, writes
 from .pysource import split_module, stub, student_module
 
 __all__ = ["manual_grading", "render"]
@@ -53,8 +54,6 @@ def manual_grading(item: QuizItem) -> dict:
 
 def _quiz_cells(quiz, seed: int) -> list:
     """The quiz: an intro, then per item its Markdown prompt and its answer cell (raw, tagged)."""
-    from nbformat.v4 import new_markdown_cell, new_raw_cell
-
     from ..course.quiz import ANSWER_FORMS, draw
     forms = "; ".join(sorted(set(ANSWER_FORMS.values())))
     cells = [_cell(new_markdown_cell, QUIZ_INTRO.format(title=quiz.title, forms=forms).rstrip(), "quiz-intro")]
@@ -75,9 +74,6 @@ def _quiz_cells(quiz, seed: int) -> list:
 
 def render(course: Course, seed: int | None = None) -> str:
     """The notebook as JSON text (nbformat 4), for the seed `seed` (default: the default one)."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
     from ..course.quiz import DEFAULT_SEED
     from ..course.render import render_prompt
     seed = DEFAULT_SEED if seed is None else seed
@@ -100,5 +96,4 @@ def render(course: Course, seed: int | None = None) -> str:
         "language_info": {"name": "python"},
         "mha": {"assignment": course.title, "problems": [p.id for p in course.problems]},
     })
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
+    return writes(nb)

@@ -3,7 +3,7 @@
 `write(out, course, solutions)` writes
 
     OUT/nbgrader_config.py              the course's nbgrader settings (course id, cell timeout)
-    OUT/source/<name>/<name>.ipynb      the source notebook (nbformat, imported here only)
+    OUT/source/<name>/<name>.ipynb      the source notebook (written by `ipynb`)
     OUT/source/<name>/<student wheel>   the student package (`wheel.build_student`: no reference,
                                         no hidden cases), released with the notebook: students
                                         install it to run the test cells themselves
@@ -34,6 +34,7 @@ from pathlib import Path
 from ..course.model import Course, Problem, QuizItem
 from ..errors import SpecError, SubmissionError
 from ..paths import write_atomically
+from .ipynb import new_code_cell, new_markdown_cell, new_notebook, writes
 from .pysource import split_module, stub, student_module
 
 __all__ = ["ASSIGNMENT", "CONFIG", "MODELS", "check_assignment_name", "source_notebook", "write"]
@@ -98,7 +99,6 @@ def _answer_test(item: QuizItem) -> str:
 
 
 def _quiz_cells(add, course: Course) -> None:
-    from nbformat.v4 import new_code_cell, new_markdown_cell
 
     from ..course.quiz import DEFAULT_SEED, answer_key, draw
     from ..starter import ANSWER_FORMS
@@ -132,9 +132,6 @@ def _quiz_cells(add, course: Course) -> None:
 def source_notebook(course: Course, solutions_path: Path, student_wheel: str) -> str:
     """The source notebook as JSON text: per problem its prompt, its solution cell and its test
     cell, then the quiz (see the module docstring)."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
     from ..course.quiz import DEFAULT_SEED
     from ..course.render import render_prompt
     from .otter import solution_cell
@@ -167,8 +164,7 @@ def source_notebook(course: Course, solutions_path: Path, student_wheel: str) ->
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
     })
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
+    return writes(nb)
 
 
 def write(out: Path, course: Course, solutions: Path, assignment: str = ASSIGNMENT) -> list[Path]:

@@ -8,7 +8,7 @@
                                 hand), answered in the notebook as a variable named after the
                                 item; a multiple-answers item is one test per true statement, so
                                 its partial credit with penalty comes out as `mha grade`'s
-    OUT/<name>.ipynb            the master notebook for `otter assign` (nbformat, imported here only);
+    OUT/<name>.ipynb            the master notebook for `otter assign` (written by `ipynb`);
                                 a written item is a manual question (`manual: true`: no tests, its
                                 points given by hand), a Markdown answer cell whose solution is the
                                 rubric (removed from the students' copy)
@@ -41,6 +41,7 @@ from pathlib import Path
 from ..course.model import Case, Course, Problem, Quiz, QuizItem, QuizKind
 from ..errors import InternalError, SpecError
 from ..paths import write_atomically
+from .ipynb import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell, writes
 from .pysource import split_module, stub, student_module
 
 __all__ = ["solution_cell", "test_file", "test_cases", "quiz_items", "quiz_cases", "quiz_test_file", "master_notebook", "write",
@@ -188,8 +189,6 @@ def _config(course: Course) -> str:
 def _quiz_cells(add, item: QuizItem) -> None:
     """A quiz item as an otter question: its prompt and choices, a cell assigning the answer to a
     variable named after the item (the key marked `# SOLUTION`), and its tests."""
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
-
     from ..course.quiz import DEFAULT_SEED, answer_key, draw
     from ..starter import ANSWER_FORMS
     v = draw(item, DEFAULT_SEED)
@@ -214,7 +213,6 @@ def _quiz_cells(add, item: QuizItem) -> None:
 def _written_cells(add, item: QuizItem) -> None:
     """A written item as an otter manual question: its prompt, then a Markdown answer cell whose
     solution (the rubric, for the instructor's copy only) `otter assign` replaces with a blank."""
-    from nbformat.v4 import new_markdown_cell, new_raw_cell
     add(new_raw_cell, f"# BEGIN QUESTION\nname: {item.id}\npoints: {item.points:g}\nmanual: true", f"{item.id}-begin")
     add(new_markdown_cell, f"## {item.title} ({item.points:g} points, graded by hand)\n\n{item.prompt.rstrip()}\n\n"
                            "Write your answer in the cell below, in your own words: your instructor grades it by "
@@ -229,9 +227,6 @@ def _written_cells(add, item: QuizItem) -> None:
 def master_notebook(course: Course, solutions_path: Path) -> str:
     """The `otter assign` master notebook as JSON text: config, then per problem its prompt,
     the stub with the model answer marked as solution, and its test cells."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
-
     from ..course.quiz import DEFAULT_SEED
     from ..course.render import render_prompt
     solutions = split_module(Path(solutions_path).read_text(encoding="utf-8"))
@@ -272,8 +267,7 @@ def master_notebook(course: Course, solutions_path: Path) -> str:
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
     })
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
+    return writes(nb)
 
 
 def write(out: Path, course: Course, solutions: Path) -> list[Path]:
