@@ -1,10 +1,14 @@
-"""The suite's own set-up (tests/conftest.py): the checkout byte-compiled when Python will not."""
+"""The suite's own set-up: the checkout byte-compiled when Python will not (tests/conftest.py), and
+what the venvs of the export tests leave out (tests/_install.py)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
+from importlib.metadata import PackageNotFoundError, distribution, distributions
 from pathlib import Path
 
+from ._install import LEFT_OUT, link_farm
 from .conftest import ROOT, byte_compile_checkout
 
 
@@ -38,3 +42,39 @@ class TestByteCompileCheckout:
         assert byte_compile_checkout(root, imported_from=root / "grader", python_writes=True) == []
         assert byte_compile_checkout(root, imported_from=tmp_path / "site-packages" / "grader", python_writes=False) == []
         assert compiled(root) == []
+
+
+# a schema asking for a format that rfc3987-syntax checks: "format": "iri" (JSON), format: iri-reference (YAML)
+IRI_FORMAT = re.compile(r"""["']?format["']?\s*:\s*["']?iri(-reference)?\b""")
+
+
+class TestLeftOutOfTheFarm:
+    def test_no_installed_schema_asks_for_a_format_the_left_out_distributions_check(self):
+        """rfc3987-syntax only lets jsonschema check the "iri" and "iri-reference" formats: no JSON
+        or YAML file of any distribution installed here (nbformat's, nbgrader's, otter's and
+        Jupyter's schemas among them) asks for either, so leaving it out changes no validation."""
+        scanned, found = 0, []
+        for dist in distributions():
+            for file in dist.files or ():
+                if file.suffix in (".json", ".yaml", ".yml"):
+                    path = Path(str(dist.locate_file(file)))
+                    text = path.read_text(errors="replace") if path.is_file() else ""
+                    scanned += 1
+                    found += [f"{path}: {m.group(0)}" for m in IRI_FORMAT.finditer(text)]
+        assert scanned > 20 and found == []
+        assert IRI_FORMAT.search('{"type": "string", "format": "iri"}')  # the pattern finds what it looks for
+        assert IRI_FORMAT.search("url:\n  format: iri-reference\n")
+
+    def test_a_farm_of_everything_links_all_but_the_grader_and_the_left_out(self, tmp_path):
+        """link_farm(names=None) links every distribution's top-level entries, jsonschema's among
+        them, but not this grader's nor rfc3987-syntax's."""
+        farm = link_farm(tmp_path / "farm", names=None)
+        linked = {p.name for p in farm.iterdir()}
+        assert {"numpy", "yaml", "click", "jsonschema"} <= linked
+        assert "grader" not in linked and "exercises" not in linked
+        for name in LEFT_OUT:
+            try:
+                tops = {Path(str(f)).parts[0] for f in distribution(name).files or ()}
+            except PackageNotFoundError:
+                continue
+            assert tops and not tops & linked, (name, tops & linked)
