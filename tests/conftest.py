@@ -245,6 +245,14 @@ def otter_autograder(tmp_path_factory) -> Path:
     return once(tmp_path_factory, "otter-autograder", build_autograder)[0]
 
 
+@pytest.fixture(scope="session")
+def nbgrader_graded(tmp_path_factory) -> tuple[Path, dict]:
+    """The nbgrader export after `generate_assignment` and `autograde` of three students, built
+    once per test run (tests/test_export_nbgrader.py's `build_graded`); read it, change nothing."""
+    from .test_export_nbgrader import build_graded
+    return once(tmp_path_factory, "nbgrader-graded", build_graded)
+
+
 @pytest.fixture
 def cli():
     """Invoke `mha ...` in-process; returns the click Result (exit_code, stdout, stderr)."""

@@ -41,6 +41,7 @@ BUGGY_PROBLEM = "parameter_count"
 WRONG_ANSWERS = {"two_relations": "a", "model_claims": ["a", "b", "c", "e"]}
 WRITTEN = "W_O mixes the heads' slices of the output."
 STUDENTS = ("correct", "buggy")
+TABLE_STUDENT = "every-platform"  # tests/test_platform_table.py's submission, graded with the two above
 
 
 def _export(out: Path) -> None:
@@ -118,25 +119,41 @@ def _quiz_answers(notebook: dict) -> dict:
     return found
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory, course):
-    """The export after `nbgrader generate_assignment`, and `nbgrader autograde` of a filled notebook
-    (the model answers) and a buggy one, each a student of the course's own gradebook."""
-    tmp = tmp_path_factory.mktemp("nbgrader")
-    folder = tmp / "course"
-    _export(folder)
-    python, env = _environment(tmp, folder)
-    _nbgrader(python, env, folder, "generate_assignment", ASSIGNMENT)
-    release = json.loads((folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    notebooks = {}
-    for student in STUDENTS:
-        _nbgrader(python, env, folder, "db", "student", "add", student)
-        notebooks[student] = filled(release, course, buggy=student == "buggy")
-        target = folder / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+def build_graded(folder: Path) -> dict:
+    """In `folder`: the export after `nbgrader generate_assignment` (course/), its grading venv
+    (venv/), and `nbgrader autograde` of three students of the course's own gradebook: the model
+    answers (correct), a buggy notebook (buggy), and tests/test_platform_table.py's submission
+    (every-platform). Built once per test run for this file and the platform table (the
+    `nbgrader_graded` fixture); tests read it and change nothing in it."""
+    from grader.course.loader import load_course
+
+    from .test_platform_table import submission_files
+    course_folder = folder / "course"
+    _export(course_folder)
+    python, env = _environment(folder, course_folder)
+    _nbgrader(python, env, course_folder, "generate_assignment", ASSIGNMENT)
+    release = json.loads((course_folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    course = load_course(EXERCISES)  # the core, as the export ships it
+    notebooks = {student: filled(release, course, buggy=student == "buggy") for student in STUDENTS}
+    notebooks[TABLE_STUDENT] = from_files(release, submission_files())
+    for student, notebook in notebooks.items():
+        _nbgrader(python, env, course_folder, "db", "student", "add", student)
+        target = course_folder / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         target.parent.mkdir(parents=True)
-        target.write_text(json.dumps(notebooks[student]))
-    _nbgrader(python, env, folder, "autograde", ASSIGNMENT)
-    return folder, notebooks, python
+        target.write_text(json.dumps(notebook))
+    _nbgrader(python, env, course_folder, "autograde", ASSIGNMENT)
+    return {"python": str(python.relative_to(folder))}
+
+
+@pytest.fixture(scope="module")
+def graded(nbgrader_graded):
+    """The shared course after `generate_assignment` and `autograde` (build_graded): its folder,
+    the notebooks the students submitted (correct and buggy), the grading venv's python."""
+    shared, info = nbgrader_graded
+    folder = shared / "course"
+    notebooks = {student: json.loads((folder / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+                 for student in STUDENTS}
+    return folder, notebooks, shared / info["python"]
 
 
 def _nbgrader_scores(python: Path, folder: Path, student: str) -> dict[str, float | None]:
@@ -386,19 +403,13 @@ class TestCommand:
         assert result.exit_code == 0 and "nbgrader generate_assignment" in result.output
 
 
-def nbgrader_fraction(tmp: Path, files: dict[str, str]) -> float:
-    """The share of the automatic points nbgrader's `autograde` gives a submission (attention.py and
-    answers.yaml, as text): its code in the notebook's first code cell, the solution cells emptied,
-    each quiz answer assigned in its answer cell (an unanswered item keeps the release's stub), a
-    written answer's text in its cell; written answers are left out of the fraction, as on every
-    platform. For tests/test_platform_table.py."""
+def from_files(release: dict, files: dict[str, str]) -> dict:
+    """The released notebook holding a submission (attention.py and answers.yaml, as text): its
+    code in the notebook's first code cell, the solution cells emptied, each quiz answer assigned
+    in its answer cell (an unanswered item keeps the release's stub), a written answer's text in
+    its cell."""
     import yaml
-    folder = tmp / "course"
-    _export(folder)
-    python, env = _environment(tmp, folder)
-    _nbgrader(python, env, folder, "generate_assignment", ASSIGNMENT)
-    _nbgrader(python, env, folder, "db", "student", "add", "student")
-    notebook = json.loads((folder / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    notebook = json.loads(json.dumps(release))
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     code_cell = next(c for c in notebook["cells"] if c["cell_type"] == "code")
     code_cell["source"] = files["attention.py"]
@@ -411,12 +422,16 @@ def nbgrader_fraction(tmp: Path, files: dict[str, str]) -> float:
             cell["source"] = ""  # the functions are in the first cell
         elif item in answers:
             cell["source"] = str(answers[item]) if cell["cell_type"] == "markdown" else f"{item} = {answers[item]!r}\n"
-    target = folder / "submitted" / "student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    target.parent.mkdir(parents=True)
-    target.write_text(json.dumps(notebook))
-    _nbgrader(python, env, folder, "autograde", ASSIGNMENT)
-    # written answers are graded by hand (nbgrader itself gives an unanswered one 0): in no automatic fraction
+    return notebook
+
+
+def nbgrader_fraction(graded: tuple[Path, dict]) -> float:
+    """The share of the automatic points nbgrader's `autograde` gave tests/test_platform_table.py's
+    submission (the student every-platform of the shared course, `nbgrader_graded`); written
+    answers are left out of the fraction, as on every platform."""
+    shared, info = graded
     from grader.course.loader import load_course
     written = {i.id for i in load_course(EXERCISES).quiz.items if i.manual}
-    scored = [score for grade_id, score in _nbgrader_scores(python, folder, "student").items() if grade_id not in written]
+    scores = _nbgrader_scores(shared / info["python"], shared / "course", TABLE_STUDENT)
+    scored = [score for grade_id, score in scores.items() if grade_id not in written]
     return sum(s for s, _ in scored) / sum(m for _, m in scored)

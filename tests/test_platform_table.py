@@ -105,15 +105,19 @@ def _github_classroom(tmp: Path, folder: Path) -> float:
     return points / maximum
 
 
+def submission_files() -> dict[str, str]:
+    """The buggy submission every platform grades: its two files, as text."""
+    return {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
+
+
 def _otter_grader(tmp: Path, files: dict[str, str], otter_autograder: Path) -> float:
     """`otter run` on a notebook holding the submission's code and its quiz answers as variables,
     with the otter export after `otter assign` and `otter generate`, in the environment the
     autograder zip declares (a copy of the `otter_autograder` fixture, tests/test_export_otter.py)."""
-    import nbformat
     import yaml
-    from nbformat.v4 import new_code_cell, new_notebook
 
     from grader.exports import otter as exporter
+    from grader.exports.ipynb import new_code_cell, new_notebook, writes
 
     from .test_export_otter import _otter, _wait, autograder_copy
     python, env = autograder_copy(otter_autograder, tmp)
@@ -121,11 +125,13 @@ def _otter_grader(tmp: Path, files: dict[str, str], otter_autograder: Path) -> f
     answers = yaml.safe_load(files["answers.yaml"]) or {}
     cells = [new_code_cell(files["attention.py"]),
              new_code_cell("".join(f"{k} = {v!r}\n" for k, v in answers.items()))]
+    for number, cell in enumerate(cells):
+        cell["id"] = f"submission-{number}"
     run = tmp / "run"
     (run / "out").mkdir(parents=True)
-    student = nbformat.read(str(tmp / "dist" / "student" / exporter.NOTEBOOK_NAME), as_version=4)
+    student = json.loads((tmp / "dist" / "student" / exporter.NOTEBOOK_NAME).read_text())
     # the student's notebook as handed out (its metadata names the assignment), its cells replaced
-    nbformat.write(new_notebook(cells=cells, metadata=student.metadata), str(run / exporter.NOTEBOOK_NAME))
+    (run / exporter.NOTEBOOK_NAME).write_text(writes(new_notebook(cells=cells, metadata=student["metadata"])))
     _wait(_otter("run", "-a", str(autograder / "autograder.zip"), "-o", "out", exporter.NOTEBOOK_NAME, cwd=run,
                  python=python, env=env))
     tests = json.loads((run / "out" / "results.json").read_text())["tests"]
@@ -133,10 +139,10 @@ def _otter_grader(tmp: Path, files: dict[str, str], otter_autograder: Path) -> f
     return sum(t["score"] for t in scored) / sum(t["max_score"] for t in scored)
 
 
-def score_table(tmp: Path, course, otter_autograder: Path) -> dict[str, float | str]:
+def score_table(tmp: Path, course, otter_autograder: Path, nbgrader_graded: tuple[Path, dict]) -> dict[str, float | str]:
     folder = tmp / "submission"
     folder.mkdir()
-    files = {"attention.py": buggy_source(), "answers.yaml": HALF_ANSWERS + WRITTEN_ANSWER}
+    files = submission_files()
     for name, text in files.items():
         (folder / name).write_text(text)
     table: dict[str, float | str] = {"mha grade": _mha(folder)}
@@ -148,8 +154,7 @@ def score_table(tmp: Path, course, otter_autograder: Path) -> dict[str, float | 
     table["GitHub Classroom"] = _github_classroom(tmp / "gh", folder)
     (tmp / "otter").mkdir()
     table["otter-grader"] = _otter_grader(tmp / "otter", files, otter_autograder)
-    (tmp / "nbgrader").mkdir()
-    table["nbgrader"] = nbgrader_fraction(tmp / "nbgrader", files)
+    table["nbgrader"] = nbgrader_fraction(nbgrader_graded)  # graded with test_export_nbgrader.py's students
     table.update(PARTIAL)
     return table
 
@@ -161,11 +166,11 @@ def render(table: dict[str, float | str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, course, otter_autograder):
+def test_one_buggy_submission_scores_the_same_on_every_platform(tmp_path, course, otter_autograder, nbgrader_graded):
     """mha grade, Gradescope, PrairieLearn, GitHub Classroom (fractional), otter and nbgrader give the same
     fraction of the whole assignment to one buggy submission, strictly between 0 and 1; its written
     answer counts on none of them (graded by hand on each)."""
-    table = score_table(tmp_path, course, otter_autograder)
+    table = score_table(tmp_path, course, otter_autograder, nbgrader_graded)
     scores = {name: value for name, value in table.items() if isinstance(value, float)}
     expected = scores["mha grade"]
     assert 0 < expected < 1
