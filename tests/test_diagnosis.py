@@ -12,6 +12,7 @@ from grader.grading.cascade import ReferenceServer, helper_references
 from grader.grading.checks import check
 from grader.grading.diagnosis import calls, read_source
 from grader.grading.grade import grade
+from grader.grading.prepared import PreparedCases
 from grader.reports import json_report, text
 
 from .conftest import COURSE, COURSE_CODE, EXERCISES, solution_source
@@ -33,14 +34,21 @@ def with_function(source: str) -> str:
     return solution_source() + "\n\n" + textwrap.dedent(source)
 
 
+@pytest.fixture(scope="module")
+def prepared():
+    """The course's cases prepared once for the many submissions graded below, as grade-all
+    shares them across a class (the same inputs and expected answers as preparing them afresh)."""
+    return PreparedCases()
+
+
 class TestOneMistakePerProblem:
     @pytest.mark.parametrize("include_hidden", [True, False], ids=["grade", "check"])
     @pytest.mark.parametrize("source", [b.source for b in BUGS] + [SQRT_QUERIES],
                              ids=[b.mistake for b in BUGS] + ["sqrt-number-of-queries"])
-    def test_no_problem_is_told_two_mistakes(self, course, write_submission, source, include_hidden):
+    def test_no_problem_is_told_two_mistakes(self, course, write_submission, prepared, source, include_hidden):
         """Every buggy submission, graded on every problem (all cases, and the public ones as
         `mha check` does): at most one mistake id per problem."""
-        result = grade(course, write_submission(with_function(source)), include_hidden=include_hidden)
+        result = grade(course, write_submission(with_function(source)), include_hidden=include_hidden, cache=prepared)
         told = {p.id: p.mistakes for p in result.problems if len(p.mistakes) > 1}
         assert told == {}
 
