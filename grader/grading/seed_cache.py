@@ -75,8 +75,10 @@ def _stamped(files: str, seed: int) -> str:
 
 
 def _files_stamp(root: Path) -> str:
-    """The size and modification time of the grader's files, and those and the CRC-32 of the course's."""
-    lines = []
+    """The size and modification time of the grader's files, and those and the CRC-32 of the course's,
+    and where the course is (its bugs run from there when a case fails: a copy elsewhere is
+    prepared on its own)."""
+    lines = [f"course {Path(root).resolve()}"]
     for relative, path in _files(PACKAGE, lambda n: n.endswith((".py", ".json")), lambda d: d == "__pycache__"):
         info = os.stat(path)
         lines.append(f"grader/{relative} {info.st_size} {info.st_mtime_ns}")
