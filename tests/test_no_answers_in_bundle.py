@@ -110,6 +110,7 @@ def _shown(course, full: dict[str, dict]) -> set[str]:
     scores, a count that a prompt mentions as a width) gives nothing away."""
     from grader.course.quiz import draw
     from grader.course.render import render_problem
+    from grader.grading.diagnosis import wrong_answer
     seen: set[str] = set()
 
     def add(value: Any) -> None:
@@ -136,8 +137,12 @@ def _shown(course, full: dict[str, dict]) -> set[str]:
                     add(decode(arg))
                 if not case.raises and not withheld(problem, case):
                     add(decode(c["expected"]))
-                    for _, wrong in c["wrong_answers"]:
-                        add(decode(wrong))
+                    args = tuple(decode(a) for a in c["args"])
+                    for mistake in problem.mistakes:  # what the bundle's cases hold of each named mistake
+                        try:
+                            add(wrong_answer(mistake, args, problem.code))
+                        except Exception:
+                            pass  # it does not apply to these inputs (or is a detector)
         for item in course.quiz.items:
             v = draw(item, seed)
             words(v.prompt, item.title, *(c.text for c in v.choices))

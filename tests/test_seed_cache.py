@@ -5,6 +5,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -58,7 +60,8 @@ class TestSameGrades:
     def test_prepared_grades_equal_fresh_ones(self, kind, student, tmp_path, cache):
         """Solutions, stubs and a file with a named mistake in every problem get the very same
         result (scores, case verdicts, mistakes, messages, hidden cases included) from the compiled
-        assignment, loaded back from disk, as from preparing every case afresh, on two seeds."""
+        assignment, loaded back from disk, as from preparing every case afresh, on two seeds. The
+        file keeps no bug's answer: the bugs run on the cases a submission fails."""
         course = load_course(EXERCISES)
         seed = student_seed(SECRET, student)
         source = {"solution": solution_source(), "stubs": (EXERCISES / "attention.py").read_text(),
@@ -71,6 +74,7 @@ class TestSameGrades:
         fresh = grade(course, folder / "attention.py", limits=limits, seed=seed)
         cached_seed_cases(EXERCISES, seed, lambda: course)  # written...
         stored = cached_seed_cases(EXERCISES, seed, lambda: pytest.fail("prepared again"))  # ...and read back
+        assert all(p.wrong_answers is None for _, prepared in stored.problems for p in prepared)
         again = grade_seed_cases(stored, folder / "attention.py", include_hidden=True, limits=limits,
                                private=private_paths(EXERCISES))
         assert comparable(again) == comparable(fresh)
@@ -102,6 +106,29 @@ class TestNeverStale:
         softmax.write_text(softmax.read_text().replace("points: 10", "points: 30"))
         second = runner.invoke(main, ["--course", str(root), "grade", str(SOLUTIONS), "--format", "json"])
         assert json.loads(first.stdout)["max_score"] + 20 == json.loads(second.stdout)["max_score"]
+        assert len(list(cache.glob("*.cases"))) == 2
+
+    def test_a_course_copied_elsewhere_names_mistakes_from_its_own_code(self, tmp_path, cache):
+        """A course copied with its files' times kept, then the first copy deleted: the second is
+        prepared on its own (a problem's bugs run from its course code when a case fails), so a
+        named mistake is still named."""
+        first, second = tmp_path / "first", tmp_path / "second"
+        shutil.copytree(EXERCISES, first)
+        folder = tmp_path / "sub"
+        folder.mkdir()
+        bug = next(b for b in BUGS if b.mistake == "softmax-wrong-axis")
+        (folder / "attention.py").write_text(solution_source() + "\n\n" + textwrap.dedent(bug.source))
+        runner = CliRunner()
+        graded = runner.invoke(main, ["--course", str(first), "grade", str(folder), "--problem", "softmax",
+                                      "--format", "json"])
+        shutil.copytree(first, second)  # copy2: the same sizes, times and contents
+        shutil.rmtree(first)
+        again = subprocess.run([sys.executable, "-m", "grader", "--course", str(second), "grade", str(folder),
+                                "--problem", "softmax", "--format", "json"], capture_output=True, text=True,
+                                timeout=120)  # a process of its own: nothing of the first course's code in memory
+        assert graded.exit_code == again.returncode == 0, again.stderr
+        mistakes = [json.loads(out)["problems"][0]["mistakes"] for out in (graded.stdout, again.stdout)]
+        assert mistakes[0] == mistakes[1] and "softmax-wrong-axis" in json.dumps(mistakes[1])
         assert len(list(cache.glob("*.cases"))) == 2
 
     def test_an_invalid_problem_file_is_reported_not_served_from_the_cache(self, tmp_path, cache):

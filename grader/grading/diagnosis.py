@@ -174,7 +174,7 @@ def _bug_answer(mistake: Mistake, problem: Problem, prepared: Any) -> tuple[bool
     raises does not apply; its answer is then (exception type name, message)."""
     key = ("bug", mistake.id)
     if key not in prepared.computed:
-        if prepared.wrong_answers is not None and mistake.bug not in _COMPOSED:  # computed ahead (seed cache)
+        if prepared.wrong_answers is not None and mistake.bug not in _COMPOSED:  # computed ahead (the bundle's cases)
             known = dict(prepared.wrong_answers)
             applies, wrong = mistake.id in known, known.get(mistake.id)
             if isinstance(wrong, dict) and list(wrong) == ["raised"]:  # the error it raised (seed_cases.py)

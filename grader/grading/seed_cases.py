@@ -11,7 +11,9 @@ inputs and the form of its answer only (`form_of`), so `mha check` checks the ty
 says that the value is graded on submission.
 
 Full seed cases (`hidden=True`) hold every case and every answer, without the texts: the
-autograder's seed cache (seed_cache.py), which only the grader's user can read.
+autograder's seed cache (seed_cache.py), which only the grader's user can read. They hold no
+bug's answer: the grader has the course code, and runs a problem's bugs on a case only once a
+submission fails it (diagnosis.py), as grade-all does.
 """
 from __future__ import annotations
 
@@ -290,13 +292,15 @@ def build(course, seed: int, label: str, *, hidden: bool = False) -> dict:
             if not hidden and withheld(problem, case):
                 cases.append(_withheld_case(problem, case, prepared))
                 continue
-            wrong = []
-            for mistake in problem.mistakes:
-                try:
-                    wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), hidden)])
-                except Exception as exc:  # the bug does not apply to these inputs (or is a detector)
-                    if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
-                        wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
+            wrong: list | None = None  # full seed cases: the bugs run when a case fails (diagnosis.py), as in grade-all
+            if not hidden:  # the bundle has no bugs to run: what each answers, computed here
+                wrong = []
+                for mistake in problem.mistakes:
+                    try:
+                        wrong.append([mistake.id, encode(wrong_answer(mistake, prepared.args, problem.code), False)])
+                    except Exception as exc:  # the bug does not apply to these inputs (or is a detector)
+                        if not mistake.detector:  # the error it raised, which a student's may repeat (diagnosis.py)
+                            wrong.append([mistake.id, {RAISED: [type(exc).__name__, str(exc)[:500]]}])
             cases.append({**_case_data(case, prepared, hidden), "expected": encode(prepared.expected, hidden),
                           "wrong_answers": wrong})
         problems.append({
@@ -370,6 +374,12 @@ class SeedCases:
         return problem, prepared
 
 
+def _wrong_answers(stored: list | None, blob: memoryview | None) -> tuple[tuple[str, Any], ...] | None:
+    """What each named mistake's bug answers on a case, as stored; None (full seed cases): run the
+    bugs when the case fails."""
+    return None if stored is None else tuple((m, decode(out, blob)) for m, out in stored)
+
+
 class _Prepared(Sequence):
     """A problem's prepared cases, decoded from their JSON when first used (a cold `mha grade`
     decodes each problem's arrays while the student process works on an earlier problem)."""
@@ -383,7 +393,7 @@ class _Prepared(Sequence):
             from .prepared import PreparedCase
             blob = self._blob
             self._decoded = [PreparedCase(case, tuple(decode(a, blob) for a in c["args"]), decode(c.get("expected"), blob),
-                                          wrong_answers=tuple((m, decode(out, blob)) for m, out in c["wrong_answers"]),
+                                          wrong_answers=_wrong_answers(c["wrong_answers"], blob),
                                           inputs=c.get("inputs"), form=c.get("form"))
                              for case, c in zip(self._cases, self._data)]
             self._data, self._blob = [], None
