@@ -142,7 +142,9 @@ def _prune(folder: Path, keep: int) -> None:
 
 
 def _seed_cases(data: dict) -> SeedCases:
-    return SeedCases(data, Path("<seed cache>"))
+    """Cases the grader has just prepared: each problem's decoded when first used, as when read
+    back from the cache."""
+    return SeedCases(data, Path("<seed cache>"), lazy=True)
 
 
 def _validation_marker(root: Path, course_stamp: str | None) -> tuple[Path, str] | None:
