@@ -487,8 +487,9 @@ def report(args, scratch: Path) -> None:
     env = dict(os.environ)
     if set(args.only) & set("ab"):
         run([*MHA, "--course", str(EXERCISES), "prepare"])
-        first = iter(range(1 << 30))
-        numpy_s, grade_s, check_s, fresh_s = median_of(
+        first, newcomer = iter(range(1 << 30)), iter(range(1 << 30))
+        secret_env = {**env, "MHA_COURSE_SECRET": SECRET or "benchmark-course-secret"}
+        numpy_s, grade_s, check_s, fresh_s, new_seed_s = median_of(
             args.repeat,
             lambda: run([sys.executable, "-c", "import numpy"]),
             lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--format", "json",
@@ -496,6 +497,10 @@ def report(args, scratch: Path) -> None:
             lambda: run([*MHA, "--course", str(EXERCISES), "check", "--path", str(one / "attention.py")], env=env),
             lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--format", "json",
                          "--output", str(graded)], env={**env, "MHA_CACHE_DIR": str(scratch / f"empty{next(first)}")}),
+            # a student never graded before, on their own numbers: the course validated, their seed's
+            # cases prepared in this grade (every submission of a per-student course on a fresh machine)
+            lambda: run([*MHA, "--course", str(EXERCISES), "grade", str(one), "--student", f"newcomer{next(newcomer)}",
+                         "--format", "json", "--output", str(graded)], env=secret_env),
         )
         print(f"(a) cold `mha grade` of one submission   {grade_s * 1000:7.0f} ms   (median of {args.repeat}; "
               "a new process, the seed cache filled)")
@@ -504,6 +509,8 @@ def report(args, scratch: Path) -> None:
         print(f"    ratio                                 {cold:7.2f} x   target <= 2: {verdict(cold <= 2)}")
         print(f"    the first grade after a change of the problem files or the grader (compiling them): "
               f"{fresh_s * 1000:.0f} ms = {fresh_s / numpy_s:.2f} x")
+        print(f"    a student whose own numbers were never prepared (a course secret; each submission on a fresh "
+              f"machine): {new_seed_s * 1000:.0f} ms = {new_seed_s / numpy_s:.2f} x")
         print(f"(b) `mha check` (every problem, public cases, a correct file)  {check_s * 1000:.0f} ms "
               f"= {check_s / numpy_s:.2f} x\n")
 
