@@ -87,14 +87,26 @@ class TestMain:
         (["--course", "x", "check"], ["zygote started", "zygote", "cli mha", "freeze", "end None"]),
         (["list"], ["cli mha"]),
         (["--course", "grade", "validate"], ["cli mha"]),
+        # chosen IDs: the grade command takes the zygote over once it knows they need one
+        (["--course", "COURSE", "grade", "solutions", "--problem", "softmax"], ["zygote started", "cli mha", "freeze",
+                                                                              "end None"]),
+        (["grade", "solutions", "--problem", "QUIZ"], ["zygote started", "cli mha", "freeze", "end None"]),
+        # quiz items only, of a course named here: no student code runs, no zygote starts
+        (["--course", "COURSE", "grade", "solutions", "--problem", "QUIZ"], ["cli mha", "freeze", "end None"]),
+        (["grade", "solutions", "--course=packaged", "--problem=QUIZ"], ["cli mha", "freeze", "end None"]),
+        (["--course", "COURSE", "check", "QUIZ"], ["zygote started", "zygote", "cli mha", "freeze", "end None"]),
     ])
-    def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch):
+    def test_grading_commands_start_the_zygote_before_the_cli(self, argv, calls, monkeypatch, core_course):
         """check and grade start the zygote before the CLI runs (first of all, with built-in
         modules only: zygote_start; then `spawn` takes it over), with the cyclic garbage collector
         off, freeze what they made once done and end the process (one submission: see launch.py);
-        other commands do not start it, keep the collector on and return."""
+        other commands do not start it, keep the collector on and return. A grade of quiz items
+        only (COURSE: the course folder, QUIZ: one of its quiz items) of a course named on the
+        command line starts none."""
         import grader.cli.commands
         from grader.sandbox import spawn, zygote_start
+        quiz_item = next(i.id for i in core_course.quiz.items if not i.manual)
+        argv = [{"COURSE": str(EXERCISES), "QUIZ": quiz_item}.get(a, a.replace("QUIZ", quiz_item)) for a in argv]
         seen = []
         monkeypatch.setattr(zygote_start, "start", lambda: seen.append("zygote started"))
         monkeypatch.setattr(spawn, "prestart", lambda: seen.append("zygote"))
@@ -138,6 +150,67 @@ class TestMain:
         assert done.stdout.startswith("mha, version ")
         assert end["threads"] == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         assert end["ended"] == "exit handlers"  # not a one-submission command: it exits as usual
+
+
+class TestQuizOnly:
+    """`quiz_only`: a grade runs no student code when no chosen ID names a problem file."""
+
+    def test_every_quiz_item_is_quiz_only_and_every_problem_is_not(self, everything_on):
+        """Told from the files alone, for every ID of the course (its optional problems switched
+        on): each problem is problems/<id>.yaml (as the loader requires), no quiz item is."""
+        from grader.course.loader import load_course
+        full_course = load_course(everything_on)
+        root = full_course.root
+        for problem in full_course.problems:
+            assert problem.path == root / "problems" / f"{problem.id}.yaml"
+            assert not launch.quiz_only(root, [problem.id])
+        items = [item.id for item in full_course.quiz.items]
+        assert items and all(launch.quiz_only(root, [item]) for item in items)
+        assert launch.quiz_only(str(root), items)
+        assert not launch.quiz_only(root, [*items, full_course.problems[0].id])  # one problem among them
+
+    @pytest.mark.parametrize("ids", [[], ["../problems/softmax"], ["x/y"], [".hidden"], [""], ["a\0b"]])
+    def test_anything_unclear_runs_as_any_grade(self, ids):
+        """No IDs (everything is graded), or an ID that is not a plain name: False."""
+        assert not launch.quiz_only(EXERCISES, ids)
+
+    def test_no_course_there_runs_as_any_grade(self, tmp_path):
+        """A folder without assignment.yaml, or none at all: False (the grade says what is wrong)."""
+        assert not launch.quiz_only(tmp_path, ["anything"])
+        assert not launch.quiz_only(None, ["anything"])
+
+    def test_the_packaged_course_is_the_one_paths_finds(self):
+        from grader.paths import packaged_course
+        assert launch.packaged_course() == str(packaged_course())
+
+    @pytest.mark.parametrize("argv,values", [
+        (["grade", "x", "--problem", "a", "--problem=b"], ["a", "b"]),
+        (["grade", "x", "--problem"], []),
+        (["grade", "--", "--problem", "a"], []),
+        (["grade", "--problems", "a"], []),
+    ])
+    def test_option_values(self, argv, values):
+        assert launch.option_values(argv, launch.PROBLEM_OPTION) == values
+
+    def test_a_quiz_only_grade_starts_no_student_process(self, cli, core_course, monkeypatch):
+        """In the grade command: quiz items only, no zygote asked for and no session; the item is
+        graded as ever. With a problem among the IDs, both are."""
+        from grader.grading import grade
+        from grader.sandbox import spawn
+        started, sessions, real = [], [], grade.WatchedSession
+        monkeypatch.setattr(spawn, "prestart", lambda: started.append("zygote"))
+        monkeypatch.setattr(grade, "WatchedSession", lambda *a, **k: sessions.append(1) or real(*a, **k))
+        item = next(i.id for i in core_course.quiz.items if not i.manual)
+        result = cli("grade", str(SOLUTIONS), "--format", "json", "--problem", item)
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert [p["id"] for p in report["problems"]] == [item]
+        assert report["score"] == report["max_score"] > 0
+        assert (started, sessions) == ([], [])
+        result = cli("grade", str(SOLUTIONS), "--format", "json", "--problem", item, "--problem", "softmax")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["score"] == json.loads(result.stdout)["max_score"]
+        assert (started, sessions) == (["zygote"], [1])
 
 
 class TestExit:

@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -99,8 +100,17 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     Example:
       mha grade solutions --format gradescope --output results.json
     """
+    from ..sandbox import zygote_start
     from ..sandbox.spawn import prestart
-    prestart()  # student processes' Python and numpy load while this one loads the course
+    from .launch import quiz_only
+    try:
+        runs_code = not quiz_only(obj.root, problem_ids)
+    except GraderError:  # no course there: said below, in the report asked for
+        runs_code = True
+    if runs_code:
+        prestart()  # student processes' Python and numpy load while this one loads the course
+    else:
+        zygote_start.discard()  # quiz items only: no student code runs, so the launcher's zygote is not needed
     from ..sandbox.doctor import unprotected_warning
     if (warning := unprotected_warning()) is not None:
         click.echo(warning, err=True)
@@ -121,7 +131,8 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
                 from ..sandbox.isolation import protect
                 protect((obj.gradescope_metadata,))
             private = private_paths(obj.root)
-            with early_session(path, limits, private) as session:  # it starts while the cases are read
+            # a session starts while the cases are read; quiz items only: none
+            with early_session(path, limits, private) if runs_code else nullcontext() as session:
                 seed_cases = obj.seed_cases(prairielearn_seed(prairielearn_data) if prairielearn_data
                                             else obj.seed(student))
                 known_ids(seed_cases, problem_ids)

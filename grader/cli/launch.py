@@ -9,6 +9,13 @@ Which command runs is read off argv here, before click is imported (`command_of`
 zygote from a click callback would wait for click and the CLI to load first.
 tests/test_launch.py checks OPTIONS_WITH_VALUE against click's own group.
 
+A `grade` of quiz items only runs no student code (`quiz_only`: every `--problem` ID names no
+problem file of the course), so it starts no zygote: GitHub Classroom's workflow grades each
+quiz item in a step of its own, and the zygote's Python and numpy were about 0.17 s of CPU of
+such a step's 0.45. Told here when the command line names the course; otherwise the grade
+command tells it once it knows the course, and stops the zygote started here before any student
+process is asked of it.
+
 Also first thing: the grader's own numpy uses one BLAS thread (unless the environment says
 otherwise). Its matrices are tiny, and a BLAS thread pool only competes with the student
 processes for the cores (and costs its start-up when numpy loads). And for those commands
@@ -27,10 +34,12 @@ import gc
 import os
 import sys
 
-__all__ = ["main", "student", "command_of"]
+__all__ = ["main", "student", "command_of", "quiz_only"]
 
 EARLY_START = frozenset({"check", "grade"})  # commands that run student code at once
 OPTIONS_WITH_VALUE = frozenset({"--course", "--exercises", "--assignment"})  # with their older names
+PROBLEM_OPTION = frozenset({"--problem"})  # grade's: a problem or quiz item to grade (repeatable)
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the grader package's folder
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -46,17 +55,71 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
+def option_values(argv: list[str], names: frozenset[str]) -> list[str]:
+    """The values of the options `names` (each taking one value) in `argv`, written `--name VALUE`
+    or `--name=VALUE`, before any `--`."""
+    values: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            break
+        name, equals, value = arg.partition("=")
+        if name in names:
+            given = value if equals else next(args, None)
+            if given is None:
+                break
+            values.append(given)
+    return values
+
+
+def packaged_course() -> str:
+    """The packaged course's folder, as grader.paths.packaged_course finds it (without its imports)."""
+    inside = os.path.join(PACKAGE, "_course")
+    return inside if os.path.isfile(os.path.join(inside, "assignment.yaml")) else \
+        os.path.join(os.path.dirname(PACKAGE), "exercises")
+
+
+def quiz_only(course: str | os.PathLike | None, problem_ids) -> bool:
+    """Whether grading `problem_ids` of the course folder `course` runs no student code: IDs are
+    given, and none of them names a problem file of the course. A problem's ID is its file's name,
+    problems/<id>.yaml (the loader refuses any other), so each is a quiz item, or an unknown ID
+    (a usage error). False whenever that cannot be told so (no IDs, no course, an ID that is
+    not a plain name): the zygote then starts as for any grade."""
+    if course is None or not problem_ids or not os.path.isfile(os.path.join(course, "assignment.yaml")):
+        return False
+    for problem_id in problem_ids:
+        if not problem_id or problem_id.startswith(".") or "/" in problem_id or os.sep in problem_id \
+                or "\0" in problem_id:
+            return False
+        if os.path.lexists(os.path.join(course, "problems", f"{problem_id}.yaml")):
+            return False
+    return True
+
+
+def _named_quiz_only(argv: list[str]) -> bool:
+    """`grade` of quiz items only (`quiz_only`) of a course named once on the command line."""
+    courses = option_values(argv, OPTIONS_WITH_VALUE)
+    if command_of(argv) != "grade" or len(courses) != 1:
+        return False
+    course = packaged_course() if courses[0] == "packaged" else courses[0]
+    return quiz_only(course, option_values(argv, PROBLEM_OPTION))
+
+
 def _start(argv: list[str]) -> bool:
     """Set up the process for the command in `argv`; whether it is a one-submission command."""
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
-    if command_of(argv) not in EARLY_START:
+    command = command_of(argv)
+    if command not in EARLY_START:
         return False
-    from ..sandbox import zygote_start
-    zygote_start.start()  # first of all: its Python and numpy load while this process imports the rest
+    if not _named_quiz_only(argv):
+        from ..sandbox import zygote_start
+        zygote_start.start()  # first of all: its Python and numpy load while this process imports the rest
     gc.disable()  # one submission, a fraction of a second: collections would only walk what the imports made
-    from ..sandbox.spawn import prestart
-    prestart()
+    if command == "check" or not option_values(argv, PROBLEM_OPTION):
+        # (a grade of chosen IDs takes the zygote over itself, once it knows whether they need one)
+        from ..sandbox.spawn import prestart
+        prestart()
     # numpy now, near the bottom of the stack: imported from deep inside the grader's imports, its
     # import (the typing aliases it subscripts) went back and forth across a 16 KB chunk of
     # CPython 3.11's frame stack about 1600 times, an mmap and a munmap each (about 6 ms)
