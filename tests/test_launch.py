@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader.cli import launch
+from grader.cli import chosen, launch
 
 from .conftest import EXERCISES, ROOT, SOLUTIONS
 
@@ -153,7 +153,7 @@ class TestMain:
 
 
 class TestQuizOnly:
-    """`quiz_only`: a grade runs no student code when no chosen ID names a problem file."""
+    """`chosen.quiz_only`: a grade runs no student code when no chosen ID names a problem file."""
 
     def test_every_quiz_item_is_quiz_only_and_every_problem_is_not(self, everything_on):
         """Told from the files alone, for every ID of the course (its optional problems switched
@@ -163,25 +163,25 @@ class TestQuizOnly:
         root = full_course.root
         for problem in full_course.problems:
             assert problem.path == root / "problems" / f"{problem.id}.yaml"
-            assert not launch.quiz_only(root, [problem.id])
+            assert not chosen.quiz_only(root, [problem.id])
         items = [item.id for item in full_course.quiz.items]
-        assert items and all(launch.quiz_only(root, [item]) for item in items)
-        assert launch.quiz_only(str(root), items)
-        assert not launch.quiz_only(root, [*items, full_course.problems[0].id])  # one problem among them
+        assert items and all(chosen.quiz_only(root, [item]) for item in items)
+        assert chosen.quiz_only(str(root), items)
+        assert not chosen.quiz_only(root, [*items, full_course.problems[0].id])  # one problem among them
 
     @pytest.mark.parametrize("ids", [[], ["../problems/softmax"], ["x/y"], [".hidden"], [""], ["a\0b"]])
     def test_anything_unclear_runs_as_any_grade(self, ids):
         """No IDs (everything is graded), or an ID that is not a plain name: False."""
-        assert not launch.quiz_only(EXERCISES, ids)
+        assert not chosen.quiz_only(EXERCISES, ids)
 
     def test_no_course_there_runs_as_any_grade(self, tmp_path):
         """A folder without assignment.yaml, or none at all: False (the grade says what is wrong)."""
-        assert not launch.quiz_only(tmp_path, ["anything"])
-        assert not launch.quiz_only(None, ["anything"])
+        assert not chosen.quiz_only(tmp_path, ["anything"])
+        assert not chosen.quiz_only(None, ["anything"])
 
     def test_the_packaged_course_is_the_one_paths_finds(self):
         from grader.paths import packaged_course
-        assert launch.packaged_course() == str(packaged_course())
+        assert chosen.packaged_course() == str(packaged_course())
 
     @pytest.mark.parametrize("argv,values", [
         (["grade", "x", "--problem", "a", "--problem=b"], ["a", "b"]),
@@ -190,7 +190,7 @@ class TestQuizOnly:
         (["grade", "--problems", "a"], []),
     ])
     def test_option_values(self, argv, values):
-        assert launch.option_values(argv, launch.PROBLEM_OPTION) == values
+        assert chosen.option_values(argv, chosen.PROBLEM_OPTION) == values
 
     def test_a_quiz_only_grade_starts_no_student_process(self, cli, core_course, monkeypatch):
         """In the grade command: quiz items only, no zygote asked for and no session; the item is

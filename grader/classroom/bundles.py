@@ -41,7 +41,7 @@ from ..grading.seed_cases import BUNDLE_FOLDER, INDEX, build
 from ..paths import PACKAGE, write_atomically
 
 # The grader modules a student bundle carries, and nothing else: what the student `mha`
-# (cli/launch.py's `student`: cli/student_commands.py over cli/source.py) imports to check, show,
+# (cli/launch.py's `student`, with cli/chosen.py: cli/student_commands.py over cli/source.py) imports to check, show,
 # list and init from the precomputed seed cases, the sandbox's worker with the siblings it loads by path (confine, jail,
 # seccomp), `grader.notebook` (what an exported notebook's check cells call),
 # `grader.distribution` (`grader.__version__`) and `grader.trained` (loads the course's model
@@ -54,7 +54,7 @@ STUDENT_MODULES = (
     "training.py",
     "course/__init__.py", "course/model.py", "course/seeds.py", "course/yamlio.py",
     "course/functions.py", "grading/head_pattern.py",
-    "cli/__init__.py", "cli/base.py", "cli/launch.py", "cli/source.py", "cli/student_commands.py",
+    "cli/__init__.py", "cli/base.py", "cli/chosen.py", "cli/launch.py", "cli/source.py", "cli/student_commands.py",
     "grading/__init__.py", "grading/answers.py", "grading/cascade.py", "grading/checks.py", "grading/diagnosis.py",
     "grading/seed_cases.py", "grading/grade.py", "grading/grids.py", "grading/notebook_submission.py", "grading/prepared.py",
     "grading/results.py",

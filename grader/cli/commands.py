@@ -102,7 +102,7 @@ def grade(obj: Ctx, submission: Path, fmt: str, problem_ids: tuple[str, ...], ou
     """
     from ..sandbox import zygote_start
     from ..sandbox.spawn import prestart
-    from .launch import quiz_only
+    from .chosen import quiz_only
     try:
         runs_code = not quiz_only(obj.root, problem_ids)
     except GraderError:  # no course there: said below, in the report asked for

@@ -9,8 +9,8 @@ Which command runs is read off argv here, before click is imported (`command_of`
 zygote from a click callback would wait for click and the CLI to load first.
 tests/test_launch.py checks OPTIONS_WITH_VALUE against click's own group.
 
-A `grade` of quiz items only runs no student code (`quiz_only`: every `--problem` ID names no
-problem file of the course), so it starts no zygote: GitHub Classroom's workflow grades each
+A `grade` of quiz items only runs no student code (`chosen.quiz_only`: every `--problem` ID names
+no problem file of the course), so it starts no zygote: GitHub Classroom's workflow grades each
 quiz item in a step of its own, and the zygote's Python and numpy were about 0.17 s of CPU of
 such a step's 0.45. Told here when the command line names the course; otherwise the grade
 command tells it once it knows the course, and stops the zygote started here before any student
@@ -34,12 +34,12 @@ import gc
 import os
 import sys
 
-__all__ = ["main", "student", "command_of", "quiz_only"]
+from .chosen import PROBLEM_OPTION, option_values, packaged_course, quiz_only
+
+__all__ = ["main", "student", "command_of"]
 
 EARLY_START = frozenset({"check", "grade"})  # commands that run student code at once
 OPTIONS_WITH_VALUE = frozenset({"--course", "--exercises", "--assignment"})  # with their older names
-PROBLEM_OPTION = frozenset({"--problem"})  # grade's: a problem or quiz item to grade (repeatable)
-PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the grader package's folder
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -53,47 +53,6 @@ def command_of(argv: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
-
-
-def option_values(argv: list[str], names: frozenset[str]) -> list[str]:
-    """The values of the options `names` (each taking one value) in `argv`, written `--name VALUE`
-    or `--name=VALUE`, before any `--`."""
-    values: list[str] = []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--":
-            break
-        name, equals, value = arg.partition("=")
-        if name in names:
-            given = value if equals else next(args, None)
-            if given is None:
-                break
-            values.append(given)
-    return values
-
-
-def packaged_course() -> str:
-    """The packaged course's folder, as grader.paths.packaged_course finds it (without its imports)."""
-    inside = os.path.join(PACKAGE, "_course")
-    return inside if os.path.isfile(os.path.join(inside, "assignment.yaml")) else \
-        os.path.join(os.path.dirname(PACKAGE), "exercises")
-
-
-def quiz_only(course: str | os.PathLike | None, problem_ids) -> bool:
-    """Whether grading `problem_ids` of the course folder `course` runs no student code: IDs are
-    given, and none of them names a problem file of the course. A problem's ID is its file's name,
-    problems/<id>.yaml (the loader refuses any other), so each is a quiz item, or an unknown ID
-    (a usage error). False whenever that cannot be told so (no IDs, no course, an ID that is
-    not a plain name): the zygote then starts as for any grade."""
-    if course is None or not problem_ids or not os.path.isfile(os.path.join(course, "assignment.yaml")):
-        return False
-    for problem_id in problem_ids:
-        if not problem_id or problem_id.startswith(".") or "/" in problem_id or os.sep in problem_id \
-                or "\0" in problem_id:
-            return False
-        if os.path.lexists(os.path.join(course, "problems", f"{problem_id}.yaml")):
-            return False
-    return True
 
 
 def _named_quiz_only(argv: list[str]) -> bool:
