@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from enum import Enum
+from functools import cached_property
 
 from ..records import record
 from ..sandbox.student_text import EMPTY, StudentText, student_text
@@ -122,12 +123,14 @@ class ProblemResult:
     right_once: tuple[str, ...] = ()  # the student's failing helpers it calls: graded again with the
                                       # course's in their place, it passes every public case
 
-    @property
+    # A result never changes once made (a record is frozen), so what is worked out of its cases is
+    # kept on first use: a class's feedback, record and report ask a problem's score some five times.
+    @cached_property
     def fraction(self) -> float:
         """The weighted share earned over the cases graded here (a case graded on submission is not)."""
         return weighted_share((c.weight, c.earned) for c in self.cases if c.status is not CaseStatus.ON_SUBMISSION)
 
-    @property
+    @cached_property
     def score(self) -> float:
         return points_earned(self.max_score, self.fraction)
 
@@ -160,11 +163,11 @@ class GradeResult:
     load_error: LoadError | None = None
     empty: bool = False        # attention.py has no code at all (blank, or comments only)
 
-    @property
+    @cached_property
     def score(self) -> float:
         return round(sum(p.score for p in self.problems if p.counted), 4)
 
-    @property
+    @cached_property
     def max_score(self) -> float:
         return round(sum(p.max_score for p in self.problems if p.counted), 4)
 
