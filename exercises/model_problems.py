@@ -90,9 +90,25 @@ def trained_input(model: str, s: int, o: int, part: str, first: int = 0, count: 
     part: a weight (E, P, W_Q, W_K, W_V, W_O, W_U), or what the model does on the evaluation sequences
     first .. first + count - 1: `sequence` (T,) the tokens of sequence `first`; `tokens` (N, T);
     `X` (N, T, D) the layer's input; `maps` (N, h, T, T) every head's weights (causal mask);
-    `readings` (N, h, T, d_k) every head's reading z^(k). Tokens are floats, as the problems pass them."""
+    `readings` (N, h, T, d_k) every head's reading z^(k). Tokens are floats, as the problems pass them.
+
+    A new array each call, computed once per process for each set of arguments: a class's students
+    share 4 models and their head orders, so a batch preparing every student's cases runs each
+    model once, not once per student."""
     if part not in TRAINED_PARTS:
         raise ValueError(f"part must be one of {', '.join(TRAINED_PARTS)} (got {part!r})")
+    return _trained_input(model, s, o, part, first, count).copy()
+
+
+@functools.lru_cache(maxsize=1024, typed=True)  # at most 4 x 2 + 4 x 24 (model, order) pairs, a few parts each: about 1.3 MB
+def _trained_input(model: str, s: int, o: int, part: str, first: int, count: int) -> np.ndarray:
+    """trained_input's array, read-only (each caller gets a copy)."""
+    found = _trained_part(model, s, o, part, first, count)
+    found.flags.writeable = False
+    return found
+
+
+def _trained_part(model: str, s: int, o: int, part: str, first: int, count: int) -> np.ndarray:
     m = _student_model(f"{model}_s{s}", o)
     if part in ("E", "P", "W_Q", "W_K", "W_V", "W_O", "W_U"):
         return getattr(m, part).copy()

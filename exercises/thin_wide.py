@@ -15,6 +15,7 @@ hold: the head ranks the tokens, and the key holding the higher-ranked one wins.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -202,6 +203,17 @@ def one_head_input(model: str, s: int, part: str, head: int = 1, first: int = 0,
     m = _student_model(f"{model}_s{s}", int("123456789"[:heads]))          # the file's own head order
     if not 1 <= head <= m.num_heads:
         raise ValueError(f"head must be in 1..{m.num_heads} (got {head})")
+    return _every_head(model, s, first, count).copy()[:, head - 1]          # a new array each call
+
+
+@functools.lru_cache(maxsize=32, typed=True)  # a class draws 4 seeds of one model, 2 ranges: under 1 MB
+def _every_head(model: str, s: int, first: int, count: int) -> np.ndarray:
+    """Every head's weights (N, h, T, T) of `{model}_s{s}` on those sequences, read-only: computed
+    once per process, so a batch preparing every student's cases runs each model once."""
+    from .model_problems import _evaluation_tokens, _student_model
+    tokens = _evaluation_tokens()[first:first + count]                      # (N, T) ints
+    heads = int(model.split("_h")[1])
+    m = _student_model(f"{model}_s{s}", int("123456789"[:heads]))          # the file's own head order
     N, T = tokens.shape
     X = m.E[tokens] + m.P[None, :T]                                         # (N, T, D)
     d_k = X.shape[-1] // m.num_heads
@@ -213,7 +225,9 @@ def one_head_input(model: str, s: int, part: str, head: int = 1, first: int = 0,
     # them): the same arithmetic in the same order, so the same numbers, 25x sooner than one call each
     q, k = split(m.W_Q), split(m.W_K)
     scores = np.where(ref.causal_mask(T), q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k), -np.inf)
-    return ref.softmax(scores)[:, head - 1]                                 # (N, T, T)
+    maps = ref.softmax(scores)
+    maps.flags.writeable = False
+    return maps
 
 
 def ranked_head_input(seed: int, part: str, count: int = 128, seq_len: int = 6, vocab: int = 5) -> np.ndarray:
