@@ -253,7 +253,9 @@ def fill(text: str, params: Mapping[str, int]) -> str:
 
 
 def _rng(seed: int, salt: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(salt.encode())])
+    # what np.random.default_rng([seed, crc]) builds, without its checks: a third less time, and a
+    # student's seed makes some 190 generators
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, zlib.crc32(salt.encode())])))
 
 
 def _eval_int(value: Any, env: Mapping[str, int]) -> int:
