@@ -13,7 +13,9 @@ compared commands interleaved, so a noisy machine slows both alike):
 (c) `mha grade-all` throughput on N generated submissions (by default issue 35's class: model answers, one bug, stubs), in
     submissions per second, beside a naive loop of one `mha grade` per submission, sequential
     (timed on an evenly spread sample of the same class, every (N / sample)-th submission, in
-    slices run between the batches);
+    slices run between the batches), and beside the same N students each handing in the
+    untouched stub (the same seeds and answers.yaml, no work in their functions): what a
+    submission costs whatever it holds, the ceiling of any change to the grading work alone;
 (d) `otter run` on the same submission through `mha export otter` and `otter assign`, when
     otter-grader is installed and `mha export otter` exists (skipped with a message otherwise);
 (f) the floor: the same class graded with no isolation at all, a measurement only (never a mode of
@@ -128,6 +130,12 @@ def make_class(n: int) -> list[Student]:
             source += f"\n# student {i:04d}\n"  # every file differs, as real ones do
         students.append(Student(f"s{i:04d}", kind, source))
     return students
+
+
+def as_stubs(students: list[Student]) -> list[Student]:
+    """The same students (names, so seeds and answers.yaml), each handing in the untouched stub."""
+    stub = (EXERCISES / "attention.py").read_text()
+    return [Student(s.name, "stub", stub + f"\n# student {s.name}\n") for s in students]
 
 
 def write_class(students: list[Student], folder: Path) -> None:
@@ -527,15 +535,20 @@ def report(args, scratch: Path) -> None:
     sample = students[step // 2::step][:args.naive_sample]
     naive_dir = scratch / "naive"
     naive_dir.mkdir()
-    batches, naive_s = [], 0.0
+    stub_students, stub_folder, stub_out = as_stubs(students), scratch / "stubs", scratch / "graded-stubs"
+    write_class(stub_students, stub_folder)
+    batches, stub_batches, naive_s = [], [], 0.0
     # the first grade-all of the class, each seed's cases prepared (and kept in the prepared-cases store)
-    store = scratch / "store"  # the cold run fills it; every later run reads it
+    store = scratch / "store"  # the cold run fills it; every later run reads it (the stubs' too: the same seeds)
     cold_batch = grade_all(folder, out, args.jobs, cache=store)
-    for i in range(args.batch_repeat):  # the naive loop in slices between the batches: same conditions
+    for i in range(args.batch_repeat):  # the naive loop and the stubs between the batches: same conditions
         batches.append(grade_all(folder, out, args.jobs, cache=store))
         naive_s += naive_loop(sample[i::args.batch_repeat], folder, naive_dir)
+        stub_batches.append(grade_all(stub_folder, stub_out, args.jobs, cache=store))
     statuses = check_results(students, out)
+    stub_statuses = check_results(stub_students, stub_out)
     batch = sorted(batches, key=lambda b: b.seconds)[len(batches) // 2]
+    stub_batch = sorted(stub_batches, key=lambda b: b.seconds)[len(stub_batches) // 2]
     memory = "e" in args.only
     sampled = grade_all(folder, out, args.jobs, sample=True, cache=store)  # the CPU split (and memory) of one more run
     quarter = scratch / "quarter"  # the same sampling on a class a quarter the size
@@ -558,6 +571,15 @@ def report(args, scratch: Path) -> None:
           f"batches): {naive_s:.1f} s = {naive_rate:.2f} submissions/s")
     speedup = rate / naive_rate
     print(f"    ratio                                 {speedup:7.1f} x   target >= 10: {verdict(speedup >= 10)}")
+    stub_rate, stub_cpu = args.n / stub_batch.seconds, sum(stub_batch.cpu) / args.n * 1000
+    class_cpu = sum(batch.cpu) / args.n * 1000
+    print(f"    the same {args.n} students each handing in the untouched stub (no work in their functions; graded: "
+          f"{', '.join(f'{v} {k}' for k, v in sorted(stub_statuses.items()))}): {stub_batch.seconds:.2f} s = "
+          f"{stub_rate:.1f} submissions/s, CPU {stub_cpu:.0f} ms per submission (median of {args.batch_repeat}: "
+          f"{', '.join(f'{b.seconds:.2f}' for b in stub_batches)} s)")
+    print(f"    that is {stub_cpu / class_cpu:.0%} of the class's {class_cpu:.0f} ms: what a submission costs whatever it "
+          f"holds (a student process, a session, 28 requests, the quiz, the record); at 60/s, {cpus} CPUs leave "
+          f"{cpus * 1000 / 60:.0f} ms")
     if "f" not in args.only:
         floor_s, floor_scores = float("nan"), {}
     else:
