@@ -578,7 +578,7 @@ def report(args, scratch: Path) -> None:
           f"{stub_rate:.1f} submissions/s, CPU {stub_cpu:.0f} ms per submission (median of {args.batch_repeat}: "
           f"{', '.join(f'{b.seconds:.2f}' for b in stub_batches)} s)")
     print(f"    that is {stub_cpu / class_cpu:.0%} of the class's {class_cpu:.0f} ms: what a submission costs whatever it "
-          f"holds (a student process, a session, 28 requests, the quiz, the record); at 60/s, {cpus} CPUs leave "
+          f"holds (a student process, a session, two requests a problem, the quiz, the record); at 60/s, {cpus} CPUs leave "
           f"{cpus * 1000 / 60:.0f} ms")
     if "f" not in args.only:
         floor_s, floor_scores = float("nan"), {}
